@@ -1,0 +1,222 @@
+//! A transaction's local state: the access set (MOT §3: one entry per record, whose kind moves
+//! between read, update, insert and delete as the transaction works) and the node set (Silo
+//! §4.6: the leaves its scans and failed lookups saw, with their versions).
+//!
+//! Everything here is preallocated per worker and cleared between transactions; lookups of a
+//! record in the access set scan linearly while the set is small and use an open-addressing
+//! table keyed by the head's address once it grows. The table's slots carry a generation, so
+//! clearing it between transactions costs nothing.
+
+use crate::index::{LeafObserver, LeafVersion};
+use crate::storage::{Head, TableId, TidWord};
+
+/// What the transaction did to a record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Read it (the observed word is validated at commit when `validate` is set).
+    Read,
+    /// Will replace its row.
+    Update,
+    /// Will create its row (on a head this transaction created or claimed).
+    Insert,
+    /// Will delete its row.
+    Delete,
+    /// Inserted and then deleted its own insert: nothing to install, the head is given up.
+    Nothing,
+}
+
+impl Access {
+    /// A read of `head` that saw `observed`.
+    pub fn read(head: *mut Head, table: TableId, observed: TidWord, validate: bool) -> Access {
+        Access {
+            head,
+            table,
+            kind: Kind::Read,
+            observed,
+            prior: observed,
+            validate,
+            fresh: false,
+            locked: false,
+            value: Span::default(),
+            key: Span::default(),
+        }
+    }
+}
+
+/// Bytes in the transaction's byte buffer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub start: u32,
+    pub len: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Access {
+    pub head: *mut Head,
+    pub table: TableId,
+    pub kind: Kind,
+    /// The word when the transaction first looked (for a claimed insert: the word before the
+    /// claim, restored on abort).
+    pub observed: TidWord,
+    /// The word the record had when commit locked it (restored if the commit fails).
+    pub prior: TidWord,
+    /// Validate `observed` at commit.
+    pub validate: bool,
+    /// The head was created by this transaction.
+    pub fresh: bool,
+    /// Commit holds the record's lock.
+    pub locked: bool,
+    /// The new row (`Update`, `Insert`).
+    pub value: Span,
+    /// The primary key (writes only).
+    pub key: Span,
+}
+
+/// Below this many entries a linear scan beats hashing.
+const LINEAR_ENTRIES_MAX: usize = 16;
+
+#[derive(Debug, Default)]
+struct Lookup {
+    slots: Vec<(u32, u32)>,
+    generation: u32,
+    indexed: usize,
+}
+
+impl Lookup {
+    fn clear(&mut self) {
+        self.indexed = 0;
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            self.slots.iter_mut().for_each(|slot| *slot = (0, 0));
+            self.generation = 1;
+        }
+    }
+
+    #[inline]
+    fn hash(head: *mut Head, mask: usize) -> usize {
+        ((head as usize >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20) & mask
+    }
+
+    fn insert(&mut self, head: *mut Head, index: u32) {
+        let mask = self.slots.len() - 1;
+        let mut slot = Self::hash(head, mask);
+        while self.slots[slot].0 == self.generation {
+            slot = (slot + 1) & mask;
+        }
+        self.slots[slot] = (self.generation, index);
+    }
+
+    /// Indexes entries up to `entries.len()`, growing the table to twice that.
+    fn catch_up(&mut self, entries: &[Access]) {
+        if self.slots.len() < entries.len() * 2 {
+            let size = (entries.len() * 4).next_power_of_two();
+            self.slots = vec![(0, 0); size];
+            self.generation = 1;
+            self.indexed = 0;
+        }
+        while self.indexed < entries.len() {
+            self.insert(entries[self.indexed].head, self.indexed as u32);
+            self.indexed += 1;
+        }
+    }
+
+    fn find(&mut self, head: *mut Head, entries: &[Access]) -> Option<usize> {
+        if entries.len() <= LINEAR_ENTRIES_MAX {
+            return entries.iter().position(|entry| entry.head == head);
+        }
+        self.catch_up(entries);
+        let mask = self.slots.len() - 1;
+        let mut slot = Self::hash(head, mask);
+        loop {
+            let (generation, index) = self.slots[slot];
+            if generation != self.generation {
+                return None;
+            }
+            if entries[index as usize].head == head {
+                return Some(index as usize);
+            }
+            slot = (slot + 1) & mask;
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct AccessSet {
+    pub entries: Vec<Access>,
+    pub bytes: Vec<u8>,
+    lookup: Lookup,
+}
+
+impl AccessSet {
+    pub fn clear(&mut self) {
+        self.entries.clear();
+        self.bytes.clear();
+        self.lookup.clear();
+    }
+
+    #[inline]
+    pub fn find(&mut self, head: *mut Head) -> Option<usize> {
+        self.lookup.find(head, &self.entries)
+    }
+
+    #[inline]
+    pub fn push(&mut self, access: Access) -> usize {
+        self.entries.push(access);
+        self.entries.len() - 1
+    }
+
+    pub fn store(&mut self, bytes: &[u8]) -> Span {
+        let start = self.bytes.len() as u32;
+        self.bytes.extend_from_slice(bytes);
+        Span { start, len: bytes.len() as u32 }
+    }
+
+    #[inline]
+    pub fn slice(&self, span: Span) -> &[u8] {
+        &self.bytes[span.start as usize..(span.start + span.len) as usize]
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NodeEntry {
+    pub leaf: LeafVersion,
+    /// Validated at every isolation level (a uniqueness check's scan).
+    pub always: bool,
+}
+
+/// The node set, which also keeps itself valid across the transaction's own inserts.
+#[derive(Debug, Default)]
+pub(crate) struct NodeSet {
+    pub entries: Vec<NodeEntry>,
+    /// The flag new entries get while a uniqueness check runs.
+    pub recording_always: bool,
+}
+
+impl NodeSet {
+    pub fn clear(&mut self) {
+        self.entries.clear();
+        self.recording_always = false;
+    }
+
+    pub fn push(&mut self, leaf: LeafVersion, always: bool) {
+        self.entries.push(NodeEntry { leaf, always });
+    }
+}
+
+impl LeafObserver for NodeSet {
+    fn leaf_changed(&mut self, node: usize, before: u64, after: &[LeafVersion]) {
+        let mut index = 0;
+        while index < self.entries.len() {
+            let entry = self.entries[index];
+            if entry.leaf.node_address() == node && entry.leaf.version() == before {
+                // The transaction saw exactly what the leaf held before its own change, and its
+                // own change is the only one: the successors now stand for what it saw.
+                self.entries[index].leaf = after[0];
+                for extra in &after[1..] {
+                    self.entries.push(NodeEntry { leaf: *extra, always: entry.always });
+                }
+            }
+            index += 1;
+        }
+    }
+}

@@ -1,0 +1,319 @@
+//! The commit skeleton (steps numbered as in `cc/mod.rs` and `silo.rs`), abort, and the end
+//! of every transaction.
+
+use super::access::Kind;
+use super::secondary;
+use super::silo::{Protocol, Silo};
+use super::txn::pinned;
+use crate::db::Counters;
+use crate::error::{AbortReason, Error, Result};
+use crate::storage::record::{Busy, Retention};
+use crate::storage::{Head, Tid, TidWord};
+use crate::sync::Epoch;
+use crate::worker::{CommitInfo, Status, TxnState, Worker};
+
+/// Clean-up tasks run at the end of one transaction at most: enough to keep up with a worker
+/// that deletes several rows per transaction, small enough to bound the latency it adds.
+const TASKS_PER_TRANSACTION_MAX: usize = 64;
+
+/// Transactions between two looks at the orphaned garbage of departed workers.
+const ORPHAN_CHECK_INTERVAL: u64 = 1024;
+
+pub(crate) fn commit(worker: &mut Worker) -> Result<CommitInfo> {
+    commit_with::<Silo>(worker)
+}
+
+fn commit_with<P: Protocol>(worker: &mut Worker) -> Result<CommitInfo> {
+    match worker.txn.status {
+        Status::Idle => return Err(Error::NoTransaction),
+        Status::Poisoned(reason) => {
+            abort(worker, Some(reason));
+            return Err(Error::Aborted(reason));
+        }
+        Status::Active => {}
+    }
+    if worker.txn.snapshot.is_some() {
+        finish(worker);
+        bump_commits(worker);
+        return Ok(CommitInfo { tid: Tid::ZERO });
+    }
+    // 1. Lock the write set in address order.
+    if let Err(reason) = lock_write_set(&mut worker.txn) {
+        abort(worker, Some(reason));
+        return Err(Error::Aborted(reason));
+    }
+    // 2. Secondary entries of updates that change a secondary key.
+    if let Err(error) = secondary::before_validation(worker) {
+        abort(worker, error.abort_reason());
+        return Err(error);
+    }
+    let writes = !worker.txn.write_order.is_empty();
+    // 3. The serialization point. Announce the commit first, so the stable epoch waits for
+    // its installs (`sync::epoch`); the protocol's fence orders the two.
+    let epoch = if writes {
+        worker.shared.epochs.enter_commit(worker.slot, worker.txn.pinned_at);
+        P::serialization_point(&worker.shared.epochs)
+    } else {
+        Epoch::NEVER
+    };
+    // 4. Validation.
+    // SAFETY: commit runs while the worker is pinned and in a call.
+    let pin = unsafe { pinned() };
+    if let Err(reason) = P::validate(&worker.txn, &pin) {
+        abort(worker, Some(reason));
+        return Err(Error::Aborted(reason));
+    }
+    // 5. The commit TID.
+    let tid = if writes {
+        match P::commit_tid(&worker.txn, worker.last_tid, epoch) {
+            Ok(tid) => tid,
+            Err(reason) => {
+                abort(worker, Some(reason));
+                return Err(Error::Aborted(reason));
+            }
+        }
+    } else {
+        Tid::ZERO
+    };
+    // 6. Install and release.
+    if writes {
+        install_write_set(worker, tid);
+        worker.last_tid = tid;
+        worker.shared.epochs.leave_commit(worker.slot);
+    }
+    give_up_undone_inserts(worker);
+    // 7. Finish.
+    bump_commits(worker);
+    finish(worker);
+    Ok(CommitInfo { tid })
+}
+
+fn bump_commits(worker: &Worker) {
+    Counters::bump(&worker.shared.counters(worker.slot).commits);
+}
+
+/// Step 1. Locks every written record in address order and checks each under its lock.
+fn lock_write_set(state: &mut TxnState) -> Result<(), AbortReason> {
+    let TxnState { access, write_order, .. } = state;
+    write_order.clear();
+    for (position, entry) in access.entries.iter().enumerate() {
+        if matches!(entry.kind, Kind::Update | Kind::Delete | Kind::Insert) {
+            write_order.push(position as u32);
+        }
+    }
+    write_order.sort_unstable_by_key(|&position| access.entries[position as usize].head as usize);
+    for &position in write_order.iter() {
+        let entry = &mut access.entries[position as usize];
+        // SAFETY: written heads are reachable (updated, deleted) or owned (inserted) while pinned.
+        let head = unsafe { &*entry.head };
+        let word = head.lock().map_err(|Busy| AbortReason::RecordBusy)?;
+        entry.locked = true;
+        entry.prior = word;
+        match entry.kind {
+            Kind::Update | Kind::Delete => {
+                if word.is_absent() || !word.is_latest() {
+                    return Err(AbortReason::WriteConflict);
+                }
+                if entry.validate && word != entry.observed {
+                    return Err(AbortReason::ReadValidation);
+                }
+            }
+            Kind::Insert => {
+                debug_assert!(word.is_claimed() && word.is_absent(), "inserts own their heads");
+            }
+            Kind::Read | Kind::Nothing => unreachable!("only writes are locked"),
+        }
+    }
+    Ok(())
+}
+
+/// Step 6. Installs every write with `tid`, fixes secondary entries, and releases the locks.
+fn install_write_set(worker: &mut Worker, tid: Tid) {
+    // SAFETY: commit runs while pinned.
+    let pin = unsafe { pinned() };
+    let epochs = &worker.shared.epochs;
+    let retention =
+        Retention { low: epochs.snapshot_low(), interval: epochs.snapshot_interval_epochs() };
+    let Worker { tables, txn, arena, garbage, tasks, .. } = worker;
+    for order in 0..txn.write_order.len() {
+        let entry = txn.access.entries[txn.write_order[order] as usize];
+        let table = tables[entry.table.index()].as_deref().expect("registered table");
+        // SAFETY: the head is locked by this commit.
+        let head = unsafe { &*entry.head };
+        let (value, new_word) = match entry.kind {
+            Kind::Update | Kind::Insert => (Some(entry.value), TidWord::new(tid, TidWord::LATEST)),
+            Kind::Delete => (None, TidWord::new(tid, TidWord::LATEST | TidWord::ABSENT)),
+            Kind::Read | Kind::Nothing => unreachable!("only writes are installed"),
+        };
+        let secondaries = table.has_secondaries();
+        // The replaced row, needed to find the secondary entries it alone produced.
+        let mut old_row = std::mem::take(&mut txn.scratch);
+        let had_row = secondaries && head.value_locked(&mut old_row);
+        txn.dropped.clear();
+        let kept = {
+            let row = value.map(|span| txn.access.slice(span));
+            head.install(row, new_word, retention, arena, garbage, &mut txn.dropped)
+        };
+        if secondaries {
+            let TxnState { access, entry_scratch, dropped, .. } = &mut *txn;
+            secondary::after_install(
+                table,
+                entry_scratch,
+                entry.head,
+                access.slice(entry.key),
+                (had_row && !kept).then_some(old_row.as_slice()),
+                value.map(|span| access.slice(span)),
+                dropped,
+                &pin,
+                garbage,
+            );
+        }
+        txn.scratch = old_row;
+        head.unlock_to(new_word);
+        txn.access.entries[txn.write_order[order] as usize].locked = false;
+        if entry.kind == Kind::Delete {
+            tasks.push_unlink(entry.table, entry.head, new_word, txn.access.slice(entry.key));
+        }
+    }
+}
+
+/// Heads this transaction inserted and then deleted again: give them up as an abort would.
+fn give_up_undone_inserts(worker: &mut Worker) {
+    for position in 0..worker.txn.access.entries.len() {
+        let entry = worker.txn.access.entries[position];
+        if entry.kind == Kind::Nothing {
+            release_insert(worker, position);
+        }
+    }
+}
+
+/// Gives up the head of an insert (or an insert deleted again): a fresh head leaves the index
+/// and is retired, a claimed head gets its old word back.
+fn release_insert(worker: &mut Worker, position: usize) {
+    // SAFETY: called while pinned.
+    let pin = unsafe { pinned() };
+    let entry = worker.txn.access.entries[position];
+    secondary::remove_own_entries(worker, entry.head);
+    let Worker { tables, txn, garbage, .. } = worker;
+    if entry.fresh {
+        let table = tables[entry.table.index()].as_deref().expect("registered table");
+        table.primary.remove(txn.access.slice(entry.key), Some(entry.head as u64), &pin, garbage);
+        secondary::abandon_fresh(entry.head, garbage);
+    } else {
+        // SAFETY: the claimed head is owned by this transaction.
+        unsafe { (*entry.head).set_owned_word(entry.observed) };
+    }
+}
+
+/// Rolls the transaction back: removes its secondary entries, releases its locks, gives up its
+/// inserts. `reason` is counted when the abort was not asked for.
+pub(crate) fn abort(worker: &mut Worker, reason: Option<AbortReason>) {
+    if worker.txn.status == Status::Idle {
+        return;
+    }
+    if worker.txn.snapshot.is_none() {
+        let mark = 0;
+        secondary::undo_entries(worker, mark);
+        for position in 0..worker.txn.access.entries.len() {
+            let entry = worker.txn.access.entries[position];
+            match entry.kind {
+                Kind::Insert | Kind::Nothing => release_insert(worker, position),
+                Kind::Update | Kind::Delete if entry.locked => {
+                    // SAFETY: locked by this commit.
+                    unsafe { (*entry.head).unlock_to(entry.prior) };
+                }
+                _ => {}
+            }
+        }
+    }
+    if let Some(reason) = reason {
+        Counters::bump(&worker.shared.counters(worker.slot).aborts[reason.index()]);
+    }
+    worker.shared.epochs.leave_commit(worker.slot);
+    finish(worker);
+}
+
+/// Rolls back a transaction the ticker gave up on. Its reads may point at freed memory, so only
+/// what it owns is touched: its secondary entries (removed by key), its fresh and claimed heads.
+/// It holds no locks: it was suspended between calls, never inside a commit.
+pub(crate) fn abort_kicked(worker: &mut Worker) {
+    debug_assert!(worker.txn.access.entries.iter().all(|entry| !entry.locked));
+    abort(worker, Some(AbortReason::IdleTimeout));
+}
+
+/// Step 7, for commits and aborts alike.
+fn finish(worker: &mut Worker) {
+    if worker.txn.snapshot.is_some() {
+        worker.shared.epochs.leave_snapshot(worker.slot);
+    }
+    run_ready_tasks(worker);
+    worker.garbage.seal(&worker.shared.epochs);
+    worker.shared.epochs.unpin(worker.slot);
+    worker.txn.reset();
+    worker.garbage.collect(&worker.shared.epochs, &mut worker.arena);
+    worker.transactions_ended += 1;
+    if worker.transactions_ended.is_multiple_of(ORPHAN_CHECK_INTERVAL) {
+        let Worker { shared, garbage, tasks, .. } = worker;
+        shared.hand_over(garbage, tasks);
+    }
+}
+
+/// Unlinks deleted records that no snapshot can read any more (`gc::tasks`).
+fn run_ready_tasks(worker: &mut Worker) {
+    // SAFETY: called from `finish`, before unpinning.
+    let pin = unsafe { pinned() };
+    let low = worker.shared.epochs.snapshot_low();
+    for _ in 0..TASKS_PER_TRANSACTION_MAX {
+        let Some(task) = worker.tasks.pop_ready(low) else { break };
+        let cached = worker.tables.get(task.table.index()).is_some_and(Option::is_some);
+        if !cached {
+            match worker.shared.table_by_id(task.table) {
+                Some(table) => {
+                    worker.register_table(&table);
+                }
+                None => {
+                    // The table was dropped: its memory goes with it.
+                    worker.tasks.recycle(task.key);
+                    continue;
+                }
+            }
+        }
+        // SAFETY: see `Worker::table_ptr`; the table is in the worker's cache.
+        let table = unsafe { &*worker.table_ptr(task.table) };
+        if table.primary.get(&task.key, &pin).value != Some(task.head as u64) {
+            // Someone else unlinked the head, or the key has a new one.
+            worker.tasks.recycle(task.key);
+            continue;
+        }
+        // SAFETY: the head is in the primary index, found while pinned.
+        let head = unsafe { &*task.head };
+        let Ok(word) = head.lock() else {
+            worker.tasks.requeue(task);
+            continue;
+        };
+        if word != task.word {
+            head.unlock_to(word);
+            if word.is_claimed() {
+                // An insert is reusing the key; if it aborts the row is still to be unlinked.
+                worker.tasks.requeue(task);
+            } else {
+                worker.tasks.recycle(task.key);
+            }
+            continue;
+        }
+        if table.has_secondaries() {
+            secondary::unlink_entries(
+                table,
+                head,
+                &task.key,
+                &mut worker.txn.entry_scratch,
+                &pin,
+                &mut worker.garbage,
+            );
+        }
+        table.primary.remove(&task.key, Some(task.head as u64), &pin, &mut worker.garbage);
+        head.unlock_to(word.without(TidWord::LATEST));
+        Head::retire(task.head, &mut worker.garbage);
+        worker.tasks.recycle(task.key);
+    }
+}

@@ -1,0 +1,501 @@
+//! Keeping secondary indexes in step with rows.
+//!
+//! The invariant (see `storage::table`): every entry pointing at a head is produced by the
+//! head's current state, by a version in its chain, or by an in-flight insert that owns the
+//! head. So:
+//!
+//! - an insert adds its row's entries at once (after a uniqueness check), on the head it owns;
+//! - an update that changes a secondary key adds the new entry at commit, after locking and
+//!   before validation (`before_validation`), so concurrent checks and scans see it in time;
+//! - after an install, entries produced only by states that were dropped (the replaced state
+//!   when no snapshot needs it, versions pruned from the chain) are removed (`after_install`);
+//! - the clean-up task of a delete removes the entries of the chain when it unlinks the head
+//!   (`unlink_entries`).
+//!
+//! A uniqueness check scans the entries with the new key's prefix, reads each other row it
+//! finds (validated at commit at every isolation level), and records the leaves it scanned in
+//! the node set with `always`, so a concurrent insert of the same key is caught at commit.
+
+use super::access::{Access, Kind};
+use super::silo::{Protocol, Silo};
+use super::txn::{duplicate, pinned, poison};
+use crate::error::{AbortReason, Result};
+use crate::gc::Garbage;
+use crate::index::{Direction, LeafVersion, ScanVisitor};
+use crate::storage::table::BoundKind;
+use crate::storage::{Head, SecondaryIndex, Table, TableId, TidWord};
+use crate::sync::Pin;
+use crate::worker::{TxnState, Worker};
+use std::ops::Bound;
+
+/// An entry this transaction added to a secondary index; removed again if it aborts.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct InsertedEntry {
+    pub table: TableId,
+    pub index: u16,
+    pub key: super::Span,
+    pub head: *mut Head,
+}
+
+/// Buffers for comparing entry keys when an install drops versions.
+#[derive(Debug, Default)]
+pub(crate) struct EntryScratch {
+    keys: Vec<u8>,
+    /// (index number, start, length) in `keys`: entries of dropped states.
+    dropped: Vec<(u16, u32, u32)>,
+    /// Entries of the states that remain.
+    remaining: Vec<(u16, u32, u32)>,
+    scratch: Vec<u8>,
+}
+
+/// Gives up a fresh head that never got a committed row: marks it unlinked, retires it.
+pub(crate) fn abandon_fresh(head: *mut Head, garbage: &mut Garbage) {
+    // SAFETY: the head is owned by this transaction and was removed from its indexes.
+    unsafe { (*head).set_owned_word(TidWord::from_raw(TidWord::ABSENT)) };
+    Head::retire(head, garbage);
+}
+
+/// Adds the entries of `row` (primary key `primary_key`) on `head`, which the transaction owns.
+pub(crate) fn insert_entries(
+    worker: &mut Worker,
+    table: &Table,
+    head: *mut Head,
+    primary_key: &[u8],
+    row: &[u8],
+) -> Result<()> {
+    for (number, index) in table.secondaries.iter().enumerate() {
+        let mut entry = std::mem::take(&mut worker.txn.scratch_entry);
+        entry.clear();
+        let has_entry = index.entry_of(row, primary_key, &mut entry, &mut worker.txn.scratch);
+        let result = if has_entry {
+            let prefix_len = entry.len() - primary_key.len();
+            let checked = if index.unique {
+                unique_check(worker, table, number, &entry[..prefix_len], head)
+            } else {
+                Ok(())
+            };
+            checked.and_then(|()| insert_entry(worker, table, number, &entry, head))
+        } else {
+            Ok(())
+        };
+        worker.txn.scratch_entry = entry;
+        result?;
+    }
+    Ok(())
+}
+
+/// Adds one entry; an existing entry for the same head is fine (a chain version made it).
+fn insert_entry(
+    worker: &mut Worker,
+    table: &Table,
+    number: usize,
+    entry: &[u8],
+    head: *mut Head,
+) -> Result<()> {
+    // SAFETY: called from transaction operations and commit, while pinned.
+    let pin = unsafe { pinned() };
+    let state = &mut worker.txn;
+    match table.secondaries[number].tree.insert(
+        entry,
+        head as u64,
+        &pin,
+        &mut worker.garbage,
+        &mut state.nodes,
+    ) {
+        Ok(_) => {
+            let key = state.access.store(entry);
+            state.inserted_entries.push(InsertedEntry {
+                table: table.id(),
+                index: number as u16,
+                key,
+                head,
+            });
+            Ok(())
+        }
+        Err(existing) if existing == head as u64 => Ok(()),
+        // An entry with this key and primary key for another head: the key's previous head is
+        // being unlinked right now.
+        Err(_) => Err(poison(state, AbortReason::InsertConflict)),
+    }
+}
+
+/// Removes the entries inserted since `mark` (an operation that failed part-way).
+pub(crate) fn undo_entries(worker: &mut Worker, mark: usize) {
+    // SAFETY: called while pinned.
+    let pin = unsafe { pinned() };
+    let Worker { tables, txn, garbage, .. } = worker;
+    for inserted in txn.inserted_entries.drain(mark..) {
+        let table = tables[inserted.table.index()].as_deref().expect("registered table");
+        let key = txn.access.slice(inserted.key);
+        table.secondaries[inserted.index as usize].tree.remove(
+            key,
+            Some(inserted.head as u64),
+            &pin,
+            garbage,
+        );
+    }
+}
+
+/// Removes every entry this transaction inserted for `head` (its own insert changed or went).
+pub(crate) fn remove_own_entries(worker: &mut Worker, head: *mut Head) {
+    // SAFETY: called while pinned.
+    let pin = unsafe { pinned() };
+    let Worker { tables, txn, garbage, .. } = worker;
+    let TxnState { inserted_entries, access, .. } = txn;
+    inserted_entries.retain(|inserted| {
+        if inserted.head != head {
+            return true;
+        }
+        let table = tables[inserted.table.index()].as_deref().expect("registered table");
+        table.secondaries[inserted.index as usize].tree.remove(
+            access.slice(inserted.key),
+            Some(head as u64),
+            &pin,
+            garbage,
+        );
+        false
+    });
+}
+
+/// Fails with `DuplicateKey` if a row other than `own` has secondary key `prefix` in index
+/// `number`. Its reads and leaves are validated at commit at every isolation level.
+fn unique_check(
+    worker: &mut Worker,
+    table: &Table,
+    number: usize,
+    prefix: &[u8],
+    own: *mut Head,
+) -> Result<()> {
+    // SAFETY: called while pinned.
+    let pin = unsafe { pinned() };
+    let index = &table.secondaries[number];
+    let state = &mut worker.txn;
+    let mut high = std::mem::take(&mut state.scratch_high);
+    high.clear();
+    high.extend_from_slice(prefix);
+    *high.last_mut().expect("encoded keys are never empty") += 1;
+    let TxnState { access, nodes, read_buffer, scan_buffer, scratch, scratch_low, .. } = state;
+    let mut visitor = UniqueVisitor {
+        access,
+        nodes,
+        buffer: read_buffer,
+        scratch,
+        other_prefix: scratch_low,
+        index,
+        prefix,
+        own,
+        table: table.id(),
+        conflict: false,
+        error: None,
+    };
+    index.tree.scan(
+        Bound::Included(prefix),
+        Bound::Excluded(&high),
+        Direction::Forward,
+        &pin,
+        scan_buffer,
+        &mut visitor,
+    );
+    let (conflict, error) = (visitor.conflict, visitor.error);
+    state.scratch_high = high;
+    if let Some(reason) = error {
+        return Err(poison(state, reason));
+    }
+    if conflict {
+        return Err(duplicate(table, Some(index)));
+    }
+    Ok(())
+}
+
+struct UniqueVisitor<'a> {
+    access: &'a mut super::AccessSet,
+    nodes: &'a mut super::NodeSet,
+    buffer: &'a mut Vec<u8>,
+    scratch: &'a mut Vec<u8>,
+    other_prefix: &'a mut Vec<u8>,
+    index: &'a SecondaryIndex,
+    prefix: &'a [u8],
+    own: *mut Head,
+    table: TableId,
+    conflict: bool,
+    error: Option<AbortReason>,
+}
+
+/// Whether `row` has secondary key `prefix` (encoded) in `index`.
+fn has_key(
+    index: &SecondaryIndex,
+    prefix: &[u8],
+    row: &[u8],
+    other_prefix: &mut Vec<u8>,
+    scratch: &mut Vec<u8>,
+) -> bool {
+    other_prefix.clear();
+    index.prefix_of(row, other_prefix, scratch) && other_prefix.as_slice() == prefix
+}
+
+impl ScanVisitor for UniqueVisitor<'_> {
+    fn leaf(&mut self, leaf: LeafVersion) {
+        self.nodes.push(leaf, true);
+    }
+
+    fn entry(&mut self, _entry: &[u8], value: u64) -> bool {
+        let head = value as *mut Head;
+        if head == self.own {
+            return true;
+        }
+        if let Some(position) = self.access.find(head) {
+            let access = self.access.entries[position];
+            match access.kind {
+                Kind::Insert | Kind::Update => {
+                    let row = self.access.slice(access.value);
+                    self.conflict =
+                        has_key(self.index, self.prefix, row, self.other_prefix, self.scratch);
+                    return !self.conflict;
+                }
+                Kind::Delete | Kind::Nothing => return true,
+                Kind::Read => {}
+            }
+        }
+        // SAFETY: reached through the index while pinned.
+        let word = match Silo::read(unsafe { &*head }, self.buffer) {
+            Ok(word) => word,
+            Err(reason) => {
+                self.error = Some(reason);
+                return false;
+            }
+        };
+        match self.access.find(head) {
+            Some(position) => {
+                let access = &mut self.access.entries[position];
+                if access.validate && access.observed != word {
+                    self.error = Some(AbortReason::ReadValidation);
+                    return false;
+                }
+                access.validate = true;
+                access.observed = word;
+                access.prior = word;
+            }
+            None => {
+                self.access.push(Access::read(head, self.table, word, true));
+            }
+        }
+        if word.is_absent() || !word.is_latest() {
+            return true;
+        }
+        self.conflict =
+            has_key(self.index, self.prefix, self.buffer, self.other_prefix, self.scratch);
+        !self.conflict
+    }
+}
+
+/// Collects the transaction's own updates of `table` whose new entry in `index` lies within
+/// the scan bounds (in `scratch_low` / `scratch_high`), sorted in scan order.
+pub(crate) fn own_candidates(
+    state: &mut TxnState,
+    table: TableId,
+    index: &SecondaryIndex,
+    low: BoundKind,
+    high: BoundKind,
+    direction: Direction,
+) {
+    state.candidates.clear();
+    state.entry_keys.clear();
+    for (position, access) in state.access.entries.iter().enumerate() {
+        if access.kind != Kind::Update || access.table != table {
+            continue;
+        }
+        let start = state.entry_keys.len();
+        let row = state.access.slice(access.value);
+        let primary_key = state.access.slice(access.key);
+        if !index.entry_of(row, primary_key, &mut state.entry_keys, &mut state.scratch) {
+            continue;
+        }
+        let entry = &state.entry_keys[start..];
+        let above_low = match low {
+            BoundKind::Unbounded => true,
+            BoundKind::Included => entry >= state.scratch_low.as_slice(),
+            BoundKind::Excluded => entry > state.scratch_low.as_slice(),
+        };
+        let below_high = match high {
+            BoundKind::Unbounded => true,
+            BoundKind::Included => entry <= state.scratch_high.as_slice(),
+            BoundKind::Excluded => entry < state.scratch_high.as_slice(),
+        };
+        if above_low && below_high {
+            let len = (state.entry_keys.len() - start) as u32;
+            state.candidates.push((start as u32, len, position as u32));
+        } else {
+            state.entry_keys.truncate(start);
+        }
+    }
+    let keys = &state.entry_keys;
+    let key_of = |&(start, len, _): &(u32, u32, u32)| &keys[start as usize..(start + len) as usize];
+    match direction {
+        Direction::Forward => state.candidates.sort_by(|a, b| key_of(a).cmp(key_of(b))),
+        Direction::Reverse => state.candidates.sort_by(|a, b| key_of(b).cmp(key_of(a))),
+    }
+}
+
+/// Commit step 2: for each locked update that changes a secondary key, check uniqueness and add
+/// the new entry.
+pub(crate) fn before_validation(worker: &mut Worker) -> Result<()> {
+    for order in 0..worker.txn.write_order.len() {
+        let position = worker.txn.write_order[order] as usize;
+        let access = worker.txn.access.entries[position];
+        if access.kind != Kind::Update {
+            continue;
+        }
+        // SAFETY: see `Worker::table_ptr`.
+        let table = unsafe { &*worker.table_ptr(access.table) };
+        if !table.has_secondaries() {
+            continue;
+        }
+        let mut old_row = std::mem::take(&mut worker.txn.scratch);
+        // SAFETY: the head is locked by this commit.
+        let present = unsafe { (*access.head).value_locked(&mut old_row) };
+        debug_assert!(present, "updated heads were checked present when locked");
+        let result = add_changed_entries(worker, table, &access, &old_row);
+        worker.txn.scratch = old_row;
+        result?;
+    }
+    Ok(())
+}
+
+fn add_changed_entries(
+    worker: &mut Worker,
+    table: &Table,
+    access: &Access,
+    old_row: &[u8],
+) -> Result<()> {
+    for (number, index) in table.secondaries.iter().enumerate() {
+        let TxnState {
+            access: set,
+            scratch_low: old_entry,
+            scratch_entry: new_entry,
+            scratch_key,
+            ..
+        } = &mut worker.txn;
+        old_entry.clear();
+        new_entry.clear();
+        let primary_key = set.slice(access.key);
+        let primary_key_len = primary_key.len();
+        let had = index.entry_of(old_row, primary_key, old_entry, scratch_key);
+        let has = index.entry_of(set.slice(access.value), primary_key, new_entry, scratch_key);
+        if !has || (had && old_entry == new_entry) {
+            continue;
+        }
+        let new_entry = std::mem::take(new_entry);
+        let prefix_len = new_entry.len() - primary_key_len;
+        let result = if index.unique {
+            unique_check(worker, table, number, &new_entry[..prefix_len], access.head)
+        } else {
+            Ok(())
+        };
+        let result =
+            result.and_then(|()| insert_entry(worker, table, number, &new_entry, access.head));
+        worker.txn.scratch_entry = new_entry;
+        result?;
+    }
+    Ok(())
+}
+
+/// Appends the entries of `row` to `keys`, recording (index, start, len) in `spans`.
+fn collect_entries(
+    table: &Table,
+    row: &[u8],
+    primary_key: &[u8],
+    keys: &mut Vec<u8>,
+    spans: &mut Vec<(u16, u32, u32)>,
+    scratch: &mut Vec<u8>,
+) {
+    for (number, index) in table.secondaries.iter().enumerate() {
+        let start = keys.len();
+        if index.entry_of(row, primary_key, keys, scratch) {
+            spans.push((number as u16, start as u32, (keys.len() - start) as u32));
+        }
+    }
+}
+
+/// Commit step 6, on a head still locked after its install: removes the entries that only
+/// dropped states produced. `old_row` is the replaced state's row if it was dropped rather
+/// than kept; `dropped` holds the versions the install pruned from the chain.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn after_install(
+    table: &Table,
+    buffers: &mut EntryScratch,
+    head: *mut Head,
+    primary_key: &[u8],
+    old_row: Option<&[u8]>,
+    new_row: Option<&[u8]>,
+    dropped: &[*const crate::storage::record::Version],
+    pin: &Pin<'_>,
+    garbage: &mut Garbage,
+) {
+    let EntryScratch { keys, dropped: dropped_spans, remaining, scratch } = buffers;
+    keys.clear();
+    dropped_spans.clear();
+    remaining.clear();
+    if let Some(row) = old_row {
+        collect_entries(table, row, primary_key, keys, dropped_spans, scratch);
+    }
+    for &version in dropped {
+        // SAFETY: dropped versions were retired by this install and stay allocated while pinned.
+        let version = unsafe { &*version };
+        if !version.word().is_absent() {
+            collect_entries(table, version.data(), primary_key, keys, dropped_spans, scratch);
+        }
+    }
+    if dropped_spans.is_empty() {
+        return;
+    }
+    if let Some(row) = new_row {
+        collect_entries(table, row, primary_key, keys, remaining, scratch);
+    }
+    // SAFETY: the head is locked by this commit, so its chain is stable.
+    unsafe { &*head }.for_each_older(|word, data| {
+        if !word.is_absent() {
+            collect_entries(table, data, primary_key, keys, remaining, scratch);
+        }
+    });
+    let key = |&(_, start, len): &(u16, u32, u32)| &keys[start as usize..(start + len) as usize];
+    for candidate in dropped_spans.iter() {
+        let still_produced =
+            remaining.iter().any(|other| other.0 == candidate.0 && key(other) == key(candidate));
+        if !still_produced {
+            table.secondaries[candidate.0 as usize].tree.remove(
+                key(candidate),
+                Some(head as u64),
+                pin,
+                garbage,
+            );
+        }
+    }
+}
+
+/// The clean-up of a deleted head, which is locked: removes the entries of its chain.
+pub(crate) fn unlink_entries(
+    table: &Table,
+    head: &Head,
+    primary_key: &[u8],
+    buffers: &mut EntryScratch,
+    pin: &Pin<'_>,
+    garbage: &mut Garbage,
+) {
+    let EntryScratch { keys, dropped, scratch, .. } = buffers;
+    keys.clear();
+    dropped.clear();
+    head.for_each_older(|word, data| {
+        if !word.is_absent() {
+            collect_entries(table, data, primary_key, keys, dropped, scratch);
+        }
+    });
+    for &(number, start, len) in dropped.iter() {
+        let key = &keys[start as usize..(start + len) as usize];
+        table.secondaries[number as usize].tree.remove(
+            key,
+            Some(head as *const Head as u64),
+            pin,
+            garbage,
+        );
+    }
+}

@@ -1,0 +1,846 @@
+//! The operations of a transaction: reads, writes, inserts, deletes and scans, on primary keys
+//! and on secondary indexes.
+//!
+//! Every operation first consults the access set, so a transaction reads its own writes and
+//! recognises its own inserts (their heads are in the index, ABSENT and CLAIMED by it). Writes
+//! are buffered; inserts put their record into the indexes at once (optimistic inserts), so a
+//! concurrent insert of the same key finds the claimed head and aborts instead of creating a
+//! duplicate, and a row inserted into several indexes is visible through none of them until
+//! its head is installed at commit.
+
+use super::Isolation;
+use super::access::{Access, AccessSet, Kind, NodeSet, Span};
+use super::secondary;
+use super::silo::{Protocol, Silo};
+use crate::error::{AbortReason, Error, Result};
+use crate::index::{Direction, LeafVersion, ScanVisitor};
+use crate::limits::{KEY_BYTES_MAX, VALUE_BYTES_MAX};
+use crate::storage::record::Busy;
+use crate::storage::{Head, SecondaryIndex, Table, TableId, TidWord};
+use crate::sync::{Epoch, Pin};
+use crate::worker::{Status, TableRef, TxnState, Worker};
+use std::ops::Bound;
+
+/// Times an operation looks a key up again when the head it found was unlinked or claimed
+/// between the lookup and the read: such races need a concurrent delete collection or insert
+/// to interleave each time, so a few attempts always suffice in practice.
+const LOOKUP_ATTEMPTS_MAX: u32 = 4;
+
+/// A running transaction. Obtained from [`Worker::transaction`] or [`Worker::txn`].
+#[derive(Debug)]
+pub struct Txn<'w> {
+    worker: &'w mut Worker,
+    interactive: bool,
+}
+
+impl Drop for Txn<'_> {
+    fn drop(&mut self) {
+        if self.interactive {
+            self.worker.suspend();
+        }
+    }
+}
+
+/// Where the row an operation found lives.
+enum Found {
+    None,
+    /// In the transaction's read buffer.
+    Buffer,
+    /// In the transaction's own write.
+    Own(Span),
+}
+
+/// What the transaction saw of a record.
+pub(crate) enum Seen {
+    /// Its own write, at this access position.
+    Own(usize),
+    /// The committed state with this word, copied to the read buffer.
+    Current(TidWord),
+}
+
+#[inline]
+fn check_key(key: &[u8]) -> Result<()> {
+    if key.len() > KEY_BYTES_MAX {
+        return Err(Error::KeyTooLong { len: key.len(), max: KEY_BYTES_MAX });
+    }
+    Ok(())
+}
+
+#[inline]
+fn check_value(value: &[u8]) -> Result<()> {
+    if value.len() > VALUE_BYTES_MAX {
+        return Err(Error::ValueTooLong { len: value.len(), max: VALUE_BYTES_MAX });
+    }
+    Ok(())
+}
+
+pub(crate) fn poison(state: &mut TxnState, reason: AbortReason) -> Error {
+    state.status = Status::Poisoned(reason);
+    Error::Aborted(reason)
+}
+
+pub(crate) fn duplicate(table: &Table, index: Option<&SecondaryIndex>) -> Error {
+    Error::DuplicateKey {
+        table: table.name().to_string(),
+        index: index.map(|index| index.name.clone()),
+    }
+}
+
+/// A pin for a transaction operation.
+///
+/// # Safety
+/// The worker's slot is pinned and in a call: true whenever a `Txn` exists and for the whole
+/// of `cc::commit` and `cc::abort`.
+#[inline]
+pub(crate) unsafe fn pinned<'a>() -> Pin<'a> {
+    // SAFETY: guaranteed by the caller.
+    unsafe { Pin::assume_pinned() }
+}
+
+/// Reads `head` as of snapshot epoch `at`. Snapshot transactions never abort: a record locked
+/// by a committer is waited for (the committer's epoch is above `at`, and it releases the lock
+/// at the end of its commit).
+pub(crate) fn read_snapshot(head: *mut Head, at: Epoch, out: &mut Vec<u8>) -> bool {
+    // SAFETY: the head was reached through an index while pinned.
+    let head = unsafe { &*head };
+    loop {
+        match head.read_at(at, out) {
+            Ok(present) => return present,
+            Err(Busy) => std::thread::yield_now(),
+        }
+    }
+}
+
+/// Reads `head` for a non-snapshot transaction: its own write if it has one, else the current
+/// committed state (recorded in the access set when `validate`).
+pub(crate) fn observe(
+    access: &mut AccessSet,
+    buffer: &mut Vec<u8>,
+    table: TableId,
+    head: *mut Head,
+    validate: bool,
+) -> Result<Seen, AbortReason> {
+    if let Some(index) = access.find(head) {
+        let entry = access.entries[index];
+        if entry.kind != Kind::Read {
+            return Ok(Seen::Own(index));
+        }
+        // SAFETY: reached through an index while pinned.
+        let word = Silo::read(unsafe { &*head }, buffer)?;
+        if entry.validate && word != entry.observed {
+            return Err(AbortReason::ReadValidation);
+        }
+        if validate && !entry.validate {
+            let entry = &mut access.entries[index];
+            entry.validate = true;
+            entry.observed = word;
+            entry.prior = word;
+        }
+        return Ok(Seen::Current(word));
+    }
+    // SAFETY: reached through an index while pinned.
+    let word = Silo::read(unsafe { &*head }, buffer)?;
+    if validate && word.is_latest() {
+        access.push(Access::read(head, table, word, true));
+    }
+    Ok(Seen::Current(word))
+}
+
+/// The row of an own access, if it has one.
+fn own_row(access: &AccessSet, index: usize) -> Option<Span> {
+    let entry = &access.entries[index];
+    matches!(entry.kind, Kind::Update | Kind::Insert).then_some(entry.value)
+}
+
+impl<'w> Txn<'w> {
+    pub(crate) fn new(worker: &'w mut Worker, interactive: bool) -> Self {
+        Txn { worker, interactive }
+    }
+
+    pub fn isolation(&self) -> Isolation {
+        self.worker.txn.isolation
+    }
+
+    /// The epoch a snapshot transaction reads at.
+    pub fn snapshot_epoch(&self) -> Option<Epoch> {
+        self.worker.txn.snapshot
+    }
+
+    /// Whether an earlier operation aborted the transaction (it can only roll back).
+    pub fn is_aborted(&self) -> bool {
+        matches!(self.worker.txn.status, Status::Poisoned(_))
+    }
+
+    #[inline]
+    fn active(&self) -> Result<()> {
+        match self.worker.txn.status {
+            Status::Active => Ok(()),
+            Status::Poisoned(reason) => Err(Error::Aborted(reason)),
+            Status::Idle => Err(Error::NoTransaction),
+        }
+    }
+
+    #[inline]
+    fn writable(&self) -> Result<()> {
+        self.active()?;
+        if self.worker.txn.snapshot.is_some() {
+            return Err(Error::ReadOnly);
+        }
+        Ok(())
+    }
+
+    fn found(&self, found: Found) -> Option<&[u8]> {
+        let state = &self.worker.txn;
+        match found {
+            Found::None => None,
+            Found::Buffer => Some(&state.read_buffer),
+            Found::Own(span) => Some(state.access.slice(span)),
+        }
+    }
+
+    /// The row with primary key `key`.
+    pub fn get(&mut self, table: &TableRef, key: &[u8]) -> Result<Option<&[u8]>> {
+        let found = self.lookup(table, key, false)?;
+        Ok(self.found(found))
+    }
+
+    /// The row with primary key `key`, re-checked at commit at every isolation level (like
+    /// `SELECT ... FOR UPDATE`: a read-modify-write through it cannot lose an update).
+    pub fn get_for_update(&mut self, table: &TableRef, key: &[u8]) -> Result<Option<&[u8]>> {
+        self.writable()?;
+        let found = self.lookup(table, key, true)?;
+        Ok(self.found(found))
+    }
+
+    fn lookup(&mut self, table: &TableRef, key: &[u8], for_update: bool) -> Result<Found> {
+        self.active()?;
+        check_key(key)?;
+        let table_id = self.worker.register_table(table);
+        // SAFETY: a `Txn` exists only while its worker is pinned and in a call.
+        let pin = unsafe { pinned() };
+        let state = &mut self.worker.txn;
+        if let Some(at) = state.snapshot {
+            let Some(head) = table.primary.get(key, &pin).value else {
+                return Ok(Found::None);
+            };
+            let present = read_snapshot(head as *mut Head, at, &mut state.read_buffer);
+            return Ok(if present { Found::Buffer } else { Found::None });
+        }
+        let validate = for_update || state.isolation.validates_reads();
+        for _ in 0..LOOKUP_ATTEMPTS_MAX {
+            let probe = table.primary.get(key, &pin);
+            let Some(raw) = probe.value else {
+                if for_update || state.isolation.validates_nodes() {
+                    state.nodes.push(probe.leaf, for_update);
+                }
+                return Ok(Found::None);
+            };
+            let seen = observe(
+                &mut state.access,
+                &mut state.read_buffer,
+                table_id,
+                raw as *mut Head,
+                validate,
+            )
+            .map_err(|reason| poison(state, reason))?;
+            match seen {
+                Seen::Own(index) => {
+                    return Ok(own_row(&state.access, index).map_or(Found::None, Found::Own));
+                }
+                Seen::Current(word) if !word.is_latest() => continue,
+                Seen::Current(word) if word.is_absent() => return Ok(Found::None),
+                Seen::Current(_) => return Ok(Found::Buffer),
+            }
+        }
+        Err(poison(state, AbortReason::ReadValidation))
+    }
+
+    /// Inserts a row; fails with `DuplicateKey` if the key (or a unique secondary key) exists.
+    pub fn insert(&mut self, table: &TableRef, key: &[u8], value: &[u8]) -> Result<()> {
+        self.writable()?;
+        check_key(key)?;
+        check_value(value)?;
+        let table_id = self.worker.register_table(table);
+        // SAFETY: a `Txn` exists only while its worker is pinned and in a call.
+        let pin = unsafe { pinned() };
+        for _ in 0..LOOKUP_ATTEMPTS_MAX {
+            let probe = table.primary.get(key, &pin);
+            let done = match probe.value {
+                Some(raw) => self.insert_existing(table, table_id, raw as *mut Head, key, value)?,
+                None => self.insert_fresh(table, table_id, key, value, &pin)?,
+            };
+            if done {
+                return Ok(());
+            }
+        }
+        Err(poison(&mut self.worker.txn, AbortReason::InsertConflict))
+    }
+
+    /// Insert where the index already has a head for the key. Returns `false` to look again.
+    fn insert_existing(
+        &mut self,
+        table: &Table,
+        table_id: TableId,
+        head: *mut Head,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<bool> {
+        let worker = &mut *self.worker;
+        let own = worker.txn.access.find(head);
+        if let Some(index) = own {
+            let entry = worker.txn.access.entries[index];
+            match entry.kind {
+                Kind::Delete => {
+                    // Deleted and inserted again in one transaction: an update.
+                    let span = worker.txn.access.store(value);
+                    let entry = &mut worker.txn.access.entries[index];
+                    entry.kind = Kind::Update;
+                    entry.value = span;
+                    return Ok(true);
+                }
+                Kind::Nothing => {
+                    let mark = worker.txn.inserted_entries.len();
+                    if let Err(error) = secondary::insert_entries(worker, table, head, key, value) {
+                        secondary::undo_entries(worker, mark);
+                        return Err(error);
+                    }
+                    let span = worker.txn.access.store(value);
+                    let entry = &mut worker.txn.access.entries[index];
+                    entry.kind = Kind::Insert;
+                    entry.value = span;
+                    return Ok(true);
+                }
+                Kind::Insert | Kind::Update => return Err(duplicate(table, None)),
+                Kind::Read => {}
+            }
+        }
+        // SAFETY: reached through the index while pinned.
+        let head_ref = unsafe { &*head };
+        let state = &mut worker.txn;
+        let word = head_ref.stable_word().map_err(|Busy| poison(state, AbortReason::RecordBusy))?;
+        if !word.is_latest() {
+            return Ok(false);
+        }
+        if let Some(index) = own {
+            let entry = state.access.entries[index];
+            if entry.validate && entry.observed != word {
+                return Err(poison(state, AbortReason::ReadValidation));
+            }
+        }
+        if !word.is_absent() {
+            // The caller learns that the row exists: that must still hold at commit.
+            if own.is_none() && state.isolation.validates_reads() {
+                state.access.push(Access::read(head, table_id, word, true));
+            }
+            return Err(duplicate(table, None));
+        }
+        if word.is_claimed() {
+            return Err(poison(state, AbortReason::InsertConflict));
+        }
+        if !head_ref.claim(word) {
+            return Ok(false);
+        }
+        let mark = state.inserted_entries.len();
+        if let Err(error) = secondary::insert_entries(worker, table, head, key, value) {
+            secondary::undo_entries(worker, mark);
+            head_ref.set_owned_word(word);
+            return Err(error);
+        }
+        let state = &mut worker.txn;
+        let key_span = state.access.store(key);
+        let value_span = state.access.store(value);
+        let access = Access {
+            head,
+            table: table_id,
+            kind: Kind::Insert,
+            observed: word,
+            prior: word,
+            validate: false,
+            fresh: false,
+            locked: false,
+            value: value_span,
+            key: key_span,
+        };
+        match own {
+            Some(index) => state.access.entries[index] = access,
+            None => {
+                state.access.push(access);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Insert of a key the index does not have. Returns `false` if another insert won the race.
+    fn insert_fresh(
+        &mut self,
+        table: &Table,
+        table_id: TableId,
+        key: &[u8],
+        value: &[u8],
+        pin: &Pin<'_>,
+    ) -> Result<bool> {
+        let worker = &mut *self.worker;
+        let head = Head::alloc(&mut worker.arena, value.len(), TidWord::FRESH);
+        if table
+            .primary
+            .insert(key, head as u64, pin, &mut worker.garbage, &mut worker.txn.nodes)
+            .is_err()
+        {
+            // SAFETY: the head was never published.
+            unsafe { Head::free_now(head, &mut worker.arena) };
+            return Ok(false);
+        }
+        let mark = worker.txn.inserted_entries.len();
+        if let Err(error) = secondary::insert_entries(worker, table, head, key, value) {
+            secondary::undo_entries(worker, mark);
+            table.primary.remove(key, Some(head as u64), pin, &mut worker.garbage);
+            secondary::abandon_fresh(head, &mut worker.garbage);
+            return Err(error);
+        }
+        let state = &mut worker.txn;
+        let key_span = state.access.store(key);
+        let value_span = state.access.store(value);
+        state.access.push(Access {
+            head,
+            table: table_id,
+            kind: Kind::Insert,
+            observed: TidWord::FRESH,
+            prior: TidWord::FRESH,
+            validate: false,
+            fresh: true,
+            locked: false,
+            value: value_span,
+            key: key_span,
+        });
+        Ok(true)
+    }
+
+    /// Replaces the row with primary key `key`. Returns whether there was a row.
+    pub fn update(&mut self, table: &TableRef, key: &[u8], value: &[u8]) -> Result<bool> {
+        check_value(value)?;
+        self.write(table, key, Some(value))
+    }
+
+    /// Deletes the row with primary key `key`. Returns whether there was a row.
+    pub fn delete(&mut self, table: &TableRef, key: &[u8]) -> Result<bool> {
+        self.write(table, key, None)
+    }
+
+    /// Inserts the row, or replaces it if the key exists.
+    pub fn put(&mut self, table: &TableRef, key: &[u8], value: &[u8]) -> Result<()> {
+        for _ in 0..LOOKUP_ATTEMPTS_MAX {
+            if self.update(table, key, value)? {
+                return Ok(());
+            }
+            match self.insert(table, key, value) {
+                Err(Error::DuplicateKey { index: None, .. }) => continue,
+                other => return other,
+            }
+        }
+        Err(poison(&mut self.worker.txn, AbortReason::InsertConflict))
+    }
+
+    fn write(&mut self, table: &TableRef, key: &[u8], value: Option<&[u8]>) -> Result<bool> {
+        self.writable()?;
+        check_key(key)?;
+        let table_id = self.worker.register_table(table);
+        // SAFETY: a `Txn` exists only while its worker is pinned and in a call.
+        let pin = unsafe { pinned() };
+        for _ in 0..LOOKUP_ATTEMPTS_MAX {
+            let probe = table.primary.get(key, &pin);
+            let Some(raw) = probe.value else {
+                let state = &mut self.worker.txn;
+                if state.isolation.validates_nodes() {
+                    state.nodes.push(probe.leaf, false);
+                }
+                return Ok(false);
+            };
+            if let Some(found) =
+                self.write_existing(table, table_id, raw as *mut Head, key, value)?
+            {
+                return Ok(found);
+            }
+        }
+        Err(poison(&mut self.worker.txn, AbortReason::ReadValidation))
+    }
+
+    /// Update or delete of a key the index has. `None` means look again.
+    fn write_existing(
+        &mut self,
+        table: &Table,
+        table_id: TableId,
+        head: *mut Head,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> Result<Option<bool>> {
+        let worker = &mut *self.worker;
+        let own = worker.txn.access.find(head);
+        if let Some(index) = own {
+            let entry = worker.txn.access.entries[index];
+            match (entry.kind, value) {
+                (Kind::Update, Some(value)) => {
+                    let span = worker.txn.access.store(value);
+                    worker.txn.access.entries[index].value = span;
+                    return Ok(Some(true));
+                }
+                (Kind::Update, None) => {
+                    worker.txn.access.entries[index].kind = Kind::Delete;
+                    return Ok(Some(true));
+                }
+                (Kind::Insert, Some(value)) => {
+                    if table.has_secondaries() {
+                        secondary::remove_own_entries(worker, head);
+                        let mark = worker.txn.inserted_entries.len();
+                        if let Err(error) =
+                            secondary::insert_entries(worker, table, head, key, value)
+                        {
+                            // The old entries are gone and the new ones cannot all be made: the
+                            // transaction failed half-way and can only roll back.
+                            secondary::undo_entries(worker, mark);
+                            let reason = error.abort_reason().unwrap_or(AbortReason::WriteConflict);
+                            worker.txn.status = Status::Poisoned(reason);
+                            return Err(error);
+                        }
+                    }
+                    let span = worker.txn.access.store(value);
+                    worker.txn.access.entries[index].value = span;
+                    return Ok(Some(true));
+                }
+                (Kind::Insert, None) => {
+                    secondary::remove_own_entries(worker, head);
+                    worker.txn.access.entries[index].kind = Kind::Nothing;
+                    return Ok(Some(true));
+                }
+                (Kind::Delete | Kind::Nothing, _) => return Ok(Some(false)),
+                (Kind::Read, _) => {}
+            }
+        }
+        let state = &mut worker.txn;
+        // SAFETY: reached through the index while pinned.
+        let word = unsafe { &*head }
+            .stable_word()
+            .map_err(|Busy| poison(state, AbortReason::RecordBusy))?;
+        if !word.is_latest() {
+            return Ok(None);
+        }
+        if let Some(index) = own {
+            let entry = state.access.entries[index];
+            if entry.validate && entry.observed != word {
+                return Err(poison(state, AbortReason::ReadValidation));
+            }
+        }
+        if word.is_absent() {
+            if own.is_none() && state.isolation.validates_reads() {
+                state.access.push(Access::read(head, table_id, word, true));
+            }
+            return Ok(Some(false));
+        }
+        let key_span = state.access.store(key);
+        let value_span = value.map(|value| state.access.store(value)).unwrap_or_default();
+        let kind = if value.is_some() { Kind::Update } else { Kind::Delete };
+        match own {
+            Some(index) => {
+                let entry = &mut state.access.entries[index];
+                entry.kind = kind;
+                entry.key = key_span;
+                entry.value = value_span;
+            }
+            None => {
+                let validate = state.isolation.validates_reads();
+                state.access.push(Access {
+                    head,
+                    table: table_id,
+                    kind,
+                    observed: word,
+                    prior: word,
+                    validate,
+                    fresh: false,
+                    locked: false,
+                    value: value_span,
+                    key: key_span,
+                });
+            }
+        }
+        Ok(Some(true))
+    }
+
+    /// Visits the rows with primary keys in `(low, high)`, in `direction` order, at most
+    /// `limit` of them, until `visit` returns `false`. Returns how many rows were visited.
+    pub fn scan(
+        &mut self,
+        table: &TableRef,
+        low: Bound<&[u8]>,
+        high: Bound<&[u8]>,
+        direction: Direction,
+        limit: usize,
+        mut visit: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<usize> {
+        self.active()?;
+        let table_id = self.worker.register_table(table);
+        // SAFETY: a `Txn` exists only while its worker is pinned and in a call.
+        let pin = unsafe { pinned() };
+        let state = &mut self.worker.txn;
+        let TxnState { access, nodes, read_buffer, scan_buffer, isolation, snapshot, .. } = state;
+        let mut visitor = RowVisitor {
+            access,
+            nodes,
+            buffer: read_buffer,
+            table: table_id,
+            snapshot: *snapshot,
+            validate_reads: isolation.validates_reads(),
+            validate_nodes: isolation.validates_nodes(),
+            visit: &mut visit,
+            count: 0,
+            limit,
+            error: None,
+        };
+        if limit > 0 {
+            table.primary.scan(low, high, direction, &pin, scan_buffer, &mut visitor);
+        }
+        let (count, error) = (visitor.count, visitor.error);
+        match error {
+            Some(reason) => Err(poison(state, reason)),
+            None => Ok(count),
+        }
+    }
+
+    /// Visits the rows whose secondary key in index number `index` (in the table's
+    /// [`crate::TableSpec`] order) lies in `(low, high)`, ordered by secondary key and then
+    /// primary key, at most `limit` of them, until `visit` returns `false`. `visit` gets each
+    /// row's primary key and value. Returns how many rows were visited.
+    #[allow(clippy::too_many_arguments)]
+    pub fn scan_index(
+        &mut self,
+        table: &TableRef,
+        index: usize,
+        low: Bound<&[u8]>,
+        high: Bound<&[u8]>,
+        direction: Direction,
+        limit: usize,
+        mut visit: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<usize> {
+        self.active()?;
+        let Some(secondary_index) = table.secondaries.get(index) else {
+            return Err(Error::UnknownIndex { table: table.name().to_string(), index });
+        };
+        let table_id = self.worker.register_table(table);
+        // SAFETY: a `Txn` exists only while its worker is pinned and in a call.
+        let pin = unsafe { pinned() };
+        let state = &mut self.worker.txn;
+        let (low_kind, high_kind) = SecondaryIndex::entry_bounds(
+            low,
+            high,
+            &mut state.scratch_low,
+            &mut state.scratch_high,
+        );
+        if state.snapshot.is_none() {
+            secondary::own_candidates(
+                state,
+                table_id,
+                secondary_index,
+                low_kind,
+                high_kind,
+                direction,
+            );
+        }
+        let TxnState {
+            access,
+            nodes,
+            read_buffer,
+            scan_buffer,
+            isolation,
+            snapshot,
+            scratch,
+            scratch_key,
+            scratch_low,
+            scratch_high,
+            entry_keys,
+            candidates,
+            ..
+        } = state;
+        let mut visitor = IndexVisitor {
+            rows: RowVisitor {
+                access,
+                nodes,
+                buffer: read_buffer,
+                table: table_id,
+                snapshot: *snapshot,
+                validate_reads: isolation.validates_reads(),
+                validate_nodes: isolation.validates_nodes(),
+                visit: &mut visit,
+                count: 0,
+                limit,
+                error: None,
+            },
+            index: secondary_index,
+            prefix: scratch_key,
+            scratch,
+            entry_keys,
+            candidates,
+            next_candidate: 0,
+            direction,
+        };
+        let mut going = limit > 0;
+        if going {
+            secondary_index.tree.scan(
+                low_kind.with(scratch_low),
+                high_kind.with(scratch_high),
+                direction,
+                &pin,
+                scan_buffer,
+                &mut visitor,
+            );
+            going =
+                visitor.rows.error.is_none() && visitor.rows.count < limit && !visitor.stopped();
+        }
+        if going {
+            visitor.emit_candidates_before(None);
+        }
+        let (count, error) = (visitor.rows.count, visitor.rows.error);
+        state.candidates.clear();
+        match error {
+            Some(reason) => Err(poison(state, reason)),
+            None => Ok(count),
+        }
+    }
+}
+
+/// Turns index entries into rows for a scan.
+struct RowVisitor<'a, F> {
+    access: &'a mut AccessSet,
+    nodes: &'a mut NodeSet,
+    buffer: &'a mut Vec<u8>,
+    table: TableId,
+    snapshot: Option<Epoch>,
+    validate_reads: bool,
+    validate_nodes: bool,
+    visit: &'a mut F,
+    count: usize,
+    limit: usize,
+    error: Option<AbortReason>,
+}
+
+impl<F: FnMut(&[u8], &[u8]) -> bool> RowVisitor<'_, F> {
+    /// The row `head` holds for this transaction, or `None` (no row, or an error recorded).
+    fn row(&mut self, head: *mut Head) -> Option<Found> {
+        if let Some(at) = self.snapshot {
+            return read_snapshot(head, at, self.buffer).then_some(Found::Buffer);
+        }
+        match observe(self.access, self.buffer, self.table, head, self.validate_reads) {
+            Err(reason) => {
+                self.error = Some(reason);
+                None
+            }
+            Ok(Seen::Own(index)) => own_row(self.access, index).map(Found::Own),
+            Ok(Seen::Current(word)) if word.is_absent() || !word.is_latest() => None,
+            Ok(Seen::Current(_)) => Some(Found::Buffer),
+        }
+    }
+
+    fn bytes(&self, found: &Found) -> &[u8] {
+        match found {
+            Found::Own(span) => self.access.slice(*span),
+            _ => self.buffer,
+        }
+    }
+
+    /// Hands a row to the caller; returns whether to go on.
+    fn emit(&mut self, key: &[u8], found: Found) -> bool {
+        self.count += 1;
+        let row = match found {
+            Found::Own(span) => self.access.slice(span),
+            _ => &self.buffer[..],
+        };
+        (self.visit)(key, row) && self.count < self.limit
+    }
+}
+
+impl<F: FnMut(&[u8], &[u8]) -> bool> ScanVisitor for RowVisitor<'_, F> {
+    fn leaf(&mut self, leaf: LeafVersion) {
+        if self.validate_nodes {
+            self.nodes.push(leaf, false);
+        }
+    }
+
+    fn entry(&mut self, key: &[u8], value: u64) -> bool {
+        match self.row(value as *mut Head) {
+            Some(found) => self.emit(key, found),
+            None => self.error.is_none(),
+        }
+    }
+}
+
+/// Turns secondary entries into rows: checks that the row still has the entry's key and merges
+/// in the transaction's own updates whose new key falls in the range.
+struct IndexVisitor<'a, F> {
+    rows: RowVisitor<'a, F>,
+    index: &'a SecondaryIndex,
+    prefix: &'a mut Vec<u8>,
+    scratch: &'a mut Vec<u8>,
+    entry_keys: &'a mut Vec<u8>,
+    candidates: &'a mut Vec<(u32, u32, u32)>,
+    next_candidate: usize,
+    direction: Direction,
+}
+
+impl<F: FnMut(&[u8], &[u8]) -> bool> IndexVisitor<'_, F> {
+    fn stopped(&self) -> bool {
+        self.rows.count >= self.rows.limit
+    }
+
+    /// Emits own-update candidates ordered before `entry` (all of them for `None`).
+    fn emit_candidates_before(&mut self, entry: Option<&[u8]>) -> bool {
+        while let Some(&(start, len, position)) = self.candidates.get(self.next_candidate) {
+            let candidate = &self.entry_keys[start as usize..(start + len) as usize];
+            let before = match (entry, self.direction) {
+                (None, _) => true,
+                (Some(entry), Direction::Forward) => candidate < entry,
+                (Some(entry), Direction::Reverse) => candidate > entry,
+            };
+            if !before {
+                return true;
+            }
+            self.next_candidate += 1;
+            let access = self.rows.access.entries[position as usize];
+            self.rows.count += 1;
+            let row = self.rows.access.slice(access.value);
+            let primary_key = self.rows.access.slice(access.key);
+            if !(self.rows.visit)(primary_key, row) || self.rows.count >= self.rows.limit {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+impl<F: FnMut(&[u8], &[u8]) -> bool> ScanVisitor for IndexVisitor<'_, F> {
+    fn leaf(&mut self, leaf: LeafVersion) {
+        self.rows.leaf(leaf);
+    }
+
+    fn entry(&mut self, entry: &[u8], value: u64) -> bool {
+        if !self.emit_candidates_before(Some(entry)) {
+            return false;
+        }
+        let head = value as *mut Head;
+        if self.rows.snapshot.is_none()
+            && let Some(position) = self.rows.access.find(head)
+            && self.rows.access.entries[position].kind == Kind::Update
+        {
+            // Emitted from the candidates, under its new key.
+            return true;
+        }
+        let Some(found) = self.rows.row(head) else {
+            return self.rows.error.is_none();
+        };
+        self.prefix.clear();
+        let row = self.rows.bytes(&found);
+        if !self.index.prefix_of(row, self.prefix, self.scratch) || !entry.starts_with(self.prefix)
+        {
+            // An entry of another version of this row.
+            return true;
+        }
+        let primary_key_start = self.prefix.len();
+        self.rows.emit(&entry[primary_key_start..], found)
+    }
+}

@@ -1,0 +1,15 @@
+//! A concurrent ordered B+tree with optimistic lock coupling, written here because Silo's node
+//! set needs what no crate offers: leaf versions that a scan records and a commit re-checks,
+//! over byte-string keys of any length (ARCHITECTURE.md, decision 1).
+//!
+//! - `node`: the node layout and in-node search and edits;
+//! - `tree`: lookups, inserts, removals and copy-on-write structure changes;
+//! - `iter`: forward and reverse range scans that report the leaves they read.
+
+mod iter;
+mod node;
+mod tree;
+
+pub use iter::{Direction, ScanBuffer, ScanVisitor};
+pub(crate) use node::Node;
+pub use tree::{BTree, LeafObserver, LeafVersion, Probe, TreeStats};

@@ -1,0 +1,803 @@
+//! The B+tree: point operations and structure changes under optimistic lock coupling.
+//!
+//! READ. Descend from the root noting each node's version; read the child pointer, validate
+//! the node, note the child's version, move down. Any failed validation restarts the
+//! operation from the root. After `INDEX_RESTARTS_OPTIMISTIC_MAX` failed attempts the
+//! operation runs pessimistically instead: it takes each latch on the path (parent before
+//! child, holding at most two), which always succeeds because latches are only ever taken
+//! top-down. Restarts therefore stay inside the index and are bounded.
+//!
+//! WRITE. A leaf insert or removal upgrades the leaf's noted version to a lock, changes the
+//! leaf in place and unlocks, which publishes a new version: this is the version change a
+//! transaction's node set detects.
+//!
+//! STRUCTURE CHANGES are copy-on-write: a split, a merge or a change of node kind builds new
+//! nodes, swaps them into the parent (both latched), and marks the old nodes obsolete before
+//! retiring them to the epoch-based garbage list. A leaf's key range therefore never changes
+//! while it is live, so a noted leaf version covers both its keys and its range. Inserts split
+//! full inner nodes on the way down, so the parent of a splitting child always has room.
+//! Merges are best effort: a node left underfull by a removal is merged with a sibling if the
+//! latches can be had at once, and otherwise stays as it is.
+//!
+//! INVARIANTS (checked by `check_invariants` in tests and under `--features paranoid`)
+//! - Keys strictly increase within a node and lie within the node's fence keys.
+//! - All leaves are at level 0; a child's level is its parent's minus one.
+//! - The root is never obsolete while it is the root.
+
+use super::node::{Fit, HEAP_WORDS, MERGED_COUNT_MAX, Node, SLOTS_MAX, SearchKey, UNDERFULL_COUNT};
+use crate::gc::Garbage;
+use crate::limits::{INDEX_KEY_BYTES_MAX, INDEX_RESTARTS_OPTIMISTIC_MAX};
+use crate::sync::{Pin, Restart, VersionLatch};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+
+/// Structure changes a single operation may make before it must have reached its leaf: one
+/// per level plus a few for leaves split more than once by long keys.
+const STRUCTURE_CHANGES_MAX: u32 = 64;
+
+/// A leaf and the version a reader saw, as recorded in a transaction's node set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeafVersion {
+    node: *const Node,
+    version: u64,
+}
+
+// SAFETY: a `LeafVersion` is an address and a number; dereferencing it requires a `Pin`.
+unsafe impl Send for LeafVersion {}
+
+impl LeafVersion {
+    pub(super) fn new(node: *const Node, version: u64) -> Self {
+        LeafVersion { node, version }
+    }
+
+    /// Whether the leaf still has the recorded version: no key entered or left it and it was
+    /// not replaced. The caller must have been pinned since the version was recorded.
+    #[inline]
+    pub fn is_current(&self, _pin: &Pin<'_>) -> bool {
+        // SAFETY: the node was reachable when recorded, and the caller has stayed pinned, so
+        // it has not been freed even if it was retired since (gc::reclaim).
+        unsafe { (*self.node).latch.current() == self.version }
+    }
+
+    pub fn node_address(&self) -> usize {
+        self.node as usize
+    }
+
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+}
+
+/// Told about changes an operation made to leaves, so that a transaction that inserts into a
+/// leaf it scanned can keep its node set valid (Silo §4.6).
+pub trait LeafObserver {
+    /// Leaf `node`, which had version `before`, now stands as the leaves in `after`: itself
+    /// with a new version after an insert, or the new nodes that replaced it.
+    fn leaf_changed(&mut self, node: usize, before: u64, after: &[LeafVersion]);
+}
+
+impl LeafObserver for () {
+    fn leaf_changed(&mut self, _node: usize, _before: u64, _after: &[LeafVersion]) {}
+}
+
+/// The answer to a point lookup, with the leaf that holds (or would hold) the key.
+#[derive(Debug, Clone, Copy)]
+pub struct Probe {
+    pub value: Option<u64>,
+    pub leaf: LeafVersion,
+}
+
+/// Operation counters, for tests and benchmarks.
+#[derive(Debug, Default)]
+pub struct TreeStats {
+    pub restarts: AtomicU64,
+    pub pessimistic: AtomicU64,
+}
+
+/// The parent of the node being changed: the root pointer (guarded by `root_latch`) or an
+/// inner node.
+#[derive(Clone, Copy)]
+enum Parent<'t> {
+    Root(u64),
+    Inner(&'t Node, u64),
+}
+
+/// What a failed attempt should do next.
+enum Step<T> {
+    Done(T),
+    /// A structure change was made; descend again (progress, not a conflict).
+    Again,
+}
+
+#[derive(Debug)]
+pub struct BTree {
+    root_latch: VersionLatch,
+    root: AtomicPtr<Node>,
+    stats: TreeStats,
+}
+
+// SAFETY: all shared state is reached through atomics and latches; nodes are freed only
+// through epoch-based reclamation or by `Drop`, which has exclusive access.
+unsafe impl Send for BTree {}
+// SAFETY: see above.
+unsafe impl Sync for BTree {}
+
+impl Default for BTree {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[inline]
+fn node<'t>(pointer: *mut Node) -> &'t Node {
+    // SAFETY: every pointer passed here was read from the root or a child slot while the
+    // caller was pinned, so the node is allocated (perhaps obsolete, which the latch tells).
+    unsafe { &*pointer }
+}
+
+impl BTree {
+    pub fn new() -> Self {
+        BTree {
+            root_latch: VersionLatch::new(),
+            root: AtomicPtr::new(Node::alloc(0, 0)),
+            stats: TreeStats::default(),
+        }
+    }
+
+    pub fn stats(&self) -> &TreeStats {
+        &self.stats
+    }
+
+    fn count_restart(&self) {
+        self.stats.restarts.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Notes the root latch and the root node's version.
+    #[inline]
+    fn read_root(&self) -> Result<(u64, *mut Node, u64), Restart> {
+        let root_version = self.root_latch.read_begin()?;
+        // Acquire pairs with the Release store that published a new root.
+        let root = self.root.load(Ordering::Acquire);
+        let version = node(root).latch.read_begin()?;
+        Ok((root_version, root, version))
+    }
+
+    // ----- point lookup -------------------------------------------------------------------
+
+    /// Looks `key` up.
+    pub fn get(&self, key: &[u8], _pin: &Pin<'_>) -> Probe {
+        let key = SearchKey::new(key);
+        for _ in 0..INDEX_RESTARTS_OPTIMISTIC_MAX {
+            match self.try_get(&key) {
+                Ok(probe) => return probe,
+                Err(Restart) => self.count_restart(),
+            }
+        }
+        self.get_locked(&key)
+    }
+
+    #[inline]
+    fn try_get(&self, key: &SearchKey<'_>) -> Result<Probe, Restart> {
+        let (_, mut current, mut version) = self.read_root()?;
+        loop {
+            let here = node(current);
+            if here.is_leaf() {
+                let (index, exact) = here.lower_bound(key);
+                let value = exact.then(|| here.value(index));
+                here.latch.read_validate(version)?;
+                return Ok(Probe { value, leaf: LeafVersion { node: current, version } });
+            }
+            let child = here.child(here.route(key));
+            here.latch.read_validate(version)?;
+            version = node(child).latch.read_begin()?;
+            current = child;
+        }
+    }
+
+    /// Pessimistic descent: latches each node on the path, parent before child. Returns the
+    /// leaf locked.
+    fn descend_locked(&self, key: &SearchKey<'_>) -> *mut Node {
+        self.stats.pessimistic.fetch_add(1, Ordering::Relaxed);
+        loop {
+            if self.root_latch.lock().is_err() {
+                unreachable!("the root latch is never obsolete");
+            }
+            let mut current = self.root.load(Ordering::Acquire);
+            let locked = node(current).latch.lock();
+            self.root_latch.unlock();
+            if locked.is_err() {
+                continue;
+            }
+            loop {
+                let here = node(current);
+                if here.is_leaf() {
+                    return current;
+                }
+                let child = here.child(here.route(key));
+                // The child cannot be replaced while its parent is latched.
+                node(child).latch.lock().expect("a child of a latched parent is live");
+                here.latch.unlock();
+                current = child;
+            }
+        }
+    }
+
+    fn get_locked(&self, key: &SearchKey<'_>) -> Probe {
+        let leaf = self.descend_locked(key);
+        let here = node(leaf);
+        let (index, exact) = here.lower_bound(key);
+        let value = exact.then(|| here.value(index));
+        let version = here.latch.unlock_returning();
+        Probe { value, leaf: LeafVersion { node: leaf, version } }
+    }
+
+    // ----- insert -------------------------------------------------------------------------
+
+    /// Inserts `key -> value` if `key` is absent. Returns the leaf version after the insert,
+    /// or the existing value.
+    pub fn insert(
+        &self,
+        key: &[u8],
+        value: u64,
+        _pin: &Pin<'_>,
+        garbage: &mut Garbage,
+        observer: &mut impl LeafObserver,
+    ) -> Result<LeafVersion, u64> {
+        assert!(key.len() <= INDEX_KEY_BYTES_MAX, "callers check key lengths");
+        let search = SearchKey::new(key);
+        let mut conflicts = 0;
+        let mut changes = 0;
+        while conflicts < INDEX_RESTARTS_OPTIMISTIC_MAX && changes < STRUCTURE_CHANGES_MAX {
+            match self.try_insert(&search, value, garbage, observer) {
+                Ok(Step::Done(result)) => return result,
+                Ok(Step::Again) => changes += 1,
+                Err(Restart) => {
+                    conflicts += 1;
+                    self.count_restart();
+                }
+            }
+        }
+        self.insert_locked(&search, value, garbage, observer)
+    }
+
+    fn try_insert(
+        &self,
+        key: &SearchKey<'_>,
+        value: u64,
+        garbage: &mut Garbage,
+        observer: &mut impl LeafObserver,
+    ) -> Result<Step<Result<LeafVersion, u64>>, Restart> {
+        let (root_version, mut current, mut version) = self.read_root()?;
+        let mut parent = Parent::Root(root_version);
+        loop {
+            let here = node(current);
+            if !here.is_leaf() {
+                if here.inner_is_full() {
+                    self.lock_pair(parent, here, version)?;
+                    self.replace(parent, current, version, None, garbage, observer);
+                    return Ok(Step::Again);
+                }
+                let child = here.child(here.route(key));
+                here.latch.read_validate(version)?;
+                let child_version = node(child).latch.read_begin()?;
+                parent = Parent::Inner(here, version);
+                current = child;
+                version = child_version;
+                continue;
+            }
+            let (index, exact) = here.lower_bound(key);
+            if exact {
+                let existing = here.value(index);
+                here.latch.read_validate(version)?;
+                return Ok(Step::Done(Err(existing)));
+            }
+            if here.fits(key.bytes.len()) == Fit::No {
+                self.lock_pair(parent, here, version)?;
+                self.replace(parent, current, version, Some(key.bytes.len()), garbage, observer);
+                return Ok(Step::Again);
+            }
+            // An unchanged version means `index` and the fit are still right.
+            here.latch.try_upgrade(version)?;
+            here.leaf_insert(index, key.bytes, value);
+            let after = LeafVersion { node: current, version: here.latch.unlock_returning() };
+            observer.leaf_changed(current as usize, version, &[after]);
+            return Ok(Step::Done(Ok(after)));
+        }
+    }
+
+    /// Upgrades the parent, then the node; on failure releases what it took.
+    fn lock_pair(&self, parent: Parent<'_>, here: &Node, version: u64) -> Result<(), Restart> {
+        match parent {
+            Parent::Root(root_version) => self.root_latch.try_upgrade(root_version)?,
+            Parent::Inner(above, above_version) => above.latch.try_upgrade(above_version)?,
+        }
+        if here.latch.try_upgrade(version).is_err() {
+            self.unlock_parent(parent);
+            return Err(Restart);
+        }
+        Ok(())
+    }
+
+    fn unlock_parent(&self, parent: Parent<'_>) {
+        match parent {
+            Parent::Root(_) => self.root_latch.unlock(),
+            Parent::Inner(above, _) => above.latch.unlock(),
+        }
+    }
+
+    fn insert_locked(
+        &self,
+        key: &SearchKey<'_>,
+        value: u64,
+        garbage: &mut Garbage,
+        observer: &mut impl LeafObserver,
+    ) -> Result<LeafVersion, u64> {
+        self.stats.pessimistic.fetch_add(1, Ordering::Relaxed);
+        for _ in 0..STRUCTURE_CHANGES_MAX {
+            // Lock coupling that keeps the parent latched, so structure changes can be made
+            // on the way down. Latch words are read after locking: `before` versions below
+            // are the words this thread upgraded from.
+            self.root_latch.lock().expect("the root latch is never obsolete");
+            let mut parent = Parent::Root(0);
+            let mut current = self.root.load(Ordering::Acquire);
+            let mut version = node(current).latch.lock_returning().expect("the root is live");
+            loop {
+                let here = node(current);
+                if !here.is_leaf() {
+                    if here.inner_is_full() {
+                        self.replace(parent, current, version, None, garbage, observer);
+                        break;
+                    }
+                    let child = here.child(here.route(key));
+                    let child_version =
+                        node(child).latch.lock_returning().expect("child of a latched parent");
+                    self.unlock_parent(parent);
+                    parent = Parent::Inner(here, version);
+                    current = child;
+                    version = child_version;
+                    continue;
+                }
+                let (index, exact) = here.lower_bound(key);
+                if exact {
+                    let existing = here.value(index);
+                    here.latch.unlock();
+                    self.unlock_parent(parent);
+                    return Err(existing);
+                }
+                if here.fits(key.bytes.len()) == Fit::No {
+                    self.replace(
+                        parent,
+                        current,
+                        version,
+                        Some(key.bytes.len()),
+                        garbage,
+                        observer,
+                    );
+                    break;
+                }
+                here.leaf_insert(index, key.bytes, value);
+                let after = LeafVersion { node: current, version: here.latch.unlock_returning() };
+                self.unlock_parent(parent);
+                observer.leaf_changed(current as usize, version, &[after]);
+                return Ok(after);
+            }
+        }
+        panic!(
+            "an insert made {STRUCTURE_CHANGES_MAX} structure changes without fitting: the tree is corrupt"
+        );
+    }
+
+    /// Replaces the latched node `current` (whose pre-lock version was `version`) under its
+    /// latched parent with one rebuilt node, or two halves and a separator. `incoming` is the
+    /// length of a key about to be inserted into a leaf, so the rebuilt leaf can take it.
+    /// Unlocks the parent, marks `current` obsolete and retires it.
+    fn replace(
+        &self,
+        parent: Parent<'_>,
+        current: *mut Node,
+        version: u64,
+        incoming: Option<usize>,
+        garbage: &mut Garbage,
+        observer: &mut impl LeafObserver,
+    ) {
+        let old = node(current);
+        let count = old.count();
+        let level = old.level();
+        let incoming_long = incoming.is_some_and(|len| len > 8);
+        let (left, split) = if old.is_leaf() {
+            let everything_fits = count < SLOTS_MAX
+                && old.tail_words_of(0..count) + incoming.map_or(0, |len| len.div_ceil(8))
+                    <= HEAP_WORDS;
+            if everything_fits && (count < SLOTS_MAX / 2 || old.heap_words() == 0) {
+                // A leaf with room but the wrong kind (or a fragmented heap): rebuild it whole.
+                let heap =
+                    if incoming_long || old.has_long_keys(0..count) { HEAP_WORDS } else { 0 };
+                (build_leaf(old, 0..count, heap), None)
+            } else {
+                let middle = count / 2;
+                let heap_for = |range: std::ops::Range<usize>| {
+                    if incoming_long || old.has_long_keys(range) { HEAP_WORDS } else { 0 }
+                };
+                let left = build_leaf(old, 0..middle, heap_for(0..middle));
+                let right = build_leaf(old, middle..count, heap_for(middle..count));
+                let separator = leaf_separator(old, middle);
+                (left, Some((separator, right)))
+            }
+        } else {
+            assert!(count >= 2, "a full inner node has several separators");
+            let middle = count / 2;
+            let left = Node::alloc(level, HEAP_WORDS);
+            for index in 0..middle {
+                node(left).push_from(old, index);
+            }
+            node(left).set_last_child(old.child(middle));
+            let right = Node::alloc(level, HEAP_WORDS);
+            for index in middle + 1..count {
+                node(right).push_from(old, index);
+            }
+            node(right).set_last_child(old.child(count));
+            let mut separator = Vec::with_capacity(INDEX_KEY_BYTES_MAX);
+            old.read_key(middle, &mut separator);
+            (left, Some((separator, right)))
+        };
+        match parent {
+            Parent::Root(_) => {
+                let new_root = match &split {
+                    Some((separator, right)) => {
+                        let root = Node::alloc(level + 1, HEAP_WORDS);
+                        node(root).push_key(separator, left as u64);
+                        node(root).set_last_child(*right);
+                        root
+                    }
+                    None => left,
+                };
+                // Release: the new nodes' contents happen before anyone can load them.
+                self.root.store(new_root, Ordering::Release);
+                self.root_latch.unlock();
+            }
+            Parent::Inner(above, _) => {
+                let index = above.child_index(current).expect("the parent holds the child");
+                above.set_value(index, left as u64);
+                if let Some((separator, right)) = &split {
+                    above.inner_insert(index, separator, *right);
+                }
+                above.latch.unlock();
+            }
+        }
+        old.latch.unlock_obsolete();
+        garbage.retire_node(current);
+        if old.is_leaf() {
+            let left_version = LeafVersion { node: left, version: 0 };
+            match split {
+                Some((_, right)) => observer.leaf_changed(
+                    current as usize,
+                    version,
+                    &[left_version, LeafVersion { node: right, version: 0 }],
+                ),
+                None => observer.leaf_changed(current as usize, version, &[left_version]),
+            }
+        }
+        #[cfg(feature = "paranoid")]
+        self.check_invariants();
+    }
+
+    // ----- remove -------------------------------------------------------------------------
+
+    /// Removes `key` if it maps to `expected` (or to anything, when `expected` is `None`).
+    /// Returns the removed value.
+    pub fn remove(
+        &self,
+        key: &[u8],
+        expected: Option<u64>,
+        _pin: &Pin<'_>,
+        garbage: &mut Garbage,
+    ) -> Option<u64> {
+        let search = SearchKey::new(key);
+        let mut removed = None;
+        let mut done = false;
+        for _ in 0..INDEX_RESTARTS_OPTIMISTIC_MAX {
+            match self.try_remove(&search, expected) {
+                Ok(result) => {
+                    removed = result;
+                    done = true;
+                    break;
+                }
+                Err(Restart) => self.count_restart(),
+            }
+        }
+        if !done {
+            let leaf = self.descend_locked(&search);
+            let here = node(leaf);
+            let (index, exact) = here.lower_bound(&search);
+            if exact && expected.is_none_or(|value| value == here.value(index)) {
+                removed = Some(here.value(index));
+                here.leaf_remove(index);
+            }
+            here.latch.unlock();
+        }
+        if removed.is_some() {
+            // Best effort: a few attempts, then leave the node underfull.
+            for _ in 0..4 {
+                if self.try_merge(&search, garbage).is_ok() {
+                    break;
+                }
+            }
+        }
+        removed
+    }
+
+    fn try_remove(
+        &self,
+        key: &SearchKey<'_>,
+        expected: Option<u64>,
+    ) -> Result<Option<u64>, Restart> {
+        let (_, mut current, mut version) = self.read_root()?;
+        loop {
+            let here = node(current);
+            if !here.is_leaf() {
+                let child = here.child(here.route(key));
+                here.latch.read_validate(version)?;
+                version = node(child).latch.read_begin()?;
+                current = child;
+                continue;
+            }
+            let (index, exact) = here.lower_bound(key);
+            let value = here.value(index);
+            if !exact || expected.is_some_and(|wanted| wanted != value) {
+                here.latch.read_validate(version)?;
+                return Ok(None);
+            }
+            here.latch.try_upgrade(version)?;
+            here.leaf_remove(index);
+            here.latch.unlock();
+            return Ok(Some(value));
+        }
+    }
+
+    /// Merges the first underfull node on `key`'s path with a sibling, or collapses a root
+    /// with a single child. Gives up (with `Restart`) on any conflict.
+    fn try_merge(&self, key: &SearchKey<'_>, garbage: &mut Garbage) -> Result<(), Restart> {
+        let (root_version, mut current, mut version) = self.read_root()?;
+        let mut parent: Option<(&Node, u64, usize)> = None;
+        loop {
+            let here = node(current);
+            let count = here.count();
+            match parent {
+                None if !here.is_leaf() && count == 0 => {
+                    let child = here.child(0);
+                    here.latch.read_validate(version)?;
+                    self.lock_pair(Parent::Root(root_version), here, version)?;
+                    self.root.store(child, Ordering::Release);
+                    self.root_latch.unlock();
+                    here.latch.unlock_obsolete();
+                    garbage.retire_node(current);
+                    return Ok(());
+                }
+                Some((above, above_version, index)) if count < UNDERFULL_COUNT => {
+                    return self.merge_children(above, above_version, index, garbage);
+                }
+                _ => {}
+            }
+            if here.is_leaf() {
+                return Ok(());
+            }
+            let index = here.route(key);
+            let child = here.child(index);
+            here.latch.read_validate(version)?;
+            let child_version = node(child).latch.read_begin()?;
+            parent = Some((here, version, index));
+            current = child;
+            version = child_version;
+        }
+    }
+
+    /// Merges child `index` of `above` with its right sibling (or its left one, for the last
+    /// child) if the two fit in one node.
+    fn merge_children(
+        &self,
+        above: &Node,
+        above_version: u64,
+        index: usize,
+        garbage: &mut Garbage,
+    ) -> Result<(), Restart> {
+        let separators = above.count();
+        if separators == 0 {
+            return Ok(());
+        }
+        let left_index = if index < separators { index } else { index - 1 };
+        let (left, right) = (above.child(left_index), above.child(left_index + 1));
+        above.latch.read_validate(above_version)?;
+        let (left_node, right_node) = (node(left), node(right));
+        let left_version = left_node.latch.read_begin()?;
+        let right_version = right_node.latch.read_begin()?;
+        let inner = !left_node.is_leaf();
+        let (left_count, right_count) = (left_node.count(), right_node.count());
+        let merged_count = left_count + right_count + inner as usize;
+        let mut separator = Vec::new();
+        if inner {
+            above.read_key(left_index, &mut separator);
+        }
+        let tails = left_node.tail_words_of(0..left_count)
+            + right_node.tail_words_of(0..right_count)
+            + separator.len().div_ceil(8).saturating_sub(1);
+        let fits = merged_count <= MERGED_COUNT_MAX && tails <= HEAP_WORDS;
+        left_node.latch.read_validate(left_version)?;
+        right_node.latch.read_validate(right_version)?;
+        above.latch.read_validate(above_version)?;
+        if !fits {
+            return Ok(());
+        }
+        above.latch.try_upgrade(above_version)?;
+        if left_node.latch.try_upgrade(left_version).is_err() {
+            above.latch.unlock();
+            return Err(Restart);
+        }
+        if right_node.latch.try_upgrade(right_version).is_err() {
+            left_node.latch.unlock();
+            above.latch.unlock();
+            return Err(Restart);
+        }
+        let heap = if inner || tails > 0 { HEAP_WORDS } else { 0 };
+        let merged = Node::alloc(left_node.level(), heap);
+        for slot in 0..left_count {
+            node(merged).push_from(left_node, slot);
+        }
+        if inner {
+            node(merged).push_key(&separator, left_node.child(left_count) as u64);
+        }
+        for slot in 0..right_count {
+            node(merged).push_from(right_node, slot);
+        }
+        if inner {
+            node(merged).set_last_child(right_node.child(right_count));
+        }
+        above.set_value(left_index, merged as u64);
+        above.inner_remove(left_index);
+        above.latch.unlock();
+        left_node.latch.unlock_obsolete();
+        right_node.latch.unlock_obsolete();
+        garbage.retire_node(left);
+        garbage.retire_node(right);
+        #[cfg(feature = "paranoid")]
+        self.check_invariants();
+        Ok(())
+    }
+
+    // ----- scans --------------------------------------------------------------------------
+
+    /// Descends to the leaf for a scan position and copies the leaf's entries in `range`
+    /// (see `iter.rs`). Optimistic; the caller handles restarts.
+    pub(super) fn root_for_scan(&self) -> Result<(*mut Node, u64), Restart> {
+        let (_, root, version) = self.read_root()?;
+        Ok((root, version))
+    }
+
+    pub(super) fn root_locked(&self) -> *mut Node {
+        self.stats.pessimistic.fetch_add(1, Ordering::Relaxed);
+        loop {
+            self.root_latch.lock().expect("the root latch is never obsolete");
+            let root = self.root.load(Ordering::Acquire);
+            let locked = node(root).latch.lock();
+            self.root_latch.unlock();
+            if locked.is_ok() {
+                return root;
+            }
+        }
+    }
+
+    pub(super) fn note_restart(&self) {
+        self.count_restart();
+    }
+
+    // ----- whole-tree helpers (single-threaded callers) -----------------------------------
+
+    /// Number of levels (a lone leaf is height 1). Quiescent trees only.
+    pub fn height(&self) -> usize {
+        node(self.root.load(Ordering::Acquire)).level() as usize + 1
+    }
+
+    /// Visits every node. The caller must ensure no concurrent structure changes (tests,
+    /// checkpoint-free shutdown, `Drop`).
+    fn for_each_node(&self, mut visit: impl FnMut(*mut Node)) {
+        let mut stack = vec![self.root.load(Ordering::Acquire)];
+        while let Some(current) = stack.pop() {
+            let here = node(current);
+            if !here.is_leaf() {
+                stack.extend((0..=here.count()).map(|index| here.child(index)));
+            }
+            visit(current);
+        }
+    }
+
+    /// Node counts by kind: (inner, leaves, leaves with a heap). Quiescent trees only.
+    pub fn node_counts(&self) -> (usize, usize, usize) {
+        let mut counts = (0, 0, 0);
+        self.for_each_node(|current| {
+            let here = node(current);
+            if here.is_leaf() {
+                counts.1 += 1;
+                counts.2 += (here.heap_words() > 0) as usize;
+            } else {
+                counts.0 += 1;
+            }
+        });
+        counts
+    }
+
+    /// Checks the structural invariants; panics with a description on the first violation.
+    /// Quiescent trees only.
+    pub fn check_invariants(&self) {
+        fn check(current: *mut Node, low: Option<&[u8]>, high: Option<&[u8]>, level: u32) {
+            let here = node(current);
+            assert_eq!(here.level(), level, "levels decrease by one");
+            assert!(!here.latch.is_locked(), "no latch held at rest");
+            let mut previous: Option<Vec<u8>> = None;
+            for index in 0..here.count() {
+                let mut key = Vec::new();
+                here.read_key(index, &mut key);
+                if let Some(previous) = &previous {
+                    assert!(previous < &key, "keys strictly increase in a node");
+                }
+                assert!(low.is_none_or(|low| key.as_slice() >= low), "key below lower fence");
+                assert!(
+                    high.is_none_or(|high| key.as_slice() < high),
+                    "key at or above upper fence"
+                );
+                previous = Some(key);
+            }
+            if !here.is_leaf() {
+                let mut separators = Vec::new();
+                for index in 0..here.count() {
+                    let mut key = Vec::new();
+                    here.read_key(index, &mut key);
+                    separators.push(key);
+                }
+                for index in 0..=here.count() {
+                    let child_low =
+                        if index == 0 { low } else { Some(separators[index - 1].as_slice()) };
+                    let child_high = if index == here.count() {
+                        high
+                    } else {
+                        Some(separators[index].as_slice())
+                    };
+                    check(here.child(index), child_low, child_high, level - 1);
+                }
+            }
+        }
+        let root = self.root.load(Ordering::Acquire);
+        check(root, None, None, node(root).level());
+    }
+}
+
+impl Drop for BTree {
+    fn drop(&mut self) {
+        let mut nodes = Vec::new();
+        self.for_each_node(|current| nodes.push(current));
+        for current in nodes {
+            // SAFETY: `&mut self` means no other thread reaches the tree; every node is freed
+            // once. Nodes already retired are not reachable from the root.
+            unsafe { Node::free(current) };
+        }
+    }
+}
+
+/// Builds a leaf holding slots `range` of `source`.
+fn build_leaf(source: &Node, range: std::ops::Range<usize>, heap_words: usize) -> *mut Node {
+    let leaf = Node::alloc(0, heap_words);
+    for index in range {
+        node(leaf).push_from(source, index);
+    }
+    leaf
+}
+
+/// The shortest key that separates slot `middle - 1` from slot `middle` of a leaf: the
+/// shortest prefix of the right key that is greater than the left key (suffix truncation).
+fn leaf_separator(leaf: &Node, middle: usize) -> Vec<u8> {
+    let mut left = Vec::with_capacity(INDEX_KEY_BYTES_MAX);
+    let mut right = Vec::with_capacity(INDEX_KEY_BYTES_MAX);
+    leaf.read_key(middle - 1, &mut left);
+    leaf.read_key(middle, &mut right);
+    let common = left.iter().zip(&right).take_while(|(a, b)| a == b).count();
+    right.truncate(common + 1);
+    debug_assert!(left < right);
+    right
+}

@@ -1,0 +1,54 @@
+//! Engram's transaction engine: an in-memory, multi-core OLTP kernel after Silo (SOSP 2013)
+//! and openGauss MOT (VLDB 2020). No SQL, no sockets, no async: those live in other crates.
+//!
+//! THE MAP
+//!
+//! | module    | what lives there                                                          |
+//! |-----------|---------------------------------------------------------------------------|
+//! | `db`      | [`Database`]: configuration, catalog, epoch ticker, statistics            |
+//! | `worker`  | [`Worker`]: per-thread state; running transactions                         |
+//! | `cc`      | [`Txn`] operations and the commit skeleton; Silo's protocol               |
+//! | `index`   | the OLC B+tree and memcomparable key encoding                             |
+//! | `storage` | record heads and versions, tables, per-worker arenas                      |
+//! | `gc`      | epoch-based reclamation and deferred unlinking of deleted records         |
+//! | `sync`    | the version latch, epochs, bounded backoff, the std/shuttle shim          |
+//! | `limits`  | every limit, named                                                        |
+//!
+//! THE LIFE OF A TRANSACTION (the functions named are the real ones)
+//!
+//! 1. [`Worker::transaction`] (or [`Worker::begin`]) pins the worker's epoch slot
+//!    (`EpochManager::pin`): nothing the transaction can reach is freed until it ends.
+//! 2. Reads go through the primary index (`BTree::get`) to a record head and copy its value
+//!    with Silo's TID-word protocol (`Head::read`), recording the word in the access set;
+//!    failed lookups and scans record leaf versions in the node set.
+//! 3. Writes are buffered in the access set; inserts put a fresh, claimed head into the
+//!    indexes at once (`Txn::insert`).
+//! 4. `cc::commit` locks the write set in address order, adds secondary entries of changed
+//!    keys, fences and reads the global epoch, validates reads and leaves, picks a TID above
+//!    everything observed (`Tid::commit_after`), installs each write (`Head::install`, which
+//!    keeps the old version if a snapshot may need it) and releases each lock with the new word.
+//! 5. The transaction ends (`cc::commit::finish`): ready unlink tasks of earlier deletes run,
+//!    unlinked memory is tagged with the epoch (`Garbage::seal`), the slot is unpinned, and
+//!    memory whose tag is below the reclaim bound goes back to the worker's arena.
+//!
+//! An aborted attempt (`cc::abort`) removes its secondary entries, releases its locks and gives
+//! its claimed heads back; the closure API retries it with backoff.
+
+pub mod cc;
+pub mod db;
+pub mod error;
+pub mod gc;
+pub mod index;
+pub mod limits;
+pub mod storage;
+pub mod sync;
+pub mod worker;
+
+pub use cc::{Isolation, Txn};
+pub use db::{Config, Database, Stats};
+pub use error::{AbortReason, Error, Result};
+pub use index::Direction;
+pub use index::key::KeyBuilder;
+pub use storage::{IndexSpec, Table, TableId, TableSpec, Tid};
+pub use sync::Epoch;
+pub use worker::{CommitInfo, TableRef, Worker, WorkerMemory};

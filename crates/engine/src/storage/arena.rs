@@ -1,0 +1,174 @@
+//! Per-worker memory for records and versions (SYSTEM.md §1: allocation is per core; a central
+//! allocator is a measured bottleneck).
+//!
+//! An `Arena` caches freed blocks by size class in front of the global allocator. A worker
+//! allocates record heads and versions from its own arena and frees what its garbage list
+//! releases into it, so in steady state (updates replacing versions of the same sizes) the
+//! global allocator is not called at all: the commit path allocates nothing. Blocks move freely
+//! between workers' arenas, since every block of a class has the same layout; each class keeps
+//! at most `CACHED_BYTES_PER_CLASS_MAX` bytes and returns the rest.
+//!
+//! | class range     | block sizes                          |
+//! |-----------------|--------------------------------------|
+//! | 0..64           | 16, 32, ..., 1024 bytes (16-byte steps) |
+//! | 64..71          | 2 KiB, 4 KiB, ..., 128 KiB             |
+//! | beyond          | exact size, straight to the allocator |
+
+use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
+
+const SMALL_STEP_BYTES: usize = 16;
+const SMALL_CLASSES: usize = 64;
+const SMALL_BYTES_MAX: usize = SMALL_STEP_BYTES * SMALL_CLASSES;
+const LARGE_CLASSES: usize = 7;
+const LARGE_BYTES_MAX: usize = SMALL_BYTES_MAX << LARGE_CLASSES;
+const CLASSES: usize = SMALL_CLASSES + LARGE_CLASSES;
+
+/// Blocks cached per class, in bytes: enough for the versions a worker frees between two
+/// reclamation passes at millions of updates per second, small next to the data.
+const CACHED_BYTES_PER_CLASS_MAX: usize = 4 << 20;
+
+/// Alignment of every block: record words are 8-byte atomics, and 16 keeps small blocks from
+/// straddling more cache lines than their size needs.
+pub const BLOCK_ALIGN: usize = 16;
+
+/// The size class of a request, and the block size that class hands out.
+#[inline]
+fn class_of(bytes: usize) -> Option<(usize, usize)> {
+    if bytes <= SMALL_BYTES_MAX {
+        let class = bytes.max(1).div_ceil(SMALL_STEP_BYTES) - 1;
+        Some((class, (class + 1) * SMALL_STEP_BYTES))
+    } else if bytes <= LARGE_BYTES_MAX {
+        let size = bytes.next_power_of_two();
+        let class =
+            SMALL_CLASSES + (size.trailing_zeros() - SMALL_BYTES_MAX.trailing_zeros()) as usize - 1;
+        Some((class, size))
+    } else {
+        None
+    }
+}
+
+/// The block size an allocation of `bytes` really gets.
+#[inline]
+pub fn block_bytes(bytes: usize) -> usize {
+    class_of(bytes).map_or(bytes, |(_, size)| size)
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ArenaStats {
+    /// Blocks taken from the global allocator.
+    pub system_allocations: u64,
+    /// Blocks served from the cache.
+    pub cached_allocations: u64,
+}
+
+#[derive(Debug)]
+pub struct Arena {
+    free: [Vec<*mut u8>; CLASSES],
+    stats: ArenaStats,
+}
+
+// SAFETY: the arena exclusively owns the free blocks it caches.
+unsafe impl Send for Arena {}
+
+impl Default for Arena {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Arena {
+    pub fn new() -> Self {
+        Arena { free: std::array::from_fn(|_| Vec::new()), stats: ArenaStats::default() }
+    }
+
+    pub fn stats(&self) -> ArenaStats {
+        self.stats
+    }
+
+    /// A block of at least `bytes` bytes, aligned to [`BLOCK_ALIGN`], uninitialised.
+    #[inline]
+    pub fn alloc(&mut self, bytes: usize) -> *mut u8 {
+        if let Some((class, _)) = class_of(bytes)
+            && let Some(block) = self.free[class].pop()
+        {
+            self.stats.cached_allocations += 1;
+            return block;
+        }
+        self.stats.system_allocations += 1;
+        let layout = Self::layout(bytes);
+        // SAFETY: the layout has a non-zero size.
+        let block = unsafe { alloc(layout) };
+        if block.is_null() {
+            handle_alloc_error(layout);
+        }
+        block
+    }
+
+    /// Returns a block of `bytes` bytes (the size it was requested with).
+    ///
+    /// # Safety
+    /// `block` came from [`Arena::alloc`] (of any arena) with the same `bytes`, and nothing
+    /// reaches it any more.
+    #[inline]
+    pub unsafe fn free(&mut self, block: *mut u8, bytes: usize) {
+        if let Some((class, size)) = class_of(bytes) {
+            let list = &mut self.free[class];
+            if list.len() * size < CACHED_BYTES_PER_CLASS_MAX {
+                list.push(block);
+                return;
+            }
+        }
+        // SAFETY: guaranteed by the caller; the layout is the one `alloc` used.
+        unsafe { dealloc(block, Self::layout(bytes)) };
+    }
+
+    fn layout(bytes: usize) -> Layout {
+        Layout::from_size_align(block_bytes(bytes), BLOCK_ALIGN).expect("block layout")
+    }
+}
+
+impl Drop for Arena {
+    fn drop(&mut self) {
+        for (class, list) in self.free.iter_mut().enumerate() {
+            let size = if class < SMALL_CLASSES {
+                (class + 1) * SMALL_STEP_BYTES
+            } else {
+                SMALL_BYTES_MAX << (class - SMALL_CLASSES + 1)
+            };
+            for block in list.drain(..) {
+                // SAFETY: cached blocks are owned by the arena and were allocated with this
+                // class's layout.
+                unsafe {
+                    dealloc(block, Layout::from_size_align(size, BLOCK_ALIGN).expect("layout"))
+                };
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_cover_sizes_and_recycle() {
+        assert_eq!(class_of(1), Some((0, 16)));
+        assert_eq!(class_of(16), Some((0, 16)));
+        assert_eq!(class_of(17), Some((1, 32)));
+        assert_eq!(class_of(1024), Some((63, 1024)));
+        assert_eq!(class_of(1025), Some((64, 2048)));
+        assert_eq!(class_of(LARGE_BYTES_MAX), Some((CLASSES - 1, LARGE_BYTES_MAX)));
+        assert_eq!(class_of(LARGE_BYTES_MAX + 1), None);
+        let mut arena = Arena::new();
+        let block = arena.alloc(100);
+        // SAFETY: allocated above with the same size.
+        unsafe { arena.free(block, 100) };
+        assert_eq!(arena.alloc(110), block, "same class: the cached block comes back");
+        // SAFETY: as above.
+        unsafe { arena.free(block, 110) };
+        let huge = arena.alloc(LARGE_BYTES_MAX * 2);
+        // SAFETY: as above.
+        unsafe { arena.free(huge, LARGE_BYTES_MAX * 2) };
+        assert_eq!(arena.stats().system_allocations, 2);
+    }
+}

@@ -1,0 +1,13 @@
+//! Records and tables.
+//!
+//! - [`record`]: the record head (MOT's sentinel), its TID word, the inline newest version and
+//!   the chain of older versions;
+//! - [`table`]: primary and secondary indexes over record heads;
+//! - [`arena`]: per-worker block caches for heads and versions.
+
+pub mod arena;
+pub mod record;
+pub mod table;
+
+pub use record::{Head, Tid, TidWord};
+pub use table::{IndexSpec, KeyExtractor, SecondaryIndex, Table, TableId, TableSpec};

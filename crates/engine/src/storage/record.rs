@@ -1,0 +1,773 @@
+//! Records: the head that an index entry points to (MOT's sentinel), its TID word, the newest
+//! version stored inline, and older versions for snapshot readers.
+//!
+//! A head is allocated when its key is first inserted and never moves while the key is in the
+//! primary index, so indexes point at it (logical pointers, ARCHITECTURE.md decision 2) and an
+//! update never touches an index. The newest version lives inline in the head and is
+//! overwritten in place under the TID word's lock bit, exactly as in Silo; readers use the TID
+//! word as a sequence lock. Older versions form an immutable newest-to-oldest chain, kept only
+//! while some snapshot may still read them. A value longer than the head's inline capacity is
+//! stored in an immutable overflow version that the head points to.
+//!
+//! TID WORD (one `AtomicU64`; the bit table is also in docs/format.md)
+//!
+//! | bits   | field    | meaning                                                          |
+//! |--------|----------|------------------------------------------------------------------|
+//! | 0      | LOCK     | a committing transaction holds the record                        |
+//! | 1      | LATEST   | the head is in its primary index; cleared when it is unlinked     |
+//! | 2      | ABSENT   | no row: never committed, or deleted                              |
+//! | 3      | CLAIMED  | an in-flight insert owns this absent head                        |
+//! | 4..28  | sequence | orders TIDs within an epoch (24 bits)                            |
+//! | 28..64 | epoch    | the commit epoch (36 bits: 87 years of 40 ms epochs)             |
+//!
+//! HEAD LAYOUT
+//!
+//! | offset | field            | meaning                                                   |
+//! |--------|------------------|-----------------------------------------------------------|
+//! | 0      | word             | TID word                                                  |
+//! | 8      | len              | value length; bit 31 set: the value is in `overflow`      |
+//! | 12     | capacity_words   | inline capacity in 8-byte words (immutable)               |
+//! | 16     | older            | newest older version, or null                             |
+//! | 24     | overflow         | the current value when it does not fit inline, or null    |
+//! | 32     | inline words     | the current value, little-endian words                    |
+//!
+//! INVARIANTS
+//! - `word`, `len`, `overflow`, `older` and the inline words change only while LOCK is held
+//!   by the changing thread, and every change ends with a release store of a new `word`.
+//! - Versions in the chain are immutable except their `prev` link, which only the lock holder
+//!   changes, and only to drop versions no snapshot at or above the low-water mark can read.
+//! - A CLAIMED head is changed only by the transaction that claimed it.
+
+use super::arena::Arena;
+use crate::gc::{Garbage, Retired};
+use crate::sync::{Backoff, Epoch, shim};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering, fence};
+
+/// Bits of the sequence field.
+const SEQUENCE_BITS: u32 = 24;
+const STATUS_BITS: u32 = 4;
+const SEQUENCE_MAX: u64 = (1 << SEQUENCE_BITS) - 1;
+
+/// A version identity: epoch and sequence. Ordered as Silo's TIDs are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Tid(u64);
+
+impl Tid {
+    pub const ZERO: Tid = Tid(0);
+
+    pub fn new(epoch: Epoch, sequence: u64) -> Tid {
+        assert!(sequence <= SEQUENCE_MAX);
+        assert!(epoch.0 < (1 << (64 - SEQUENCE_BITS - STATUS_BITS)), "epoch out of range");
+        Tid((epoch.0 << SEQUENCE_BITS) | sequence)
+    }
+
+    pub fn epoch(self) -> Epoch {
+        Epoch(self.0 >> SEQUENCE_BITS)
+    }
+
+    pub fn sequence(self) -> u64 {
+        self.0 & SEQUENCE_MAX
+    }
+
+    pub fn as_u64(self) -> u64 {
+        self.0
+    }
+
+    pub fn from_u64(raw: u64) -> Tid {
+        Tid(raw)
+    }
+
+    /// Silo's commit TID: greater than `floor` (every TID the transaction read or wrote, and
+    /// the worker's previous commit), and in `epoch`. `None` when the epoch's sequence space is
+    /// used up (16 million commits in one dependency chain in one epoch).
+    pub fn commit_after(floor: Tid, epoch: Epoch) -> Option<Tid> {
+        debug_assert!(floor.epoch() <= epoch, "nothing committed in a future epoch");
+        if floor.epoch() < epoch {
+            return Some(Tid::new(epoch, 1));
+        }
+        (floor.sequence() < SEQUENCE_MAX).then_some(Tid(floor.0 + 1))
+    }
+}
+
+/// A TID with its status bits, as stored in a record head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TidWord(u64);
+
+impl TidWord {
+    pub const LOCK: u64 = 0b0001;
+    pub const LATEST: u64 = 0b0010;
+    pub const ABSENT: u64 = 0b0100;
+    pub const CLAIMED: u64 = 0b1000;
+
+    /// The word of a head created by an insert: no committed row, owned by the inserter.
+    pub const FRESH: TidWord = TidWord(Self::LATEST | Self::ABSENT | Self::CLAIMED);
+
+    pub fn new(tid: Tid, flags: u64) -> TidWord {
+        debug_assert!(flags < (1 << STATUS_BITS));
+        TidWord((tid.0 << STATUS_BITS) | flags)
+    }
+
+    pub fn tid(self) -> Tid {
+        Tid(self.0 >> STATUS_BITS)
+    }
+    pub fn epoch(self) -> Epoch {
+        self.tid().epoch()
+    }
+    pub fn is_locked(self) -> bool {
+        self.0 & Self::LOCK != 0
+    }
+    pub fn is_latest(self) -> bool {
+        self.0 & Self::LATEST != 0
+    }
+    pub fn is_absent(self) -> bool {
+        self.0 & Self::ABSENT != 0
+    }
+    pub fn is_claimed(self) -> bool {
+        self.0 & Self::CLAIMED != 0
+    }
+    pub fn raw(self) -> u64 {
+        self.0
+    }
+    pub fn from_raw(raw: u64) -> TidWord {
+        TidWord(raw)
+    }
+    pub fn without(self, flags: u64) -> TidWord {
+        TidWord(self.0 & !flags)
+    }
+    pub fn with(self, flags: u64) -> TidWord {
+        TidWord(self.0 | flags)
+    }
+}
+
+/// A record stayed locked longer than a reader is willing to wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Busy;
+
+/// Waits a reader or committer makes for a locked record: about a microsecond of spinning and
+/// then a few dozen yields, enough for any holder that is running; a holder that was
+/// descheduled costs the waiter an abort and a retry instead of a stall.
+const RECORD_WAIT_STEPS_MAX: u32 = 40;
+
+/// Values up to this size are stored inline in the head; longer ones in an overflow version.
+pub const INLINE_BYTES_MAX: usize = 2048;
+
+const OVERFLOW: u32 = 1 << 31;
+
+/// An immutable older (or overflow) version.
+#[repr(C)]
+#[derive(Debug)]
+pub struct Version {
+    word: u64,
+    prev: AtomicPtr<Version>,
+    len: u32,
+    _reserved: u32,
+}
+
+impl Version {
+    fn bytes_for(len: usize) -> usize {
+        size_of::<Version>() + len
+    }
+
+    fn alloc(arena: &mut Arena, word: TidWord, data: &[u8]) -> *mut Version {
+        let block = arena.alloc(Self::bytes_for(data.len())) as *mut Version;
+        // SAFETY: a fresh block large enough for the header and the data, suitably aligned.
+        unsafe {
+            block.write(Version {
+                word: word.without(TidWord::LOCK).raw(),
+                prev: AtomicPtr::new(std::ptr::null_mut()),
+                len: data.len() as u32,
+                _reserved: 0,
+            });
+            std::ptr::copy_nonoverlapping(data.as_ptr(), Self::data_ptr(block), data.len());
+        }
+        block
+    }
+
+    fn data_ptr(version: *mut Version) -> *mut u8 {
+        // SAFETY: the data follows the header in the same block.
+        unsafe { (version as *mut u8).add(size_of::<Version>()) }
+    }
+
+    /// The version's bytes. Versions are immutable once published.
+    pub fn data(&self) -> &[u8] {
+        // SAFETY: `len` bytes were written after the header before the version was published.
+        unsafe {
+            std::slice::from_raw_parts(
+                Self::data_ptr(self as *const _ as *mut _),
+                self.len as usize,
+            )
+        }
+    }
+
+    pub fn word(&self) -> TidWord {
+        TidWord(self.word)
+    }
+
+    fn retire(version: *mut Version, garbage: &mut Garbage) {
+        // SAFETY: the caller unlinked `version`; its length is immutable.
+        let len = unsafe { (*version).len } as usize;
+        garbage.retire(Retired::Block(version as *mut u8, Self::bytes_for(len)));
+    }
+
+    /// Retires `first` and every version older than it.
+    fn retire_chain(mut version: *mut Version, garbage: &mut Garbage) {
+        while !version.is_null() {
+            // SAFETY: the chain was unlinked by the caller and is still allocated.
+            let prev = unsafe { (*version).prev.load(Ordering::Relaxed) };
+            Self::retire(version, garbage);
+            version = prev;
+        }
+    }
+
+    /// # Safety
+    /// Exclusive access to the chain.
+    unsafe fn free_chain(mut version: *mut Version, arena: &mut Arena) {
+        while !version.is_null() {
+            // SAFETY: guaranteed by the caller.
+            unsafe {
+                let prev = (*version).prev.load(Ordering::Relaxed);
+                let len = (*version).len as usize;
+                arena.free(version as *mut u8, Self::bytes_for(len));
+                version = prev;
+            }
+        }
+    }
+}
+
+/// What a snapshot needs kept: a version is kept while a snapshot boundary (a multiple of
+/// `interval` at or above `low`) falls in its visibility interval.
+#[derive(Debug, Clone, Copy)]
+pub struct Retention {
+    pub low: Epoch,
+    pub interval: u64,
+}
+
+impl Retention {
+    /// Whether a version written in `epoch` and superseded in `successor` may be read by a
+    /// snapshot at or above the low-water mark.
+    #[inline]
+    pub fn needed(&self, epoch: Epoch, successor: Epoch) -> bool {
+        if epoch == Epoch::NEVER || epoch >= successor {
+            return false;
+        }
+        let from = epoch.max(self.low).0;
+        let boundary = from.div_ceil(self.interval) * self.interval;
+        boundary < successor.0
+    }
+}
+
+#[repr(C)]
+#[derive(Debug)]
+pub struct Head {
+    word: AtomicU64,
+    len: AtomicU32,
+    capacity_words: u32,
+    older: AtomicPtr<Version>,
+    overflow: AtomicPtr<Version>,
+}
+
+const _: () = assert!(size_of::<Head>() == 32);
+
+/// What a stable read saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Observed {
+    pub word: TidWord,
+}
+
+impl Head {
+    /// Block size of a head with inline room for `capacity_words` words.
+    fn bytes_for(capacity_words: usize) -> usize {
+        size_of::<Head>() + capacity_words * 8
+    }
+
+    /// Inline words for a value of `len` bytes.
+    pub fn capacity_for(len: usize) -> usize {
+        if len > INLINE_BYTES_MAX { 0 } else { len.div_ceil(8) }
+    }
+
+    /// A new head with `word`, inline room for values of `capacity_len` bytes, and no value.
+    pub fn alloc(arena: &mut Arena, capacity_len: usize, word: TidWord) -> *mut Head {
+        let capacity_words = Self::capacity_for(capacity_len);
+        let block = arena.alloc(Self::bytes_for(capacity_words)) as *mut Head;
+        // SAFETY: a fresh block large enough for the header and the inline words; the words
+        // are initialised to zero.
+        unsafe {
+            block.write(Head {
+                word: AtomicU64::new(word.raw()),
+                len: AtomicU32::new(0),
+                capacity_words: capacity_words as u32,
+                older: AtomicPtr::new(std::ptr::null_mut()),
+                overflow: AtomicPtr::new(std::ptr::null_mut()),
+            });
+            let inline = Self::inline_ptr(block);
+            for index in 0..capacity_words {
+                inline.add(index).write(AtomicU64::new(0));
+            }
+        }
+        block
+    }
+
+    fn inline_ptr(head: *const Head) -> *mut AtomicU64 {
+        // SAFETY: the inline words follow the header in the same block.
+        unsafe { (head as *mut u8).add(size_of::<Head>()) as *mut AtomicU64 }
+    }
+
+    #[inline]
+    fn inline(&self) -> &[AtomicU64] {
+        // SAFETY: `alloc` initialised `capacity_words` words, which never change in number.
+        unsafe { std::slice::from_raw_parts(Self::inline_ptr(self), self.capacity_words as usize) }
+    }
+
+    /// The block size this head was allocated with.
+    pub fn block_bytes(&self) -> usize {
+        Self::bytes_for(self.capacity_words as usize)
+    }
+
+    #[inline]
+    pub fn word(&self) -> TidWord {
+        TidWord(self.word.load(Ordering::Acquire))
+    }
+
+    /// Silo's read protocol: a consistent copy of the current value (if any) into `out`, and
+    /// the TID word it belongs to. Waits, bounded, while the record is locked.
+    #[inline]
+    pub fn read(&self, out: &mut Vec<u8>) -> Result<TidWord, Busy> {
+        let mut backoff = Backoff::new(RECORD_WAIT_STEPS_MAX);
+        loop {
+            // Acquire pairs with the release store that ended the last install.
+            let before = TidWord(self.word.load(Ordering::Acquire));
+            if before.is_locked() {
+                if !backoff.wait() {
+                    return Err(Busy);
+                }
+                continue;
+            }
+            out.clear();
+            let consistent = before.is_absent() || self.copy_value(out);
+            // Keeps the copy above the re-check (seqlock reader; pairs with the fence after
+            // `lock`, which orders the lock bit before an installer's stores).
+            fence(Ordering::Acquire);
+            if consistent && self.word.load(Ordering::Relaxed) == before.0 {
+                return Ok(before);
+            }
+            shim::spin_hint();
+        }
+    }
+
+    /// Copies the current value; `false` if a torn read made it unreadable.
+    #[inline]
+    fn copy_value(&self, out: &mut Vec<u8>) -> bool {
+        let len = self.len.load(Ordering::Relaxed);
+        if len & OVERFLOW != 0 {
+            let version = self.overflow.load(Ordering::Acquire);
+            if version.is_null() {
+                return false;
+            }
+            // SAFETY: a non-null overflow pointer read while pinned points to a published,
+            // immutable version that is freed only after the reader unpins.
+            out.extend_from_slice(unsafe { (*version).data() });
+            return true;
+        }
+        let len = len as usize;
+        let inline = self.inline();
+        let words = len.div_ceil(8);
+        if words > inline.len() {
+            return false;
+        }
+        out.reserve(words * 8);
+        for word in &inline[..words] {
+            out.extend_from_slice(&word.load(Ordering::Relaxed).to_le_bytes());
+        }
+        out.truncate(len);
+        true
+    }
+
+    /// The value as of snapshot epoch `at`, copied into `out`. Returns whether a row existed.
+    pub fn read_at(&self, at: Epoch, out: &mut Vec<u8>) -> Result<bool, Busy> {
+        let mut backoff = Backoff::new(RECORD_WAIT_STEPS_MAX);
+        loop {
+            let before = TidWord(self.word.load(Ordering::Acquire));
+            if before.is_locked() {
+                if !backoff.wait() {
+                    return Err(Busy);
+                }
+                continue;
+            }
+            if before.epoch() <= at {
+                out.clear();
+                let consistent = before.is_absent() || self.copy_value(out);
+                fence(Ordering::Acquire);
+                if consistent && self.word.load(Ordering::Relaxed) == before.0 {
+                    return Ok(!before.is_absent());
+                }
+                continue;
+            }
+            let mut version = self.older.load(Ordering::Acquire);
+            fence(Ordering::Acquire);
+            if self.word.load(Ordering::Relaxed) != before.0 {
+                continue;
+            }
+            // The chain belongs to `before`. Its versions are immutable, and pruning removes
+            // only versions that no snapshot at or above the low-water mark reads.
+            while !version.is_null() {
+                // SAFETY: chain versions reached while pinned stay allocated until we unpin.
+                let current = unsafe { &*version };
+                if current.word().epoch() <= at {
+                    out.clear();
+                    if current.word().is_absent() {
+                        return Ok(false);
+                    }
+                    out.extend_from_slice(current.data());
+                    return Ok(true);
+                }
+                version = current.prev.load(Ordering::Acquire);
+            }
+            return Ok(false);
+        }
+    }
+
+    /// The record's word once no commit holds it (waiting, bounded), without reading its value.
+    #[inline]
+    pub fn stable_word(&self) -> Result<TidWord, Busy> {
+        let mut backoff = Backoff::new(RECORD_WAIT_STEPS_MAX);
+        loop {
+            let word = TidWord(self.word.load(Ordering::Acquire));
+            if !word.is_locked() {
+                return Ok(word);
+            }
+            if !backoff.wait() {
+                return Err(Busy);
+            }
+        }
+    }
+
+    /// Sets the word of a head this transaction owns (claimed or fresh, and possibly locked by
+    /// it): used to give a claimed head back or to abandon a fresh one.
+    pub fn set_owned_word(&self, word: TidWord) {
+        debug_assert!(TidWord(self.word.load(Ordering::Relaxed)).is_claimed());
+        self.word.store(word.without(TidWord::LOCK).raw(), Ordering::Release);
+    }
+
+    /// Locks the record for commit; returns the word it held. Waits, bounded, for a holder.
+    #[inline]
+    pub fn lock(&self) -> Result<TidWord, Busy> {
+        let mut backoff = Backoff::new(RECORD_WAIT_STEPS_MAX);
+        loop {
+            let word = self.word.load(Ordering::Relaxed);
+            if word & TidWord::LOCK == 0
+                && self
+                    .word
+                    .compare_exchange_weak(
+                        word,
+                        word | TidWord::LOCK,
+                        Ordering::Acquire,
+                        Ordering::Relaxed,
+                    )
+                    .is_ok()
+            {
+                // Orders the lock bit before the install's stores (seqlock writer side).
+                fence(Ordering::Release);
+                return Ok(TidWord(word));
+            }
+            if !backoff.wait() {
+                return Err(Busy);
+            }
+        }
+    }
+
+    /// Releases the lock, leaving `word` (unlocked) as the record's word.
+    #[inline]
+    pub fn unlock_to(&self, word: TidWord) {
+        debug_assert!(TidWord(self.word.load(Ordering::Relaxed)).is_locked());
+        // Release pairs with the Acquire loads of readers.
+        self.word.store(word.without(TidWord::LOCK).raw(), Ordering::Release);
+    }
+
+    /// Claims an absent, unclaimed head for an insert, if its word is still `seen`.
+    pub fn claim(&self, seen: TidWord) -> bool {
+        debug_assert!(seen.is_absent() && !seen.is_claimed() && !seen.is_locked());
+        self.word
+            .compare_exchange(
+                seen.raw(),
+                seen.with(TidWord::CLAIMED).raw(),
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+    }
+
+    /// Gives a claimed head back unchanged (the claiming insert aborted).
+    pub fn unclaim(&self, seen: TidWord) {
+        let claimed = seen.with(TidWord::CLAIMED).raw();
+        let restored =
+            self.word.compare_exchange(claimed, seen.raw(), Ordering::AcqRel, Ordering::Relaxed);
+        debug_assert!(restored.is_ok(), "only the claimer changes a claimed head");
+    }
+
+    /// Installs a new state on a head this thread has locked; the caller unlocks it with
+    /// `new_word` afterwards (after fixing secondary entries). `value` is the new row, or `None`
+    /// for a delete. The state being replaced is kept as an older version if `retention` says a
+    /// snapshot may read it, and older versions no snapshot can read any more are pruned.
+    /// Versions dropped from the chain are retired and appended to `dropped` (still readable
+    /// while the caller is pinned). Returns whether the replaced state was kept.
+    pub fn install(
+        &self,
+        value: Option<&[u8]>,
+        new_word: TidWord,
+        retention: Retention,
+        arena: &mut Arena,
+        garbage: &mut Garbage,
+        dropped: &mut Vec<*const Version>,
+    ) -> bool {
+        let old_word = TidWord(self.word.load(Ordering::Relaxed));
+        debug_assert!(old_word.is_locked());
+        let new_epoch = new_word.epoch();
+        let old_overflow = self.overflow.load(Ordering::Relaxed);
+        let keep = retention.needed(old_word.epoch(), new_epoch);
+        if keep {
+            let kept = if !old_overflow.is_null() && !old_word.is_absent() {
+                old_overflow
+            } else {
+                let mut scratch = [0u8; INLINE_BYTES_MAX];
+                let len = if old_word.is_absent() { 0 } else { self.copy_inline(&mut scratch) };
+                Version::alloc(arena, old_word, &scratch[..len])
+            };
+            if kept == old_overflow {
+                self.overflow.store(std::ptr::null_mut(), Ordering::Relaxed);
+            } else if !old_overflow.is_null() {
+                self.overflow.store(std::ptr::null_mut(), Ordering::Relaxed);
+                Version::retire(old_overflow, garbage);
+            }
+            // SAFETY: `kept` is ours until published by the store below.
+            unsafe { (*kept).prev.store(self.older.load(Ordering::Relaxed), Ordering::Relaxed) };
+            self.older.store(kept, Ordering::Release);
+        } else if !old_overflow.is_null() {
+            self.overflow.store(std::ptr::null_mut(), Ordering::Relaxed);
+            Version::retire(old_overflow, garbage);
+        }
+        match value {
+            None => self.len.store(0, Ordering::Relaxed),
+            Some(bytes) if bytes.len().div_ceil(8) <= self.capacity_words as usize => {
+                let inline = self.inline();
+                for (word, chunk) in inline.iter().zip(bytes.chunks(8)) {
+                    let mut buffer = [0u8; 8];
+                    buffer[..chunk.len()].copy_from_slice(chunk);
+                    word.store(u64::from_le_bytes(buffer), Ordering::Relaxed);
+                }
+                self.len.store(bytes.len() as u32, Ordering::Relaxed);
+            }
+            Some(bytes) => {
+                let version = Version::alloc(arena, new_word, bytes);
+                self.overflow.store(version, Ordering::Release);
+                self.len.store(bytes.len() as u32 | OVERFLOW, Ordering::Relaxed);
+            }
+        }
+        self.prune(new_epoch, retention, garbage, dropped);
+        keep
+    }
+
+    /// Copies the current value of a head this thread has locked into `out`; returns whether
+    /// a row is present.
+    pub fn value_locked(&self, out: &mut Vec<u8>) -> bool {
+        let word = TidWord(self.word.load(Ordering::Relaxed));
+        debug_assert!(word.is_locked());
+        out.clear();
+        if word.is_absent() {
+            return false;
+        }
+        let consistent = self.copy_value(out);
+        debug_assert!(consistent, "a locked head is never torn");
+        true
+    }
+
+    /// Calls `visit` with each older version's word and data, newest first. The caller holds
+    /// the lock, or is pinned and tolerates a chain that changes while it walks.
+    pub fn for_each_older(&self, mut visit: impl FnMut(TidWord, &[u8])) {
+        let mut version = self.older.load(Ordering::Acquire);
+        while !version.is_null() {
+            // SAFETY: chain versions reached while pinned stay allocated until we unpin.
+            let current = unsafe { &*version };
+            visit(current.word(), current.data());
+            version = current.prev.load(Ordering::Acquire);
+        }
+    }
+
+    /// Copies the inline value of a locked head into `out`; returns its length.
+    fn copy_inline(&self, out: &mut [u8; INLINE_BYTES_MAX]) -> usize {
+        let len = self.len.load(Ordering::Relaxed) as usize;
+        debug_assert!(len <= self.capacity_words as usize * 8);
+        for (index, word) in self.inline()[..len.div_ceil(8)].iter().enumerate() {
+            let bytes = word.load(Ordering::Relaxed).to_le_bytes();
+            let end = (index * 8 + 8).min(len);
+            out[index * 8..end].copy_from_slice(&bytes[..end - index * 8]);
+        }
+        len
+    }
+
+    /// Drops chain versions no snapshot at or above `retention.low` can read. Locked head.
+    fn prune(
+        &self,
+        newest_epoch: Epoch,
+        retention: Retention,
+        garbage: &mut Garbage,
+        dropped: &mut Vec<*const Version>,
+    ) {
+        let mut successor = newest_epoch;
+        let mut link = &self.older;
+        let mut version = link.load(Ordering::Relaxed);
+        while !version.is_null() {
+            // SAFETY: chain versions are allocated while linked; we hold the lock.
+            let current = unsafe { &*version };
+            let epoch = current.word().epoch();
+            let next = current.prev.load(Ordering::Relaxed);
+            if retention.needed(epoch, successor) {
+                if epoch <= retention.low {
+                    // Visible at the low-water mark: nothing older is readable.
+                    current.prev.store(std::ptr::null_mut(), Ordering::Release);
+                    let mut tail = next;
+                    while !tail.is_null() {
+                        dropped.push(tail);
+                        // SAFETY: unlinked above, still allocated.
+                        tail = unsafe { (*tail).prev.load(Ordering::Relaxed) };
+                    }
+                    Version::retire_chain(next, garbage);
+                    return;
+                }
+                link = &current.prev;
+            } else {
+                link.store(next, Ordering::Release);
+                dropped.push(version);
+                Version::retire(version, garbage);
+            }
+            successor = epoch;
+            version = next;
+        }
+    }
+
+    /// Number of older versions (tests and statistics; racy but memory-safe while pinned).
+    pub fn chain_len(&self) -> usize {
+        let mut count = 0;
+        let mut version = self.older.load(Ordering::Acquire);
+        while !version.is_null() {
+            count += 1;
+            // SAFETY: see `read_at`.
+            version = unsafe { (*version).prev.load(Ordering::Acquire) };
+        }
+        count
+    }
+
+    /// Retires a head unlinked from every index, with its versions.
+    pub fn retire(head: *mut Head, garbage: &mut Garbage) {
+        // SAFETY: the caller unlinked the head; it is still allocated.
+        let this = unsafe { &*head };
+        let older = this.older.swap(std::ptr::null_mut(), Ordering::Relaxed);
+        Version::retire_chain(older, garbage);
+        let overflow = this.overflow.swap(std::ptr::null_mut(), Ordering::Relaxed);
+        if !overflow.is_null() {
+            Version::retire(overflow, garbage);
+        }
+        garbage.retire(Retired::Block(head as *mut u8, this.block_bytes()));
+    }
+
+    /// Frees a head and its versions at once.
+    ///
+    /// # Safety
+    /// No other thread can reach the head (its table is being dropped).
+    pub unsafe fn free_now(head: *mut Head, arena: &mut Arena) {
+        // SAFETY: guaranteed by the caller.
+        unsafe {
+            let this = &*head;
+            Version::free_chain(this.older.load(Ordering::Relaxed), arena);
+            let overflow = this.overflow.load(Ordering::Relaxed);
+            if !overflow.is_null() {
+                Version::free_chain(overflow, arena);
+            }
+            let bytes = this.block_bytes();
+            arena.free(head as *mut u8, bytes);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn retention(low: u64, interval: u64) -> Retention {
+        Retention { low: Epoch(low), interval }
+    }
+
+    #[test]
+    fn commit_tids_grow_within_and_across_epochs() {
+        let first = Tid::commit_after(Tid::ZERO, Epoch(5)).unwrap();
+        assert_eq!((first.epoch(), first.sequence()), (Epoch(5), 1));
+        let second = Tid::commit_after(first, Epoch(5)).unwrap();
+        assert!(second > first && second.epoch() == Epoch(5));
+        let next_epoch = Tid::commit_after(second, Epoch(6)).unwrap();
+        assert!(next_epoch > second);
+        assert_eq!(Tid::commit_after(Tid::new(Epoch(7), SEQUENCE_MAX), Epoch(7)), None);
+        let word = TidWord::new(second, TidWord::LATEST | TidWord::ABSENT);
+        assert_eq!(word.tid(), second);
+        assert!(word.is_latest() && word.is_absent() && !word.is_locked() && !word.is_claimed());
+    }
+
+    #[test]
+    fn versions_are_kept_only_across_snapshot_boundaries() {
+        // interval 1: every epoch is a snapshot boundary.
+        assert!(retention(0, 1).needed(Epoch(3), Epoch(4)));
+        assert!(!retention(0, 1).needed(Epoch(4), Epoch(4)));
+        assert!(!retention(5, 1).needed(Epoch(3), Epoch(5)), "superseded before the low mark");
+        assert!(retention(5, 1).needed(Epoch(3), Epoch(6)));
+        // interval 10: boundaries at 10, 20, ...
+        assert!(!retention(0, 10).needed(Epoch(11), Epoch(19)));
+        assert!(retention(0, 10).needed(Epoch(11), Epoch(21)));
+        assert!(retention(0, 10).needed(Epoch(10), Epoch(11)));
+        assert!(!retention(0, 10).needed(Epoch::NEVER, Epoch(11)));
+    }
+
+    #[test]
+    fn snapshot_reads_walk_back_and_pruning_keeps_what_they_need() {
+        let mut arena = Arena::new();
+        let mut garbage = Garbage::new();
+        let head_ptr = Head::alloc(&mut arena, 8, TidWord::FRESH);
+        // SAFETY: owned by the test.
+        let head = unsafe { &*head_ptr };
+        let keep_all = retention(0, 1);
+        let write = |value: Option<&[u8]>,
+                     epoch: u64,
+                     arena: &mut Arena,
+                     garbage: &mut Garbage,
+                     keep| {
+            head.lock().unwrap();
+            let flags =
+                if value.is_some() { TidWord::LATEST } else { TidWord::LATEST | TidWord::ABSENT };
+            let word = TidWord::new(Tid::new(Epoch(epoch), 1), flags);
+            head.install(value, word, keep, arena, garbage, &mut Vec::new());
+            head.unlock_to(word);
+        };
+        write(Some(b"one"), 2, &mut arena, &mut garbage, keep_all);
+        write(Some(b"two, longer than eight bytes"), 4, &mut arena, &mut garbage, keep_all);
+        write(None, 6, &mut arena, &mut garbage, keep_all);
+        write(Some(b"three"), 8, &mut arena, &mut garbage, keep_all);
+        let mut out = Vec::new();
+        let at = |epoch, out: &mut Vec<u8>| {
+            head.read_at(Epoch(epoch), out).unwrap().then(|| out.clone())
+        };
+        assert_eq!(at(1, &mut out), None);
+        assert_eq!(at(2, &mut out).as_deref(), Some(&b"one"[..]));
+        assert_eq!(at(5, &mut out).as_deref(), Some(&b"two, longer than eight bytes"[..]));
+        assert_eq!(at(7, &mut out), None, "deleted at 6");
+        assert_eq!(at(9, &mut out).as_deref(), Some(&b"three"[..]));
+        assert_eq!(head.read(&mut out).unwrap().epoch(), Epoch(8));
+        assert_eq!(out, b"three");
+        assert_eq!(head.chain_len(), 3);
+        // Snapshots at 7 and later only: versions below are pruned on the next write.
+        write(Some(b"four"), 10, &mut arena, &mut garbage, retention(7, 1));
+        assert_eq!(at(7, &mut out), None);
+        assert_eq!(at(9, &mut out).as_deref(), Some(&b"three"[..]));
+        assert_eq!(head.chain_len(), 2, "the delete (visible at 7) and 'three' remain");
+        assert!(garbage.len() >= 2);
+        Head::retire(head_ptr, &mut garbage);
+        // SAFETY: nothing else can reach the retired items in this test.
+        unsafe { garbage.free_all(&mut arena) };
+    }
+}

@@ -1,0 +1,450 @@
+//! Epochs, after Silo (SOSP 2013, §4.1-4.4): one global epoch advanced by a ticker thread
+//! (every 40 ms by default) and one slot per worker that says which epoch the worker is in.
+//!
+//! Epochs drive everything time-like in the engine:
+//!
+//! - **Commit TIDs** carry the global epoch read during commit (`cc`), so the serial order is
+//!   epoch by epoch with no global counter on the commit path.
+//! - **Reclamation.** A worker *pins* its slot at the epoch it saw when a transaction begins.
+//!   Memory unlinked from a shared structure is tagged with the global epoch read after the
+//!   unlink (and a fence); the ticker publishes `reclaim_bound`, the minimum over pinned slots
+//!   and the global epoch, and garbage tagged below it can no longer be reached by anyone.
+//! - **Stable and snapshot epochs.** A worker about to take its commit's serialization point
+//!   publishes a lower bound of its commit epoch (`enter_commit`, before the fence it takes
+//!   anyway) and clears it when its writes are installed. Every commit in an epoch below both
+//!   the published bounds and the current global epoch is therefore fully installed: that is
+//!   the *stable* epoch. Snapshot transactions read at the newest multiple of
+//!   `snapshot_interval_epochs` not above it (Silo takes snapshots every k epochs so that
+//!   superseded versions are kept only across those boundaries). A long transaction that is
+//!   not committing holds nothing back here.
+//! - **Snapshot low-water mark.** The oldest snapshot epoch any active or future snapshot
+//!   transaction can read at; versions and deleted records older than it are garbage.
+//!
+//! SLOT WORD (`Slot::state`)
+//!
+//! | bits  | meaning                                                                  |
+//! |-------|--------------------------------------------------------------------------|
+//! | 0     | ACTIVE: the worker holds a transaction pinned at `epoch`                 |
+//! | 1     | IN_CALL: the worker is inside an engine call right now                   |
+//! | 2     | KICKED: the ticker gave up on this idle transaction; it can only abort   |
+//! | 3..64 | epoch the worker pinned                                                  |
+//!
+//! An interactive transaction that waits for its client between calls clears IN_CALL. If it
+//! lags more than `idle_lag_epochs_max` behind the global epoch while out of a call, the ticker
+//! sets KICKED with a compare-and-swap (which fails if the worker re-entered meanwhile) and stops
+//! counting the slot: reclamation and snapshots move on, and the transaction's next call finds
+//! KICKED and aborts without touching anything it read before (ARCHITECTURE.md, decision 5).
+//!
+//! ORDERING. Pinning is a sequentially consistent swap of the slot word, and tagging garbage and
+//! scanning slots are preceded by sequentially consistent fences; all loads and stores of the
+//! global epoch are sequentially consistent. Then for a worker W that can still reach an object
+//! X retired with tag `t`: either the scan that computed the bound saw W's pin (and W's pinned
+//! epoch is at most `t`, since W read the global epoch before the retirer did), or the scan ran
+//! before the retire and the bound is at most the global epoch at scan time, which is at most
+//! `t`. Either way the bound does not exceed `t` and X is not freed. The randomized-schedule
+//! tests in `tests/shuttle_sync.rs` exercise exactly this.
+
+use super::shim::{AtomicBool, AtomicU64, Ordering, fence};
+use crossbeam_utils::CachePadded;
+use std::marker::PhantomData;
+
+/// A Silo epoch. Epoch 0 is never current: it stamps records that were never committed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Epoch(pub u64);
+
+impl Epoch {
+    pub const NEVER: Epoch = Epoch(0);
+    pub const FIRST: Epoch = Epoch(1);
+}
+
+/// A worker's slot in the epoch table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SlotId(pub(crate) u32);
+
+impl SlotId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+const ACTIVE: u64 = 0b001;
+const IN_CALL: u64 = 0b010;
+const KICKED: u64 = 0b100;
+const FLAG_BITS: u32 = 3;
+
+#[inline]
+fn pack(epoch: u64, flags: u64) -> u64 {
+    (epoch << FLAG_BITS) | flags
+}
+
+#[inline]
+fn epoch_of(word: u64) -> u64 {
+    word >> FLAG_BITS
+}
+
+#[derive(Debug, Default)]
+struct Slot {
+    state: AtomicU64,
+    /// Snapshot epoch of the slot's active snapshot transaction, 0 when it has none.
+    snapshot: AtomicU64,
+    /// A lower bound of the epoch of the commit the worker is installing, 0 when none.
+    committing: AtomicU64,
+    used: AtomicBool,
+}
+
+/// A transaction's pin was given up by the ticker after it sat idle too long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Kicked;
+
+/// Proof that the calling worker is pinned, so that shared nodes and records it reaches stay
+/// allocated. Index and record operations take a `&Pin`.
+#[derive(Debug)]
+pub struct Pin<'a> {
+    _not_send: PhantomData<*const &'a ()>,
+}
+
+impl Pin<'_> {
+    /// # Safety
+    /// The calling thread's slot must be pinned (ACTIVE and IN_CALL) for as long as the `Pin`
+    /// and anything reached through it live.
+    #[inline]
+    pub unsafe fn assume_pinned() -> Self {
+        Pin { _not_send: PhantomData }
+    }
+}
+
+/// What one tick observed; returned for tests and metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tick {
+    pub global: Epoch,
+    pub reclaim_bound: Epoch,
+    pub stable: Epoch,
+    pub snapshot: Epoch,
+    pub snapshot_low: Epoch,
+    pub kicked: u32,
+}
+
+#[derive(Debug)]
+pub struct EpochManager {
+    global: CachePadded<AtomicU64>,
+    reclaim_bound: CachePadded<AtomicU64>,
+    stable: AtomicU64,
+    snapshot: AtomicU64,
+    snapshot_low: AtomicU64,
+    advancing: AtomicBool,
+    kicked_total: AtomicU64,
+    snapshot_interval_epochs: u64,
+    idle_lag_epochs_max: u64,
+    slots: Box<[CachePadded<Slot>]>,
+}
+
+impl EpochManager {
+    /// `slots_max` workers can be registered at once. Snapshots are taken every
+    /// `snapshot_interval_epochs`; an idle interactive transaction is given up after lagging
+    /// `idle_lag_epochs_max` epochs.
+    pub fn new(slots_max: usize, snapshot_interval_epochs: u64, idle_lag_epochs_max: u64) -> Self {
+        assert!(snapshot_interval_epochs >= 1);
+        assert!(idle_lag_epochs_max >= 2);
+        let slots = (0..slots_max).map(|_| CachePadded::new(Slot::default())).collect();
+        EpochManager {
+            global: CachePadded::new(AtomicU64::new(Epoch::FIRST.0)),
+            reclaim_bound: CachePadded::new(AtomicU64::new(Epoch::FIRST.0)),
+            stable: AtomicU64::new(0),
+            snapshot: AtomicU64::new(0),
+            snapshot_low: AtomicU64::new(0),
+            advancing: AtomicBool::new(false),
+            kicked_total: AtomicU64::new(0),
+            snapshot_interval_epochs,
+            idle_lag_epochs_max,
+            slots,
+        }
+    }
+
+    /// The global epoch. Sequentially consistent: see ORDERING above.
+    #[inline]
+    pub fn global(&self) -> Epoch {
+        Epoch(self.global.load(Ordering::SeqCst))
+    }
+
+    /// Garbage tagged with an epoch below this bound is unreachable.
+    #[inline]
+    pub fn reclaim_bound(&self) -> Epoch {
+        Epoch(self.reclaim_bound.load(Ordering::Acquire))
+    }
+
+    /// Every commit with an epoch at or below this one is installed.
+    pub fn stable(&self) -> Epoch {
+        Epoch(self.stable.load(Ordering::Acquire))
+    }
+
+    /// The epoch a snapshot transaction starting now reads at.
+    pub fn snapshot(&self) -> Epoch {
+        Epoch(self.snapshot.load(Ordering::SeqCst))
+    }
+
+    /// No active or future snapshot reads at an epoch below this one.
+    #[inline]
+    pub fn snapshot_low(&self) -> Epoch {
+        Epoch(self.snapshot_low.load(Ordering::Acquire))
+    }
+
+    pub fn snapshot_interval_epochs(&self) -> u64 {
+        self.snapshot_interval_epochs
+    }
+
+    pub fn kicked_total(&self) -> u64 {
+        self.kicked_total.load(Ordering::Relaxed)
+    }
+
+    pub fn slots_max(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Claims a free slot, or `None` when all `slots_max` are taken.
+    pub fn register(&self) -> Option<SlotId> {
+        self.slots
+            .iter()
+            .position(|slot| {
+                !slot.used.load(Ordering::Relaxed)
+                    && slot
+                        .used
+                        .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                        .is_ok()
+            })
+            .map(|index| SlotId(index as u32))
+    }
+
+    /// Returns a slot. The worker must not be pinned.
+    pub fn unregister(&self, slot: SlotId) {
+        let slot = &self.slots[slot.index()];
+        slot.state.store(0, Ordering::Release);
+        slot.snapshot.store(0, Ordering::Release);
+        slot.committing.store(0, Ordering::Release);
+        slot.used.store(false, Ordering::Release);
+    }
+
+    /// Pins the slot for a transaction and enters a call. Returns the pinned epoch.
+    #[inline]
+    pub fn pin(&self, slot: SlotId) -> Epoch {
+        let epoch = self.global.load(Ordering::SeqCst);
+        // A sequentially consistent swap is a full fence (one xchg on x86): the pin is visible
+        // to the ticker's scan before this worker loads any shared pointer.
+        self.slots[slot.index()].state.swap(pack(epoch, ACTIVE | IN_CALL), Ordering::SeqCst);
+        Epoch(epoch)
+    }
+
+    /// Ends the transaction: the slot no longer holds anything back.
+    #[inline]
+    pub fn unpin(&self, slot: SlotId) {
+        // Release: every access to shared memory made while pinned happens before the ticker
+        // sees the slot idle.
+        self.slots[slot.index()].state.store(0, Ordering::Release);
+    }
+
+    /// Leaves a call but keeps the transaction pinned at `epoch` (an interactive transaction
+    /// waiting for its client). The ticker may now kick it.
+    #[inline]
+    pub fn suspend(&self, slot: SlotId, epoch: Epoch) {
+        self.slots[slot.index()].state.store(pack(epoch.0, ACTIVE), Ordering::Release);
+    }
+
+    /// Re-enters a call for a suspended transaction, unless the ticker kicked it.
+    #[inline]
+    pub fn resume(&self, slot: SlotId, epoch: Epoch) -> Result<(), Kicked> {
+        self.slots[slot.index()]
+            .state
+            .compare_exchange(
+                pack(epoch.0, ACTIVE),
+                pack(epoch.0, ACTIVE | IN_CALL),
+                Ordering::SeqCst,
+                Ordering::Relaxed,
+            )
+            .map(|_| ())
+            .map_err(|word| {
+                debug_assert!(word & KICKED != 0, "only the ticker changes a suspended slot");
+                Kicked
+            })
+    }
+
+    /// Announces that the worker is about to take a commit's serialization point: its commit
+    /// epoch will be at least `epoch` (its pinned epoch). The caller must issue a sequentially
+    /// consistent fence before it reads the global epoch for the commit (Silo does anyway).
+    #[inline]
+    pub fn enter_commit(&self, slot: SlotId, epoch: Epoch) {
+        self.slots[slot.index()].committing.store(epoch.0, Ordering::Relaxed);
+    }
+
+    /// The commit's writes are installed (or it aborted).
+    #[inline]
+    pub fn leave_commit(&self, slot: SlotId) {
+        // Release: the installs happen before the ticker stops counting this commit.
+        self.slots[slot.index()].committing.store(0, Ordering::Release);
+    }
+
+    /// Registers a snapshot transaction on a pinned slot and returns its snapshot epoch.
+    ///
+    /// The epoch is re-read after the slot store until it is stable, so the ticker either sees
+    /// the slot's snapshot epoch or has not yet published a newer one (ORDERING above).
+    pub fn enter_snapshot(&self, slot: SlotId) -> Epoch {
+        let slot = &self.slots[slot.index()];
+        let mut seen = self.snapshot.load(Ordering::SeqCst);
+        loop {
+            slot.snapshot.swap(seen, Ordering::SeqCst);
+            let again = self.snapshot.load(Ordering::SeqCst);
+            if again == seen {
+                return Epoch(seen);
+            }
+            seen = again;
+        }
+    }
+
+    pub fn leave_snapshot(&self, slot: SlotId) {
+        self.slots[slot.index()].snapshot.store(0, Ordering::Release);
+    }
+
+    /// The tag for garbage unlinked before this call: the global epoch read after a fence.
+    #[inline]
+    pub fn retire_tag(&self) -> Epoch {
+        fence(Ordering::SeqCst);
+        Epoch(self.global.load(Ordering::SeqCst))
+    }
+
+    /// Advances the global epoch and recomputes the published bounds. Called by the ticker
+    /// thread (or by tests, for determinism). Concurrent calls are skipped, not queued.
+    pub fn advance(&self) -> Option<Tick> {
+        if self
+            .advancing
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return None;
+        }
+        let global = self.global.fetch_add(1, Ordering::SeqCst) + 1;
+        fence(Ordering::SeqCst);
+        let mut pin_min = global;
+        let mut committing_min = global;
+        let mut snapshot_min = u64::MAX;
+        let mut kicked = 0;
+        for slot in self.slots.iter() {
+            let committing = slot.committing.load(Ordering::SeqCst);
+            if committing != 0 {
+                committing_min = committing_min.min(committing);
+            }
+            let word = slot.state.load(Ordering::SeqCst);
+            if word & ACTIVE == 0 || word & KICKED != 0 {
+                continue;
+            }
+            let epoch = epoch_of(word);
+            if word & IN_CALL == 0
+                && epoch + self.idle_lag_epochs_max < global
+                && slot
+                    .state
+                    .compare_exchange(word, word | KICKED, Ordering::SeqCst, Ordering::Relaxed)
+                    .is_ok()
+            {
+                kicked += 1;
+                continue;
+            }
+            pin_min = pin_min.min(epoch);
+            let snapshot = slot.snapshot.load(Ordering::SeqCst);
+            if snapshot != 0 {
+                snapshot_min = snapshot_min.min(snapshot);
+            }
+        }
+        self.reclaim_bound.store(pin_min, Ordering::Release);
+        let stable = committing_min - 1;
+        self.stable.store(stable, Ordering::Release);
+        let boundary = stable / self.snapshot_interval_epochs * self.snapshot_interval_epochs;
+        let snapshot = self.snapshot.load(Ordering::Relaxed).max(boundary);
+        self.snapshot.store(snapshot, Ordering::SeqCst);
+        // A snapshot transaction registered with an older epoch than the one just published
+        // is counted by `snapshot_min`; one registering now reads `snapshot` or a later value.
+        let snapshot_low = snapshot.min(snapshot_min);
+        self.snapshot_low.store(snapshot_low, Ordering::Release);
+        if kicked > 0 {
+            self.kicked_total.fetch_add(kicked as u64, Ordering::Relaxed);
+        }
+        self.advancing.store(false, Ordering::Release);
+        Some(Tick {
+            global: Epoch(global),
+            reclaim_bound: Epoch(pin_min),
+            stable: Epoch(stable),
+            snapshot: Epoch(snapshot),
+            snapshot_low: Epoch(snapshot_low),
+            kicked,
+        })
+    }
+}
+
+#[cfg(all(test, not(feature = "shuttle")))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_follow_pins() {
+        let manager = EpochManager::new(4, 1, 4);
+        let a = manager.register().unwrap();
+        let b = manager.register().unwrap();
+        let pinned = manager.pin(a);
+        for _ in 0..3 {
+            manager.advance();
+        }
+        assert_eq!(manager.reclaim_bound(), pinned, "a pinned worker holds reclamation back");
+        assert_eq!(manager.stable(), Epoch(manager.global().0 - 1), "but not the stable epoch");
+        manager.enter_commit(a, pinned);
+        manager.advance();
+        assert_eq!(manager.stable(), Epoch(pinned.0 - 1), "a commit in progress does");
+        manager.leave_commit(a);
+        manager.unpin(a);
+        let tick = manager.advance().unwrap();
+        assert_eq!(tick.reclaim_bound, tick.global);
+        assert_eq!(tick.stable, Epoch(tick.global.0 - 1));
+        let _ = manager.pin(b);
+        manager.unpin(b);
+    }
+
+    #[test]
+    fn idle_interactive_transactions_are_kicked() {
+        let manager = EpochManager::new(2, 1, 3);
+        let slot = manager.register().unwrap();
+        let epoch = manager.pin(slot);
+        manager.suspend(slot, epoch);
+        manager.resume(slot, epoch).expect("not idle long enough to be kicked");
+        for _ in 0..10 {
+            manager.advance();
+        }
+        assert_eq!(manager.reclaim_bound(), epoch, "in a call: never kicked");
+        manager.suspend(slot, epoch);
+        let mut kicked = 0;
+        for _ in 0..10 {
+            kicked += manager.advance().unwrap().kicked;
+        }
+        assert_eq!(kicked, 1);
+        assert!(manager.reclaim_bound() > epoch);
+        assert_eq!(manager.resume(slot, epoch), Err(Kicked));
+        manager.unpin(slot);
+    }
+
+    #[test]
+    fn snapshots_move_in_interval_steps_and_hold_the_low_mark() {
+        let manager = EpochManager::new(2, 5, 100);
+        for _ in 0..12 {
+            manager.advance();
+        }
+        let snapshot = manager.snapshot();
+        assert_eq!(snapshot.0 % 5, 0);
+        assert!(snapshot <= manager.stable());
+        let slot = manager.register().unwrap();
+        manager.pin(slot);
+        let reading = manager.enter_snapshot(slot);
+        assert_eq!(reading, snapshot);
+        for _ in 0..20 {
+            manager.advance();
+        }
+        assert_eq!(manager.snapshot_low(), reading);
+        manager.leave_snapshot(slot);
+        manager.unpin(slot);
+        manager.advance();
+        assert!(manager.snapshot_low() > reading);
+    }
+}

@@ -1,0 +1,20 @@
+//! Latches and epochs: every piece of shared-memory synchronisation the engine does by hand.
+//!
+//! Everything concurrent in the engine goes through this module so that the randomized-schedule
+//! tests can swap the atomics and threads underneath for shuttle's (`--features shuttle`):
+//!
+//! - [`shim`] re-exports the atomic types, fences and thread helpers from `std` or shuttle;
+//! - [`latch`] is the optimistic version latch (a lock bit, an obsolete bit and a version counter
+//!   in one word) that index nodes use for optimistic lock coupling;
+//! - [`epoch`] is Silo's global epoch with per-worker local epochs, which drive commit TIDs,
+//!   snapshot epochs and epoch-based reclamation;
+//! - [`backoff`] bounds every spin loop: spin, then yield, then give up.
+
+pub mod backoff;
+pub mod epoch;
+pub mod latch;
+pub mod shim;
+
+pub use backoff::Backoff;
+pub use epoch::{Epoch, EpochManager, Pin, SlotId};
+pub use latch::{Restart, VersionLatch};

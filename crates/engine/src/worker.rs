@@ -1,0 +1,383 @@
+//! Workers: per-thread engine state (ARCHITECTURE.md decision 6).
+//!
+//! A [`Worker`] owns an epoch slot, an arena for record memory, a garbage list, a queue of
+//! deferred clean-up tasks, the last TID it committed (Silo's per-worker TID generator), the
+//! access and node sets of its current transaction, and scratch buffers. Everything on the
+//! transaction path is preallocated here and reused, so a transaction allocates nothing in
+//! steady state.
+//!
+//! Two ways to run a transaction:
+//!
+//! - [`Worker::transaction`] runs a closure and commits it, retrying aborted attempts with
+//!   bounded, randomized backoff. The worker stays in one engine call for the whole closure.
+//! - [`Worker::begin`], [`Worker::txn`], [`Worker::commit`] and [`Worker::rollback`] keep an
+//!   interactive transaction open across calls (a SQL session). Between calls the transaction
+//!   is suspended, and if it stays idle longer than `idle_transaction_epochs_max` the ticker
+//!   gives up on it; its next call gets `Aborted(IdleTimeout)`.
+
+use crate::cc::{self, AccessSet, Isolation, NodeSet, Txn};
+use crate::db::Shared;
+use crate::error::{AbortReason, Error, Result};
+use crate::gc::Garbage;
+use crate::gc::tasks::Tasks;
+use crate::index::ScanBuffer;
+use crate::storage::arena::Arena;
+use crate::storage::record::Version;
+use crate::storage::{Table, TableId, Tid};
+use crate::sync::{Epoch, Pin, SlotId};
+use std::sync::Arc;
+
+/// A handle on a table, as returned by [`crate::Database::create_table`].
+pub type TableRef = Arc<Table>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Status {
+    Idle,
+    Active,
+    /// Aborted part-way: every call fails with this reason until the transaction ends.
+    Poisoned(AbortReason),
+}
+
+/// Information about a committed transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommitInfo {
+    /// The commit TID (zero for read-only transactions, which install nothing).
+    pub tid: Tid,
+}
+
+/// The current transaction's state, kept in the worker so its buffers are reused.
+#[derive(Debug)]
+pub(crate) struct TxnState {
+    pub status: Status,
+    pub isolation: Isolation,
+    pub pinned_at: Epoch,
+    pub snapshot: Option<Epoch>,
+    pub interactive: bool,
+    pub access: AccessSet,
+    pub nodes: NodeSet,
+    /// Secondary entries this transaction inserted (removed again if it aborts).
+    pub inserted_entries: Vec<cc::InsertedEntry>,
+    /// Own updates whose new secondary entry falls in a running index scan:
+    /// (entry key start and length in `entry_keys`, access position).
+    pub candidates: Vec<(u32, u32, u32)>,
+    /// Secondary entry keys compared when an install drops versions.
+    pub entry_scratch: cc::EntryScratch,
+    /// Write-set positions in lock order, built at commit.
+    pub write_order: Vec<u32>,
+    /// Versions dropped by installs, examined for secondary entries.
+    pub dropped: Vec<*const Version>,
+    pub read_buffer: Vec<u8>,
+    pub scratch: Vec<u8>,
+    pub scratch_key: Vec<u8>,
+    pub scratch_entry: Vec<u8>,
+    pub scratch_low: Vec<u8>,
+    pub scratch_high: Vec<u8>,
+    pub entry_keys: Vec<u8>,
+    pub scan_buffer: ScanBuffer,
+}
+
+impl Default for TxnState {
+    fn default() -> Self {
+        TxnState {
+            status: Status::Idle,
+            isolation: Isolation::Serializable,
+            pinned_at: Epoch::NEVER,
+            snapshot: None,
+            interactive: false,
+            access: AccessSet::default(),
+            nodes: NodeSet::default(),
+            inserted_entries: Vec::new(),
+            candidates: Vec::new(),
+            entry_scratch: cc::EntryScratch::default(),
+            write_order: Vec::new(),
+            dropped: Vec::new(),
+            read_buffer: Vec::new(),
+            scratch: Vec::new(),
+            scratch_key: Vec::new(),
+            scratch_entry: Vec::new(),
+            scratch_low: Vec::new(),
+            scratch_high: Vec::new(),
+            entry_keys: Vec::new(),
+            scan_buffer: ScanBuffer::new(),
+        }
+    }
+}
+
+impl TxnState {
+    pub fn reset(&mut self) {
+        self.status = Status::Idle;
+        self.snapshot = None;
+        self.interactive = false;
+        self.access.clear();
+        self.nodes.clear();
+        self.inserted_entries.clear();
+        self.write_order.clear();
+        self.dropped.clear();
+    }
+}
+
+/// Per-thread engine state. Not `Sync`: one thread uses a worker at a time (it may be moved
+/// between threads while no transaction call is running).
+#[derive(Debug)]
+pub struct Worker {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) slot: SlotId,
+    pub(crate) arena: Arena,
+    pub(crate) garbage: Garbage,
+    pub(crate) tasks: Tasks,
+    pub(crate) tables: Vec<Option<TableRef>>,
+    pub(crate) last_tid: Tid,
+    pub(crate) txn: TxnState,
+    pub(crate) random: u64,
+    pub(crate) transactions_ended: u64,
+}
+
+// SAFETY: the raw pointers in the worker's sets point into shared, epoch-protected memory and
+// are only used by the thread currently holding `&mut Worker`.
+unsafe impl Send for Worker {}
+
+/// Attempts [`Worker::transaction`] makes before returning the abort.
+pub const RETRY_BACKOFF_MICROS_MAX: u64 = 1_000;
+
+impl Worker {
+    pub(crate) fn new(shared: Arc<Shared>) -> Result<Worker> {
+        let slot = shared
+            .epochs
+            .register()
+            .ok_or(Error::TooManyWorkers { max: shared.epochs.slots_max() })?;
+        let seed = (slot.index() as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        Ok(Worker {
+            shared,
+            slot,
+            arena: Arena::new(),
+            garbage: Garbage::new(),
+            tasks: Tasks::default(),
+            tables: Vec::new(),
+            last_tid: Tid::ZERO,
+            txn: TxnState::default(),
+            random: seed | 1,
+            transactions_ended: 0,
+        })
+    }
+
+    /// The worker's slot number (stable while it lives).
+    pub fn id(&self) -> usize {
+        self.slot.index()
+    }
+
+    /// Whether a transaction is open.
+    pub fn in_transaction(&self) -> bool {
+        self.txn.status != Status::Idle
+    }
+
+    /// Runs `body` as one transaction and commits it. An attempt aborted by concurrency control
+    /// is rolled back and run again after a randomized backoff that grows with each attempt, up
+    /// to `transaction_retries_max` attempts; any other error rolls back and is returned.
+    pub fn transaction<T>(
+        &mut self,
+        isolation: Isolation,
+        mut body: impl FnMut(&mut Txn<'_>) -> Result<T>,
+    ) -> Result<T> {
+        let attempts_max = self.shared.config.transaction_retries_max.max(1);
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match self.attempt(isolation, &mut body) {
+                Err(Error::Aborted(reason)) if attempt < attempts_max => {
+                    let _ = reason;
+                    self.backoff(attempt);
+                }
+                result => return result,
+            }
+        }
+    }
+
+    fn attempt<T>(
+        &mut self,
+        isolation: Isolation,
+        body: &mut impl FnMut(&mut Txn<'_>) -> Result<T>,
+    ) -> Result<T> {
+        self.begin_internal(isolation, false)?;
+        let outcome = {
+            let mut txn = Txn::new(self, false);
+            body(&mut txn)
+        };
+        match outcome {
+            Ok(value) => cc::commit(self).map(|_| value),
+            Err(error) => {
+                cc::abort(self, error.abort_reason());
+                Err(error)
+            }
+        }
+    }
+
+    /// Sleeps a random time below an exponentially growing cap (2^attempt microseconds, at
+    /// most `RETRY_BACKOFF_MICROS_MAX`), so that transactions that conflicted do not collide
+    /// again in lockstep.
+    fn backoff(&mut self, attempt: u32) {
+        // xorshift64: a cheap per-worker source of jitter.
+        self.random ^= self.random << 13;
+        self.random ^= self.random >> 7;
+        self.random ^= self.random << 17;
+        let cap = (1u64 << attempt.min(10)).min(RETRY_BACKOFF_MICROS_MAX);
+        let micros = self.random % cap;
+        if micros < 2 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(std::time::Duration::from_micros(micros));
+        }
+    }
+
+    /// Opens an interactive transaction.
+    pub fn begin(&mut self, isolation: Isolation) -> Result<()> {
+        self.begin_internal(isolation, true)?;
+        self.shared.epochs.suspend(self.slot, self.txn.pinned_at);
+        Ok(())
+    }
+
+    pub(crate) fn begin_internal(&mut self, isolation: Isolation, interactive: bool) -> Result<()> {
+        if self.txn.status != Status::Idle {
+            return Err(Error::TransactionOpen);
+        }
+        self.txn.reset();
+        self.txn.isolation = isolation;
+        self.txn.interactive = interactive;
+        self.txn.pinned_at = self.shared.epochs.pin(self.slot);
+        if isolation == Isolation::Snapshot {
+            self.txn.snapshot = Some(self.shared.epochs.enter_snapshot(self.slot));
+        }
+        self.txn.status = Status::Active;
+        Ok(())
+    }
+
+    /// A handle for running operations in the open interactive transaction.
+    pub fn txn(&mut self) -> Result<Txn<'_>> {
+        self.resume()?;
+        Ok(Txn::new(self, true))
+    }
+
+    /// Re-enters the suspended interactive transaction.
+    fn resume(&mut self) -> Result<()> {
+        match self.txn.status {
+            Status::Idle => return Err(Error::NoTransaction),
+            _ if !self.txn.interactive => return Ok(()),
+            _ => {}
+        }
+        if self.shared.epochs.resume(self.slot, self.txn.pinned_at).is_err() {
+            // The ticker gave up on this transaction: what it read may have been freed.
+            // Pin afresh for the clean-up, which touches only heads this transaction owns.
+            self.txn.pinned_at = self.shared.epochs.pin(self.slot);
+            self.txn.interactive = false;
+            cc::abort_kicked(self);
+            return Err(Error::Aborted(AbortReason::IdleTimeout));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn suspend(&mut self) {
+        if self.txn.interactive && self.txn.status != Status::Idle {
+            self.shared.epochs.suspend(self.slot, self.txn.pinned_at);
+        }
+    }
+
+    /// Commits the open interactive transaction.
+    pub fn commit(&mut self) -> Result<CommitInfo> {
+        self.resume()?;
+        cc::commit(self)
+    }
+
+    /// Rolls the open interactive transaction back.
+    pub fn rollback(&mut self) -> Result<()> {
+        match self.resume() {
+            Ok(()) => {
+                cc::abort(self, None);
+                Ok(())
+            }
+            // Already rolled back by the resume.
+            Err(Error::Aborted(AbortReason::IdleTimeout)) => Ok(()),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// The table's id, caching the table so that the transaction can reach it by id.
+    #[inline]
+    pub(crate) fn register_table(&mut self, table: &TableRef) -> TableId {
+        let id = table.id();
+        let index = id.index();
+        if self.tables.len() <= index {
+            self.tables.resize(index + 1, None);
+        }
+        if self.tables[index].is_none() {
+            self.tables[index] = Some(Arc::clone(table));
+        }
+        id
+    }
+
+    #[inline]
+    pub(crate) fn table(&self, id: TableId) -> &Table {
+        self.tables[id.index()].as_deref().expect("tables in a transaction are registered")
+    }
+
+    /// A table the current transaction touched, detached from the worker's borrow.
+    ///
+    /// The worker's table cache holds an `Arc` to every table any of its transactions touched,
+    /// and entries are never removed while the worker lives, so the table outlives any use
+    /// within a call on this worker.
+    pub(crate) fn table_ptr(&self, id: TableId) -> *const Table {
+        self.table(id)
+    }
+
+    /// Runs `body` pinned, with this worker's garbage list: direct access to indexes and
+    /// records outside any transaction (benchmarks of the bare index, maintenance). Fails if a
+    /// transaction is open.
+    pub fn pinned<T>(&mut self, body: impl FnOnce(&Pin<'_>, &mut Garbage) -> T) -> Result<T> {
+        if self.txn.status != Status::Idle {
+            return Err(Error::TransactionOpen);
+        }
+        self.shared.epochs.pin(self.slot);
+        // SAFETY: the slot was pinned above and stays pinned until after `body` returns.
+        let pin = unsafe { Pin::assume_pinned() };
+        let result = body(&pin, &mut self.garbage);
+        self.garbage.seal(&self.shared.epochs);
+        self.shared.epochs.unpin(self.slot);
+        self.garbage.collect(&self.shared.epochs, &mut self.arena);
+        Ok(result)
+    }
+
+    /// Statistics of this worker's arena and garbage.
+    pub fn memory_stats(&self) -> WorkerMemory {
+        WorkerMemory {
+            garbage_pending: self.garbage.len(),
+            garbage_freed: self.garbage.freed_total(),
+            tasks_pending: self.tasks.len(),
+            system_allocations: self.arena.stats().system_allocations,
+        }
+    }
+}
+
+/// Memory-related counters of one worker.
+#[derive(Debug, Clone, Copy)]
+pub struct WorkerMemory {
+    pub garbage_pending: usize,
+    pub garbage_freed: u64,
+    pub tasks_pending: usize,
+    pub system_allocations: u64,
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if self.txn.status != Status::Idle {
+            if self.txn.interactive
+                && self.shared.epochs.resume(self.slot, self.txn.pinned_at).is_err()
+            {
+                self.txn.pinned_at = self.shared.epochs.pin(self.slot);
+                self.txn.interactive = false;
+                cc::abort_kicked(self);
+            } else {
+                cc::abort(self, None);
+            }
+        }
+        self.shared.adopt_from(&mut self.garbage, &mut self.tasks);
+        self.shared.epochs.unregister(self.slot);
+    }
+}

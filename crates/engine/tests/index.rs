@@ -1,0 +1,329 @@
+//! The B+tree against a `BTreeMap` model (property tests), in bulk, and under concurrent
+//! writers and scanners.
+
+use engram_engine::index::{BTree, Direction, LeafVersion, ScanBuffer, ScanVisitor};
+use engram_engine::{Config, Database, Worker};
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::Arc;
+
+fn database() -> Database {
+    Database::open(Config { epoch_interval_ms: 1, ..Config::default() }).unwrap()
+}
+
+#[derive(Default)]
+struct Collect {
+    entries: Vec<(Vec<u8>, u64)>,
+    leaves: Vec<LeafVersion>,
+    limit: usize,
+}
+
+impl ScanVisitor for Collect {
+    fn leaf(&mut self, leaf: LeafVersion) {
+        self.leaves.push(leaf);
+    }
+    fn entry(&mut self, key: &[u8], value: u64) -> bool {
+        self.entries.push((key.to_vec(), value));
+        self.entries.len() < self.limit
+    }
+}
+
+fn scan(
+    worker: &mut Worker,
+    tree: &BTree,
+    low: Bound<&[u8]>,
+    high: Bound<&[u8]>,
+    direction: Direction,
+    limit: usize,
+) -> Vec<(Vec<u8>, u64)> {
+    worker
+        .pinned(|pin, _| {
+            let mut collect = Collect { limit, ..Collect::default() };
+            if limit > 0 {
+                tree.scan(low, high, direction, pin, &mut ScanBuffer::new(), &mut collect);
+            }
+            collect.entries
+        })
+        .unwrap()
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Insert(Vec<u8>, u64),
+    Remove(Vec<u8>),
+    Get(Vec<u8>),
+    Scan {
+        low: Option<(Vec<u8>, bool)>,
+        high: Option<(Vec<u8>, bool)>,
+        reverse: bool,
+        limit: usize,
+    },
+}
+
+/// Keys over a small alphabet, with many shared prefixes and lengths from 0 to 40 bytes, so
+/// that head ties, long keys, short and long nodes, splits and merges all happen.
+fn key() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        proptest::collection::vec(prop_oneof![Just(0u8), Just(1), Just(b'a'), Just(0xFF)], 0..12),
+        proptest::collection::vec(prop_oneof![Just(b'k'), Just(b'l')], 6..40),
+        any::<u64>().prop_map(|value| (value % 5000).to_be_bytes().to_vec()),
+    ]
+}
+
+fn bound() -> impl Strategy<Value = Option<(Vec<u8>, bool)>> {
+    proptest::option::of((key(), any::<bool>()))
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (key(), any::<u64>()).prop_map(|(key, value)| Op::Insert(key, value)),
+        3 => key().prop_map(Op::Remove),
+        2 => key().prop_map(Op::Get),
+        1 => (bound(), bound(), any::<bool>(), 0usize..50)
+            .prop_map(|(low, high, reverse, limit)| Op::Scan { low, high, reverse, limit }),
+    ]
+}
+
+fn as_bound(bound: &Option<(Vec<u8>, bool)>) -> Bound<&[u8]> {
+    match bound {
+        None => Bound::Unbounded,
+        Some((key, true)) => Bound::Included(key),
+        Some((key, false)) => Bound::Excluded(key),
+    }
+}
+
+fn model_scan(
+    model: &BTreeMap<Vec<u8>, u64>,
+    low: Bound<&[u8]>,
+    high: Bound<&[u8]>,
+    reverse: bool,
+    limit: usize,
+) -> Vec<(Vec<u8>, u64)> {
+    let valid = match (low, high) {
+        (Bound::Included(l), Bound::Included(h)) => l <= h,
+        (Bound::Included(l) | Bound::Excluded(l), Bound::Excluded(h) | Bound::Included(h)) => l < h,
+        _ => true,
+    };
+    if !valid {
+        return Vec::new();
+    }
+    let range = model.range::<[u8], _>((low, high)).map(|(k, v)| (k.clone(), *v));
+    if reverse { range.rev().take(limit).collect() } else { range.take(limit).collect() }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn tree_matches_a_btreemap(ops in proptest::collection::vec(op(), 1..600)) {
+        let db = database();
+        let mut worker = db.worker().unwrap();
+        let tree = BTree::new();
+        let mut model = BTreeMap::new();
+        for op in &ops {
+            match op {
+                Op::Insert(key, value) => {
+                    let result = worker.pinned(|pin, garbage| tree.insert(key, *value, pin, garbage, &mut ())).unwrap();
+                    match model.get(key) {
+                        Some(existing) => prop_assert_eq!(result.err(), Some(*existing)),
+                        None => {
+                            prop_assert!(result.is_ok());
+                            model.insert(key.clone(), *value);
+                        }
+                    }
+                }
+                Op::Remove(key) => {
+                    let removed = worker.pinned(|pin, garbage| tree.remove(key, None, pin, garbage)).unwrap();
+                    prop_assert_eq!(removed, model.remove(key));
+                }
+                Op::Get(key) => {
+                    let probe = worker.pinned(|pin, _| tree.get(key, pin).value).unwrap();
+                    prop_assert_eq!(probe, model.get(key).copied());
+                }
+                Op::Scan { low, high, reverse, limit } => {
+                    let direction = if *reverse { Direction::Reverse } else { Direction::Forward };
+                    let got = scan(&mut worker, &tree, as_bound(low), as_bound(high), direction, *limit);
+                    let want = model_scan(&model, as_bound(low), as_bound(high), *reverse, *limit);
+                    prop_assert_eq!(got, want);
+                }
+            }
+        }
+        tree.check_invariants();
+        let everything = scan(&mut worker, &tree, Bound::Unbounded, Bound::Unbounded, Direction::Forward, usize::MAX);
+        let want: Vec<_> = model.into_iter().collect();
+        prop_assert_eq!(everything, want);
+    }
+}
+
+#[test]
+fn bulk_inserts_removals_and_merges() {
+    let db = database();
+    let mut worker = db.worker().unwrap();
+    let tree = BTree::new();
+    let count = 200_000u64;
+    let key_of = |i: u64| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).to_be_bytes();
+    for i in 0..count {
+        worker
+            .pinned(|pin, garbage| tree.insert(&key_of(i), i, pin, garbage, &mut ()).unwrap())
+            .unwrap();
+    }
+    tree.check_invariants();
+    let height = tree.height();
+    assert!(height >= 3, "200k keys make a tree of several levels, got {height}");
+    for i in (0..count).filter(|i| i % 4 != 0) {
+        let removed =
+            worker.pinned(|pin, garbage| tree.remove(&key_of(i), None, pin, garbage)).unwrap();
+        assert_eq!(removed, Some(i));
+    }
+    tree.check_invariants();
+    let (_, leaves, _) = tree.node_counts();
+    assert!(
+        leaves < (count as usize / 4) / 16 * 2,
+        "underfull leaves were merged: {leaves} leaves"
+    );
+    for i in 0..count {
+        let value = worker.pinned(|pin, _| tree.get(&key_of(i), pin).value).unwrap();
+        assert_eq!(value, (i % 4 == 0).then_some(i));
+    }
+    for i in (0..count).filter(|i| i % 4 == 0) {
+        worker.pinned(|pin, garbage| tree.remove(&key_of(i), None, pin, garbage)).unwrap();
+    }
+    tree.check_invariants();
+    assert_eq!(tree.height(), 1, "an empty tree collapses to one leaf");
+}
+
+#[test]
+fn insert_reports_leaf_versions_for_node_sets() {
+    let db = database();
+    let mut worker = db.worker().unwrap();
+    let tree = BTree::new();
+    struct Patch(Vec<LeafVersion>);
+    impl engram_engine::index::LeafObserver for Patch {
+        fn leaf_changed(&mut self, node: usize, before: u64, after: &[LeafVersion]) {
+            if let Some(position) = self
+                .0
+                .iter()
+                .position(|leaf| leaf.node_address() == node && leaf.version() == before)
+            {
+                self.0.remove(position);
+                self.0.extend_from_slice(after);
+            }
+        }
+    }
+    for i in 0..100u64 {
+        worker
+            .pinned(|pin, garbage| tree.insert(&i.to_be_bytes(), i, pin, garbage, &mut ()).unwrap())
+            .unwrap();
+    }
+    // A scan records its leaves; our own inserts keep them valid through splits; another
+    // writer's insert does not.
+    let mut node_set = worker
+        .pinned(|pin, _| {
+            let mut collect = Collect { limit: usize::MAX, ..Collect::default() };
+            tree.scan(
+                Bound::Unbounded,
+                Bound::Unbounded,
+                Direction::Forward,
+                pin,
+                &mut ScanBuffer::new(),
+                &mut collect,
+            );
+            Patch(collect.leaves)
+        })
+        .unwrap();
+    for i in 1000..1200u64 {
+        worker
+            .pinned(|pin, garbage| {
+                tree.insert(&i.to_be_bytes(), i, pin, garbage, &mut node_set).unwrap()
+            })
+            .unwrap();
+    }
+    let all_current =
+        worker.pinned(|pin, _| node_set.0.iter().all(|leaf| leaf.is_current(pin))).unwrap();
+    assert!(all_current, "own inserts, splits included, keep the node set valid");
+    worker
+        .pinned(|pin, garbage| {
+            tree.insert(&5000u64.to_be_bytes(), 1, pin, garbage, &mut ()).unwrap()
+        })
+        .unwrap();
+    let still = worker.pinned(|pin, _| node_set.0.iter().all(|leaf| leaf.is_current(pin))).unwrap();
+    assert!(!still, "a foreign insert into a scanned range is detected");
+}
+
+#[test]
+fn concurrent_writers_and_scanners_agree_with_the_final_state() {
+    let db = Arc::new(database());
+    let tree = Arc::new(BTree::new());
+    let threads = 4u64;
+    let per_thread = 20_000u64;
+    std::thread::scope(|scope| {
+        for thread in 0..threads {
+            let (db, tree) = (Arc::clone(&db), Arc::clone(&tree));
+            scope.spawn(move || {
+                let mut worker = db.worker().unwrap();
+                // Interleaved key ranges, so threads split and merge the same leaves.
+                for round in 0..3u64 {
+                    for i in 0..per_thread {
+                        let key = (i * threads + thread).to_be_bytes();
+                        let inserted = worker
+                            .pinned(|pin, garbage| tree.insert(&key, round, pin, garbage, &mut ()))
+                            .unwrap();
+                        assert_eq!(inserted.is_ok(), true, "each thread owns its keys");
+                    }
+                    for i in (0..per_thread).filter(|i| round == 2 || i % 3 != 0) {
+                        let key = (i * threads + thread).to_be_bytes();
+                        if round < 2 {
+                            let removed = worker
+                                .pinned(|pin, garbage| tree.remove(&key, None, pin, garbage))
+                                .unwrap();
+                            assert_eq!(removed, Some(round));
+                        }
+                    }
+                    if round < 2 {
+                        for i in (0..per_thread).filter(|i| i % 3 == 0) {
+                            let key = (i * threads + thread).to_be_bytes();
+                            worker
+                                .pinned(|pin, garbage| tree.remove(&key, None, pin, garbage))
+                                .unwrap();
+                        }
+                    }
+                }
+            });
+        }
+        // A scanner checks that every scan is sorted and duplicate-free while writers run.
+        let (db, tree) = (Arc::clone(&db), Arc::clone(&tree));
+        scope.spawn(move || {
+            let mut worker = db.worker().unwrap();
+            for round in 0..200 {
+                let direction =
+                    if round % 2 == 0 { Direction::Forward } else { Direction::Reverse };
+                let entries = scan(
+                    &mut worker,
+                    &tree,
+                    Bound::Unbounded,
+                    Bound::Unbounded,
+                    direction,
+                    usize::MAX,
+                );
+                let sorted = entries.windows(2).all(|pair| match direction {
+                    Direction::Forward => pair[0].0 < pair[1].0,
+                    Direction::Reverse => pair[0].0 > pair[1].0,
+                });
+                assert!(sorted, "scan {round} out of order");
+            }
+        });
+    });
+    tree.check_invariants();
+    let mut worker = db.worker().unwrap();
+    let entries = scan(
+        &mut worker,
+        &tree,
+        Bound::Unbounded,
+        Bound::Unbounded,
+        Direction::Forward,
+        usize::MAX,
+    );
+    assert_eq!(entries.len() as u64, threads * per_thread);
+    assert!(entries.iter().all(|(_, value)| *value == 2));
+}

@@ -1,0 +1,437 @@
+//! Transaction behaviour, one feature at a time.
+
+use engram_engine::{
+    AbortReason, Config, Database, Direction, Error, IndexSpec, Isolation, KeyBuilder, TableRef,
+    TableSpec,
+};
+use std::ops::Bound;
+
+fn manual_epochs() -> Config {
+    Config { epoch_interval_ms: 0, snapshot_interval_epochs: 1, ..Config::default() }
+}
+
+fn key(i: u64) -> Vec<u8> {
+    KeyBuilder::new().u64(i).finish()
+}
+
+fn get(db: &Database, table: &TableRef, k: u64) -> Option<Vec<u8>> {
+    let mut worker = db.worker().unwrap();
+    worker
+        .transaction(Isolation::Serializable, |txn| {
+            Ok(txn.get(table, &key(k))?.map(<[u8]>::to_vec))
+        })
+        .unwrap()
+}
+
+#[test]
+fn rows_round_trip_through_commits() {
+    let db = Database::open(manual_epochs()).unwrap();
+    let table = db.create_table(TableSpec::new("t")).unwrap();
+    let mut worker = db.worker().unwrap();
+    worker
+        .transaction(Isolation::Serializable, |txn| {
+            txn.insert(&table, &key(1), b"one")?;
+            txn.insert(&table, &key(2), b"two")?;
+            txn.put(&table, &key(3), &[7u8; 3000])?; // longer than a head holds inline
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(get(&db, &table, 1).as_deref(), Some(&b"one"[..]));
+    assert_eq!(get(&db, &table, 3).map(|v| v.len()), Some(3000));
+    worker
+        .transaction(Isolation::Serializable, |txn| {
+            assert!(txn.update(&table, &key(1), b"uno, now longer than the first value")?);
+            assert!(txn.delete(&table, &key(2))?);
+            assert!(!txn.delete(&table, &key(9))?);
+            assert!(!txn.update(&table, &key(9), b"x")?);
+            txn.put(&table, &key(3), b"small again")?;
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(get(&db, &table, 1).as_deref(), Some(&b"uno, now longer than the first value"[..]));
+    assert_eq!(get(&db, &table, 2), None);
+    assert_eq!(get(&db, &table, 3).as_deref(), Some(&b"small again"[..]));
+    // A deleted key can be inserted again before its head is collected.
+    worker
+        .transaction(Isolation::Serializable, |txn| txn.insert(&table, &key(2), b"deux"))
+        .unwrap();
+    assert_eq!(get(&db, &table, 2).as_deref(), Some(&b"deux"[..]));
+    // Three writing transactions and six reads through `get`.
+    assert_eq!(db.stats().commits, 9);
+}
+
+#[test]
+fn a_transaction_reads_its_own_writes() {
+    let db = Database::open(manual_epochs()).unwrap();
+    let table = db.create_table(TableSpec::new("t")).unwrap();
+    let mut worker = db.worker().unwrap();
+    worker.transaction(Isolation::Serializable, |txn| txn.insert(&table, &key(1), b"a")).unwrap();
+    worker
+        .transaction(Isolation::Serializable, |txn| {
+            txn.update(&table, &key(1), b"b")?;
+            assert_eq!(txn.get(&table, &key(1))?, Some(&b"b"[..]));
+            txn.insert(&table, &key(2), b"new")?;
+            assert_eq!(txn.get(&table, &key(2))?, Some(&b"new"[..]));
+            // Insert, update and delete of the transaction's own insert.
+            txn.update(&table, &key(2), b"newer")?;
+            assert_eq!(txn.get(&table, &key(2))?, Some(&b"newer"[..]));
+            assert!(txn.delete(&table, &key(2))?);
+            assert_eq!(txn.get(&table, &key(2))?, None);
+            txn.insert(&table, &key(2), b"again")?;
+            // Delete then insert of a committed row is an update.
+            assert!(txn.delete(&table, &key(1))?);
+            assert_eq!(txn.get(&table, &key(1))?, None);
+            txn.insert(&table, &key(1), b"c")?;
+            let mut seen = Vec::new();
+            txn.scan(
+                &table,
+                Bound::Unbounded,
+                Bound::Unbounded,
+                Direction::Forward,
+                usize::MAX,
+                |k, v| {
+                    seen.push((k.to_vec(), v.to_vec()));
+                    true
+                },
+            )?;
+            assert_eq!(seen, vec![(key(1), b"c".to_vec()), (key(2), b"again".to_vec())]);
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(get(&db, &table, 1).as_deref(), Some(&b"c"[..]));
+    assert_eq!(get(&db, &table, 2).as_deref(), Some(&b"again"[..]));
+}
+
+#[test]
+fn aborted_inserts_leave_nothing_behind() {
+    let db = Database::open(manual_epochs()).unwrap();
+    let by_value = IndexSpec::new("by_value", false, |row, out| {
+        out.extend_from_slice(row);
+        true
+    });
+    let table = db.create_table(TableSpec::new("t").index(by_value)).unwrap();
+    let mut worker = db.worker().unwrap();
+    let result: Result<(), Error> = worker.transaction(Isolation::Serializable, |txn| {
+        txn.insert(&table, &key(1), b"x")?;
+        txn.insert(&table, &key(2), b"y")?;
+        Err(Error::InvalidConfig("the caller gives up".into()))
+    });
+    assert!(result.is_err());
+    assert_eq!(get(&db, &table, 1), None);
+    worker
+        .transaction(Isolation::Serializable, |txn| {
+            let found = txn.scan_index(
+                &table,
+                0,
+                Bound::Unbounded,
+                Bound::Unbounded,
+                Direction::Forward,
+                usize::MAX,
+                |_, _| true,
+            )?;
+            assert_eq!(found, 0, "no secondary entry survives the abort");
+            Ok(())
+        })
+        .unwrap();
+    let mut worker = db.worker().unwrap();
+    worker
+        .pinned(|pin, _| {
+            assert_eq!(
+                table.primary.get(&key(1), pin).value,
+                None,
+                "the fresh head left the index"
+            );
+            assert_eq!(table.secondaries[0].tree.get(b"x", pin).value, None);
+        })
+        .unwrap();
+}
+
+#[test]
+fn duplicates_are_errors_not_aborts() {
+    let db = Database::open(manual_epochs()).unwrap();
+    let table = db.create_table(TableSpec::new("t")).unwrap();
+    let mut worker = db.worker().unwrap();
+    worker.transaction(Isolation::Serializable, |txn| txn.insert(&table, &key(1), b"a")).unwrap();
+    worker
+        .transaction(Isolation::Serializable, |txn| {
+            let duplicate = txn.insert(&table, &key(1), b"b");
+            assert!(matches!(duplicate, Err(Error::DuplicateKey { .. })));
+            assert_eq!(duplicate.unwrap_err().sqlstate(), "23505");
+            assert!(!txn.is_aborted(), "a failed insert changes nothing and can be survived");
+            txn.insert(&table, &key(2), b"b")
+        })
+        .unwrap();
+    assert_eq!(get(&db, &table, 2).as_deref(), Some(&b"b"[..]));
+}
+
+fn customer_table(db: &Database) -> TableRef {
+    // Rows are "name:city"; index 0 is non-unique by city, index 1 is unique by name.
+    let field = |row: &[u8], which: usize| row.split(|b| *b == b':').nth(which).map(<[u8]>::to_vec);
+    let by_city = IndexSpec::new("by_city", false, move |row, out| {
+        field(row, 1).map(|city| out.extend_from_slice(&city)).is_some()
+    });
+    let by_name = IndexSpec::new("by_name", true, move |row, out| {
+        field(row, 0).map(|name| out.extend_from_slice(&name)).is_some()
+    });
+    db.create_table(TableSpec::new("customers").index(by_city).index(by_name)).unwrap()
+}
+
+fn by_index(
+    db: &Database,
+    table: &TableRef,
+    index: usize,
+    value: &[u8],
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut worker = db.worker().unwrap();
+    worker
+        .transaction(Isolation::Serializable, |txn| {
+            let mut rows = Vec::new();
+            txn.scan_index(
+                table,
+                index,
+                Bound::Included(value),
+                Bound::Included(value),
+                Direction::Forward,
+                usize::MAX,
+                |pk, row| {
+                    rows.push((pk.to_vec(), row.to_vec()));
+                    true
+                },
+            )?;
+            Ok(rows)
+        })
+        .unwrap()
+}
+
+#[test]
+fn secondary_indexes_follow_rows() {
+    let db = Database::open(manual_epochs()).unwrap();
+    let table = customer_table(&db);
+    let mut worker = db.worker().unwrap();
+    worker
+        .transaction(Isolation::Serializable, |txn| {
+            txn.insert(&table, &key(1), b"ann:oslo")?;
+            txn.insert(&table, &key(2), b"bob:oslo")?;
+            txn.insert(&table, &key(3), b"cid:rome")
+        })
+        .unwrap();
+    let oslo = by_index(&db, &table, 0, b"oslo");
+    assert_eq!(oslo, vec![(key(1), b"ann:oslo".to_vec()), (key(2), b"bob:oslo".to_vec())]);
+    // Unique index: a second "ann" fails, and changes nothing.
+    let duplicate =
+        worker.transaction(Isolation::Serializable, |txn| txn.insert(&table, &key(4), b"ann:rome"));
+    assert!(
+        matches!(duplicate, Err(Error::DuplicateKey { index: Some(ref name), .. }) if name == "by_name")
+    );
+    assert_eq!(get(&db, &table, 4), None);
+    // Moving a row to another city moves it between index keys, visibly to its own transaction.
+    worker
+        .transaction(Isolation::Serializable, |txn| {
+            txn.update(&table, &key(2), b"bob:rome")?;
+            let mut rome = Vec::new();
+            txn.scan_index(
+                &table,
+                0,
+                Bound::Included(b"rome"),
+                Bound::Included(b"rome"),
+                Direction::Forward,
+                usize::MAX,
+                |pk, _| {
+                    rome.push(pk.to_vec());
+                    true
+                },
+            )?;
+            assert_eq!(rome, vec![key(2), key(3)], "own update merged into the index scan");
+            let mut oslo = Vec::new();
+            txn.scan_index(
+                &table,
+                0,
+                Bound::Included(b"oslo"),
+                Bound::Included(b"oslo"),
+                Direction::Forward,
+                usize::MAX,
+                |pk, _| {
+                    oslo.push(pk.to_vec());
+                    true
+                },
+            )?;
+            assert_eq!(oslo, vec![key(1)]);
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(by_index(&db, &table, 0, b"oslo").len(), 1);
+    assert_eq!(by_index(&db, &table, 0, b"rome").len(), 2);
+    // Renaming into a taken unique name fails at commit; swapping two names in one go works.
+    let taken = worker.transaction(Isolation::Serializable, |txn| {
+        txn.update(&table, &key(3), b"ann:rome").map(|_| ())
+    });
+    assert!(matches!(taken, Err(Error::DuplicateKey { .. })), "{taken:?}");
+    worker
+        .transaction(Isolation::Serializable, |txn| {
+            txn.update(&table, &key(1), b"tmp:oslo")?;
+            txn.update(&table, &key(3), b"ann:rome")?;
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(by_index(&db, &table, 1, b"ann"), vec![(key(3), b"ann:rome".to_vec())]);
+    // Deleted rows disappear from every index; their entries are unlinked once no snapshot
+    // can read them.
+    worker
+        .transaction(Isolation::Serializable, |txn| txn.delete(&table, &key(3)).map(|_| ()))
+        .unwrap();
+    assert!(by_index(&db, &table, 1, b"ann").is_empty());
+    for _ in 0..4 {
+        db.advance_epoch();
+    }
+    worker
+        .transaction(Isolation::Serializable, |txn| txn.get(&table, &key(1)).map(|_| ()))
+        .unwrap();
+    worker
+        .pinned(|pin, _| {
+            assert_eq!(
+                table.primary.get(&key(3), pin).value,
+                None,
+                "the deleted head was unlinked"
+            );
+        })
+        .unwrap();
+    let mut entries = 0;
+    worker
+        .pinned(|pin, _| {
+            struct Count<'a>(&'a mut usize);
+            impl engram_engine::index::ScanVisitor for Count<'_> {
+                fn leaf(&mut self, _: engram_engine::index::LeafVersion) {}
+                fn entry(&mut self, _: &[u8], _: u64) -> bool {
+                    *self.0 += 1;
+                    true
+                }
+            }
+            for index in table.secondaries.iter() {
+                index.tree.scan(
+                    Bound::Unbounded,
+                    Bound::Unbounded,
+                    Direction::Forward,
+                    pin,
+                    &mut Default::default(),
+                    &mut Count(&mut entries),
+                );
+            }
+        })
+        .unwrap();
+    assert_eq!(entries, 4, "two rows left, one entry each in two indexes: no stale entries");
+}
+
+#[test]
+fn snapshots_see_a_fixed_past() {
+    let db = Database::open(manual_epochs()).unwrap();
+    let table = db.create_table(TableSpec::new("t")).unwrap();
+    let mut writer = db.worker().unwrap();
+    writer.transaction(Isolation::Serializable, |txn| txn.insert(&table, &key(1), b"v1")).unwrap();
+    for _ in 0..3 {
+        db.advance_epoch();
+    }
+    let mut reader = db.worker().unwrap();
+    reader.begin(Isolation::Snapshot).unwrap();
+    let seen_first = reader.txn().unwrap().get(&table, &key(1)).unwrap().map(<[u8]>::to_vec);
+    assert_eq!(seen_first.as_deref(), Some(&b"v1"[..]));
+    for round in 2..6u8 {
+        writer
+            .transaction(Isolation::Serializable, |txn| {
+                txn.update(&table, &key(1), format!("v{round}").as_bytes())?;
+                txn.insert(&table, &key(round as u64 + 10), b"later")
+            })
+            .unwrap();
+        db.advance_epoch();
+    }
+    {
+        let mut txn = reader.txn().unwrap();
+        assert_eq!(
+            txn.get(&table, &key(1)).unwrap(),
+            Some(&b"v1"[..]),
+            "the snapshot does not move"
+        );
+        let rows = txn
+            .scan(
+                &table,
+                Bound::Unbounded,
+                Bound::Unbounded,
+                Direction::Forward,
+                usize::MAX,
+                |_, _| true,
+            )
+            .unwrap();
+        assert_eq!(rows, 1, "rows inserted after the snapshot are invisible");
+        assert_eq!(txn.insert(&table, &key(99), b"x"), Err(Error::ReadOnly));
+    }
+    reader.commit().unwrap();
+    let now = reader
+        .transaction(Isolation::Snapshot, |txn| Ok(txn.get(&table, &key(1))?.map(<[u8]>::to_vec)))
+        .unwrap();
+    assert_eq!(now.as_deref(), Some(&b"v5"[..]), "a new snapshot sees the stable past");
+}
+
+#[test]
+fn sessions_report_misuse_as_errors() {
+    let db = Database::open(Config {
+        epoch_interval_ms: 0,
+        idle_transaction_epochs_max: 3,
+        ..manual_epochs()
+    })
+    .unwrap();
+    let table = db.create_table(TableSpec::new("t")).unwrap();
+    let mut worker = db.worker().unwrap();
+    assert!(matches!(worker.txn(), Err(Error::NoTransaction)));
+    assert_eq!(worker.commit(), Err(Error::NoTransaction));
+    worker.begin(Isolation::ReadCommitted).unwrap();
+    assert_eq!(worker.begin(Isolation::ReadCommitted), Err(Error::TransactionOpen));
+    {
+        let mut txn = worker.txn().unwrap();
+        assert!(matches!(txn.insert(&table, &[0u8; 300], b"v"), Err(Error::KeyTooLong { .. })));
+        assert!(matches!(
+            txn.insert(&table, b"k", &vec![0u8; 2 << 20]),
+            Err(Error::ValueTooLong { .. })
+        ));
+        txn.insert(&table, b"k", b"v").unwrap();
+    }
+    worker.rollback().unwrap();
+    assert!(matches!(worker.txn(), Err(Error::NoTransaction)));
+    // An interactive transaction left idle is given up by the ticker; its insert is undone.
+    worker.begin(Isolation::Serializable).unwrap();
+    worker.txn().unwrap().insert(&table, b"idle", b"v").unwrap();
+    for _ in 0..10 {
+        db.advance_epoch();
+    }
+    assert_eq!(db.epochs().kicked_total(), 1);
+    assert_eq!(worker.txn().err(), Some(Error::Aborted(AbortReason::IdleTimeout)));
+    assert!(!worker.in_transaction());
+    assert_eq!(db.stats().aborts_for(AbortReason::IdleTimeout), 1);
+    let left = worker
+        .transaction(Isolation::Serializable, |txn| Ok(txn.get(&table, b"idle")?.is_some()))
+        .unwrap();
+    assert!(!left, "the kicked transaction's insert is gone");
+    // The key is free for others.
+    worker.transaction(Isolation::Serializable, |txn| txn.insert(&table, b"idle", b"w")).unwrap();
+}
+
+#[test]
+fn concurrent_inserts_of_one_key_commit_once() {
+    let db = Database::open(manual_epochs()).unwrap();
+    let table = db.create_table(TableSpec::new("t")).unwrap();
+    let mut first = db.worker().unwrap();
+    let mut second = db.worker().unwrap();
+    first.begin(Isolation::ReadCommitted).unwrap();
+    second.begin(Isolation::ReadCommitted).unwrap();
+    first.txn().unwrap().insert(&table, b"k", b"first").unwrap();
+    let clash = second.txn().unwrap().insert(&table, b"k", b"second");
+    assert_eq!(clash, Err(Error::Aborted(AbortReason::InsertConflict)));
+    assert!(second.commit().is_err(), "a poisoned transaction can only roll back");
+    first.commit().unwrap();
+    assert_eq!(get_raw(&db, &table, b"k").as_deref(), Some(&b"first"[..]));
+}
+
+fn get_raw(db: &Database, table: &TableRef, k: &[u8]) -> Option<Vec<u8>> {
+    db.worker()
+        .unwrap()
+        .transaction(Isolation::Serializable, |txn| Ok(txn.get(table, k)?.map(<[u8]>::to_vec)))
+        .unwrap()
+}
