@@ -134,7 +134,7 @@ proptest! {
                     }
                 }
                 Op::Remove(key) => {
-                    let removed = worker.pinned(|pin, garbage| tree.remove(key, None, pin, garbage)).unwrap();
+                    let removed = worker.pinned(|pin, garbage| tree.remove(key, None, pin, garbage, &mut ())).unwrap();
                     prop_assert_eq!(removed, model.remove(key));
                 }
                 Op::Get(key) => {
@@ -172,8 +172,9 @@ fn bulk_inserts_removals_and_merges() {
     let height = tree.height();
     assert!(height >= 3, "200k keys make a tree of several levels, got {height}");
     for i in (0..count).filter(|i| i % 4 != 0) {
-        let removed =
-            worker.pinned(|pin, garbage| tree.remove(&key_of(i), None, pin, garbage)).unwrap();
+        let removed = worker
+            .pinned(|pin, garbage| tree.remove(&key_of(i), None, pin, garbage, &mut ()))
+            .unwrap();
         assert_eq!(removed, Some(i));
     }
     tree.check_invariants();
@@ -187,7 +188,7 @@ fn bulk_inserts_removals_and_merges() {
         assert_eq!(value, (i % 4 == 0).then_some(i));
     }
     for i in (0..count).filter(|i| i % 4 == 0) {
-        worker.pinned(|pin, garbage| tree.remove(&key_of(i), None, pin, garbage)).unwrap();
+        worker.pinned(|pin, garbage| tree.remove(&key_of(i), None, pin, garbage, &mut ())).unwrap();
     }
     tree.check_invariants();
     assert_eq!(tree.height(), 1, "an empty tree collapses to one leaf");
@@ -275,7 +276,9 @@ fn concurrent_writers_and_scanners_agree_with_the_final_state() {
                         let key = (i * threads + thread).to_be_bytes();
                         if round < 2 {
                             let removed = worker
-                                .pinned(|pin, garbage| tree.remove(&key, None, pin, garbage))
+                                .pinned(|pin, garbage| {
+                                    tree.remove(&key, None, pin, garbage, &mut ())
+                                })
                                 .unwrap();
                             assert_eq!(removed, Some(round));
                         }
@@ -284,7 +287,9 @@ fn concurrent_writers_and_scanners_agree_with_the_final_state() {
                         for i in (0..per_thread).filter(|i| i % 3 == 0) {
                             let key = (i * threads + thread).to_be_bytes();
                             worker
-                                .pinned(|pin, garbage| tree.remove(&key, None, pin, garbage))
+                                .pinned(|pin, garbage| {
+                                    tree.remove(&key, None, pin, garbage, &mut ())
+                                })
                                 .unwrap();
                         }
                     }

@@ -197,7 +197,14 @@ fn release_insert(worker: &mut Worker, position: usize) {
     let Worker { tables, txn, garbage, .. } = worker;
     if entry.fresh {
         let table = tables[entry.table.index()].as_deref().expect("registered table");
-        table.primary.remove(txn.access.slice(entry.key), Some(entry.head as u64), &pin, garbage);
+        // After validation (or in an abort): no node set to keep valid.
+        table.primary.remove(
+            txn.access.slice(entry.key),
+            Some(entry.head as u64),
+            &pin,
+            garbage,
+            &mut (),
+        );
         secondary::abandon_fresh(entry.head, garbage);
     } else {
         // SAFETY: the claimed head is owned by this transaction.
@@ -311,7 +318,7 @@ fn run_ready_tasks(worker: &mut Worker) {
                 &mut worker.garbage,
             );
         }
-        table.primary.remove(&task.key, Some(task.head as u64), &pin, &mut worker.garbage);
+        table.primary.remove(&task.key, Some(task.head as u64), &pin, &mut worker.garbage, &mut ());
         head.unlock_to(word.without(TidWord::LATEST));
         Head::retire(task.head, &mut worker.garbage);
         worker.tasks.recycle(task.key);

@@ -124,14 +124,15 @@ pub(crate) fn undo_entries(worker: &mut Worker, mark: usize) {
     // SAFETY: called while pinned.
     let pin = unsafe { pinned() };
     let Worker { tables, txn, garbage, .. } = worker;
-    for inserted in txn.inserted_entries.drain(mark..) {
+    let TxnState { inserted_entries, access, nodes, .. } = txn;
+    for inserted in inserted_entries.drain(mark..) {
         let table = tables[inserted.table.index()].as_deref().expect("registered table");
-        let key = txn.access.slice(inserted.key);
         table.secondaries[inserted.index as usize].tree.remove(
-            key,
+            access.slice(inserted.key),
             Some(inserted.head as u64),
             &pin,
             garbage,
+            nodes,
         );
     }
 }
@@ -141,7 +142,7 @@ pub(crate) fn remove_own_entries(worker: &mut Worker, head: *mut Head) {
     // SAFETY: called while pinned.
     let pin = unsafe { pinned() };
     let Worker { tables, txn, garbage, .. } = worker;
-    let TxnState { inserted_entries, access, .. } = txn;
+    let TxnState { inserted_entries, access, nodes, .. } = txn;
     inserted_entries.retain(|inserted| {
         if inserted.head != head {
             return true;
@@ -152,6 +153,7 @@ pub(crate) fn remove_own_entries(worker: &mut Worker, head: *mut Head) {
             Some(head as u64),
             &pin,
             garbage,
+            nodes,
         );
         false
     });
@@ -462,11 +464,13 @@ pub(crate) fn after_install(
         let still_produced =
             remaining.iter().any(|other| other.0 == candidate.0 && key(other) == key(candidate));
         if !still_produced {
+            // After validation: no node set to keep valid.
             table.secondaries[candidate.0 as usize].tree.remove(
                 key(candidate),
                 Some(head as u64),
                 pin,
                 garbage,
+                &mut (),
             );
         }
     }
@@ -496,6 +500,7 @@ pub(crate) fn unlink_entries(
             Some(head as *const Head as u64),
             pin,
             garbage,
+            &mut (),
         );
     }
 }

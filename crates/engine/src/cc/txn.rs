@@ -393,7 +393,13 @@ impl<'w> Txn<'w> {
         let mark = worker.txn.inserted_entries.len();
         if let Err(error) = secondary::insert_entries(worker, table, head, key, value) {
             secondary::undo_entries(worker, mark);
-            table.primary.remove(key, Some(head as u64), pin, &mut worker.garbage);
+            table.primary.remove(
+                key,
+                Some(head as u64),
+                pin,
+                &mut worker.garbage,
+                &mut worker.txn.nodes,
+            );
             secondary::abandon_fresh(head, &mut worker.garbage);
             return Err(error);
         }

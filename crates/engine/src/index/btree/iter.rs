@@ -102,10 +102,13 @@ impl BTree {
                 return;
             }
             // The next leaf starts strictly beyond where this one started: a scan always ends.
+            // (Going backward from an inclusive bound, the fence may equal it: the next cursor
+            // excludes it, which is progress.)
             let progressed = match (cursor, direction) {
                 (Cursor::Start, _) => true,
                 (_, Direction::Forward) => buffer.fence > buffer.cursor,
-                (_, Direction::Reverse) => buffer.fence < buffer.cursor,
+                (Cursor::Included, Direction::Reverse) => buffer.fence <= buffer.cursor,
+                (Cursor::Excluded, Direction::Reverse) => buffer.fence < buffer.cursor,
             };
             assert!(progressed, "scan fence does not advance: the tree is corrupt");
             std::mem::swap(&mut buffer.cursor, &mut buffer.fence);

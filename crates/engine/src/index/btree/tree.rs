@@ -483,41 +483,51 @@ impl BTree {
     // ----- remove -------------------------------------------------------------------------
 
     /// Removes `key` if it maps to `expected` (or to anything, when `expected` is `None`).
-    /// Returns the removed value.
+    /// Returns the removed value. The observer hears of the leaf change and of any merge.
     pub fn remove(
         &self,
         key: &[u8],
         expected: Option<u64>,
         _pin: &Pin<'_>,
         garbage: &mut Garbage,
+        observer: &mut impl LeafObserver,
     ) -> Option<u64> {
         let search = SearchKey::new(key);
-        let mut removed = None;
-        let mut done = false;
+        let mut outcome = None;
         for _ in 0..INDEX_RESTARTS_OPTIMISTIC_MAX {
-            match self.try_remove(&search, expected) {
+            match self.try_remove(&search, expected, observer) {
                 Ok(result) => {
-                    removed = result;
-                    done = true;
+                    outcome = Some(result);
                     break;
                 }
                 Err(Restart) => self.count_restart(),
             }
         }
-        if !done {
-            let leaf = self.descend_locked(&search);
-            let here = node(leaf);
-            let (index, exact) = here.lower_bound(&search);
-            if exact && expected.is_none_or(|value| value == here.value(index)) {
-                removed = Some(here.value(index));
-                here.leaf_remove(index);
+        let removed = match outcome {
+            Some(removed) => removed,
+            None => {
+                let leaf = self.descend_locked(&search);
+                let here = node(leaf);
+                let before = here.latch.current() - 2;
+                let (index, exact) = here.lower_bound(&search);
+                let removed = (exact && expected.is_none_or(|value| value == here.value(index)))
+                    .then(|| here.value(index));
+                if removed.is_some() {
+                    here.leaf_remove(index);
+                }
+                let after = here.latch.unlock_returning();
+                observer.leaf_changed(
+                    leaf as usize,
+                    before,
+                    &[LeafVersion { node: leaf, version: after }],
+                );
+                removed
             }
-            here.latch.unlock();
-        }
+        };
         if removed.is_some() {
             // Best effort: a few attempts, then leave the node underfull.
             for _ in 0..4 {
-                if self.try_merge(&search, garbage).is_ok() {
+                if self.try_merge(&search, garbage, observer).is_ok() {
                     break;
                 }
             }
@@ -529,6 +539,7 @@ impl BTree {
         &self,
         key: &SearchKey<'_>,
         expected: Option<u64>,
+        observer: &mut impl LeafObserver,
     ) -> Result<Option<u64>, Restart> {
         let (_, mut current, mut version) = self.read_root()?;
         loop {
@@ -548,14 +559,20 @@ impl BTree {
             }
             here.latch.try_upgrade(version)?;
             here.leaf_remove(index);
-            here.latch.unlock();
+            let after = LeafVersion { node: current, version: here.latch.unlock_returning() };
+            observer.leaf_changed(current as usize, version, &[after]);
             return Ok(Some(value));
         }
     }
 
     /// Merges the first underfull node on `key`'s path with a sibling, or collapses a root
     /// with a single child. Gives up (with `Restart`) on any conflict.
-    fn try_merge(&self, key: &SearchKey<'_>, garbage: &mut Garbage) -> Result<(), Restart> {
+    fn try_merge(
+        &self,
+        key: &SearchKey<'_>,
+        garbage: &mut Garbage,
+        observer: &mut impl LeafObserver,
+    ) -> Result<(), Restart> {
         let (root_version, mut current, mut version) = self.read_root()?;
         let mut parent: Option<(&Node, u64, usize)> = None;
         loop {
@@ -573,7 +590,7 @@ impl BTree {
                     return Ok(());
                 }
                 Some((above, above_version, index)) if count < UNDERFULL_COUNT => {
-                    return self.merge_children(above, above_version, index, garbage);
+                    return self.merge_children(above, above_version, index, garbage, observer);
                 }
                 _ => {}
             }
@@ -598,6 +615,7 @@ impl BTree {
         above_version: u64,
         index: usize,
         garbage: &mut Garbage,
+        observer: &mut impl LeafObserver,
     ) -> Result<(), Restart> {
         let separators = above.count();
         if separators == 0 {
@@ -657,6 +675,11 @@ impl BTree {
         right_node.latch.unlock_obsolete();
         garbage.retire_node(left);
         garbage.retire_node(right);
+        if !inner {
+            let merged_version = [LeafVersion { node: merged, version: 0 }];
+            observer.leaf_changed(left as usize, left_version, &merged_version);
+            observer.leaf_changed(right as usize, right_version, &merged_version);
+        }
         #[cfg(feature = "paranoid")]
         self.check_invariants();
         Ok(())

@@ -1,0 +1,86 @@
+//! Runs every anomaly script at every level it names, and checks that docs/isolation.md's
+//! table says exactly what the scripts show.
+
+use engram_testkit::script::{Script, parse_table};
+use std::path::Path;
+
+fn scripts() -> Vec<(String, Script)> {
+    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/anomalies");
+    let mut scripts: Vec<(String, Script)> = std::fs::read_dir(&folder)
+        .expect("anomaly scripts")
+        .map(|entry| entry.expect("entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "txt"))
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).expect("read script");
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let script = Script::parse(&text).unwrap_or_else(|error| panic!("{name}: {error}"));
+            (name, script)
+        })
+        .collect();
+    scripts.sort_by(|a, b| a.0.cmp(&b.0));
+    assert!(scripts.len() >= 10, "the anomaly scripts are missing");
+    scripts
+}
+
+#[test]
+fn every_script_behaves_as_written_at_every_level() {
+    let mut failures = Vec::new();
+    for (file, script) in scripts() {
+        for &level in &script.levels {
+            let run = script.run(level);
+            for mismatch in &run.mismatches {
+                failures.push(format!("{file} at {}: {mismatch}", level.name()));
+            }
+            let allowed = script.allowed.contains(&level);
+            if run.witnessed != allowed {
+                failures.push(format!(
+                    "{file} at {}: the anomaly {} but the script says it is {}\n{}",
+                    level.name(),
+                    if run.witnessed { "happened" } else { "did not happen" },
+                    if allowed { "possible" } else { "prevented" },
+                    run.transcript
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+#[test]
+fn the_documented_table_matches_the_scripts() {
+    let doc = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/isolation.md"),
+    )
+    .expect("docs/isolation.md");
+    let table = parse_table(&doc);
+    let scripts = scripts();
+    for (file, script) in &scripts {
+        let row = table
+            .get(&script.row)
+            .unwrap_or_else(|| panic!("{file}: docs/isolation.md has no row {:?}", script.row));
+        for &level in &script.levels {
+            let documented = row.get(&level).copied();
+            let shown = script.allowed.contains(&level);
+            assert_eq!(
+                documented,
+                Some(shown),
+                "{file}: row {:?}, level {}",
+                script.row,
+                level.name()
+            );
+        }
+        for level in row.keys() {
+            assert!(
+                script.levels.contains(level),
+                "{file}: the table has {} but the script does not run it",
+                level.name()
+            );
+        }
+    }
+    for row in table.keys() {
+        assert!(
+            scripts.iter().any(|(_, script)| &script.row == row),
+            "no script decides the row {row:?}"
+        );
+    }
+}

@@ -1,0 +1,162 @@
+//! Bank transfers on several threads: the total never changes, whether it is read by snapshot
+//! transactions, by serializable ones, or at the end.
+
+use engram_engine::{
+    Config, Database, Direction, Error, Isolation, KeyBuilder, TableRef, TableSpec,
+};
+use rand::{RngExt, SeedableRng, rngs::SmallRng};
+use std::ops::Bound;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+const ACCOUNTS: u64 = 64;
+const OPENING_BALANCE: i64 = 1_000;
+
+fn account(id: u64) -> Vec<u8> {
+    KeyBuilder::new().u64(id).finish()
+}
+
+fn balance(bytes: &[u8]) -> i64 {
+    i64::from_le_bytes(bytes.try_into().expect("8-byte balance"))
+}
+
+fn total(txn: &mut engram_engine::Txn<'_>, table: &TableRef) -> Result<(i64, usize), Error> {
+    let mut sum = 0;
+    let rows = txn.scan(
+        table,
+        Bound::Unbounded,
+        Bound::Unbounded,
+        Direction::Forward,
+        usize::MAX,
+        |_, value| {
+            sum += balance(value);
+            true
+        },
+    )?;
+    Ok((sum, rows))
+}
+
+fn run(isolation: Isolation, use_get_for_update: bool) {
+    let db = Arc::new(
+        Database::open(Config {
+            epoch_interval_ms: 1,
+            snapshot_interval_epochs: 2,
+            ..Config::default()
+        })
+        .unwrap(),
+    );
+    let table = db.create_table(TableSpec::new("accounts")).unwrap();
+    let mut setup = db.worker().unwrap();
+    let opened = setup
+        .transaction(Isolation::Serializable, |txn| {
+            (0..ACCOUNTS)
+                .try_for_each(|id| txn.insert(&table, &account(id), &OPENING_BALANCE.to_le_bytes()))
+        })
+        .and_then(|()| Ok(db.epochs().global()))
+        .unwrap();
+    // Snapshots read a past epoch boundary: wait until one covers the opening of the accounts.
+    for _ in 0..10_000 {
+        if db.epochs().snapshot() > opened {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert!(db.epochs().snapshot() > opened, "the epoch ticker advanced snapshots");
+    let expected = ACCOUNTS as i64 * OPENING_BALANCE;
+    let stop = Arc::new(AtomicBool::new(false));
+    let snapshot_reads = Arc::new(AtomicU64::new(0));
+    std::thread::scope(|scope| {
+        let transfers: Vec<_> = (0..3u64)
+            .map(|thread| {
+                let (db, table) = (Arc::clone(&db), Arc::clone(&table));
+                scope.spawn(move || {
+                    let mut worker = db.worker().unwrap();
+                    let mut random = SmallRng::seed_from_u64(thread);
+                    for _ in 0..4_000 {
+                        let from = random.random_range(0..ACCOUNTS);
+                        let to = (from + random.random_range(1..ACCOUNTS)) % ACCOUNTS;
+                        let amount = random.random_range(1..50i64);
+                        worker
+                            .transaction(isolation, |txn| {
+                                let read =
+                                    |txn: &mut engram_engine::Txn<'_>, id| -> Result<i64, Error> {
+                                        let value = if use_get_for_update {
+                                            txn.get_for_update(&table, &account(id))?
+                                        } else {
+                                            txn.get(&table, &account(id))?
+                                        };
+                                        Ok(balance(value.expect("accounts exist")))
+                                    };
+                                let (a, b) = (read(txn, from)?, read(txn, to)?);
+                                txn.update(&table, &account(from), &(a - amount).to_le_bytes())?;
+                                txn.update(&table, &account(to), &(b + amount).to_le_bytes())?;
+                                Ok(())
+                            })
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        let (db2, table2, stop2, reads2) =
+            (Arc::clone(&db), Arc::clone(&table), Arc::clone(&stop), Arc::clone(&snapshot_reads));
+        let snapshot_reader = scope.spawn(move || {
+            let mut worker = db2.worker().unwrap();
+            while !stop2.load(Ordering::Acquire) {
+                let (sum, rows) =
+                    worker.transaction(Isolation::Snapshot, |txn| total(txn, &table2)).unwrap();
+                assert_eq!(
+                    (sum, rows),
+                    (expected, ACCOUNTS as usize),
+                    "a snapshot saw a partial transfer"
+                );
+                reads2.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        let (db3, table3, stop3) = (Arc::clone(&db), Arc::clone(&table), Arc::clone(&stop));
+        let serializable_reader = scope.spawn(move || {
+            let mut worker = db3.worker().unwrap();
+            let mut checked = 0;
+            while !stop3.load(Ordering::Acquire) {
+                if let Ok((sum, _)) =
+                    worker.transaction(Isolation::Serializable, |txn| total(txn, &table3))
+                {
+                    assert_eq!(
+                        sum, expected,
+                        "a committed serializable read saw a partial transfer"
+                    );
+                    checked += 1;
+                }
+            }
+            checked
+        });
+        for handle in transfers {
+            handle.join().unwrap();
+        }
+        stop.store(true, Ordering::Release);
+        snapshot_reader.join().unwrap();
+        let checked = serializable_reader.join().unwrap();
+        assert!(checked > 0, "the serializable reader committed at least once");
+    });
+    assert!(snapshot_reads.load(Ordering::Relaxed) > 0);
+    let mut worker = db.worker().unwrap();
+    let (sum, rows) =
+        worker.transaction(Isolation::Serializable, |txn| total(txn, &table)).unwrap();
+    assert_eq!((sum, rows), (expected, ACCOUNTS as usize));
+    let stats = db.stats();
+    assert_eq!(stats.commits > 12_000, true, "{stats:?}");
+}
+
+#[test]
+fn transfers_keep_the_total_at_serializable() {
+    run(Isolation::Serializable, false);
+}
+
+#[test]
+fn transfers_keep_the_total_at_repeatable_read() {
+    run(Isolation::RepeatableRead, false);
+}
+
+#[test]
+fn transfers_keep_the_total_at_read_committed_with_get_for_update() {
+    run(Isolation::ReadCommitted, true);
+}

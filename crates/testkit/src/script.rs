@@ -1,0 +1,397 @@
+//! Anomaly scripts: interleaved transactions as plain text, with expected outcomes per level.
+//!
+//! ```text
+//! # comments start with '#'
+//! name: lost update
+//! row: P4 lost update                  # the row of docs/isolation.md this script decides
+//! levels: rc rr ser                    # levels to run (rc, rr, ser, snap)
+//! allowed: rc                          # levels at which the witness must hold
+//! setup: x=10 y=20                     # rows committed before the steps
+//!
+//! T1 begin
+//! T1 get x @r1           => 10         # '@label' names a step for the witness
+//! T2 begin
+//! T2 get x               => 10
+//! T1 put x 11            => ok
+//! T2 put x 11            => ok
+//! T1 commit              => ok
+//! T2 commit @c2          => rc: ok | rr ser: abort(read_validation)
+//! check x                => 11
+//! witness: c2=ok
+//! ```
+//!
+//! A step is `T<n> <operation> [arguments] [@label] [=> expected]`, or `check <key>`, which
+//! reads the committed value in a new transaction. Expected outcomes are one value for every
+//! level or `levels: value` alternatives separated by `|`. Operations: `begin [level]` (the
+//! run's level unless one is named: writers in read anomalies), `get k`,
+//! `get-for-update k`, `put k v`, `insert k v`, `update k v`, `delete k`, `scan lo hi` (keys
+//! in `[lo, hi]`, printed `k=v,k=v`), `count lo hi`, `commit`, `rollback`. Outcomes: a value,
+//! `none`, `ok`, `false` (no such row), `duplicate`, `abort(reason)`, or `-` for a step of a
+//! transaction that already ended. The witness holds at a level when every labelled step had
+//! the given outcome; it must hold exactly at the `allowed` levels.
+
+use engram_engine::{Database, Direction, Error, Isolation, TableRef, TableSpec, Worker};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::ops::Bound;
+
+/// A parsed script.
+#[derive(Debug, Clone)]
+pub struct Script {
+    pub name: String,
+    pub row: String,
+    pub levels: Vec<Isolation>,
+    pub allowed: Vec<Isolation>,
+    pub setup: Vec<(String, String)>,
+    pub steps: Vec<Step>,
+    pub witness: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Step {
+    pub line: usize,
+    pub actor: Actor,
+    pub operation: Vec<String>,
+    pub label: Option<String>,
+    /// Expected outcome per level; `None` when the step states no expectation.
+    pub expected: Option<Vec<(Vec<Isolation>, String)>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Actor {
+    Transaction(usize),
+    Check,
+}
+
+/// What one level's run produced.
+#[derive(Debug)]
+pub struct Run {
+    pub level: Isolation,
+    pub transcript: String,
+    pub mismatches: Vec<String>,
+    pub witnessed: bool,
+}
+
+pub fn level_alias(alias: &str) -> Option<Isolation> {
+    match alias {
+        "rc" => Some(Isolation::ReadCommitted),
+        "rr" => Some(Isolation::RepeatableRead),
+        "ser" => Some(Isolation::Serializable),
+        "snap" => Some(Isolation::Snapshot),
+        _ => None,
+    }
+}
+
+fn levels(list: &str, line: usize) -> Result<Vec<Isolation>, String> {
+    list.split_whitespace()
+        .map(|alias| {
+            level_alias(alias).ok_or_else(|| format!("line {line}: unknown level {alias}"))
+        })
+        .collect()
+}
+
+fn pairs(list: &str, line: usize) -> Result<Vec<(String, String)>, String> {
+    list.split_whitespace()
+        .map(|pair| {
+            pair.split_once('=')
+                .map(|(key, value)| (key.to_string(), value.to_string()))
+                .ok_or_else(|| format!("line {line}: expected key=value, got {pair}"))
+        })
+        .collect()
+}
+
+impl Script {
+    pub fn parse(text: &str) -> Result<Script, String> {
+        let mut script = Script {
+            name: String::new(),
+            row: String::new(),
+            levels: vec![
+                Isolation::ReadCommitted,
+                Isolation::RepeatableRead,
+                Isolation::Serializable,
+            ],
+            allowed: Vec::new(),
+            setup: Vec::new(),
+            steps: Vec::new(),
+            witness: Vec::new(),
+        };
+        for (index, raw) in text.lines().enumerate() {
+            let line = index + 1;
+            let content = raw.split('#').next().unwrap_or("").trim();
+            if content.is_empty() {
+                continue;
+            }
+            if let Some((header, rest)) = content.split_once(':')
+                && !header.contains(' ')
+            {
+                let rest = rest.trim();
+                match header {
+                    "name" => script.name = rest.to_string(),
+                    "row" => script.row = rest.to_string(),
+                    "levels" => script.levels = levels(rest, line)?,
+                    "allowed" => script.allowed = levels(rest, line)?,
+                    "setup" => script.setup = pairs(rest, line)?,
+                    "witness" => script.witness = pairs(rest, line)?,
+                    other => return Err(format!("line {line}: unknown header {other}")),
+                }
+                continue;
+            }
+            let (action, expected) = match content.split_once("=>") {
+                Some((action, expected)) => (action.trim(), Some(expected.trim())),
+                None => (content, None),
+            };
+            let mut words: Vec<String> = action.split_whitespace().map(str::to_string).collect();
+            let label = words
+                .iter()
+                .position(|word| word.starts_with('@'))
+                .map(|position| words.remove(position)[1..].to_string());
+            let first = words.remove(0);
+            let actor = if first == "check" {
+                words.insert(0, "get".into());
+                Actor::Check
+            } else {
+                let number = first
+                    .strip_prefix('T')
+                    .and_then(|number| number.parse().ok())
+                    .ok_or_else(|| format!("line {line}: a step starts with T<n> or check"))?;
+                Actor::Transaction(number)
+            };
+            let expected = match expected {
+                None => None,
+                Some(text) => {
+                    let mut alternatives = Vec::new();
+                    for alternative in text.split('|') {
+                        let alternative = alternative.trim();
+                        match alternative.split_once(':') {
+                            Some((names, value))
+                                if names.split_whitespace().all(|n| level_alias(n).is_some()) =>
+                            {
+                                alternatives.push((levels(names, line)?, value.trim().to_string()));
+                            }
+                            _ => alternatives.push((Vec::new(), alternative.to_string())),
+                        }
+                    }
+                    Some(alternatives)
+                }
+            };
+            script.steps.push(Step { line, actor, operation: words, label, expected });
+        }
+        if script.name.is_empty() || script.row.is_empty() {
+            return Err("a script needs name: and row: headers".into());
+        }
+        Ok(script)
+    }
+
+    /// Runs the script at `level` on a fresh database.
+    pub fn run(&self, level: Isolation) -> Run {
+        let db = Database::open(engram_engine::Config {
+            epoch_interval_ms: 0,
+            snapshot_interval_epochs: 1,
+            ..engram_engine::Config::default()
+        })
+        .expect("open");
+        let table = db.create_table(TableSpec::new("t")).expect("table");
+        let mut setup = db.worker().expect("worker");
+        setup
+            .transaction(Isolation::Serializable, |txn| {
+                for (key, value) in &self.setup {
+                    txn.insert(&table, key.as_bytes(), value.as_bytes())?;
+                }
+                Ok(())
+            })
+            .expect("setup commits");
+        // Make the setup visible to snapshot transactions.
+        db.advance_epoch();
+        db.advance_epoch();
+        let mut workers: BTreeMap<usize, Worker> = BTreeMap::new();
+        let mut outcomes: BTreeMap<String, String> = BTreeMap::new();
+        let mut run =
+            Run { level, transcript: String::new(), mismatches: Vec::new(), witnessed: false };
+        for step in &self.steps {
+            let outcome = match step.actor {
+                Actor::Check => {
+                    let mut worker = db.worker().expect("worker");
+                    execute(&mut worker, &table, level, &step.operation)
+                }
+                Actor::Transaction(number) => {
+                    let worker =
+                        workers.entry(number).or_insert_with(|| db.worker().expect("worker"));
+                    execute(worker, &table, level, &step.operation)
+                }
+            };
+            let actor = match step.actor {
+                Actor::Check => "check".to_string(),
+                Actor::Transaction(number) => format!("T{number}"),
+            };
+            let _ = writeln!(run.transcript, "{actor} {} => {outcome}", step.operation.join(" "));
+            if let Some(label) = &step.label {
+                outcomes.insert(label.clone(), outcome.clone());
+            }
+            if let Some(alternatives) = &step.expected {
+                let wanted = alternatives
+                    .iter()
+                    .find(|(levels, _)| levels.is_empty() || levels.contains(&level))
+                    .map(|(_, value)| value.as_str());
+                match wanted {
+                    Some(wanted) if wanted == outcome => {}
+                    Some(wanted) => run.mismatches.push(format!(
+                        "line {}: {actor} {} gave {outcome}, expected {wanted}",
+                        step.line,
+                        step.operation.join(" ")
+                    )),
+                    None => run
+                        .mismatches
+                        .push(format!("line {}: no expectation for this level", step.line)),
+                }
+            }
+        }
+        for (number, worker) in workers.iter_mut() {
+            if worker.in_transaction() {
+                run.mismatches.push(format!("T{number} never ended"));
+                let _ = worker.rollback();
+            }
+        }
+        run.witnessed = !self.witness.is_empty()
+            && self.witness.iter().all(|(label, value)| outcomes.get(label) == Some(value));
+        run
+    }
+}
+
+fn outcome_of(error: &Error) -> String {
+    match error {
+        Error::Aborted(reason) => format!("abort({reason})"),
+        Error::DuplicateKey { .. } => "duplicate".into(),
+        Error::ReadOnly => "read-only".into(),
+        Error::NoTransaction => "-".into(),
+        other => format!("error({other})"),
+    }
+}
+
+/// Runs one step on `worker` and describes the outcome.
+fn execute(
+    worker: &mut Worker,
+    table: &TableRef,
+    level: Isolation,
+    operation: &[String],
+) -> String {
+    let word = |index: usize| operation.get(index).map(String::as_str).unwrap_or("");
+    match word(0) {
+        "begin" => {
+            let isolation = level_alias(word(1)).unwrap_or(level);
+            match worker.begin(isolation) {
+                Ok(()) => "ok".into(),
+                Err(error) => outcome_of(&error),
+            }
+        }
+        "commit" => match worker.commit() {
+            Ok(_) => "ok".into(),
+            Err(error) => outcome_of(&error),
+        },
+        "rollback" => match worker.rollback() {
+            Ok(()) => "ok".into(),
+            Err(error) => outcome_of(&error),
+        },
+        operation_name => {
+            let checking = !worker.in_transaction();
+            if checking {
+                worker.begin(Isolation::Serializable).expect("begin a check");
+            }
+            let outcome = {
+                let mut txn = match worker.txn() {
+                    Ok(txn) => txn,
+                    Err(error) => return outcome_of(&error),
+                };
+                let text = |value: Option<&[u8]>| {
+                    value.map_or("none".to_string(), |bytes| {
+                        String::from_utf8_lossy(bytes).into_owned()
+                    })
+                };
+                let flag = |done: bool| if done { "ok".to_string() } else { "false".to_string() };
+                let result: Result<String, Error> = match operation_name {
+                    "get" => txn.get(table, word(1).as_bytes()).map(text),
+                    "get-for-update" => txn.get_for_update(table, word(1).as_bytes()).map(text),
+                    "put" => {
+                        txn.put(table, word(1).as_bytes(), word(2).as_bytes()).map(|()| "ok".into())
+                    }
+                    "insert" => txn
+                        .insert(table, word(1).as_bytes(), word(2).as_bytes())
+                        .map(|()| "ok".into()),
+                    "update" => txn.update(table, word(1).as_bytes(), word(2).as_bytes()).map(flag),
+                    "delete" => txn.delete(table, word(1).as_bytes()).map(flag),
+                    "scan" | "count" => {
+                        let mut rows = Vec::new();
+                        txn.scan(
+                            table,
+                            Bound::Included(word(1).as_bytes()),
+                            Bound::Included(word(2).as_bytes()),
+                            Direction::Forward,
+                            usize::MAX,
+                            |key, value| {
+                                rows.push(format!(
+                                    "{}={}",
+                                    String::from_utf8_lossy(key),
+                                    String::from_utf8_lossy(value)
+                                ));
+                                true
+                            },
+                        )
+                        .map(|count| {
+                            if operation_name == "count" {
+                                count.to_string()
+                            } else {
+                                rows.join(",")
+                            }
+                        })
+                    }
+                    other => Ok(format!("error(unknown operation {other})")),
+                };
+                result.unwrap_or_else(|error| outcome_of(&error))
+            };
+            if checking {
+                let _ = worker.commit();
+            }
+            outcome
+        }
+    }
+}
+
+/// The anomaly table of docs/isolation.md: row name -> level -> allowed.
+pub fn parse_table(markdown: &str) -> BTreeMap<String, BTreeMap<Isolation, bool>> {
+    let mut table = BTreeMap::new();
+    let mut columns: Vec<Option<Isolation>> = Vec::new();
+    for line in markdown.lines() {
+        if !line.trim_start().starts_with('|') {
+            columns.clear();
+            continue;
+        }
+        let cells: Vec<&str> = line.trim().trim_matches('|').split('|').map(str::trim).collect();
+        if cells.len() < 2 || cells[0].starts_with("---") {
+            continue;
+        }
+        if cells[0] == "anomaly" {
+            columns = cells[1..].iter().map(|name| Isolation::parse(name)).collect();
+            continue;
+        }
+        if columns.is_empty() {
+            continue;
+        }
+        let mut row = BTreeMap::new();
+        for (cell, column) in cells[1..].iter().zip(&columns) {
+            if let Some(level) = column {
+                match *cell {
+                    "possible" => {
+                        row.insert(*level, true);
+                    }
+                    "prevented" => {
+                        row.insert(*level, false);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if !row.is_empty() {
+            table.insert(cells[0].to_string(), row);
+        }
+    }
+    table
+}
