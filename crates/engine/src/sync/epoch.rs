@@ -404,6 +404,24 @@ mod tests {
     }
 
     #[test]
+    fn garbage_retired_under_a_pinned_reader_waits_for_it() {
+        let manager = EpochManager::new(4, 1, 100);
+        let (reader, writer) = (manager.register().unwrap(), manager.register().unwrap());
+        manager.pin(reader);
+        // The reader may hold a pointer to what the writer now unlinks and retires.
+        manager.pin(writer);
+        let tag = manager.retire_tag();
+        manager.unpin(writer);
+        for _ in 0..5 {
+            manager.advance();
+            assert!(tag >= manager.reclaim_bound(), "freed under a pinned reader");
+        }
+        manager.unpin(reader);
+        manager.advance();
+        assert!(tag < manager.reclaim_bound(), "freed once the reader is gone");
+    }
+
+    #[test]
     fn idle_interactive_transactions_are_kicked() {
         let manager = EpochManager::new(2, 1, 3);
         let slot = manager.register().unwrap();

@@ -1,0 +1,285 @@
+//! Randomized-schedule tests of the version latch and the epoch logic, under shuttle's
+//! scheduler (`cargo test -p engram-engine --features shuttle --test shuttle_sync`). Shuttle
+//! runs the real `sync` code with its own atomics and threads and explores thousands of
+//! interleavings, including preemption between any two atomic operations.
+#![cfg(feature = "shuttle")]
+
+use engram_engine::sync::shim::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use engram_engine::sync::{Epoch, EpochManager, VersionLatch};
+use shuttle::sync::Arc;
+use shuttle::thread;
+
+const ITERATIONS: usize = 3_000;
+
+#[test]
+fn optimistic_readers_never_accept_a_torn_write() {
+    shuttle::check_random(
+        || {
+            let latch = Arc::new(VersionLatch::new());
+            let pair = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
+            let writers: Vec<_> = (1..=2u64)
+                .map(|writer| {
+                    let (latch, pair) = (Arc::clone(&latch), Arc::clone(&pair));
+                    thread::spawn(move || {
+                        for round in 0..2 {
+                            // Alternate pessimistic locks and optimistic upgrades.
+                            if round % 2 == 0 {
+                                latch.lock().unwrap();
+                            } else {
+                                loop {
+                                    if let Ok(version) = latch.read_begin()
+                                        && latch.try_upgrade(version).is_ok()
+                                    {
+                                        break;
+                                    }
+                                    thread::yield_now();
+                                }
+                            }
+                            let value = writer * 100 + round;
+                            pair.0.store(value, Ordering::Relaxed);
+                            pair.1.store(value, Ordering::Relaxed);
+                            latch.unlock();
+                        }
+                    })
+                })
+                .collect();
+            let reader = {
+                let (latch, pair) = (Arc::clone(&latch), Arc::clone(&pair));
+                thread::spawn(move || {
+                    for _ in 0..4 {
+                        if let Ok(version) = latch.read_begin() {
+                            let (first, second) =
+                                (pair.0.load(Ordering::Relaxed), pair.1.load(Ordering::Relaxed));
+                            if latch.read_validate(version).is_ok() {
+                                assert_eq!(first, second, "a validated read saw half a write");
+                            }
+                        }
+                    }
+                })
+            };
+            for writer in writers {
+                writer.join().unwrap();
+            }
+            reader.join().unwrap();
+            assert!(!latch.is_locked());
+        },
+        ITERATIONS,
+    );
+}
+
+#[test]
+fn the_latch_excludes_writers() {
+    shuttle::check_random(
+        || {
+            let latch = Arc::new(VersionLatch::new());
+            let counter = Arc::new(AtomicU64::new(0));
+            let threads: Vec<_> = (0..3)
+                .map(|_| {
+                    let (latch, counter) = (Arc::clone(&latch), Arc::clone(&counter));
+                    thread::spawn(move || {
+                        for _ in 0..2 {
+                            latch.lock().unwrap();
+                            // A read-modify-write that loses counts unless the latch excludes.
+                            let seen = counter.load(Ordering::Relaxed);
+                            thread::yield_now();
+                            counter.store(seen + 1, Ordering::Relaxed);
+                            latch.unlock();
+                        }
+                    })
+                })
+                .collect();
+            for thread in threads {
+                thread.join().unwrap();
+            }
+            assert_eq!(counter.load(Ordering::Relaxed), 6);
+        },
+        ITERATIONS,
+    );
+}
+
+/// A shared object that records whether it was "freed" instead of freeing it, so that a
+/// premature free is an assertion failure rather than undefined behaviour.
+struct Object {
+    freed: AtomicBool,
+}
+
+fn leak_object() -> *mut Object {
+    Box::into_raw(Box::new(Object { freed: AtomicBool::new(false) }))
+}
+
+/// One run: a writer replaces the shared object and frees what the bound allows; readers pin,
+/// hold the object across a few scheduling points, and check it was not freed; a ticker
+/// advances epochs.
+fn reclamation_scenario() {
+    let manager = Arc::new(EpochManager::new(4, 1, 1_000));
+    let current = Arc::new(AtomicPtr::new(leak_object()));
+    let writer = {
+        let (manager, current) = (Arc::clone(&manager), Arc::clone(&current));
+        thread::spawn(move || {
+            let slot = manager.register().unwrap();
+            let mut retired: Vec<(Epoch, usize)> = Vec::new();
+            for _ in 0..6 {
+                manager.pin(slot);
+                let old = current.swap(leak_object(), Ordering::AcqRel);
+                // Tag after the unlink, as `Garbage::seal` does, then unpin.
+                retired.push((manager.retire_tag(), old as usize));
+                manager.unpin(slot);
+                // Free what the published bound allows, as `Garbage::collect` does.
+                let bound = manager.reclaim_bound();
+                retired.retain(|&(tag, object)| {
+                    if tag < bound {
+                        // SAFETY: objects are leaked, never really freed.
+                        unsafe { (*(object as *mut Object)).freed.store(true, Ordering::Relaxed) };
+                        false
+                    } else {
+                        true
+                    }
+                });
+            }
+        })
+    };
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (manager, current) = (Arc::clone(&manager), Arc::clone(&current));
+            thread::spawn(move || {
+                let slot = manager.register().unwrap();
+                for _ in 0..2 {
+                    manager.pin(slot);
+                    let object = current.load(Ordering::Acquire);
+                    for _ in 0..3 {
+                        thread::yield_now();
+                        // SAFETY: objects are leaked, never really freed.
+                        let freed = unsafe { (*object).freed.load(Ordering::Relaxed) };
+                        assert!(!freed, "an object was reclaimed while a pinned reader held it");
+                    }
+                    manager.unpin(slot);
+                }
+            })
+        })
+        .collect();
+    let ticker = {
+        let manager = Arc::clone(&manager);
+        thread::spawn(move || {
+            for _ in 0..8 {
+                manager.advance();
+                thread::yield_now();
+            }
+        })
+    };
+    writer.join().unwrap();
+    for reader in readers {
+        reader.join().unwrap();
+    }
+    ticker.join().unwrap();
+}
+
+#[test]
+fn reclamation_waits_for_every_reader_that_could_hold_a_pointer() {
+    shuttle::check_random(reclamation_scenario, ITERATIONS);
+    shuttle::check_pct(reclamation_scenario, ITERATIONS, 3);
+}
+
+/// One run: committers announce their commit, take an epoch and install after a scheduling
+/// point; a reader checks that the snapshot epoch never covers a commit not yet installed.
+fn snapshot_scenario() {
+    let manager = Arc::new(EpochManager::new(4, 1, 1_000));
+    // Per committer: the epoch its commit took (0 until known) and whether it installed.
+    let commits: Arc<Vec<(AtomicU64, AtomicBool)>> =
+        Arc::new((0..2).map(|_| (AtomicU64::new(0), AtomicBool::new(false))).collect());
+    let committers: Vec<_> = (0..2)
+        .map(|index| {
+            let (manager, commits) = (Arc::clone(&manager), Arc::clone(&commits));
+            thread::spawn(move || {
+                let slot = manager.register().unwrap();
+                let pinned = manager.pin(slot);
+                manager.enter_commit(slot, pinned);
+                engram_engine::sync::shim::fence(Ordering::SeqCst);
+                let epoch = manager.global();
+                commits[index].0.store(epoch.0, Ordering::SeqCst);
+                for _ in 0..3 {
+                    thread::yield_now();
+                }
+                commits[index].1.store(true, Ordering::SeqCst);
+                manager.leave_commit(slot);
+                manager.unpin(slot);
+            })
+        })
+        .collect();
+    let ticker = {
+        let manager = Arc::clone(&manager);
+        thread::spawn(move || {
+            for _ in 0..6 {
+                manager.advance();
+                thread::yield_now();
+            }
+        })
+    };
+    let reader = {
+        let (manager, commits) = (Arc::clone(&manager), Arc::clone(&commits));
+        thread::spawn(move || {
+            for _ in 0..6 {
+                let snapshot = manager.snapshot();
+                for (epoch, installed) in commits.iter() {
+                    let epoch = epoch.load(Ordering::SeqCst);
+                    if epoch != 0 && epoch <= snapshot.0 {
+                        assert!(
+                            installed.load(Ordering::SeqCst),
+                            "snapshot {snapshot:?} covers an uninstalled commit"
+                        );
+                    }
+                }
+                thread::yield_now();
+            }
+        })
+    };
+    for committer in committers {
+        committer.join().unwrap();
+    }
+    ticker.join().unwrap();
+    reader.join().unwrap();
+}
+
+#[test]
+fn snapshots_never_include_an_epoch_still_being_installed() {
+    shuttle::check_random(snapshot_scenario, ITERATIONS);
+    shuttle::check_pct(snapshot_scenario, ITERATIONS, 3);
+}
+
+#[test]
+fn only_idle_transactions_are_kicked() {
+    shuttle::check_random(
+        || {
+            let manager = Arc::new(EpochManager::new(2, 1, 2));
+            let slot = manager.register().unwrap();
+            let pinned = manager.pin(slot);
+            manager.suspend(slot, pinned);
+            let ticker = {
+                let manager = Arc::clone(&manager);
+                thread::spawn(move || {
+                    for _ in 0..6 {
+                        manager.advance();
+                    }
+                })
+            };
+            // The client comes back at some point: either it re-enters before the kick, and
+            // from then on holds reclamation back, or it finds itself kicked.
+            thread::yield_now();
+            match manager.resume(slot, pinned) {
+                Ok(()) => {
+                    ticker.join().unwrap();
+                    assert_eq!(
+                        manager.reclaim_bound(),
+                        pinned,
+                        "a transaction in a call is never kicked"
+                    );
+                }
+                Err(_) => {
+                    ticker.join().unwrap();
+                    assert!(manager.kicked_total() == 1);
+                }
+            }
+            manager.unpin(slot);
+        },
+        ITERATIONS,
+    );
+}
