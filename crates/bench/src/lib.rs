@@ -1,1 +1,15 @@
-//! Benchmarks.
+//! Engram's benchmarks.
+//!
+//! - [`db`]: the abstract database a benchmark drives (after Silo's `abstract_db`): each
+//!   workload is a trait of transactions that every adapter implements;
+//! - [`ycsb`]: YCSB in Silo's variant and Wu et al.'s three mixes, over the engine in
+//!   transactional or raw mode;
+//! - [`index`]: the B+tree against other concurrent ordered maps;
+//! - [`keys`]: uniform and scrambled Zipfian key choice;
+//! - [`report`]: latency histograms, progress, machine description, JSON.
+
+pub mod db;
+pub mod index;
+pub mod keys;
+pub mod report;
+pub mod ycsb;

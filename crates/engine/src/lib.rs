@@ -34,6 +34,8 @@
 //! An aborted attempt (`cc::abort`) removes its secondary entries, releases its locks and gives
 //! its claimed heads back; the closure API retries it with backoff.
 
+#![warn(missing_debug_implementations)]
+
 pub mod cc;
 pub mod db;
 pub mod error;
@@ -51,4 +53,4 @@ pub use index::Direction;
 pub use index::key::KeyBuilder;
 pub use storage::{IndexSpec, Table, TableId, TableSpec, Tid};
 pub use sync::Epoch;
-pub use worker::{CommitInfo, TableRef, Worker, WorkerMemory};
+pub use worker::{CommitInfo, Raw, TableRef, Worker, WorkerMemory};

@@ -21,9 +21,11 @@ use crate::error::{AbortReason, Error, Result};
 use crate::gc::Garbage;
 use crate::gc::tasks::Tasks;
 use crate::index::ScanBuffer;
+use crate::limits::VALUE_BYTES_MAX;
 use crate::storage::arena::Arena;
 use crate::storage::record::Version;
-use crate::storage::{Table, TableId, Tid};
+use crate::storage::record::{Busy, Retention};
+use crate::storage::{Head, Table, TableId, Tid, TidWord};
 use crate::sync::{Epoch, Pin, SlotId};
 use std::sync::Arc;
 
@@ -53,6 +55,10 @@ pub(crate) struct TxnState {
     pub pinned_at: Epoch,
     pub snapshot: Option<Epoch>,
     pub interactive: bool,
+    /// Some update touches a table with secondary indexes (commit step 2 has work).
+    pub updates_indexed_rows: bool,
+    /// Some insert of this transaction was deleted again (its head must be given up).
+    pub undid_inserts: bool,
     pub access: AccessSet,
     pub nodes: NodeSet,
     /// Secondary entries this transaction inserted (removed again if it aborts).
@@ -84,6 +90,8 @@ impl Default for TxnState {
             pinned_at: Epoch::NEVER,
             snapshot: None,
             interactive: false,
+            updates_indexed_rows: false,
+            undid_inserts: false,
             access: AccessSet::default(),
             nodes: NodeSet::default(),
             inserted_entries: Vec::new(),
@@ -108,6 +116,8 @@ impl TxnState {
         self.status = Status::Idle;
         self.snapshot = None;
         self.interactive = false;
+        self.updates_indexed_rows = false;
+        self.undid_inserts = false;
         self.access.clear();
         self.nodes.clear();
         self.inserted_entries.clear();
@@ -192,6 +202,16 @@ impl Worker {
         }
     }
 
+    /// Runs `body` as one transaction, once: an abort is returned, not retried. For drivers
+    /// that count and retry aborts themselves.
+    pub fn transaction_once<T>(
+        &mut self,
+        isolation: Isolation,
+        mut body: impl FnMut(&mut Txn<'_>) -> Result<T>,
+    ) -> Result<T> {
+        self.attempt(isolation, &mut body)
+    }
+
     fn attempt<T>(
         &mut self,
         isolation: Isolation,
@@ -239,7 +259,8 @@ impl Worker {
         if self.txn.status != Status::Idle {
             return Err(Error::TransactionOpen);
         }
-        self.txn.reset();
+        // The previous transaction's end (`cc::commit::finish`) reset the state.
+        debug_assert!(self.txn.access.entries.is_empty() && self.txn.nodes.entries.is_empty());
         self.txn.isolation = isolation;
         self.txn.interactive = interactive;
         self.txn.pinned_at = self.shared.epochs.pin(self.slot);
@@ -344,6 +365,22 @@ impl Worker {
         Ok(result)
     }
 
+    /// Runs `body` with non-transactional access to records (Silo's "key-value" baseline):
+    /// each read is a consistent copy of one record and each update replaces one record
+    /// atomically, with no read set, no validation and no isolation between operations. The
+    /// worker is pinned once for the whole body. Fails if a transaction is open.
+    pub fn raw<T>(&mut self, body: impl FnOnce(&mut Raw<'_>) -> T) -> Result<T> {
+        if self.txn.status != Status::Idle {
+            return Err(Error::TransactionOpen);
+        }
+        self.shared.epochs.pin(self.slot);
+        let result = body(&mut Raw { worker: self });
+        self.garbage.seal(&self.shared.epochs);
+        self.shared.epochs.unpin(self.slot);
+        self.garbage.collect(&self.shared.epochs, &mut self.arena);
+        Ok(result)
+    }
+
     /// Statistics of this worker's arena and garbage.
     pub fn memory_stats(&self) -> WorkerMemory {
         WorkerMemory {
@@ -352,6 +389,80 @@ impl Worker {
             tasks_pending: self.tasks.len(),
             system_allocations: self.arena.stats().system_allocations,
         }
+    }
+}
+
+/// Non-transactional record access; see [`Worker::raw`].
+#[derive(Debug)]
+pub struct Raw<'w> {
+    worker: &'w mut Worker,
+}
+
+impl Raw<'_> {
+    /// A consistent copy of the row with primary key `key`.
+    pub fn get(&mut self, table: &TableRef, key: &[u8]) -> Option<&[u8]> {
+        // SAFETY: `Worker::raw` pinned the slot for the lifetime of this handle.
+        let pin = unsafe { Pin::assume_pinned() };
+        let head = table.primary.get(key, &pin).value? as *mut Head;
+        let buffer = &mut self.worker.txn.read_buffer;
+        // SAFETY: reached through the index while pinned.
+        let head = unsafe { &*head };
+        loop {
+            match head.read(buffer) {
+                Ok(word) if word.is_absent() => return None,
+                Ok(_) => return Some(buffer),
+                // No transaction to abort: wait for the writer.
+                Err(Busy) => std::thread::yield_now(),
+            }
+        }
+    }
+
+    /// Replaces the row with primary key `key`; returns whether there was one. Only for tables
+    /// without secondary indexes, which raw updates do not maintain.
+    pub fn update(&mut self, table: &TableRef, key: &[u8], value: &[u8]) -> Result<bool> {
+        if table.has_secondaries() {
+            return Err(Error::InvalidConfig(format!(
+                "raw updates do not maintain secondary indexes; table \"{}\" has some",
+                table.name()
+            )));
+        }
+        if value.len() > VALUE_BYTES_MAX {
+            return Err(Error::ValueTooLong { len: value.len(), max: VALUE_BYTES_MAX });
+        }
+        // SAFETY: `Worker::raw` pinned the slot for the lifetime of this handle.
+        let pin = unsafe { Pin::assume_pinned() };
+        let Some(head) = table.primary.get(key, &pin).value else { return Ok(false) };
+        // SAFETY: reached through the index while pinned.
+        let head = unsafe { &*(head as *mut Head) };
+        let word = loop {
+            match head.lock() {
+                Ok(word) => break word,
+                Err(Busy) => std::thread::yield_now(),
+            }
+        };
+        if word.is_absent() || !word.is_latest() {
+            head.unlock_to(word);
+            return Ok(false);
+        }
+        let worker = &mut *self.worker;
+        let epochs = &worker.shared.epochs;
+        let tid = Tid::commit_after(word.tid().max(worker.last_tid), epochs.global())
+            .ok_or(Error::Aborted(AbortReason::SequenceExhausted))?;
+        worker.last_tid = tid;
+        let retention =
+            Retention { low: epochs.snapshot_low(), interval: epochs.snapshot_interval_epochs() };
+        let new_word = TidWord::new(tid, TidWord::LATEST);
+        worker.txn.dropped.clear();
+        head.install(
+            Some(value),
+            new_word,
+            retention,
+            &mut worker.arena,
+            &mut worker.garbage,
+            &mut worker.txn.dropped,
+        );
+        head.unlock_to(new_word);
+        Ok(true)
     }
 }
 

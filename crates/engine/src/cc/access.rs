@@ -120,10 +120,15 @@ impl Lookup {
         }
     }
 
+    #[inline]
     fn find(&mut self, head: *mut Head, entries: &[Access]) -> Option<usize> {
         if entries.len() <= LINEAR_ENTRIES_MAX {
             return entries.iter().position(|entry| entry.head == head);
         }
+        self.find_hashed(head, entries)
+    }
+
+    fn find_hashed(&mut self, head: *mut Head, entries: &[Access]) -> Option<usize> {
         self.catch_up(entries);
         let mask = self.slots.len() - 1;
         let mut slot = Self::hash(head, mask);

@@ -43,7 +43,9 @@ fn commit_with<P: Protocol>(worker: &mut Worker) -> Result<CommitInfo> {
         return Err(Error::Aborted(reason));
     }
     // 2. Secondary entries of updates that change a secondary key.
-    if let Err(error) = secondary::before_validation(worker) {
+    if worker.txn.updates_indexed_rows
+        && let Err(error) = secondary::before_validation(worker)
+    {
         abort(worker, error.abort_reason());
         return Err(error);
     }
@@ -81,7 +83,9 @@ fn commit_with<P: Protocol>(worker: &mut Worker) -> Result<CommitInfo> {
         worker.last_tid = tid;
         worker.shared.epochs.leave_commit(worker.slot);
     }
-    give_up_undone_inserts(worker);
+    if worker.txn.undid_inserts {
+        give_up_undone_inserts(worker);
+    }
     // 7. Finish.
     bump_commits(worker);
     finish(worker);
@@ -253,7 +257,9 @@ fn finish(worker: &mut Worker) {
     if worker.txn.snapshot.is_some() {
         worker.shared.epochs.leave_snapshot(worker.slot);
     }
-    run_ready_tasks(worker);
+    if !worker.tasks.is_empty() {
+        run_ready_tasks(worker);
+    }
     worker.garbage.seal(&worker.shared.epochs);
     worker.shared.epochs.unpin(worker.slot);
     worker.txn.reset();

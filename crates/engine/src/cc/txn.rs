@@ -296,6 +296,7 @@ impl<'w> Txn<'w> {
                     let entry = &mut worker.txn.access.entries[index];
                     entry.kind = Kind::Update;
                     entry.value = span;
+                    worker.txn.updates_indexed_rows |= table.has_secondaries();
                     return Ok(true);
                 }
                 Kind::Nothing => {
@@ -515,6 +516,7 @@ impl<'w> Txn<'w> {
                 (Kind::Insert, None) => {
                     secondary::remove_own_entries(worker, head);
                     worker.txn.access.entries[index].kind = Kind::Nothing;
+                    worker.txn.undid_inserts = true;
                     return Ok(Some(true));
                 }
                 (Kind::Delete | Kind::Nothing, _) => return Ok(Some(false)),
@@ -544,6 +546,7 @@ impl<'w> Txn<'w> {
         let key_span = state.access.store(key);
         let value_span = value.map(|value| state.access.store(value)).unwrap_or_default();
         let kind = if value.is_some() { Kind::Update } else { Kind::Delete };
+        state.updates_indexed_rows |= kind == Kind::Update && table.has_secondaries();
         match own {
             Some(index) => {
                 let entry = &mut state.access.entries[index];

@@ -49,16 +49,29 @@ impl Garbage {
     }
 
     /// Tags everything retired since the last call. Call after the unlinks, before unpinning.
+    #[inline]
     pub fn seal(&mut self, epochs: &EpochManager) {
-        if self.pending.is_empty() {
-            return;
+        if !self.pending.is_empty() {
+            self.seal_pending(epochs);
         }
+    }
+
+    #[cold]
+    fn seal_pending(&mut self, epochs: &EpochManager) {
         let tag = epochs.retire_tag();
         self.tagged.extend(self.pending.drain(..).map(|item| (tag, item)));
     }
 
     /// Frees what no thread can reach any more. Returns how many items were freed.
+    #[inline]
     pub fn collect(&mut self, epochs: &EpochManager, arena: &mut Arena) -> usize {
+        match self.tagged.front() {
+            Some((tag, _)) if *tag < epochs.reclaim_bound() => self.collect_ready(epochs, arena),
+            _ => 0,
+        }
+    }
+
+    fn collect_ready(&mut self, epochs: &EpochManager, arena: &mut Arena) -> usize {
         let bound = epochs.reclaim_bound();
         let mut freed = 0;
         while freed < COLLECT_BATCH_MAX {

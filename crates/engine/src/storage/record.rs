@@ -375,10 +375,15 @@ impl Head {
             return false;
         }
         out.reserve(words * 8);
-        for word in &inline[..words] {
-            out.extend_from_slice(&word.load(Ordering::Relaxed).to_le_bytes());
+        let start = out.len();
+        let target = out.spare_capacity_mut().as_mut_ptr() as *mut u8;
+        for (index, word) in inline[..words].iter().enumerate() {
+            let bytes = word.load(Ordering::Relaxed).to_le_bytes();
+            // SAFETY: `reserve` made room for `words * 8` bytes past `start`.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), target.add(index * 8), 8) };
         }
-        out.truncate(len);
+        // SAFETY: the first `len <= words * 8` spare bytes were just written.
+        unsafe { out.set_len(start + len) };
         true
     }
 
@@ -549,10 +554,18 @@ impl Head {
             None => self.len.store(0, Ordering::Relaxed),
             Some(bytes) if bytes.len().div_ceil(8) <= self.capacity_words as usize => {
                 let inline = self.inline();
-                for (word, chunk) in inline.iter().zip(bytes.chunks(8)) {
+                let mut chunks = bytes.chunks_exact(8);
+                for (word, chunk) in inline.iter().zip(&mut chunks) {
+                    word.store(
+                        u64::from_le_bytes(chunk.try_into().expect("8 bytes")),
+                        Ordering::Relaxed,
+                    );
+                }
+                let tail = chunks.remainder();
+                if !tail.is_empty() {
                     let mut buffer = [0u8; 8];
-                    buffer[..chunk.len()].copy_from_slice(chunk);
-                    word.store(u64::from_le_bytes(buffer), Ordering::Relaxed);
+                    buffer[..tail.len()].copy_from_slice(tail);
+                    inline[bytes.len() / 8].store(u64::from_le_bytes(buffer), Ordering::Relaxed);
                 }
                 self.len.store(bytes.len() as u32, Ordering::Relaxed);
             }

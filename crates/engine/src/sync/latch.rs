@@ -55,24 +55,33 @@ impl VersionLatch {
 
     /// Notes the version before an optimistic read. Waits (bounded) while a writer holds the
     /// latch; restarts if the node is obsolete.
-    #[inline]
+    #[inline(always)]
     pub fn read_begin(&self) -> Result<u64, Restart> {
+        // Acquire pairs with the Release of `unlock`: what the last writer wrote is visible.
+        let word = self.word.load(Ordering::Acquire);
+        if word & (LOCKED | OBSOLETE) == 0 {
+            return Ok(word);
+        }
+        self.read_begin_slow(word)
+    }
+
+    #[cold]
+    fn read_begin_slow(&self, mut word: u64) -> Result<u64, Restart> {
         let mut backoff = Backoff::new(READ_WAIT_STEPS_MAX);
         loop {
-            // Acquire pairs with the Release of `unlock`: what the last writer wrote is visible.
-            let word = self.word.load(Ordering::Acquire);
             if word & LOCKED == 0 {
                 return if word & OBSOLETE == 0 { Ok(word) } else { Err(Restart) };
             }
             if !backoff.wait() {
                 return Err(Restart);
             }
+            word = self.word.load(Ordering::Acquire);
         }
     }
 
     /// Checks that nothing changed since `read_begin` returned `version`: every relaxed load made
     /// in between read a consistent node.
-    #[inline]
+    #[inline(always)]
     pub fn read_validate(&self, version: u64) -> Result<(), Restart> {
         // The acquire fence keeps the node loads above from moving below the re-load of the
         // word; it pairs with the release fence in `try_upgrade`/`lock` (seqlock reader side).

@@ -4,10 +4,12 @@
 //!
 //! - `node`: the node layout and in-node search and edits;
 //! - `tree`: lookups, inserts, removals and copy-on-write structure changes;
-//! - `iter`: forward and reverse range scans that report the leaves they read.
+//! - `iter`: forward and reverse range scans that report the leaves they read;
+//! - `pool`: node memory in huge-page chunks.
 
 mod iter;
 mod node;
+mod pool;
 mod tree;
 
 pub use iter::{Direction, ScanBuffer, ScanVisitor};

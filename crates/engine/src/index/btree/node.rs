@@ -27,9 +27,9 @@
 //! must never lead them out of bounds, and validate the latch before using what they read.
 //! Inner node `i` routes keys in `[sep[i-1], sep[i])` to child `i`.
 
+use super::pool::{alloc_node, free_node};
 use crate::limits::INDEX_KEY_BYTES_MAX;
 use crate::sync::VersionLatch;
-use std::alloc::{Layout, alloc_zeroed, dealloc, handle_alloc_error};
 use std::cmp::Ordering as Cmp;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 
@@ -130,24 +130,21 @@ impl std::fmt::Debug for Node {
 }
 
 impl Node {
-    fn layout(heap_words: usize) -> Layout {
-        Layout::from_size_align(size_of::<Node>() + heap_words * 8, align_of::<Node>())
-            .expect("node layout")
+    fn bytes(heap_words: usize) -> usize {
+        const _: () = assert!(size_of::<Node>().is_multiple_of(64) && align_of::<Node>() == 64);
+        size_of::<Node>() + heap_words * 8
     }
 
     /// Allocates an empty node. Short leaves (`heap_words == 0`) hold keys of up to 8 bytes.
     pub fn alloc(level: u32, heap_words: usize) -> *mut Node {
         debug_assert!(heap_words == 0 || heap_words == HEAP_WORDS);
-        let layout = Self::layout(heap_words);
-        // SAFETY: the layout has a non-zero size.
-        let raw = unsafe { alloc_zeroed(layout) } as *mut Node;
-        if raw.is_null() {
-            handle_alloc_error(layout);
-        }
-        // SAFETY: `raw` is a fresh allocation for a `Node` and its heap. The std atomics are
-        // valid when zeroed; the latch and the immutable fields are written explicitly so that
-        // the latch may be any type (shuttle's under `--features shuttle`).
+        let bytes = Self::bytes(heap_words);
+        let raw = alloc_node(bytes) as *mut Node;
+        // SAFETY: `raw` is a block of `bytes` for a `Node` and its heap, 64-byte aligned. Zeroed,
+        // the std atomics are valid; the latch and the immutable fields are written explicitly
+        // so that the latch may be any type (shuttle's under `--features shuttle`).
         unsafe {
+            std::ptr::write_bytes(raw as *mut u8, 0, bytes);
             std::ptr::write(&raw mut (*raw).latch, VersionLatch::new());
             (*raw).heap_words = heap_words as u32;
             (*raw).level = level;
@@ -160,9 +157,9 @@ impl Node {
     pub unsafe fn free(node: *mut Node) {
         // SAFETY: the caller guarantees exclusive ownership of a node from `alloc`.
         unsafe {
-            let layout = Self::layout((*node).heap_words as usize);
+            let bytes = Self::bytes((*node).heap_words as usize);
             std::ptr::drop_in_place(&raw mut (*node).latch);
-            dealloc(node as *mut u8, layout);
+            free_node(node as *mut u8, bytes);
         }
     }
 
@@ -174,6 +171,35 @@ impl Node {
             let start = (self as *const Node as *const u8).add(size_of::<Node>());
             std::slice::from_raw_parts(start as *const AtomicU64, self.heap_words as usize)
         }
+    }
+
+    /// Asks the CPU to start loading what a search of `node` reads: its header and heads, and
+    /// for a leaf also its values. They arrive together instead of as one dependent miss per
+    /// binary-search step. `leaf` comes from the parent's level, known before the child is read.
+    #[inline(always)]
+    pub fn prefetch(node: *const Node, leaf: bool) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            const HEADS_END: usize = std::mem::offset_of!(Node, metas);
+            const VALUES: usize = std::mem::offset_of!(Node, values);
+            const VALUES_END: usize = VALUES + 8 * (SLOTS_MAX + 1);
+            let start = node as *const i8;
+            let line = |offset: usize| {
+                // SAFETY: prefetching is a hint that never faults; the addresses lie within
+                // the node, which the caller reached while pinned.
+                unsafe {
+                    std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                        start.add(offset),
+                    );
+                }
+            };
+            (0..HEADS_END).step_by(64).for_each(line);
+            if leaf {
+                (VALUES & !63..VALUES_END).step_by(64).for_each(line);
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (node, leaf);
     }
 
     #[inline]
@@ -233,6 +259,11 @@ impl Node {
         if head != key.head {
             return head.cmp(&key.head);
         }
+        let len = self.key_len(index);
+        if len <= 8 && key.bytes.len() <= 8 {
+            // Both keys fit in their heads, which are equal: the shorter is the lesser.
+            return len.cmp(&key.bytes.len());
+        }
         self.compare_tail(index, key)
     }
 
@@ -251,10 +282,47 @@ impl Node {
         len.cmp(&key.bytes.len())
     }
 
+    /// First slot whose head is not less than `head`, among the first `count` slots.
+    ///
+    /// Branch-free binary search (Khuong and Morin's layout-independent variant): the loop
+    /// always runs log2(count) times and the comparison becomes a conditional move, so random
+    /// keys cost no branch mispredictions.
+    #[inline]
+    fn lower_bound_heads(&self, head: u64, count: usize) -> usize {
+        if count == 0 {
+            return 0;
+        }
+        let mut base = 0;
+        let mut remaining = count;
+        while remaining > 1 {
+            let half = remaining / 2;
+            let probe = self.heads[base + half].load(Relaxed);
+            base = std::hint::select_unpredictable(probe < head, base + half, base);
+            remaining -= half;
+        }
+        base + (self.heads[base].load(Relaxed) < head) as usize
+    }
+
     /// First slot whose key is not less than `key`, and whether it equals `key`.
     #[inline]
     pub fn lower_bound(&self, key: &SearchKey<'_>) -> (usize, bool) {
-        let (mut low, mut high) = (0, self.count());
+        let count = self.count();
+        let first = self.lower_bound_heads(key.head, count);
+        if first == count || self.heads[first].load(Relaxed) != key.head {
+            return (first, false);
+        }
+        match self.compare(first, key) {
+            Cmp::Equal => (first, true),
+            Cmp::Greater => (first, false),
+            // Several keys share this head (long keys with a common prefix): search the rest
+            // comparing whole keys.
+            Cmp::Less => self.lower_bound_from(first + 1, count, key),
+        }
+    }
+
+    #[cold]
+    fn lower_bound_from(&self, from: usize, count: usize, key: &SearchKey<'_>) -> (usize, bool) {
+        let (mut low, mut high) = (from, count);
         while low < high {
             let middle = (low + high) / 2;
             match self.compare(middle, key) {

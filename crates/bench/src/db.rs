@@ -1,0 +1,32 @@
+//! The abstract database a benchmark drives, after Silo's `abstract_db`.
+//!
+//! A database under test is a [`Db`]: it has a name, states its settings (printed with every
+//! result, so a figure always says what it measured), and hands out one connection per driver
+//! thread. Each workload is a trait of its own over `Db` (`ycsb::YcsbDb`, and TPC-C's with its
+//! issue) whose methods are whole transactions, run once: the engine adapter runs each as one
+//! closure on a worker (stored-procedure style), and SQL or wire adapters run each as the
+//! statements a client would send. The driver, not the adapter, retries aborted attempts, so
+//! every abort is counted with its reason.
+
+/// How one attempt of a benchmark transaction ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Committed,
+    /// Rolled back on purpose by the transaction's own logic (TPC-C's 1% of NewOrders).
+    RolledBack,
+    /// Aborted by concurrency control; the reason names it in reports. Retried.
+    Aborted(&'static str),
+}
+
+pub trait Db: Send + Sync {
+    /// Per-thread connection (a worker, a database handle, a socket).
+    type Conn: Send;
+
+    /// A short name for reports and plots: "engram", "sqlite".
+    fn name(&self) -> String;
+
+    /// How the database is configured for this run, in words.
+    fn settings(&self) -> String;
+
+    fn connect(&self) -> Result<Self::Conn, String>;
+}

@@ -1,0 +1,484 @@
+//! YCSB, as Silo and Wu et al. run it.
+//!
+//! | workload           | operations per transaction | updates | value                 |
+//! |--------------------|----------------------------|---------|-----------------------|
+//! | `silo`             | 1                          | 20%     | 100 bytes             |
+//! | `read-only`        | 10                         | 0%      | ten 64-bit attributes |
+//! | `read-intensive`   | 10                         | 20%     | ten 64-bit attributes |
+//! | `update-intensive` | 10                         | 80%     | ten 64-bit attributes |
+//!
+//! One table of `rows` rows with 64-bit keys; keys are chosen uniformly or by a scrambled
+//! Zipfian of skew `theta`. A read copies the row; an update is a read-modify-write of one
+//! attribute. Every transaction runs at SERIALIZABLE. `--mode raw` runs the same operations
+//! through the engine's non-transactional record access (`Worker::raw`): the same index and
+//! records with no read set, validation or commit, which is Silo's "key-value" baseline.
+
+use crate::db::{Db, Outcome};
+use crate::keys::KeyChooser;
+use crate::report::{LATENCY_SAMPLE_EVERY, Latency, Machine, PaddedCounter, Percentiles, Progress};
+use engram_engine::{Config, Database, Error, Isolation, TableRef, TableSpec, Worker};
+use rand::{RngExt, SeedableRng, rngs::SmallRng};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Workload {
+    Silo,
+    ReadOnly,
+    ReadIntensive,
+    UpdateIntensive,
+}
+
+impl Workload {
+    pub fn parse(name: &str) -> Option<Workload> {
+        match name {
+            "silo" => Some(Workload::Silo),
+            "read-only" => Some(Workload::ReadOnly),
+            "read-intensive" => Some(Workload::ReadIntensive),
+            "update-intensive" => Some(Workload::UpdateIntensive),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Silo => "silo",
+            Workload::ReadOnly => "read-only",
+            Workload::ReadIntensive => "read-intensive",
+            Workload::UpdateIntensive => "update-intensive",
+        }
+    }
+
+    pub fn ops_per_txn(self) -> usize {
+        if self == Workload::Silo { 1 } else { 10 }
+    }
+
+    pub fn update_fraction(self) -> f64 {
+        match self {
+            Workload::Silo | Workload::ReadIntensive => 0.2,
+            Workload::ReadOnly => 0.0,
+            Workload::UpdateIntensive => 0.8,
+        }
+    }
+
+    pub fn value_bytes(self) -> usize {
+        if self == Workload::Silo { 100 } else { 80 }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    Txn,
+    Raw,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Txn => "txn",
+            Mode::Raw => "raw",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpKind {
+    Read,
+    Update,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Op {
+    pub key: u64,
+    pub kind: OpKind,
+}
+
+/// A database that can run YCSB.
+pub trait YcsbDb: Db {
+    /// Creates the table and its `rows` rows of `value_bytes` (at least 16), on `threads`
+    /// threads. Called once, before the database is shared with driver threads.
+    fn load(&mut self, rows: u64, value_bytes: usize, threads: usize) -> Result<(), String>;
+    /// Runs one transaction of `ops` once. `scratch` is the caller's reusable buffer.
+    fn execute(&self, conn: &mut Self::Conn, ops: &[Op], scratch: &mut Vec<u8>) -> Outcome;
+}
+
+/// Bumps the first attribute of a row: the "modify" of a read-modify-write.
+#[inline]
+fn modify(row: &mut [u8]) {
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&row[..8]);
+    row[..8].copy_from_slice(&u64::from_le_bytes(first).wrapping_add(1).to_le_bytes());
+}
+
+/// Engram, through transactions or through raw record access.
+#[derive(Debug, Clone)]
+pub struct EngramYcsb {
+    pub db: Arc<Database>,
+    pub table: Option<TableRef>,
+    pub mode: Mode,
+}
+
+impl EngramYcsb {
+    pub fn open(mode: Mode) -> Result<EngramYcsb, String> {
+        let db = Database::open(Config::default()).map_err(|error| error.to_string())?;
+        Ok(EngramYcsb { db: Arc::new(db), table: None, mode })
+    }
+
+    /// The same database and table, driven in another mode.
+    pub fn with_mode(&self, mode: Mode) -> EngramYcsb {
+        EngramYcsb { mode, ..self.clone() }
+    }
+
+    fn table(&self) -> &TableRef {
+        self.table.as_ref().expect("loaded")
+    }
+}
+
+impl Db for EngramYcsb {
+    type Conn = Worker;
+
+    fn name(&self) -> String {
+        "engram".into()
+    }
+
+    fn settings(&self) -> String {
+        let config = self.db.config();
+        format!(
+            "mode {}, serializable, epoch {} ms, snapshot every {} epochs",
+            self.mode.name(),
+            config.epoch_interval_ms,
+            config.snapshot_interval_epochs
+        )
+    }
+
+    fn connect(&self) -> Result<Worker, String> {
+        self.db.worker().map_err(|error| error.to_string())
+    }
+}
+
+fn key_bytes(key: u64) -> [u8; 8] {
+    key.to_be_bytes()
+}
+
+impl YcsbDb for EngramYcsb {
+    fn load(&mut self, rows: u64, value_bytes: usize, threads: usize) -> Result<(), String> {
+        assert!(value_bytes >= 16, "rows hold two attributes at least");
+        self.load_rows(rows, value_bytes, threads)
+    }
+
+    fn execute(&self, worker: &mut Worker, ops: &[Op], scratch: &mut Vec<u8>) -> Outcome {
+        let table = self.table();
+        let result = match self.mode {
+            Mode::Txn => worker.transaction_once(Isolation::Serializable, |txn| {
+                for op in ops {
+                    let key = key_bytes(op.key);
+                    let row = txn.get(table, &key)?.ok_or(Error::NotFound)?;
+                    if op.kind == OpKind::Update {
+                        scratch.clear();
+                        scratch.extend_from_slice(row);
+                        modify(scratch);
+                        txn.update(table, &key, scratch)?;
+                    } else {
+                        std::hint::black_box(row[0]);
+                    }
+                }
+                Ok(())
+            }),
+            Mode::Raw => worker
+                .raw(|raw| {
+                    for op in ops {
+                        let key = key_bytes(op.key);
+                        let row = raw.get(table, &key).ok_or(Error::NotFound)?;
+                        if op.kind == OpKind::Update {
+                            scratch.clear();
+                            scratch.extend_from_slice(row);
+                            modify(scratch);
+                            raw.update(table, &key, scratch)?;
+                        } else {
+                            std::hint::black_box(row[0]);
+                        }
+                    }
+                    Ok(())
+                })
+                .and_then(|result| result),
+        };
+        match result {
+            Ok(()) => Outcome::Committed,
+            Err(Error::Aborted(reason)) => Outcome::Aborted(reason.name()),
+            Err(error) => panic!("YCSB transaction failed: {error}"),
+        }
+    }
+}
+
+impl EngramYcsb {
+    fn load_rows(&mut self, rows: u64, value_bytes: usize, threads: usize) -> Result<(), String> {
+        let table =
+            self.db.create_table(TableSpec::new("usertable")).map_err(|error| error.to_string())?;
+        let threads = threads.max(1) as u64;
+        std::thread::scope(|scope| -> Result<(), String> {
+            let handles: Vec<_> = (0..threads)
+                .map(|thread| {
+                    let (db, table) = (Arc::clone(&self.db), Arc::clone(&table));
+                    scope.spawn(move || -> Result<(), String> {
+                        let mut worker = db.worker().map_err(|error| error.to_string())?;
+                        let mut value = vec![0u8; value_bytes];
+                        let (start, end) = (rows * thread / threads, rows * (thread + 1) / threads);
+                        let mut next = start;
+                        while next < end {
+                            let batch_end = (next + 1000).min(end);
+                            worker
+                                .transaction(Isolation::Serializable, |txn| {
+                                    for key in next..batch_end {
+                                        // The first attribute counts updates; the second is the key.
+                                        value[8..16].copy_from_slice(&key.to_le_bytes());
+                                        txn.insert(&table, &key_bytes(key), &value)?;
+                                    }
+                                    Ok(())
+                                })
+                                .map_err(|error| error.to_string())?;
+                            next = batch_end;
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            handles.into_iter().try_for_each(|handle| handle.join().expect("loader"))
+        })?;
+        self.table = Some(table);
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub workload: Workload,
+    pub rows: u64,
+    pub ops_per_txn: usize,
+    pub theta: f64,
+    pub threads: usize,
+    pub duration: Duration,
+    pub seed: u64,
+    pub progress: bool,
+    /// Run exactly this many transactions per thread instead of for `duration`, with no
+    /// warm-up: for instruction counts (`valgrind --tool=callgrind`), which need a fixed amount
+    /// of work rather than a fixed time.
+    pub transactions: Option<u64>,
+}
+
+/// The result of measuring one configuration.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub benchmark: &'static str,
+    pub db: String,
+    pub settings: String,
+    pub workload: Workload,
+    pub mode: Mode,
+    pub rows: u64,
+    pub theta: f64,
+    pub ops_per_txn: usize,
+    pub threads: usize,
+    pub duration_s: f64,
+    pub throughput_txn_per_s: f64,
+    pub committed: u64,
+    pub aborted: u64,
+    pub aborts_by_reason: BTreeMap<String, u64>,
+    pub latency_us: Percentiles,
+    pub latency_sampling: String,
+    /// Throughput of each round, when the run alternated configurations in rounds.
+    pub rounds_txn_per_s: Vec<f64>,
+    pub machine: Machine,
+}
+
+/// Counts of one measurement, before they become a report.
+#[derive(Debug, Default, Clone)]
+pub struct Tally {
+    pub committed: u64,
+    pub aborted: u64,
+    pub aborts_by_reason: BTreeMap<String, u64>,
+    pub latency: Latency,
+    pub elapsed: Duration,
+    /// Throughput of each merged measurement, in order.
+    pub rounds: Vec<f64>,
+}
+
+impl Tally {
+    pub fn merge(&mut self, other: &Tally) {
+        self.committed += other.committed;
+        self.aborted += other.aborted;
+        for (reason, count) in &other.aborts_by_reason {
+            *self.aborts_by_reason.entry(reason.clone()).or_default() += count;
+        }
+        self.latency.merge(&other.latency);
+        self.elapsed += other.elapsed;
+        self.rounds.push(other.committed as f64 / other.elapsed.as_secs_f64());
+    }
+}
+
+/// Runs `db` for `duration` on `options.threads` threads and tallies what happened.
+pub fn measure<D: YcsbDb>(
+    db: &D,
+    options: &Options,
+    duration: Duration,
+    label: &str,
+) -> Result<Tally, String> {
+    let chooser = KeyChooser::new(options.rows, options.theta)?;
+    let stop = AtomicBool::new(false);
+    let counters: Vec<PaddedCounter> =
+        (0..options.threads).map(|_| PaddedCounter::default()).collect();
+    let started = Instant::now();
+    let tallies = std::thread::scope(|scope| -> Result<Vec<Tally>, String> {
+        let handles: Vec<_> = (0..options.threads)
+            .map(|thread| {
+                let (chooser, stop, counter) = (chooser.clone(), &stop, &counters[thread]);
+                scope.spawn(move || -> Result<Tally, String> {
+                    let mut conn = db.connect()?;
+                    let mut random = SmallRng::seed_from_u64(
+                        options.seed.wrapping_mul(1_000_003) + thread as u64,
+                    );
+                    let mut tally = Tally::default();
+                    let mut ops = Vec::with_capacity(options.ops_per_txn);
+                    let mut scratch = Vec::with_capacity(options.workload.value_bytes());
+                    let update_fraction = options.workload.update_fraction();
+                    let quota = options.transactions.unwrap_or(u64::MAX);
+                    while !stop.load(Ordering::Relaxed) && tally.committed < quota {
+                        ops.clear();
+                        for _ in 0..options.ops_per_txn {
+                            let kind = if random.random::<f64>() < update_fraction {
+                                OpKind::Update
+                            } else {
+                                OpKind::Read
+                            };
+                            ops.push(Op { key: chooser.next(&mut random), kind });
+                        }
+                        let sampled = tally.committed % LATENCY_SAMPLE_EVERY == 0;
+                        let begun = sampled.then(Instant::now);
+                        loop {
+                            match db.execute(&mut conn, &ops, &mut scratch) {
+                                Outcome::Committed | Outcome::RolledBack => break,
+                                Outcome::Aborted(reason) => {
+                                    tally.aborted += 1;
+                                    *tally
+                                        .aborts_by_reason
+                                        .entry(reason.to_string())
+                                        .or_default() += 1;
+                                }
+                            }
+                        }
+                        if let Some(begun) = begun {
+                            tally.latency.record(begun.elapsed());
+                        }
+                        tally.committed += 1;
+                        if tally.committed % 64 == 0 {
+                            counter.0.store(tally.committed, Ordering::Relaxed);
+                        }
+                    }
+                    Ok(tally)
+                })
+            })
+            .collect();
+        if options.transactions.is_none() {
+            Progress::new(label, duration, options.progress).watch(&counters, duration);
+            stop.store(true, Ordering::Relaxed);
+        }
+        handles.into_iter().map(|handle| handle.join().expect("driver thread")).collect()
+    })?;
+    let elapsed = started.elapsed();
+    let mut total = Tally::default();
+    for tally in &tallies {
+        total.merge(tally);
+    }
+    total.elapsed = elapsed;
+    total.rounds.clear();
+    Ok(total)
+}
+
+pub fn report<D: Db>(db: &D, options: &Options, mode: Mode, tally: &Tally) -> Report {
+    let seconds = tally.elapsed.as_secs_f64();
+    Report {
+        benchmark: "ycsb",
+        db: db.name(),
+        settings: db.settings(),
+        workload: options.workload,
+        mode,
+        rows: options.rows,
+        theta: options.theta,
+        ops_per_txn: options.ops_per_txn,
+        threads: options.threads,
+        duration_s: seconds,
+        throughput_txn_per_s: tally.committed as f64 / seconds,
+        committed: tally.committed,
+        aborted: tally.aborted,
+        aborts_by_reason: tally.aborts_by_reason.clone(),
+        latency_us: tally.latency.summary(),
+        latency_sampling: format!("one transaction in {LATENCY_SAMPLE_EVERY}"),
+        rounds_txn_per_s: if tally.rounds.len() > 1 { tally.rounds.clone() } else { Vec::new() },
+        machine: Machine::describe(),
+    }
+}
+
+/// Loads the table and measures every combination of `modes` and `thread_counts`. With more
+/// than one combination the run alternates them in `rounds` rounds (raw, txn, raw, txn, ...),
+/// so that drift in the shared machine's speed touches them alike; each figure sums its rounds.
+pub fn run(
+    options: &Options,
+    modes: &[Mode],
+    thread_counts: &[usize],
+    rounds: u32,
+) -> Result<Vec<Report>, String> {
+    let mut engram = EngramYcsb::open(modes[0])?;
+    let load_threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let loading = Instant::now();
+    engram.load(options.rows, options.workload.value_bytes(), load_threads)?;
+    if options.progress {
+        eprintln!("loaded {} rows in {:.1} s", options.rows, loading.elapsed().as_secs_f64());
+    }
+    let combinations: Vec<(Mode, usize)> = thread_counts
+        .iter()
+        .flat_map(|&threads| modes.iter().map(move |&mode| (mode, threads)))
+        .collect();
+    let configured = |threads: usize| Options { threads, ..options.clone() };
+    if options.transactions.is_none() {
+        // A short uncounted run of every combination first: caches, free lists and the index
+        // are in the same state for whichever is measured first.
+        let warm_up =
+            (options.duration / 10).clamp(Duration::from_millis(200), Duration::from_secs(2));
+        for &(mode, threads) in &combinations {
+            measure(
+                &engram.with_mode(mode),
+                &configured(threads),
+                warm_up,
+                &format!("warm-up {}", mode.name()),
+            )?;
+        }
+    }
+    let rounds =
+        if combinations.len() > 1 && options.transactions.is_none() { rounds.max(1) } else { 1 };
+    let per_round = options.duration / rounds;
+    let mut tallies: Vec<Tally> = combinations.iter().map(|_| Tally::default()).collect();
+    for round in 0..rounds {
+        for (index, &(mode, threads)) in combinations.iter().enumerate() {
+            let label = format!(
+                "ycsb {} {} x{} {}/{}",
+                options.workload.name(),
+                mode.name(),
+                threads,
+                round + 1,
+                rounds
+            );
+            let tally = measure(&engram.with_mode(mode), &configured(threads), per_round, &label)?;
+            tallies[index].merge(&tally);
+        }
+    }
+    Ok(combinations
+        .iter()
+        .zip(&tallies)
+        .map(|(&(mode, threads), tally)| {
+            report(&engram.with_mode(mode), &configured(threads), mode, tally)
+        })
+        .collect())
+}
