@@ -112,6 +112,11 @@ fn ycsb(args: YcsbArgs) -> Result<(), String> {
     if !(args.duration > 0.0) {
         return Err("--duration must be positive".into());
     }
+    if args.rows == 0 {
+        return Err("--rows must be at least 1".into());
+    }
+    // Checked before loading anything: a bad skew should not cost a full load.
+    engram_bench::keys::KeyChooser::new(args.rows.min(16), args.theta)?;
     let options = ycsb::Options {
         workload,
         rows: args.rows,

@@ -33,6 +33,22 @@
 //!
 //! An aborted attempt (`cc::abort`) removes its secondary entries, releases its locks and gives
 //! its claimed heads back; the closure API retries it with backoff.
+//!
+//! ```
+//! use engram_engine::{Config, Database, Isolation, KeyBuilder, TableSpec};
+//!
+//! let db = Database::open(Config::default())?;
+//! let accounts = db.create_table(TableSpec::new("accounts"))?;
+//! let mut worker = db.worker()?; // one per thread
+//!
+//! worker.transaction(Isolation::Serializable, |txn| {
+//!     let key = KeyBuilder::new().u64(42).finish();
+//!     let balance =
+//!         txn.get(&accounts, &key)?.map_or(0, |v| i64::from_le_bytes(v.try_into().unwrap()));
+//!     txn.put(&accounts, &key, &(balance + 10).to_le_bytes())
+//! })?; // aborted attempts are retried with backoff
+//! # Ok::<(), engram_engine::Error>(())
+//! ```
 
 #![warn(missing_debug_implementations)]
 

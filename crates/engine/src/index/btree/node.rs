@@ -173,11 +173,12 @@ impl Node {
         }
     }
 
-    /// Asks the CPU to start loading what a search of `node` reads: its header and heads, and
-    /// for a leaf also its values. They arrive together instead of as one dependent miss per
-    /// binary-search step. `leaf` comes from the parent's level, known before the child is read.
+    /// Asks the CPU to start loading what a search of `node` reads: its header, its heads and
+    /// its values (the child pointers of an inner node, the record references of a leaf). They
+    /// arrive together instead of as one dependent miss per binary-search step and one more for
+    /// the value (measured in docs/performance.md).
     #[inline(always)]
-    pub fn prefetch(node: *const Node, leaf: bool) {
+    pub fn prefetch(node: *const Node) {
         #[cfg(target_arch = "x86_64")]
         {
             const HEADS_END: usize = std::mem::offset_of!(Node, metas);
@@ -194,12 +195,10 @@ impl Node {
                 }
             };
             (0..HEADS_END).step_by(64).for_each(line);
-            if leaf {
-                (VALUES & !63..VALUES_END).step_by(64).for_each(line);
-            }
+            (VALUES & !63..VALUES_END).step_by(64).for_each(line);
         }
         #[cfg(not(target_arch = "x86_64"))]
-        let _ = (node, leaf);
+        let _ = node;
     }
 
     #[inline]
@@ -606,5 +605,21 @@ mod tests {
         }
         // SAFETY: owned by the test and unshared.
         unsafe { Node::free(node) };
+    }
+}
+
+#[cfg(test)]
+mod layout {
+    use super::*;
+
+    /// docs/format.md draws this layout; keep the two in step.
+    #[test]
+    fn offsets_match_the_format_document() {
+        assert_eq!(std::mem::offset_of!(Node, count), 8);
+        assert_eq!(std::mem::offset_of!(Node, level), 24);
+        assert_eq!(std::mem::offset_of!(Node, heads), 32);
+        assert_eq!(std::mem::offset_of!(Node, metas), 32 + 8 * SLOTS_MAX);
+        assert_eq!(std::mem::offset_of!(Node, values), 32 + 12 * SLOTS_MAX);
+        assert_eq!(size_of::<Node>(), 1344);
     }
 }

@@ -187,7 +187,7 @@ impl BTree {
                 return Ok(Probe { value, leaf: LeafVersion { node: current, version } });
             }
             let child = here.child(here.route(key));
-            Node::prefetch(child, here.level() == 1);
+            Node::prefetch(child);
             here.latch.read_validate(version)?;
             version = node(child).latch.read_begin()?;
             current = child;

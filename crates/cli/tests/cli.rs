@@ -1,0 +1,133 @@
+//! The `engram` binary end to end: benchmarks run with tiny parameters and write the JSON
+//! fields their issues name.
+
+use std::process::Command;
+
+fn engram(args: &[&str]) -> String {
+    let output =
+        Command::new(env!("CARGO_BIN_EXE_engram")).args(args).output().expect("run engram");
+    assert!(
+        output.status.success(),
+        "engram {args:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn json(path: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("json written")).expect("valid json")
+}
+
+#[test]
+fn ycsb_reports_its_figures() {
+    let dir = std::env::temp_dir().join(format!("engram-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("ycsb.json");
+    let text = engram(&[
+        "bench",
+        "ycsb",
+        "--workload",
+        "update-intensive",
+        "--rows",
+        "2000",
+        "--theta",
+        "0.9",
+        "--threads",
+        "2",
+        "--duration",
+        "0.5",
+        "--quiet",
+        "--json",
+        path.to_str().unwrap(),
+    ]);
+    assert!(text.contains("txn/s"), "{text}");
+    let report = json(&path);
+    for field in [
+        "throughput_txn_per_s",
+        "committed",
+        "aborted",
+        "aborts_by_reason",
+        "threads",
+        "workload",
+        "mode",
+    ] {
+        assert!(report.get(field).is_some(), "missing {field}: {report}");
+    }
+    assert!(report["latency_us"]["p50"].is_number() && report["latency_us"]["p99"].is_number());
+    assert!(report["committed"].as_u64().unwrap() > 0);
+    assert_eq!(report["workload"], "update-intensive");
+    // Both modes on one table, alternating, with the ratio.
+    let path = dir.join("both.json");
+    let text = engram(&[
+        "bench",
+        "ycsb",
+        "--rows",
+        "2000",
+        "--threads",
+        "1",
+        "--duration",
+        "0.4",
+        "--mode",
+        "both",
+        "--rounds",
+        "2",
+        "--quiet",
+        "--json",
+        path.to_str().unwrap(),
+    ]);
+    assert!(text.contains("txn / raw"), "{text}");
+    let comparison = json(&path);
+    assert_eq!(comparison["results"].as_array().unwrap().len(), 2);
+    assert!(comparison["ratios"]["txn_over_raw_threads_1"].as_f64().unwrap() > 0.0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn index_benchmark_covers_every_structure() {
+    let path = std::env::temp_dir().join(format!("engram-index-{}.json", std::process::id()));
+    engram(&[
+        "bench",
+        "index",
+        "--sizes",
+        "20000",
+        "--threads",
+        "1",
+        "--seconds",
+        "0.2",
+        "--rounds",
+        "1",
+        "--json",
+        path.to_str().unwrap(),
+    ]);
+    let report = json(&path);
+    let results = report["results"].as_array().unwrap();
+    for structure in ["engram", "congee", "scc-tree-index", "crossbeam-skiplist", "rwlock-btreemap"]
+    {
+        for operation in ["insert", "get", "scan"] {
+            assert!(
+                results.iter().any(|r| r["structure"] == structure
+                    && r["operation"] == operation
+                    && r["ops_per_s"].as_f64().unwrap() > 0.0),
+                "{structure} {operation} missing"
+            );
+        }
+    }
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn bad_arguments_are_errors_not_panics() {
+    let output = Command::new(env!("CARGO_BIN_EXE_engram"))
+        .args(["bench", "ycsb", "--workload", "nonsense"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("unknown workload"));
+    let output = Command::new(env!("CARGO_BIN_EXE_engram"))
+        .args(["bench", "ycsb", "--theta", "7"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("theta"));
+}
