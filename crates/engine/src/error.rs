@@ -75,8 +75,11 @@ pub enum Error {
         table: String,
         index: Option<String>,
     },
-    /// An update or delete named a key that has no row.
+    /// A row the caller required does not exist.
     NotFound,
+    /// The transaction's body asked to roll back (its own logic, not a conflict): the work is
+    /// undone and, unlike an abort, not retried.
+    Rollback,
     KeyTooLong {
         len: usize,
         max: usize,
@@ -117,6 +120,7 @@ impl Error {
             Error::Aborted(_) => "40001",
             Error::DuplicateKey { .. } => "23505",
             Error::NotFound => "02000",
+            Error::Rollback => "40000",
             Error::KeyTooLong { .. } | Error::ValueTooLong { .. } => "54000",
             Error::NoTransaction => "25P01",
             Error::TransactionOpen => "25001",
@@ -158,6 +162,7 @@ impl fmt::Display for Error {
                 "duplicate key in table \"{table}\": unique index \"{index}\" already has this key"
             ),
             Error::NotFound => write!(f, "no row with this key"),
+            Error::Rollback => write!(f, "the transaction rolled itself back"),
             Error::KeyTooLong { len, max } => {
                 write!(f, "key of {len} bytes exceeds the maximum of {max} bytes")
             }

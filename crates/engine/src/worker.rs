@@ -47,6 +47,40 @@ pub struct CommitInfo {
     pub tid: Tid,
 }
 
+/// The last key a read found, and its head: a read-modify-write of the same key skips the
+/// second index search.
+#[derive(Debug)]
+pub(crate) struct LastLookup {
+    table: TableId,
+    key: Vec<u8>,
+    head: *mut crate::storage::Head,
+}
+
+impl Default for LastLookup {
+    fn default() -> Self {
+        LastLookup { table: TableId(u32::MAX), key: Vec::new(), head: std::ptr::null_mut() }
+    }
+}
+
+impl LastLookup {
+    #[inline]
+    pub fn remember(&mut self, table: TableId, key: &[u8], head: *mut crate::storage::Head) {
+        self.table = table;
+        self.key.clear();
+        self.key.extend_from_slice(key);
+        self.head = head;
+    }
+
+    #[inline]
+    pub fn recall(&self, table: TableId, key: &[u8]) -> Option<*mut crate::storage::Head> {
+        (!self.head.is_null() && self.table == table && self.key == key).then_some(self.head)
+    }
+
+    pub fn forget(&mut self) {
+        self.head = std::ptr::null_mut();
+    }
+}
+
 /// The current transaction's state, kept in the worker so its buffers are reused.
 #[derive(Debug)]
 pub(crate) struct TxnState {
@@ -72,6 +106,10 @@ pub(crate) struct TxnState {
     pub write_order: Vec<u32>,
     /// Versions dropped by installs, examined for secondary entries.
     pub dropped: Vec<*const Version>,
+    pub last_lookup: LastLookup,
+    /// Rows `update_range` will write: (head, start, key length, row length) in `pending_bytes`.
+    pub pending_updates: Vec<(*mut crate::storage::Head, u32, u32, u32)>,
+    pub pending_bytes: Vec<u8>,
     pub read_buffer: Vec<u8>,
     pub scratch: Vec<u8>,
     pub scratch_key: Vec<u8>,
@@ -99,6 +137,9 @@ impl Default for TxnState {
             entry_scratch: cc::EntryScratch::default(),
             write_order: Vec::new(),
             dropped: Vec::new(),
+            last_lookup: LastLookup::default(),
+            pending_updates: Vec::new(),
+            pending_bytes: Vec::new(),
             read_buffer: Vec::new(),
             scratch: Vec::new(),
             scratch_key: Vec::new(),
@@ -120,6 +161,7 @@ impl TxnState {
         self.undid_inserts = false;
         self.access.clear();
         self.nodes.clear();
+        self.last_lookup.forget();
         self.inserted_entries.clear();
         self.write_order.clear();
         self.dropped.clear();

@@ -39,6 +39,7 @@ impl Access {
             locked: false,
             value: Span::default(),
             key: Span::default(),
+            keys_unchanged: false,
         }
     }
 }
@@ -70,6 +71,8 @@ pub(crate) struct Access {
     pub value: Span,
     /// The primary key (writes only).
     pub key: Span,
+    /// Commit found that this update leaves every secondary key as it was.
+    pub keys_unchanged: bool,
 }
 
 /// Below this many entries a linear scan beats hashing.
@@ -145,15 +148,30 @@ impl Lookup {
     }
 }
 
+/// Bits in the filter in front of the hashed lookup: with the few dozen records of a large
+/// OLTP transaction, a record it has not touched is ruled out by one bit test almost always.
+const FILTER_WORDS: usize = 16;
+
 #[derive(Debug, Default)]
 pub(crate) struct AccessSet {
     pub entries: Vec<Access>,
     pub bytes: Vec<u8>,
     lookup: Lookup,
+    filter: [u64; FILTER_WORDS],
+}
+
+#[inline]
+fn filter_bit(head: *mut Head) -> (usize, u64) {
+    let hash = (head as usize >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let bit = hash >> (usize::BITS - (FILTER_WORDS * 64).trailing_zeros());
+    (bit / 64, 1 << (bit % 64))
 }
 
 impl AccessSet {
     pub fn clear(&mut self) {
+        if self.entries.len() > LINEAR_ENTRIES_MAX {
+            self.filter = [0; FILTER_WORDS];
+        }
         self.entries.clear();
         self.bytes.clear();
         self.lookup.clear();
@@ -161,11 +179,19 @@ impl AccessSet {
 
     #[inline]
     pub fn find(&mut self, head: *mut Head) -> Option<usize> {
+        if self.entries.len() > LINEAR_ENTRIES_MAX {
+            let (word, bit) = filter_bit(head);
+            if self.filter[word] & bit == 0 {
+                return None;
+            }
+        }
         self.lookup.find(head, &self.entries)
     }
 
     #[inline]
     pub fn push(&mut self, access: Access) -> usize {
+        let (word, bit) = filter_bit(access.head);
+        self.filter[word] |= bit;
         self.entries.push(access);
         self.entries.len() - 1
     }

@@ -150,15 +150,16 @@ fn install_write_set(worker: &mut Worker, tid: Tid) {
             Kind::Read | Kind::Nothing => unreachable!("only writes are installed"),
         };
         let secondaries = table.has_secondaries();
-        // The replaced row, needed to find the secondary entries it alone produced.
+        // The replaced row, needed to find the secondary entries it alone produced (none, if
+        // commit step 2 found the update leaves every key as it was).
         let mut old_row = std::mem::take(&mut txn.scratch);
-        let had_row = secondaries && head.value_locked(&mut old_row);
+        let had_row = secondaries && !entry.keys_unchanged && head.value_locked(&mut old_row);
         txn.dropped.clear();
         let kept = {
             let row = value.map(|span| txn.access.slice(span));
             head.install(row, new_word, retention, arena, garbage, &mut txn.dropped)
         };
-        if secondaries {
+        if secondaries && (had_row || !txn.dropped.is_empty()) {
             let TxnState { access, entry_scratch, dropped, .. } = &mut *txn;
             secondary::after_install(
                 table,

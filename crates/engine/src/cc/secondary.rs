@@ -358,17 +358,20 @@ pub(crate) fn before_validation(worker: &mut Worker) -> Result<()> {
         debug_assert!(present, "updated heads were checked present when locked");
         let result = add_changed_entries(worker, table, &access, &old_row);
         worker.txn.scratch = old_row;
-        result?;
+        worker.txn.access.entries[position].keys_unchanged = result?;
     }
     Ok(())
 }
 
+/// Adds the entries of an update's new row that its old row lacks. Returns whether every
+/// secondary key is unchanged.
 fn add_changed_entries(
     worker: &mut Worker,
     table: &Table,
     access: &Access,
     old_row: &[u8],
-) -> Result<()> {
+) -> Result<bool> {
+    let mut unchanged = true;
     for (number, index) in table.secondaries.iter().enumerate() {
         let TxnState {
             access: set,
@@ -383,6 +386,9 @@ fn add_changed_entries(
         let primary_key_len = primary_key.len();
         let had = index.entry_of(old_row, primary_key, old_entry, scratch_key);
         let has = index.entry_of(set.slice(access.value), primary_key, new_entry, scratch_key);
+        if had != has || old_entry != new_entry {
+            unchanged = false;
+        }
         if !has || (had && old_entry == new_entry) {
             continue;
         }
@@ -398,7 +404,7 @@ fn add_changed_entries(
         worker.txn.scratch_entry = new_entry;
         result?;
     }
-    Ok(())
+    Ok(unchanged)
 }
 
 /// Appends the entries of `row` to `keys`, recording (index, start, len) in `spans`.

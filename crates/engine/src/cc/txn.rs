@@ -146,6 +146,16 @@ pub(crate) fn observe(
     Ok(Seen::Current(word))
 }
 
+/// Whether every validated observation (a read, or the read before an update or delete) still
+/// holds: the commit-time check, made early. A record some committer has locked counts as
+/// changed.
+fn reads_still_valid(state: &TxnState) -> bool {
+    state.access.entries.iter().all(|entry| {
+        // SAFETY: heads in the access set were reached while pinned; the worker stays pinned.
+        !entry.validate || unsafe { (*entry.head).word() } == entry.observed
+    })
+}
+
 /// The row of an own access, if it has one.
 fn own_row(access: &AccessSet, index: usize) -> Option<Span> {
     let entry = &access.entries[index];
@@ -249,7 +259,10 @@ impl<'w> Txn<'w> {
                 }
                 Seen::Current(word) if !word.is_latest() => continue,
                 Seen::Current(word) if word.is_absent() => return Ok(Found::None),
-                Seen::Current(_) => return Ok(Found::Buffer),
+                Seen::Current(_) => {
+                    state.last_lookup.remember(table_id, key, raw as *mut Head);
+                    return Ok(Found::Buffer);
+                }
             }
         }
         Err(poison(state, AbortReason::ReadValidation))
@@ -264,12 +277,13 @@ impl<'w> Txn<'w> {
         // SAFETY: a `Txn` exists only while its worker is pinned and in a call.
         let pin = unsafe { pinned() };
         for _ in 0..LOOKUP_ATTEMPTS_MAX {
-            let probe = table.primary.get(key, &pin);
-            let done = match probe.value {
-                Some(raw) => self.insert_existing(table, table_id, raw as *mut Head, key, value)?,
-                None => self.insert_fresh(table, table_id, key, value, &pin)?,
+            // Most inserts are of new keys: insert a fresh head at once (one descent), and deal
+            // with an existing head only when the index reports one.
+            let existing = match self.insert_fresh(table, table_id, key, value, &pin)? {
+                None => return Ok(()),
+                Some(existing) => existing,
             };
-            if done {
+            if self.insert_existing(table, table_id, existing as *mut Head, key, value)? {
                 return Ok(());
             }
         }
@@ -329,6 +343,12 @@ impl<'w> Txn<'w> {
             }
         }
         if !word.is_absent() {
+            // A transaction whose earlier reads are already stale did not see the state it
+            // inserts into: the duplicate is a symptom of a conflict, reported as an abort so
+            // the caller retries (as PostgreSQL reports 40001, not 23505, at SERIALIZABLE).
+            if state.isolation.validates_reads() && !reads_still_valid(state) {
+                return Err(poison(state, AbortReason::ReadValidation));
+            }
             // The caller learns that the row exists: that must still hold at commit.
             if own.is_none() && state.isolation.validates_reads() {
                 state.access.push(Access::read(head, table_id, word, true));
@@ -361,6 +381,7 @@ impl<'w> Txn<'w> {
             locked: false,
             value: value_span,
             key: key_span,
+            keys_unchanged: false,
         };
         match own {
             Some(index) => state.access.entries[index] = access,
@@ -371,7 +392,8 @@ impl<'w> Txn<'w> {
         Ok(true)
     }
 
-    /// Insert of a key the index does not have. Returns `false` if another insert won the race.
+    /// Insert of a key with a fresh head. Returns the key's existing head instead if the
+    /// index has one.
     fn insert_fresh(
         &mut self,
         table: &Table,
@@ -379,17 +401,15 @@ impl<'w> Txn<'w> {
         key: &[u8],
         value: &[u8],
         pin: &Pin<'_>,
-    ) -> Result<bool> {
+    ) -> Result<Option<u64>> {
         let worker = &mut *self.worker;
         let head = Head::alloc(&mut worker.arena, value.len(), TidWord::FRESH);
-        if table
-            .primary
-            .insert(key, head as u64, pin, &mut worker.garbage, &mut worker.txn.nodes)
-            .is_err()
+        if let Err(existing) =
+            table.primary.insert(key, head as u64, pin, &mut worker.garbage, &mut worker.txn.nodes)
         {
             // SAFETY: the head was never published.
             unsafe { Head::free_now(head, &mut worker.arena) };
-            return Ok(false);
+            return Ok(Some(existing));
         }
         let mark = worker.txn.inserted_entries.len();
         if let Err(error) = secondary::insert_entries(worker, table, head, key, value) {
@@ -418,8 +438,9 @@ impl<'w> Txn<'w> {
             locked: false,
             value: value_span,
             key: key_span,
+            keys_unchanged: false,
         });
-        Ok(true)
+        Ok(None)
     }
 
     /// Replaces the row with primary key `key`. Returns whether there was a row.
@@ -451,6 +472,14 @@ impl<'w> Txn<'w> {
         self.writable()?;
         check_key(key)?;
         let table_id = self.worker.register_table(table);
+        // A read of this key just before (read-modify-write) found its head: a head stays the
+        // key's while it is LATEST, which `write_existing` checks, so the index need not be
+        // searched again.
+        if let Some(head) = self.worker.txn.last_lookup.recall(table_id, key)
+            && let Some(found) = self.write_existing(table, table_id, head, key, value)?
+        {
+            return Ok(found);
+        }
         // SAFETY: a `Txn` exists only while its worker is pinned and in a call.
         let pin = unsafe { pinned() };
         for _ in 0..LOOKUP_ATTEMPTS_MAX {
@@ -567,10 +596,109 @@ impl<'w> Txn<'w> {
                     locked: false,
                     value: value_span,
                     key: key_span,
+                    keys_unchanged: false,
                 });
             }
         }
         Ok(Some(true))
+    }
+
+    /// Visits the rows with primary keys in `(low, high)` in `direction` order, at most `limit`
+    /// of them, and replaces each row for which `change` writes a new one (returning `true`).
+    /// Returns how many rows were replaced. The rows are written through the records the scan
+    /// found, without searching the index again (a SQL `UPDATE ... WHERE key BETWEEN`).
+    pub fn update_range(
+        &mut self,
+        table: &TableRef,
+        low: Bound<&[u8]>,
+        high: Bound<&[u8]>,
+        direction: Direction,
+        limit: usize,
+        mut change: impl FnMut(&[u8], &[u8], &mut Vec<u8>) -> bool,
+    ) -> Result<usize> {
+        self.writable()?;
+        // Scan first, collecting (head, key, new row); write afterwards, since writes change
+        // the transaction's sets that the scan is reading through.
+        let mut pending = std::mem::take(&mut self.worker.txn.pending_updates);
+        let mut bytes = std::mem::take(&mut self.worker.txn.pending_bytes);
+        pending.clear();
+        bytes.clear();
+        let mut row = Vec::new();
+        std::mem::swap(&mut row, &mut self.worker.txn.scratch_entry);
+        let scanned = self.scan_heads(table, low, high, direction, limit, |head, key, value| {
+            row.clear();
+            if change(key, value, &mut row) {
+                let start = bytes.len();
+                bytes.extend_from_slice(key);
+                bytes.extend_from_slice(&row);
+                pending.push((head, start as u32, key.len() as u32, row.len() as u32));
+            }
+            true
+        });
+        std::mem::swap(&mut row, &mut self.worker.txn.scratch_entry);
+        let result = scanned.and_then(|_| {
+            let table_id = self.worker.register_table(table);
+            let mut updated = 0;
+            for &(head, start, key_len, row_len) in &pending {
+                let (start, key_len, row_len) =
+                    (start as usize, key_len as usize, row_len as usize);
+                let key = &bytes[start..start + key_len];
+                let value = &bytes[start + key_len..start + key_len + row_len];
+                check_value(value)?;
+                match self.write_existing(table, table_id, head, key, Some(value))? {
+                    Some(true) => updated += 1,
+                    Some(false) => {}
+                    // Unlinked since the scan: the key has a new head now.
+                    None => updated += usize::from(self.write(table, key, Some(value))?),
+                }
+            }
+            Ok(updated)
+        });
+        self.worker.txn.pending_updates = pending;
+        self.worker.txn.pending_bytes = bytes;
+        result
+    }
+
+    /// A scan that hands the visitor each row's head as well.
+    fn scan_heads(
+        &mut self,
+        table: &TableRef,
+        low: Bound<&[u8]>,
+        high: Bound<&[u8]>,
+        direction: Direction,
+        limit: usize,
+        mut visit: impl FnMut(*mut Head, &[u8], &[u8]) -> bool,
+    ) -> Result<usize> {
+        self.active()?;
+        let table_id = self.worker.register_table(table);
+        // SAFETY: a `Txn` exists only while its worker is pinned and in a call.
+        let pin = unsafe { pinned() };
+        let state = &mut self.worker.txn;
+        let TxnState { access, nodes, read_buffer, scan_buffer, isolation, snapshot, .. } = state;
+        let current = std::cell::Cell::new(std::ptr::null_mut());
+        let mut forward = |key: &[u8], row: &[u8]| visit(current.get(), key, row);
+        let mut visitor = RowVisitor {
+            access,
+            nodes,
+            buffer: read_buffer,
+            table: table_id,
+            snapshot: *snapshot,
+            validate_reads: isolation.validates_reads(),
+            validate_nodes: isolation.validates_nodes(),
+            visit: &mut forward,
+            count: 0,
+            limit,
+            error: None,
+        };
+        let mut with_heads = HeadVisitor { rows: &mut visitor, current: &current };
+        if limit > 0 {
+            table.primary.scan(low, high, direction, &pin, scan_buffer, &mut with_heads);
+        }
+        let (count, error) = (visitor.count, visitor.error);
+        match error {
+            Some(reason) => Err(poison(state, reason)),
+            None => Ok(count),
+        }
     }
 
     /// Visits the rows with primary keys in `(low, high)`, in `direction` order, at most
@@ -776,6 +904,23 @@ impl<F: FnMut(&[u8], &[u8]) -> bool> ScanVisitor for RowVisitor<'_, F> {
             Some(found) => self.emit(key, found),
             None => self.error.is_none(),
         }
+    }
+}
+
+/// Passes each entry's head on to a `RowVisitor`'s callback through `current`.
+struct HeadVisitor<'a, 'b, F> {
+    rows: &'a mut RowVisitor<'b, F>,
+    current: &'a std::cell::Cell<*mut Head>,
+}
+
+impl<F: FnMut(&[u8], &[u8]) -> bool> ScanVisitor for HeadVisitor<'_, '_, F> {
+    fn leaf(&mut self, leaf: LeafVersion) {
+        self.rows.leaf(leaf);
+    }
+
+    fn entry(&mut self, key: &[u8], value: u64) -> bool {
+        self.current.set(value as *mut Head);
+        self.rows.entry(key, value)
     }
 }
 

@@ -1,19 +1,20 @@
 //! Per-worker memory for records and versions (SYSTEM.md §1: allocation is per core; a central
 //! allocator is a measured bottleneck).
 //!
-//! An `Arena` caches freed blocks by size class in front of the global allocator. A worker
-//! allocates record heads and versions from its own arena and frees what its garbage list
-//! releases into it, so in steady state (updates replacing versions of the same sizes) the
-//! global allocator is not called at all: the commit path allocates nothing. Blocks move freely
-//! between workers' arenas, since every block of a class has the same layout; each class keeps
-//! at most `CACHED_BYTES_PER_CLASS_MAX` bytes and returns the rest.
+//! An `Arena` caches free blocks by size class in front of the huge-page chunks of
+//! `storage::chunks`. A worker allocates record heads and versions from its own arena and frees
+//! what its garbage list releases into it, so in steady state (updates replacing versions of the
+//! same sizes) it takes no lock and the global allocator is not called at all: the commit path
+//! allocates nothing. An empty class refills a batch of blocks from the chunks; a class holding
+//! more than `CACHED_BYTES_PER_CLASS_MAX` bytes gives half back, so blocks move between workers.
 //!
 //! | class range     | block sizes                          |
 //! |-----------------|--------------------------------------|
 //! | 0..64           | 16, 32, ..., 1024 bytes (16-byte steps) |
 //! | 64..71          | 2 KiB, 4 KiB, ..., 128 KiB             |
-//! | beyond          | exact size, straight to the allocator |
+//! | beyond          | exact size, straight to the global allocator |
 
+use super::chunks;
 use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
 
 const SMALL_STEP_BYTES: usize = 16;
@@ -26,6 +27,9 @@ const CLASSES: usize = SMALL_CLASSES + LARGE_CLASSES;
 /// Blocks cached per class, in bytes: enough for the versions a worker frees between two
 /// reclamation passes at millions of updates per second, small next to the data.
 const CACHED_BYTES_PER_CLASS_MAX: usize = 4 << 20;
+
+/// Bytes of blocks an empty class takes from the chunks at once (at least one block).
+const REFILL_BYTES: usize = 16 << 10;
 
 /// Alignment of every block: record words are 8-byte atomics, and 16 keeps small blocks from
 /// straddling more cache lines than their size needs.
@@ -55,7 +59,8 @@ pub fn block_bytes(bytes: usize) -> usize {
 
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ArenaStats {
-    /// Blocks taken from the global allocator.
+    /// Batches of blocks taken from the shared chunks, and blocks beyond the largest class
+    /// taken from the global allocator.
     pub system_allocations: u64,
     /// Blocks served from the cache.
     pub cached_allocations: u64,
@@ -76,6 +81,14 @@ impl Default for Arena {
     }
 }
 
+fn class_bytes(class: usize) -> usize {
+    if class < SMALL_CLASSES {
+        (class + 1) * SMALL_STEP_BYTES
+    } else {
+        SMALL_BYTES_MAX << (class - SMALL_CLASSES + 1)
+    }
+}
+
 impl Arena {
     pub fn new() -> Self {
         Arena { free: std::array::from_fn(|_| Vec::new()), stats: ArenaStats::default() }
@@ -88,20 +101,23 @@ impl Arena {
     /// A block of at least `bytes` bytes, aligned to [`BLOCK_ALIGN`], uninitialised.
     #[inline]
     pub fn alloc(&mut self, bytes: usize) -> *mut u8 {
-        if let Some((class, _)) = class_of(bytes)
-            && let Some(block) = self.free[class].pop()
-        {
+        let Some((class, size)) = class_of(bytes) else {
+            self.stats.system_allocations += 1;
+            let layout = Self::large_layout(bytes);
+            // SAFETY: the layout has a non-zero size.
+            let block = unsafe { alloc(layout) };
+            if block.is_null() {
+                handle_alloc_error(layout);
+            }
+            return block;
+        };
+        if let Some(block) = self.free[class].pop() {
             self.stats.cached_allocations += 1;
             return block;
         }
         self.stats.system_allocations += 1;
-        let layout = Self::layout(bytes);
-        // SAFETY: the layout has a non-zero size.
-        let block = unsafe { alloc(layout) };
-        if block.is_null() {
-            handle_alloc_error(layout);
-        }
-        block
+        chunks::alloc_blocks(size, (REFILL_BYTES / size).max(1), &mut self.free[class]);
+        self.free[class].pop().expect("refilled")
     }
 
     /// Returns a block of `bytes` bytes (the size it was requested with).
@@ -111,37 +127,30 @@ impl Arena {
     /// reaches it any more.
     #[inline]
     pub unsafe fn free(&mut self, block: *mut u8, bytes: usize) {
-        if let Some((class, size)) = class_of(bytes) {
-            let list = &mut self.free[class];
-            if list.len() * size < CACHED_BYTES_PER_CLASS_MAX {
-                list.push(block);
-                return;
-            }
+        let Some((class, size)) = class_of(bytes) else {
+            // SAFETY: guaranteed by the caller; the layout is the one `alloc` used.
+            unsafe { dealloc(block, Self::large_layout(bytes)) };
+            return;
+        };
+        let list = &mut self.free[class];
+        list.push(block);
+        if list.len() * size > CACHED_BYTES_PER_CLASS_MAX {
+            let keep = list.len() / 2;
+            // SAFETY: cached blocks are free and of this class's size.
+            unsafe { chunks::free_blocks(size, list.drain(keep..)) };
         }
-        // SAFETY: guaranteed by the caller; the layout is the one `alloc` used.
-        unsafe { dealloc(block, Self::layout(bytes)) };
     }
 
-    fn layout(bytes: usize) -> Layout {
-        Layout::from_size_align(block_bytes(bytes), BLOCK_ALIGN).expect("block layout")
+    fn large_layout(bytes: usize) -> Layout {
+        Layout::from_size_align(bytes, BLOCK_ALIGN).expect("block layout")
     }
 }
 
 impl Drop for Arena {
     fn drop(&mut self) {
         for (class, list) in self.free.iter_mut().enumerate() {
-            let size = if class < SMALL_CLASSES {
-                (class + 1) * SMALL_STEP_BYTES
-            } else {
-                SMALL_BYTES_MAX << (class - SMALL_CLASSES + 1)
-            };
-            for block in list.drain(..) {
-                // SAFETY: cached blocks are owned by the arena and were allocated with this
-                // class's layout.
-                unsafe {
-                    dealloc(block, Layout::from_size_align(size, BLOCK_ALIGN).expect("layout"))
-                };
-            }
+            // SAFETY: cached blocks are free and of this class's size.
+            unsafe { chunks::free_blocks(class_bytes(class), list.drain(..)) };
         }
     }
 }
@@ -169,6 +178,6 @@ mod tests {
         let huge = arena.alloc(LARGE_BYTES_MAX * 2);
         // SAFETY: as above.
         unsafe { arena.free(huge, LARGE_BYTES_MAX * 2) };
-        assert_eq!(arena.stats().system_allocations, 2);
+        assert_eq!(arena.stats().system_allocations, 2, "one refill of the class, one large block");
     }
 }

@@ -3,9 +3,11 @@
 //! - [`record`]: the record head (MOT's sentinel), its TID word, the inline newest version and
 //!   the chain of older versions;
 //! - [`table`]: primary and secondary indexes over record heads;
-//! - [`arena`]: per-worker block caches for heads and versions.
+//! - [`arena`]: per-worker block caches for heads and versions;
+//! - [`chunks`]: huge-page chunks carved into blocks, under arenas and index nodes.
 
 pub mod arena;
+pub mod chunks;
 pub mod record;
 pub mod table;
 

@@ -532,10 +532,10 @@ impl Head {
         if keep {
             let kept = if !old_overflow.is_null() && !old_word.is_absent() {
                 old_overflow
+            } else if old_word.is_absent() {
+                Version::alloc(arena, old_word, &[])
             } else {
-                let mut scratch = [0u8; INLINE_BYTES_MAX];
-                let len = if old_word.is_absent() { 0 } else { self.copy_inline(&mut scratch) };
-                Version::alloc(arena, old_word, &scratch[..len])
+                self.inline_to_version(old_word, arena)
             };
             if kept == old_overflow {
                 self.overflow.store(std::ptr::null_mut(), Ordering::Relaxed);
@@ -605,16 +605,32 @@ impl Head {
         }
     }
 
-    /// Copies the inline value of a locked head into `out`; returns its length.
-    fn copy_inline(&self, out: &mut [u8; INLINE_BYTES_MAX]) -> usize {
+    /// A new version holding the inline value of a locked head, with `word`.
+    fn inline_to_version(&self, word: TidWord, arena: &mut Arena) -> *mut Version {
         let len = self.len.load(Ordering::Relaxed) as usize;
         debug_assert!(len <= self.capacity_words as usize * 8);
-        for (index, word) in self.inline()[..len.div_ceil(8)].iter().enumerate() {
-            let bytes = word.load(Ordering::Relaxed).to_le_bytes();
-            let end = (index * 8 + 8).min(len);
-            out[index * 8..end].copy_from_slice(&bytes[..end - index * 8]);
+        let version = arena.alloc(Version::bytes_for(len)) as *mut Version;
+        // SAFETY: a fresh block for the header and `len` bytes; the inline words hold `len`
+        // bytes, little-endian, and we hold the lock so they do not change.
+        unsafe {
+            version.write(Version {
+                word: word.without(TidWord::LOCK).raw(),
+                prev: AtomicPtr::new(std::ptr::null_mut()),
+                len: len as u32,
+                _reserved: 0,
+            });
+            let data = Version::data_ptr(version);
+            for (index, word) in self.inline()[..len / 8].iter().enumerate() {
+                let bytes = word.load(Ordering::Relaxed).to_le_bytes();
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), data.add(index * 8), 8);
+            }
+            let tail = len % 8;
+            if tail > 0 {
+                let bytes = self.inline()[len / 8].load(Ordering::Relaxed).to_le_bytes();
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), data.add(len - tail), tail);
+            }
         }
-        len
+        version
     }
 
     /// Drops chain versions no snapshot at or above `retention.low` can read. Locked head.

@@ -1,0 +1,103 @@
+//! Memory in 2 MiB chunks, backed by transparent huge pages where the kernel allows
+//! (`madvise(MADV_HUGEPAGE)`), carved into blocks of fixed sizes.
+//!
+//! An OLTP transaction touches a handful of records and index nodes among gigabytes of them;
+//! with 4 KiB pages nearly every such access also misses the TLB. Packing index nodes, record
+//! heads and versions into huge pages lets the TLB cover the whole database (the gain is
+//! measured in docs/performance.md). Each block size has a global free list behind a mutex;
+//! index nodes take and give single blocks (splits and merges are rare), and per-worker arenas
+//! (`storage::arena`) move blocks in batches, so the lock is taken once per many allocations.
+//! Chunks are kept for the life of the process: freed blocks are reused, not returned.
+
+use std::alloc::{Layout, alloc, handle_alloc_error};
+use std::sync::Mutex;
+
+/// Bytes per chunk: one huge page.
+pub const CHUNK_BYTES: usize = 2 << 20;
+
+#[derive(Debug)]
+struct Class {
+    bytes: usize,
+    free: Vec<usize>,
+    chunk: usize,
+    chunk_left: usize,
+}
+
+impl Class {
+    fn carve(&mut self) -> usize {
+        if self.chunk_left < self.bytes {
+            let layout = Layout::from_size_align(CHUNK_BYTES, CHUNK_BYTES).expect("chunk layout");
+            // SAFETY: the layout has a non-zero size.
+            let chunk = unsafe { alloc(layout) };
+            if chunk.is_null() {
+                handle_alloc_error(layout);
+            }
+            advise_huge_pages(chunk, CHUNK_BYTES);
+            self.chunk = chunk as usize;
+            self.chunk_left = CHUNK_BYTES;
+        }
+        let block = self.chunk;
+        self.chunk += self.bytes;
+        self.chunk_left -= self.bytes;
+        block
+    }
+}
+
+fn advise_huge_pages(start: *mut u8, bytes: usize) {
+    #[cfg(target_os = "linux")]
+    // SAFETY: the range is a fresh allocation of ours; madvise only changes how the kernel
+    // backs it, and a failure (huge pages disabled) leaves ordinary pages.
+    unsafe {
+        libc::madvise(start as *mut libc::c_void, bytes, libc::MADV_HUGEPAGE);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (start, bytes);
+}
+
+/// One class per block size ever used (a few dozen at most).
+static CLASSES: Mutex<Vec<Class>> = Mutex::new(Vec::new());
+
+fn with_class<T>(bytes: usize, body: impl FnOnce(&mut Class) -> T) -> T {
+    assert!(bytes > 0 && bytes.is_multiple_of(16) && bytes <= CHUNK_BYTES, "block size {bytes}");
+    let mut classes = CLASSES.lock().unwrap_or_else(|poison| poison.into_inner());
+    let index = match classes.iter().position(|class| class.bytes == bytes) {
+        Some(index) => index,
+        None => {
+            classes.push(Class { bytes, free: Vec::new(), chunk: 0, chunk_left: 0 });
+            classes.len() - 1
+        }
+    };
+    body(&mut classes[index])
+}
+
+/// An uninitialised block of `bytes` (a multiple of 16), aligned to the largest power of two
+/// dividing `bytes`, up to 64.
+pub fn alloc_block(bytes: usize) -> *mut u8 {
+    with_class(bytes, |class| class.free.pop().unwrap_or_else(|| class.carve())) as *mut u8
+}
+
+/// Appends `count` blocks of `bytes` to `out`.
+pub fn alloc_blocks(bytes: usize, count: usize, out: &mut Vec<*mut u8>) {
+    with_class(bytes, |class| {
+        for _ in 0..count {
+            let block = class.free.pop().unwrap_or_else(|| class.carve());
+            out.push(block as *mut u8);
+        }
+    });
+}
+
+/// Returns a block from [`alloc_block`] or [`alloc_blocks`] of the same size.
+///
+/// # Safety
+/// Nothing reaches `block` any more.
+pub unsafe fn free_block(block: *mut u8, bytes: usize) {
+    with_class(bytes, |class| class.free.push(block as usize));
+}
+
+/// Returns blocks of one size.
+///
+/// # Safety
+/// Nothing reaches any of the blocks any more.
+pub unsafe fn free_blocks(bytes: usize, blocks: impl Iterator<Item = *mut u8>) {
+    with_class(bytes, |class| class.free.extend(blocks.map(|block| block as usize)));
+}
