@@ -4,6 +4,7 @@
 //!   workload is a trait of transactions that every adapter implements;
 //! - [`ycsb`]: YCSB in Silo's variant and Wu et al.'s three mixes, over the engine in
 //!   transactional or raw mode;
+//! - [`tpcc`]: TPC-C with its consistency checks and StockScan, on the engine and on SQLite;
 //! - [`index`]: the B+tree against other concurrent ordered maps;
 //! - [`keys`]: uniform and scrambled Zipfian key choice;
 //! - [`report`]: latency histograms, progress, machine description, JSON.
@@ -12,4 +13,5 @@ pub mod db;
 pub mod index;
 pub mod keys;
 pub mod report;
+pub mod tpcc;
 pub mod ycsb;

@@ -2,6 +2,8 @@
 
 use clap::{Args, Parser, Subcommand};
 use engram_bench::report::{format_rate, write_json};
+use engram_bench::tpcc::engram::{EngramTpcc, ReadOnlyLevels};
+use engram_bench::tpcc::{self, spec::Scale, sqlite::SqliteTpcc};
 use engram_bench::{index, ycsb};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -29,6 +31,52 @@ enum Benchmark {
     Ycsb(YcsbArgs),
     /// The B+tree against other concurrent ordered maps.
     Index(IndexArgs),
+    /// TPC-C (v5.11, throughput mode) with consistency checks, on Engram or SQLite.
+    Tpcc(TpccArgs),
+}
+
+#[derive(Args)]
+struct TpccArgs {
+    /// Warehouses (default: one per thread of the largest thread count).
+    #[arg(long)]
+    warehouses: Option<u16>,
+    /// Driver threads, or a comma-separated list measured in alternating rounds.
+    #[arg(long, value_delimiter = ',')]
+    threads: Vec<usize>,
+    /// Seconds of measurement (split over the rounds when several thread counts run).
+    #[arg(long, default_value_t = 10.0)]
+    duration: f64,
+    /// standard (45/43/4/4/4) | new-order-payment (50/50)
+    #[arg(long, default_value = "standard")]
+    mix: String,
+    /// Run Wu et al.'s StockScan (scan STOCK, count items per warehouse) on one extra thread.
+    #[arg(long)]
+    stock_scan: bool,
+    /// engram | sqlite
+    #[arg(long, default_value = "engram")]
+    db: String,
+    /// Isolation of OrderStatus and StockLevel on Engram: specification (repeatable read and
+    /// read committed, TPC-C's clause 3.4.0.1), serializable, or snapshot.
+    #[arg(long, default_value = "specification")]
+    read_only: String,
+    /// Items (a smaller database for quick runs; the specification's is 100,000).
+    #[arg(long, default_value_t = 100_000)]
+    items: u32,
+    /// Customers and initial orders per district (the specification's is 3,000).
+    #[arg(long, default_value_t = 3_000)]
+    customers: u32,
+    /// Rounds when several thread counts run.
+    #[arg(long, default_value_t = 4)]
+    rounds: u32,
+    /// Seed of the data and the inputs.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Write the results as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
 }
 
 #[derive(Args)]
@@ -258,6 +306,136 @@ fn ratios(reports: &[ycsb::Report]) -> Ratios {
     ratios
 }
 
+fn tpcc_command(args: TpccArgs) -> Result<(), String> {
+    let mix = tpcc::Mix::parse(&args.mix)
+        .ok_or_else(|| format!("unknown mix {:?}: use standard or new-order-payment", args.mix))?;
+    let mut thread_counts = args.threads.clone();
+    if thread_counts.is_empty() {
+        thread_counts.push(std::thread::available_parallelism().map_or(1, |n| n.get()));
+    }
+    if thread_counts.contains(&0) {
+        return Err("--threads must be at least 1".into());
+    }
+    let warehouses =
+        args.warehouses.unwrap_or(*thread_counts.iter().max().expect("a thread count") as u16);
+    if warehouses == 0 {
+        return Err("--warehouses must be at least 1".into());
+    }
+    if args.items < 100 || args.customers < 30 {
+        return Err("--items must be at least 100 and --customers at least 30".into());
+    }
+    if !(args.duration > 0.0) {
+        return Err("--duration must be positive".into());
+    }
+    let scale = Scale {
+        warehouses,
+        items: args.items,
+        customers_per_district: args.customers,
+        orders_per_district: args.customers,
+        new_orders_per_district: args.customers * 3 / 10,
+    };
+    let options = tpcc::Options {
+        scale,
+        threads: thread_counts[0],
+        duration: Duration::from_secs_f64(args.duration),
+        mix,
+        stock_scan: args.stock_scan,
+        seed: args.seed,
+        progress: !args.quiet,
+    };
+    let read_only = ReadOnlyLevels::parse(&args.read_only).ok_or_else(|| {
+        format!(
+            "unknown --read-only {:?}: use specification, serializable or snapshot",
+            args.read_only
+        )
+    })?;
+    let reports = match args.db.as_str() {
+        "engram" => {
+            tpcc::run(&mut EngramTpcc::open(read_only)?, &options, &thread_counts, args.rounds)?
+        }
+        "sqlite" => tpcc::run(&mut SqliteTpcc::create()?, &options, &thread_counts, args.rounds)?,
+        other => return Err(format!("unknown database {other:?}: use engram or sqlite")),
+    };
+    for report in &reports {
+        print_tpcc(report);
+    }
+    if let [one, two] = &reports[..] {
+        let ratio = two.throughput_txn_per_s / one.throughput_txn_per_s;
+        let median = median_ratio(&two.rounds_txn_per_s, &one.rounds_txn_per_s);
+        println!(
+            "{} threads / {} = {ratio:.3}{}",
+            two.threads,
+            one.threads,
+            median.map_or(String::new(), |m| format!(
+                " (median of {} rounds: {m:.3})",
+                two.rounds_txn_per_s.len()
+            ))
+        );
+    }
+    if let Some(path) = &args.json {
+        match &reports[..] {
+            [single] => write_json(path, single)?,
+            _ => write_json(path, &reports)?,
+        }
+    }
+    let consistent = reports.iter().all(|report| report.consistency == serde_json::json!("ok"));
+    if consistent {
+        Ok(())
+    } else {
+        Err(format!("consistency check failed: {}", reports[0].consistency))
+    }
+}
+
+fn print_tpcc(report: &tpcc::Report) {
+    println!(
+        "TPC-C {} mix | {} | {} warehouse(s) | {} threads | {:.1} s | {}",
+        report.mix_name(),
+        report.db,
+        report.warehouses,
+        report.threads,
+        report.duration_s,
+        report.settings
+    );
+    println!(
+        "total {} txn/s ({} per thread), tpmC {} | committed {} rolled back {} aborted {} | consistency {}",
+        format_rate(report.throughput_txn_per_s),
+        format_rate(report.throughput_txn_per_s / report.threads as f64),
+        format_rate(report.tpmc),
+        report.committed,
+        report.rolled_back,
+        report.aborted,
+        report.consistency
+    );
+    println!(
+        "{:<13} {:>12} {:>11} {:>10} {:>9} {:>9} {:>9}  aborts by reason",
+        "type", "txn/s", "committed", "aborted", "p50 us", "p95 us", "p99 us"
+    );
+    for (name, kind) in &report.per_type {
+        let reasons: Vec<String> = kind
+            .aborts_by_reason
+            .iter()
+            .map(|(reason, count)| format!("{reason}={count}"))
+            .collect();
+        println!(
+            "{:<13} {:>12} {:>11} {:>10} {:>9} {:>9} {:>9}  {}",
+            name,
+            format_rate(kind.throughput_txn_per_s),
+            kind.committed + kind.rolled_back,
+            kind.aborted,
+            kind.latency_us.p50,
+            kind.latency_us.p95,
+            kind.latency_us.p99,
+            if reasons.is_empty() { "-".to_string() } else { reasons.join(" ") }
+        );
+    }
+    if let Some(scan) = &report.stock_scan {
+        println!(
+            "stock scan: {} scans, latency p50 {} us, p95 {} us, p99 {} us",
+            scan.scans, scan.latency_us.p50, scan.latency_us.p95, scan.latency_us.p99
+        );
+    }
+}
+
 fn index(args: IndexArgs) -> Result<(), String> {
     let report = index::run(
         &args.sizes,
@@ -289,6 +467,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Bench { benchmark: Benchmark::Ycsb(args) } => ycsb(args),
         Command::Bench { benchmark: Benchmark::Index(args) } => index(args),
+        Command::Bench { benchmark: Benchmark::Tpcc(args) } => tpcc_command(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,880 @@
+//! TPC-C on Engram's engine, each transaction one closure on a worker (stored-procedure
+//! style, as Silo's benchmarks run). NewOrder, Payment and Delivery run at SERIALIZABLE;
+//! OrderStatus and StockLevel at SERIALIZABLE too by default, or as snapshot transactions with
+//! `read_only_snapshots` (never abort, read data up to one snapshot interval old).
+//!
+//! Delivery finds each district's oldest undelivered order by scanning NEW-ORDER from the
+//! highest order id already delivered there, a hint kept in shared memory and raised only after
+//! a Delivery commits (Silo's TPC-C does the same). Orders are created in increasing id order
+//! and delivered oldest first, so every undelivered order lies above the hint, and the scan does
+//! not wade through rows deleted but not yet collected. The scan itself is transactional; the
+//! hint only chooses where it starts.
+
+use super::schema::*;
+use super::spec::{
+    Constants, CustomerSelector, DISTRICTS, DeliveryInput, NewOrderInput, OrderStatusInput, Output,
+    PaymentInput, STOCK_LEVEL_ORDERS, Scale, StockLevelInput,
+};
+use super::{DistrictFacts, Facts, TpccDb, load};
+use crate::db::{Db, Outcome};
+use engram_engine::{
+    Config, Database, Direction, Error, IndexSpec, Isolation, TableRef, TableSpec, Txn, Worker,
+};
+use std::ops::Bound;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+#[derive(Debug, Clone)]
+struct Tables {
+    warehouse: TableRef,
+    district: TableRef,
+    customer: TableRef,
+    history: TableRef,
+    order: TableRef,
+    new_order: TableRef,
+    order_line: TableRef,
+    item: TableRef,
+    stock: TableRef,
+}
+
+/// The isolation levels of the two read-only transactions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadOnlyLevels {
+    /// What TPC-C requires (clause 3.4.0.1): OrderStatus at level 2 (repeatable read),
+    /// StockLevel at level 1 (read committed).
+    Specification,
+    /// Both serializable.
+    Serializable,
+    /// Both as snapshot transactions: never abort, read data up to a snapshot interval old.
+    Snapshot,
+}
+
+impl ReadOnlyLevels {
+    pub fn parse(name: &str) -> Option<ReadOnlyLevels> {
+        match name {
+            "specification" => Some(ReadOnlyLevels::Specification),
+            "serializable" => Some(ReadOnlyLevels::Serializable),
+            "snapshot" => Some(ReadOnlyLevels::Snapshot),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct EngramTpcc {
+    db: Arc<Database>,
+    tables: Option<Tables>,
+    scale: Scale,
+    order_status_isolation: Isolation,
+    stock_level_isolation: Isolation,
+    /// Highest order id delivered per (warehouse, district), index (w - 1) * 10 + d - 1.
+    delivered: Vec<AtomicU32>,
+    threads_connected: AtomicU64,
+}
+
+/// A driver thread's worker and reusable buffers.
+#[derive(Debug)]
+pub struct Conn {
+    worker: Worker,
+    thread: u16,
+    history_sequence: u64,
+    row: Vec<u8>,
+    key: Vec<u8>,
+    high: Vec<u8>,
+    found: Vec<u32>,
+    delivered: Vec<(u8, u32)>,
+}
+
+/// A row the load and the transactions' logic guarantee exists.
+fn required(row: Option<&[u8]>) -> Result<&[u8], Error> {
+    row.ok_or(Error::NotFound)
+}
+
+fn error_outcome(result: Result<(), Error>) -> Outcome {
+    match result {
+        Ok(()) => Outcome::Committed,
+        Err(Error::Aborted(reason)) => Outcome::Aborted(reason.name()),
+        Err(Error::Rollback) => Outcome::RolledBack,
+        Err(error) => panic!("TPC-C transaction failed: {error}"),
+    }
+}
+
+/// The seed of warehouse `w`'s data (0: the items), the same for every adapter.
+pub fn load_seed(constants: &Constants, w: u32) -> u64 {
+    (u64::from(constants.c_last_load) << 32 | u64::from(w)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+impl EngramTpcc {
+    pub fn open(read_only: ReadOnlyLevels) -> Result<EngramTpcc, String> {
+        let db = Database::open(Config::default()).map_err(|error| error.to_string())?;
+        let (order_status_isolation, stock_level_isolation) = match read_only {
+            ReadOnlyLevels::Specification => (Isolation::RepeatableRead, Isolation::ReadCommitted),
+            ReadOnlyLevels::Serializable => (Isolation::Serializable, Isolation::Serializable),
+            ReadOnlyLevels::Snapshot => (Isolation::Snapshot, Isolation::Snapshot),
+        };
+        Ok(EngramTpcc {
+            db: Arc::new(db),
+            tables: None,
+            scale: Scale::standard(1),
+            order_status_isolation,
+            stock_level_isolation,
+            delivered: Vec::new(),
+            threads_connected: AtomicU64::new(0),
+        })
+    }
+
+    pub fn database(&self) -> &Database {
+        &self.db
+    }
+
+    fn tables(&self) -> &Tables {
+        self.tables.as_ref().expect("loaded")
+    }
+
+    fn create_tables(&self) -> Result<Tables, Error> {
+        let create = |name: &str| self.db.create_table(TableSpec::new(name));
+        Ok(Tables {
+            warehouse: create("warehouse")?,
+            district: create("district")?,
+            customer: self.db.create_table(TableSpec::new("customer").index(IndexSpec::new(
+                "customer_by_name",
+                false,
+                customer_name_key,
+            )))?,
+            history: create("history")?,
+            order: self.db.create_table(TableSpec::new("order").index(IndexSpec::new(
+                "order_by_customer",
+                false,
+                order_customer_key,
+            )))?,
+            new_order: create("new_order")?,
+            order_line: create("order_line")?,
+            item: create("item")?,
+            stock: create("stock")?,
+        })
+    }
+}
+
+impl Db for EngramTpcc {
+    type Conn = Conn;
+
+    fn name(&self) -> String {
+        "engram".into()
+    }
+
+    fn settings(&self) -> String {
+        let config = self.db.config();
+        format!(
+            "stored procedures; NewOrder, Payment, Delivery serializable, OrderStatus {}, StockLevel {}; \
+             epoch {} ms; no logging",
+            self.order_status_isolation.name(),
+            self.stock_level_isolation.name(),
+            config.epoch_interval_ms
+        )
+    }
+
+    fn connect(&self) -> Result<Conn, String> {
+        Ok(Conn {
+            worker: self.db.worker().map_err(|error| error.to_string())?,
+            thread: self.threads_connected.fetch_add(1, Ordering::Relaxed) as u16,
+            history_sequence: 0,
+            row: Vec::with_capacity(1024),
+            key: Vec::with_capacity(64),
+            high: Vec::with_capacity(64),
+            found: Vec::with_capacity(16),
+            delivered: Vec::with_capacity(10),
+        })
+    }
+}
+
+/// Rows inserted per load transaction.
+const LOAD_BATCH_ROWS: usize = 500;
+
+/// Loads rows into the engine in transactions of `LOAD_BATCH_ROWS` rows.
+struct Loader<'a> {
+    worker: Worker,
+    tables: &'a Tables,
+    /// (table, key span, row span) in `bytes`.
+    pending: Vec<(u8, usize, usize, usize)>,
+    bytes: Vec<u8>,
+    row: Vec<u8>,
+}
+
+impl Tables {
+    /// Tables by the loader's numbering.
+    fn by_number(&self, index: u8) -> &TableRef {
+        [
+            &self.warehouse,
+            &self.district,
+            &self.customer,
+            &self.history,
+            &self.order,
+            &self.new_order,
+            &self.order_line,
+            &self.item,
+            &self.stock,
+        ][usize::from(index)]
+    }
+}
+
+impl Loader<'_> {
+    fn add(&mut self, table: u8, key: &[u8]) -> Result<(), Error> {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(key);
+        self.bytes.extend_from_slice(&self.row);
+        self.pending.push((table, start, key.len(), self.row.len()));
+        if self.pending.len() >= LOAD_BATCH_ROWS {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), Error> {
+        let Loader { worker, tables, pending, bytes, .. } = self;
+        worker.transaction(Isolation::Serializable, |txn| {
+            for &(table, start, key_len, row_len) in pending.iter() {
+                let key = &bytes[start..start + key_len];
+                let row = &bytes[start + key_len..start + key_len + row_len];
+                txn.insert(tables.by_number(table), key, row)?;
+            }
+            Ok(())
+        })?;
+        pending.clear();
+        bytes.clear();
+        Ok(())
+    }
+}
+
+impl load::Sink for Loader<'_> {
+    type Error = Error;
+
+    fn item(&mut self, row: &Item) -> Result<(), Error> {
+        row.encode(&mut self.row);
+        self.add(7, &item_key(row.i_id))
+    }
+    fn warehouse(&mut self, row: &Warehouse) -> Result<(), Error> {
+        row.encode(&mut self.row);
+        self.add(0, &warehouse_key(row.w_id))
+    }
+    fn stock(&mut self, row: &Stock) -> Result<(), Error> {
+        row.encode(&mut self.row);
+        self.add(8, &stock_key(row.w_id, row.i_id))
+    }
+    fn district(&mut self, row: &District) -> Result<(), Error> {
+        row.encode(&mut self.row);
+        self.add(1, &district_key(row.w_id, row.d_id))
+    }
+    fn customer(&mut self, row: &Customer) -> Result<(), Error> {
+        row.encode(&mut self.row);
+        self.add(2, &customer_key(row.w_id, row.d_id, row.c_id))
+    }
+    fn history(&mut self, row: &History, sequence: u64) -> Result<(), Error> {
+        row.encode(&mut self.row);
+        self.add(3, &history_key(row.w_id, u16::MAX, sequence))
+    }
+    fn order(&mut self, row: &Order) -> Result<(), Error> {
+        row.encode(&mut self.row);
+        self.add(4, &order_key(row.w_id, row.d_id, row.o_id))
+    }
+    fn order_line(&mut self, row: &OrderLine) -> Result<(), Error> {
+        row.encode(&mut self.row);
+        self.add(6, &order_line_key(row.w_id, row.d_id, row.o_id, row.number))
+    }
+    fn new_order(&mut self, row: &NewOrder) -> Result<(), Error> {
+        row.encode(&mut self.row);
+        self.add(5, &order_key(row.w_id, row.d_id, row.o_id))
+    }
+}
+
+impl TpccDb for EngramTpcc {
+    fn load(&mut self, scale: &Scale, constants: &Constants, threads: usize) -> Result<(), String> {
+        let tables = self.create_tables().map_err(|error| error.to_string())?;
+        self.scale = *scale;
+        self.delivered = (0..usize::from(scale.warehouses) * usize::from(DISTRICTS))
+            .map(|_| AtomicU32::new(scale.first_new_order() - 1))
+            .collect();
+        let db = &*self.db;
+        let loader = |tables| -> Result<Loader<'_>, String> {
+            Ok(Loader {
+                worker: db.worker().map_err(|error| error.to_string())?,
+                tables,
+                pending: Vec::with_capacity(LOAD_BATCH_ROWS),
+                bytes: Vec::new(),
+                row: Vec::new(),
+            })
+        };
+        let now = super::spec::now();
+        let mut items = loader(&tables)?;
+        load::items(scale, load_seed(constants, 0), &mut items)
+            .and_then(|()| items.flush())
+            .map_err(|error| error.to_string())?;
+        let next = AtomicU32::new(1);
+        std::thread::scope(|scope| -> Result<(), String> {
+            let handles: Vec<_> = (0..threads.max(1))
+                .map(|_| {
+                    let (tables, next) = (&tables, &next);
+                    scope.spawn(move || -> Result<(), String> {
+                        let mut sink = loader(tables)?;
+                        loop {
+                            let w = next.fetch_add(1, Ordering::Relaxed);
+                            if w > u32::from(scale.warehouses) {
+                                return sink.flush().map_err(|error| error.to_string());
+                            }
+                            load::warehouse(
+                                scale,
+                                constants,
+                                w as u16,
+                                load_seed(constants, w),
+                                now,
+                                &mut sink,
+                            )
+                            .map_err(|error| error.to_string())?;
+                        }
+                    })
+                })
+                .collect();
+            handles.into_iter().try_for_each(|handle| handle.join().expect("loader"))
+        })?;
+        self.tables = Some(tables);
+        // Snapshot transactions (StockScan, and OrderStatus and StockLevel when configured so)
+        // read a past epoch: wait until snapshots include the load (bounded by the ticker:
+        // about `snapshot_interval_epochs` epochs).
+        let loaded = db.epochs().global();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while db.epochs().snapshot() <= loaded {
+            if std::time::Instant::now() > deadline {
+                return Err("snapshots did not catch up with the load within a minute".into());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        Ok(())
+    }
+
+    fn new_order(&self, conn: &mut Conn, input: &NewOrderInput, output: &mut Output) -> Outcome {
+        let t = self.tables();
+        let Conn { worker, row, .. } = conn;
+        let result = worker.transaction_once(Isolation::Serializable, |txn| {
+            let (w, d) = (input.warehouse, input.district);
+            let w_tax = u16::read_at(
+                required(txn.get(&t.warehouse, &warehouse_key(w))?)?,
+                warehouse_at::tax,
+            );
+            let district = required(txn.get(&t.district, &district_key(w, d))?)?;
+            let d_tax = u16::read_at(district, district_at::tax);
+            let o = u32::read_at(district, district_at::next_o_id);
+            row.clear();
+            row.extend_from_slice(district);
+            (o + 1).write_at(row, district_at::next_o_id);
+            txn.update(&t.district, &district_key(w, d), row)?;
+            let customer = required(txn.get(&t.customer, &customer_key(w, d, input.customer))?)?;
+            let discount = u16::read_at(customer, customer_at::discount);
+            std::hint::black_box((
+                text_at(customer, customer_at::last, 16),
+                &customer[customer_at::credit..][..2],
+            ));
+            let all_local = input.lines.iter().all(|line| line.supply_warehouse == w);
+            Order {
+                w_id: w,
+                d_id: d,
+                o_id: o,
+                c_id: input.customer,
+                entry_d: input.entry_date,
+                carrier_id: 0,
+                ol_cnt: input.lines.len() as u8,
+                all_local: all_local as u8,
+            }
+            .encode(row);
+            txn.insert(&t.order, &order_key(w, d, o), row)?;
+            NewOrder { w_id: w, d_id: d, o_id: o }.encode(row);
+            txn.insert(&t.new_order, &order_key(w, d, o), row)?;
+            let (mut total, mut original) = (0i64, 0);
+            for (number, line) in input.lines.iter().enumerate() {
+                // An unused item id rolls the order back (clause 2.4.2.3).
+                let Some(item) = txn.get(&t.item, &item_key(line.item))? else {
+                    return Err(Error::Rollback);
+                };
+                let price = i64::read_at(item, item_at::price_cents);
+                let item_original =
+                    text_at(item, item_at::data, 50).windows(8).any(|part| part == b"ORIGINAL");
+                let stock_key = stock_key(line.supply_warehouse, line.item);
+                row.clear();
+                row.extend_from_slice(required(txn.get(&t.stock, &stock_key)?)?);
+                let ordered = i16::from(line.quantity);
+                let quantity = i16::read_at(row, stock_at::quantity);
+                let quantity = if quantity >= ordered + 10 {
+                    quantity - ordered
+                } else {
+                    quantity - ordered + 91
+                };
+                quantity.write_at(row, stock_at::quantity);
+                (u32::read_at(row, stock_at::ytd) + u32::from(line.quantity))
+                    .write_at(row, stock_at::ytd);
+                (u16::read_at(row, stock_at::order_cnt) + 1).write_at(row, stock_at::order_cnt);
+                if line.supply_warehouse != w {
+                    (u16::read_at(row, stock_at::remote_cnt) + 1)
+                        .write_at(row, stock_at::remote_cnt);
+                }
+                let dist_info: [u8; 24] =
+                    <[u8; 24]>::read_at(row, stock_at::dist + 24 * (usize::from(d) - 1));
+                original += u32::from(
+                    item_original
+                        && text_at(row, stock_at::data, 50)
+                            .windows(8)
+                            .any(|part| part == b"ORIGINAL"),
+                );
+                txn.update(&t.stock, &stock_key, row)?;
+                let amount = i64::from(line.quantity) * price;
+                total += amount;
+                OrderLine {
+                    w_id: w,
+                    d_id: d,
+                    o_id: o,
+                    number: number as u8 + 1,
+                    i_id: line.item,
+                    supply_w_id: line.supply_warehouse,
+                    delivery_d: 0,
+                    quantity: line.quantity,
+                    amount_cents: amount,
+                    dist_info,
+                }
+                .encode(row);
+                txn.insert(&t.order_line, &order_line_key(w, d, o, number as u8 + 1), row)?;
+            }
+            // total * (1 - discount) * (1 + w_tax + d_tax), rates in 1/10,000.
+            let taxed = total * (10_000 + i64::from(w_tax) + i64::from(d_tax)) / 10_000;
+            output.amount_cents = taxed * (10_000 - i64::from(discount)) / 10_000;
+            output.order = o;
+            output.customer = input.customer;
+            output.count = input.lines.len() as u32;
+            output.original = original;
+            Ok(())
+        });
+        error_outcome(result)
+    }
+
+    fn payment(&self, conn: &mut Conn, input: &PaymentInput, output: &mut Output) -> Outcome {
+        let t = self.tables();
+        let Conn { worker, row, key, high, found, thread, history_sequence, .. } = conn;
+        *history_sequence += 1;
+        let history_key = history_key(input.warehouse, *thread, *history_sequence);
+        let result = worker.transaction_once(Isolation::Serializable, |txn| {
+            let (w, d) = (input.warehouse, input.district);
+            row.clear();
+            row.extend_from_slice(required(txn.get(&t.warehouse, &warehouse_key(w))?)?);
+            (i64::read_at(row, warehouse_at::ytd_cents) + input.amount_cents)
+                .write_at(row, warehouse_at::ytd_cents);
+            let w_name = Text::<10>::read_at(row, warehouse_at::name);
+            txn.update(&t.warehouse, &warehouse_key(w), row)?;
+            row.clear();
+            row.extend_from_slice(required(txn.get(&t.district, &district_key(w, d))?)?);
+            (i64::read_at(row, district_at::ytd_cents) + input.amount_cents)
+                .write_at(row, district_at::ytd_cents);
+            let d_name = Text::<10>::read_at(row, district_at::name);
+            txn.update(&t.district, &district_key(w, d), row)?;
+            let (cw, cd) = (input.customer_warehouse, input.customer_district);
+            let c = find_customer(txn, t, cw, cd, &input.customer, key, high, found)?;
+            row.clear();
+            row.extend_from_slice(required(txn.get(&t.customer, &customer_key(cw, cd, c))?)?);
+            let balance = i64::read_at(row, customer_at::balance_cents) - input.amount_cents;
+            balance.write_at(row, customer_at::balance_cents);
+            (i64::read_at(row, customer_at::ytd_payment_cents) + input.amount_cents)
+                .write_at(row, customer_at::ytd_payment_cents);
+            (u16::read_at(row, customer_at::payment_cnt) + 1)
+                .write_at(row, customer_at::payment_cnt);
+            if &row[customer_at::credit..customer_at::credit + 2] == b"BC" {
+                // C_DATA gets the payment in front, truncated to 500 characters (2.5.2.2).
+                use std::io::Write;
+                high.clear();
+                let _ = write!(
+                    high,
+                    "{} {} {} {} {} {}.{:02}|",
+                    c,
+                    cd,
+                    cw,
+                    d,
+                    w,
+                    input.amount_cents / 100,
+                    input.amount_cents % 100
+                );
+                high.extend_from_slice(text_at(row, customer_at::data, 500));
+                let data = Text::<500>::new(high);
+                let end = customer_at::data + Text::<500>::WIDTH;
+                let mut encoded = Vec::with_capacity(Text::<500>::WIDTH);
+                data.put(&mut encoded);
+                row[customer_at::data..end].copy_from_slice(&encoded);
+            }
+            txn.update(&t.customer, &customer_key(cw, cd, c), row)?;
+            let mut data = [b' '; 24];
+            let name_len = w_name.as_bytes().len();
+            data[..name_len].copy_from_slice(w_name.as_bytes());
+            data[name_len + 4..name_len + 4 + d_name.as_bytes().len()]
+                .copy_from_slice(d_name.as_bytes());
+            History {
+                c_id: c,
+                c_d_id: cd,
+                c_w_id: cw,
+                d_id: d,
+                w_id: w,
+                date: input.date,
+                amount_cents: input.amount_cents,
+                data: Text::new(&data[..name_len + 4 + d_name.as_bytes().len()]),
+            }
+            .encode(row);
+            txn.insert(&t.history, &history_key, row)?;
+            output.customer = c;
+            output.amount_cents = balance;
+            Ok(())
+        });
+        error_outcome(result)
+    }
+
+    fn order_status(
+        &self,
+        conn: &mut Conn,
+        input: &OrderStatusInput,
+        output: &mut Output,
+    ) -> Outcome {
+        let t = self.tables();
+        let Conn { worker, key, high, found, .. } = conn;
+        let result = worker.transaction_once(self.order_status_isolation, |txn| {
+            let (w, d) = (input.warehouse, input.district);
+            let c = find_customer(txn, t, w, d, &input.customer, key, high, found)?;
+            let customer = required(txn.get(&t.customer, &customer_key(w, d, c))?)?;
+            let balance = i64::read_at(customer, customer_at::balance_cents);
+            std::hint::black_box((
+                text_at(customer, customer_at::first, 16),
+                text_at(customer, customer_at::last, 16),
+            ));
+            // The customer's most recent order: the last entry of its prefix in the by-customer
+            // index.
+            let prefix = order_customer_prefix(w, d, c);
+            high.clear();
+            high.extend_from_slice(&prefix);
+            successor(high);
+            let mut order = None;
+            txn.scan_index(
+                &t.order,
+                0,
+                Bound::Included(&prefix),
+                Bound::Excluded(high),
+                Direction::Reverse,
+                1,
+                |_, row| {
+                    order = Some(u32::read_at(row, order_at::o_id));
+                    std::hint::black_box((
+                        u64::read_at(row, order_at::entry_d),
+                        row[order_at::carrier_id],
+                    ));
+                    false
+                },
+            )?;
+            let mut lines = 0;
+            if let Some(o) = order {
+                let low = order_line_key(w, d, o, 0);
+                let end = order_line_key(w, d, o + 1, 0);
+                lines = txn.scan(
+                    &t.order_line,
+                    Bound::Included(&low),
+                    Bound::Excluded(&end),
+                    Direction::Forward,
+                    usize::MAX,
+                    |_, row| {
+                        std::hint::black_box((
+                            u32::read_at(row, order_line_at::i_id),
+                            u16::read_at(row, order_line_at::supply_w_id),
+                            row[order_line_at::quantity],
+                            i64::read_at(row, order_line_at::amount_cents),
+                            u64::read_at(row, order_line_at::delivery_d),
+                        ));
+                        true
+                    },
+                )?;
+            }
+            output.customer = c;
+            output.amount_cents = balance;
+            output.order = order.unwrap_or(0);
+            output.count = lines as u32;
+            Ok(())
+        });
+        error_outcome(result)
+    }
+
+    fn delivery(&self, conn: &mut Conn, input: &DeliveryInput, output: &mut Output) -> Outcome {
+        let t = self.tables();
+        let Conn { worker, row, delivered, .. } = conn;
+        let w = input.warehouse;
+        let hints = &self.delivered[usize::from(w - 1) * usize::from(DISTRICTS)..]
+            [..usize::from(DISTRICTS)];
+        let result = worker.transaction_once(Isolation::Serializable, |txn| {
+            delivered.clear();
+            for d in 1..=DISTRICTS {
+                let from = order_key(w, d, hints[usize::from(d) - 1].load(Ordering::Relaxed) + 1);
+                let end = order_key(w, d, u32::MAX);
+                let mut oldest = None;
+                txn.scan(
+                    &t.new_order,
+                    Bound::Included(&from),
+                    Bound::Included(&end),
+                    Direction::Forward,
+                    1,
+                    |_, row| {
+                        oldest = Some(u32::read_at(row, new_order_at::o_id));
+                        false
+                    },
+                )?;
+                // A district with no undelivered order is skipped (clause 2.7.4.2).
+                let Some(o) = oldest else { continue };
+                txn.delete(&t.new_order, &order_key(w, d, o))?;
+                row.clear();
+                row.extend_from_slice(required(txn.get(&t.order, &order_key(w, d, o))?)?);
+                let c = u32::read_at(row, order_at::c_id);
+                input.carrier.write_at(row, order_at::carrier_id);
+                txn.update(&t.order, &order_key(w, d, o), row)?;
+                let mut total = 0;
+                let low = order_line_key(w, d, o, 0);
+                let high = order_line_key(w, d, o + 1, 0);
+                txn.update_range(
+                    &t.order_line,
+                    Bound::Included(&low),
+                    Bound::Excluded(&high),
+                    Direction::Forward,
+                    usize::MAX,
+                    |_, line, out| {
+                        total += i64::read_at(line, order_line_at::amount_cents);
+                        out.extend_from_slice(line);
+                        input.date.write_at(out, order_line_at::delivery_d);
+                        true
+                    },
+                )?;
+                let customer_key = customer_key(w, d, c);
+                row.clear();
+                row.extend_from_slice(required(txn.get(&t.customer, &customer_key)?)?);
+                (i64::read_at(row, customer_at::balance_cents) + total)
+                    .write_at(row, customer_at::balance_cents);
+                (u16::read_at(row, customer_at::delivery_cnt) + 1)
+                    .write_at(row, customer_at::delivery_cnt);
+                txn.update(&t.customer, &customer_key, row)?;
+                delivered.push((d, o));
+            }
+            output.count = delivered.len() as u32;
+            Ok(())
+        });
+        let outcome = error_outcome(result);
+        if outcome == Outcome::Committed {
+            for &(d, o) in delivered.iter() {
+                hints[usize::from(d) - 1].fetch_max(o, Ordering::Relaxed);
+            }
+        }
+        outcome
+    }
+
+    fn stock_level(
+        &self,
+        conn: &mut Conn,
+        input: &StockLevelInput,
+        output: &mut Output,
+    ) -> Outcome {
+        let t = self.tables();
+        let Conn { worker, found, .. } = conn;
+        let result = worker.transaction_once(self.stock_level_isolation, |txn| {
+            let (w, d) = (input.warehouse, input.district);
+            let next = u32::read_at(
+                required(txn.get(&t.district, &district_key(w, d))?)?,
+                district_at::next_o_id,
+            );
+            let low = order_line_key(w, d, next.saturating_sub(STOCK_LEVEL_ORDERS), 0);
+            let high = order_line_key(w, d, next, 0);
+            found.clear();
+            txn.scan(
+                &t.order_line,
+                Bound::Included(&low),
+                Bound::Excluded(&high),
+                Direction::Forward,
+                usize::MAX,
+                |_, row| {
+                    found.push(u32::read_at(row, order_line_at::i_id));
+                    true
+                },
+            )?;
+            found.sort_unstable();
+            found.dedup();
+            let mut low_stock = 0;
+            for &item in found.iter() {
+                let quantity = i16::read_at(
+                    required(txn.get(&t.stock, &stock_key(w, item))?)?,
+                    stock_at::quantity,
+                );
+                low_stock += u32::from(i32::from(quantity) < input.threshold);
+            }
+            output.count = low_stock;
+            Ok(())
+        });
+        error_outcome(result)
+    }
+
+    fn stock_scan(&self, conn: &mut Conn) -> Result<Vec<u64>, String> {
+        let t = self.tables();
+        let warehouses = usize::from(self.scale.warehouses);
+        conn.worker
+            .transaction(Isolation::Snapshot, |txn| {
+                let mut counts = vec![0u64; warehouses];
+                txn.scan(
+                    &t.stock,
+                    Bound::Unbounded,
+                    Bound::Unbounded,
+                    Direction::Forward,
+                    usize::MAX,
+                    |key, _| {
+                        let w = u16::from_be_bytes([key[0], key[1]]);
+                        counts[usize::from(w) - 1] += 1;
+                        true
+                    },
+                )?;
+                Ok(counts)
+            })
+            .map_err(|error| error.to_string())
+    }
+
+    fn facts(&self, conn: &mut Conn) -> Result<Facts, String> {
+        let t = self.tables();
+        // Run once the drivers have stopped: read committed sees the final state, and a read
+        // set of millions of order lines would only cost memory.
+        conn.worker
+            .transaction(Isolation::ReadCommitted, |txn| {
+                let mut facts = Facts::default();
+                txn.scan(
+                    &t.warehouse,
+                    Bound::Unbounded,
+                    Bound::Unbounded,
+                    Direction::Forward,
+                    usize::MAX,
+                    |_, row| {
+                        let warehouse = Warehouse::decode(row);
+                        facts.warehouses.push((warehouse.w_id, warehouse.ytd_cents));
+                        true
+                    },
+                )?;
+                txn.scan(
+                    &t.district,
+                    Bound::Unbounded,
+                    Bound::Unbounded,
+                    Direction::Forward,
+                    usize::MAX,
+                    |_, row| {
+                        let district = District::decode(row);
+                        facts.districts.push(DistrictFacts {
+                            w_id: district.w_id,
+                            d_id: district.d_id,
+                            ytd_cents: district.ytd_cents,
+                            next_o_id: district.next_o_id,
+                            ..DistrictFacts::default()
+                        });
+                        true
+                    },
+                )?;
+                let index_of = |w: u16, d: u8| {
+                    usize::from(w - 1) * usize::from(DISTRICTS) + usize::from(d) - 1
+                };
+                let districts = &mut facts.districts;
+                txn.scan(
+                    &t.order,
+                    Bound::Unbounded,
+                    Bound::Unbounded,
+                    Direction::Forward,
+                    usize::MAX,
+                    |_, row| {
+                        let order = Order::decode(row);
+                        let district = &mut districts[index_of(order.w_id, order.d_id)];
+                        district.max_o_id = district.max_o_id.max(order.o_id);
+                        district.sum_ol_cnt += u64::from(order.ol_cnt);
+                        true
+                    },
+                )?;
+                txn.scan(
+                    &t.new_order,
+                    Bound::Unbounded,
+                    Bound::Unbounded,
+                    Direction::Forward,
+                    usize::MAX,
+                    |_, row| {
+                        let new_order = NewOrder::decode(row);
+                        let district = &mut districts[index_of(new_order.w_id, new_order.d_id)];
+                        let o = new_order.o_id;
+                        district.new_orders = Some(match district.new_orders {
+                            None => (o, o, 1),
+                            Some((min, max, count)) => (min.min(o), max.max(o), count + 1),
+                        });
+                        true
+                    },
+                )?;
+                txn.scan(
+                    &t.order_line,
+                    Bound::Unbounded,
+                    Bound::Unbounded,
+                    Direction::Forward,
+                    usize::MAX,
+                    |_, row| {
+                        let line = OrderLine::decode(row);
+                        districts[index_of(line.w_id, line.d_id)].order_lines += 1;
+                        true
+                    },
+                )?;
+                Ok(facts)
+            })
+            .map_err(|error| error.to_string())
+    }
+}
+
+/// Replaces `prefix` with the smallest key above every key that starts with it: the exclusive
+/// upper bound of a prefix scan. TPC-C prefixes always have one (they start with a warehouse
+/// id, never all 0xFF bytes).
+fn successor(prefix: &mut Vec<u8>) {
+    *prefix = engram_engine::index::key::prefix_successor(prefix)
+        .expect("a TPC-C prefix has a successor");
+}
+
+/// The customer a Payment or OrderStatus names: by id, or the one at position ceil(n / 2) among
+/// the n customers with the last name, ordered by first name (clause 2.5.2.2).
+#[allow(clippy::too_many_arguments)]
+fn find_customer(
+    txn: &mut Txn<'_>,
+    t: &Tables,
+    w: u16,
+    d: u8,
+    selector: &CustomerSelector,
+    key: &mut Vec<u8>,
+    high: &mut Vec<u8>,
+    found: &mut Vec<u32>,
+) -> Result<u32, Error> {
+    match selector {
+        CustomerSelector::Id(c) => Ok(*c),
+        CustomerSelector::LastName(last) => {
+            // The by-name index key is (W, D, C_LAST, C_FIRST); every key of this last name
+            // starts with the encoding of (W, D, C_LAST).
+            key.clear();
+            customer_name_prefix(w, d, last, key);
+            high.clear();
+            high.extend_from_slice(key);
+            successor(high);
+            found.clear();
+            txn.scan_index(
+                &t.customer,
+                0,
+                Bound::Included(key),
+                Bound::Excluded(high),
+                Direction::Forward,
+                usize::MAX,
+                |primary_key, _| {
+                    found.push(u32::from_be_bytes(
+                        primary_key[3..7].try_into().expect("customer key"),
+                    ));
+                    true
+                },
+            )?;
+            if found.is_empty() {
+                return Err(Error::NotFound);
+            }
+            Ok(found[found.len().div_ceil(2) - 1])
+        }
+    }
+}

@@ -1,0 +1,586 @@
+//! TPC-C (v5.11), in throughput mode: no keying or think times, the full five-transaction
+//! logic, the specification's population and its consistency conditions 1 to 4 checked after
+//! every run.
+//!
+//! - `spec`: scale, NURand and the other random rules, transaction inputs;
+//! - `schema`: the nine tables as rows and keys, for the engine adapter;
+//! - `engram`: the engine adapter, one closure per transaction (stored-procedure style);
+//! - `sqlite`: the same transactions in SQL on SQLite, the embedded peer;
+//! - this file: the driver (mix, warehouse assignment, retries, tallies), consistency and
+//!   reports.
+
+pub mod engram;
+pub mod load;
+pub mod schema;
+pub mod spec;
+pub mod sqlite;
+
+use crate::db::{Db, Outcome};
+use crate::report::{Latency, Machine, PaddedCounter, Percentiles, Progress};
+use rand::{RngExt, SeedableRng, rngs::SmallRng};
+use serde::Serialize;
+use spec::{
+    Constants, DeliveryInput, NewOrderInput, OrderStatusInput, Output, PaymentInput, Scale,
+    StockLevelInput,
+};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// A database that can run TPC-C.
+pub trait TpccDb: Db {
+    /// Creates the nine tables and loads `scale` with the load-time constants, on `threads`.
+    fn load(&mut self, scale: &Scale, constants: &Constants, threads: usize) -> Result<(), String>;
+    fn new_order(
+        &self,
+        conn: &mut Self::Conn,
+        input: &NewOrderInput,
+        output: &mut Output,
+    ) -> Outcome;
+    fn payment(&self, conn: &mut Self::Conn, input: &PaymentInput, output: &mut Output) -> Outcome;
+    fn order_status(
+        &self,
+        conn: &mut Self::Conn,
+        input: &OrderStatusInput,
+        output: &mut Output,
+    ) -> Outcome;
+    fn delivery(
+        &self,
+        conn: &mut Self::Conn,
+        input: &DeliveryInput,
+        output: &mut Output,
+    ) -> Outcome;
+    fn stock_level(
+        &self,
+        conn: &mut Self::Conn,
+        input: &StockLevelInput,
+        output: &mut Output,
+    ) -> Outcome;
+    /// Wu et al.'s StockScan: scan STOCK and count items per warehouse (index 0 is warehouse 1).
+    fn stock_scan(&self, conn: &mut Self::Conn) -> Result<Vec<u64>, String>;
+    /// The aggregates the consistency conditions compare.
+    fn facts(&self, conn: &mut Self::Conn) -> Result<Facts, String>;
+}
+
+/// Per-warehouse and per-district aggregates for consistency conditions 1 to 4.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Facts {
+    /// (W_ID, W_YTD in cents).
+    pub warehouses: Vec<(u16, i64)>,
+    pub districts: Vec<DistrictFacts>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DistrictFacts {
+    pub w_id: u16,
+    pub d_id: u8,
+    pub ytd_cents: i64,
+    pub next_o_id: u32,
+    pub max_o_id: u32,
+    /// (min, max, count) of NO_O_ID, if the district has new orders.
+    pub new_orders: Option<(u32, u32, u64)>,
+    pub sum_ol_cnt: u64,
+    pub order_lines: u64,
+}
+
+impl Facts {
+    /// Clause 3.3.2.1 to 3.3.2.4. Returns the violations, one line each.
+    pub fn violations(&self) -> Vec<String> {
+        let mut violations = Vec::new();
+        for &(w_id, ytd) in &self.warehouses {
+            let districts: i64 =
+                self.districts.iter().filter(|d| d.w_id == w_id).map(|d| d.ytd_cents).sum();
+            if districts != ytd {
+                violations.push(format!(
+                    "condition 1: warehouse {w_id} W_YTD {ytd} != sum of D_YTD {districts} (cents)"
+                ));
+            }
+        }
+        for district in &self.districts {
+            let (w, d) = (district.w_id, district.d_id);
+            if district.next_o_id - 1 != district.max_o_id {
+                violations.push(format!(
+                    "condition 2: district ({w},{d}) D_NEXT_O_ID - 1 = {} but max(O_ID) = {}",
+                    district.next_o_id - 1,
+                    district.max_o_id
+                ));
+            }
+            if let Some((min, max, count)) = district.new_orders {
+                if max != district.max_o_id {
+                    violations.push(format!(
+                        "condition 2: district ({w},{d}) max(NO_O_ID) = {max} but max(O_ID) = {}",
+                        district.max_o_id
+                    ));
+                }
+                if u64::from(max - min + 1) != count {
+                    violations.push(format!(
+                        "condition 3: district ({w},{d}) has {count} new orders for ids {min}..={max}"
+                    ));
+                }
+            }
+            if district.sum_ol_cnt != district.order_lines {
+                violations.push(format!(
+                    "condition 4: district ({w},{d}) sum(O_OL_CNT) = {} but {} order lines",
+                    district.sum_ol_cnt, district.order_lines
+                ));
+            }
+        }
+        violations
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mix {
+    /// 45% NewOrder, 43% Payment, 4% each OrderStatus, Delivery, StockLevel (clause 5.2.3).
+    Standard,
+    /// 50% NewOrder, 50% Payment: the mix DBx1000 and TicToc publish.
+    NewOrderPayment,
+}
+
+impl Mix {
+    pub fn parse(name: &str) -> Option<Mix> {
+        match name {
+            "standard" => Some(Mix::Standard),
+            "new-order-payment" => Some(Mix::NewOrderPayment),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mix::Standard => "standard",
+            Mix::NewOrderPayment => "new-order-payment",
+        }
+    }
+
+    fn choose(self, random: &mut SmallRng) -> Kind {
+        let roll = random.random_range(1..=100);
+        match self {
+            Mix::Standard => match roll {
+                1..=45 => Kind::NewOrder,
+                46..=88 => Kind::Payment,
+                89..=92 => Kind::OrderStatus,
+                93..=96 => Kind::Delivery,
+                _ => Kind::StockLevel,
+            },
+            Mix::NewOrderPayment => {
+                if roll <= 50 {
+                    Kind::NewOrder
+                } else {
+                    Kind::Payment
+                }
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    NewOrder,
+    Payment,
+    OrderStatus,
+    Delivery,
+    StockLevel,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 5] =
+        [Kind::NewOrder, Kind::Payment, Kind::OrderStatus, Kind::Delivery, Kind::StockLevel];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::NewOrder => "new_order",
+            Kind::Payment => "payment",
+            Kind::OrderStatus => "order_status",
+            Kind::Delivery => "delivery",
+            Kind::StockLevel => "stock_level",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub scale: Scale,
+    pub threads: usize,
+    pub duration: Duration,
+    pub mix: Mix,
+    pub stock_scan: bool,
+    pub seed: u64,
+    pub progress: bool,
+}
+
+/// The warehouses thread `thread` of `threads` works on (Silo: one home warehouse per thread;
+/// with more warehouses than threads each thread takes every `threads`-th one; with fewer,
+/// threads share).
+pub fn home_warehouses(thread: usize, threads: usize, warehouses: u16) -> Vec<u16> {
+    let warehouses = warehouses as usize;
+    if warehouses >= threads {
+        (1..=warehouses).filter(|w| (w - 1) % threads == thread).map(|w| w as u16).collect()
+    } else {
+        vec![(thread % warehouses + 1) as u16]
+    }
+}
+
+/// What happened to one transaction type.
+#[derive(Debug, Clone, Default)]
+pub struct TypeTally {
+    pub committed: u64,
+    pub rolled_back: u64,
+    pub aborted: u64,
+    pub aborts_by_reason: BTreeMap<String, u64>,
+    pub latency: Latency,
+}
+
+impl TypeTally {
+    fn merge(&mut self, other: &TypeTally) {
+        self.committed += other.committed;
+        self.rolled_back += other.rolled_back;
+        self.aborted += other.aborted;
+        for (reason, count) in &other.aborts_by_reason {
+            *self.aborts_by_reason.entry(reason.clone()).or_default() += count;
+        }
+        self.latency.merge(&other.latency);
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Tally {
+    pub types: BTreeMap<Kind, TypeTally>,
+    pub elapsed: Duration,
+    pub stock_scans: u64,
+    pub stock_scan_latency: Latency,
+    /// Throughput of each merged measurement, in order.
+    pub rounds: Vec<f64>,
+}
+
+impl Tally {
+    pub fn completed(&self) -> u64 {
+        self.types.values().map(|tally| tally.committed + tally.rolled_back).sum()
+    }
+
+    pub fn merge(&mut self, other: &Tally) {
+        for (kind, tally) in &other.types {
+            self.types.entry(*kind).or_default().merge(tally);
+        }
+        self.elapsed += other.elapsed;
+        self.stock_scans += other.stock_scans;
+        self.stock_scan_latency.merge(&other.stock_scan_latency);
+        self.rounds.push(other.completed() as f64 / other.elapsed.as_secs_f64());
+    }
+}
+
+/// Runs one transaction until it commits or rolls back, counting aborts.
+fn execute<D: TpccDb>(
+    db: &D,
+    conn: &mut D::Conn,
+    kind: Kind,
+    inputs: &Inputs,
+    output: &mut Output,
+    tally: &mut TypeTally,
+) {
+    let began = Instant::now();
+    loop {
+        let outcome = match kind {
+            Kind::NewOrder => db.new_order(conn, &inputs.new_order, output),
+            Kind::Payment => db.payment(conn, &inputs.payment, output),
+            Kind::OrderStatus => db.order_status(conn, &inputs.order_status, output),
+            Kind::Delivery => db.delivery(conn, &inputs.delivery, output),
+            Kind::StockLevel => db.stock_level(conn, &inputs.stock_level, output),
+        };
+        match outcome {
+            Outcome::Committed => tally.committed += 1,
+            Outcome::RolledBack => tally.rolled_back += 1,
+            Outcome::Aborted(reason) => {
+                tally.aborted += 1;
+                *tally.aborts_by_reason.entry(reason.to_string()).or_default() += 1;
+                continue;
+            }
+        }
+        break;
+    }
+    tally.latency.record(began.elapsed());
+}
+
+/// The current inputs of each transaction type (only the chosen one is regenerated).
+struct Inputs {
+    new_order: NewOrderInput,
+    payment: PaymentInput,
+    order_status: OrderStatusInput,
+    delivery: DeliveryInput,
+    stock_level: StockLevelInput,
+}
+
+/// Runs the mix for `duration` on `options.threads` threads, plus a StockScan thread if asked.
+pub fn measure<D: TpccDb>(
+    db: &D,
+    options: &Options,
+    constants: &Constants,
+    duration: Duration,
+    label: &str,
+) -> Result<Tally, String> {
+    let stop = AtomicBool::new(false);
+    let counters: Vec<PaddedCounter> =
+        (0..options.threads).map(|_| PaddedCounter::default()).collect();
+    let started = Instant::now();
+    let (tallies, scans) =
+        std::thread::scope(|scope| -> Result<(Vec<Tally>, Option<Tally>), String> {
+            let handles: Vec<_> = (0..options.threads)
+                .map(|thread| {
+                    let (stop, counter) = (&stop, &counters[thread]);
+                    scope.spawn(move || -> Result<Tally, String> {
+                        let mut conn = db.connect()?;
+                        let mut random = SmallRng::seed_from_u64(
+                            options.seed.wrapping_mul(7_919) + thread as u64,
+                        );
+                        let homes =
+                            home_warehouses(thread, options.threads, options.scale.warehouses);
+                        let scale = &options.scale;
+                        let mut inputs = Inputs {
+                            new_order: NewOrderInput::generate(
+                                &mut random,
+                                scale,
+                                constants,
+                                homes[0],
+                            ),
+                            payment: PaymentInput::generate(
+                                &mut random,
+                                scale,
+                                constants,
+                                homes[0],
+                            ),
+                            order_status: OrderStatusInput::generate(
+                                &mut random,
+                                scale,
+                                constants,
+                                homes[0],
+                            ),
+                            delivery: DeliveryInput::generate(&mut random, homes[0]),
+                            stock_level: StockLevelInput::generate(&mut random, homes[0]),
+                        };
+                        let mut tally = Tally::default();
+                        let mut output = Output::default();
+                        let mut done = 0u64;
+                        while !stop.load(Ordering::Relaxed) {
+                            let home = homes[random.random_range(0..homes.len())];
+                            let kind = options.mix.choose(&mut random);
+                            match kind {
+                                Kind::NewOrder => {
+                                    inputs.new_order =
+                                        NewOrderInput::generate(&mut random, scale, constants, home)
+                                }
+                                Kind::Payment => {
+                                    inputs.payment =
+                                        PaymentInput::generate(&mut random, scale, constants, home)
+                                }
+                                Kind::OrderStatus => {
+                                    inputs.order_status = OrderStatusInput::generate(
+                                        &mut random,
+                                        scale,
+                                        constants,
+                                        home,
+                                    )
+                                }
+                                Kind::Delivery => {
+                                    inputs.delivery = DeliveryInput::generate(&mut random, home)
+                                }
+                                Kind::StockLevel => {
+                                    inputs.stock_level =
+                                        StockLevelInput::generate(&mut random, home)
+                                }
+                            }
+                            execute(
+                                db,
+                                &mut conn,
+                                kind,
+                                &inputs,
+                                &mut output,
+                                tally.types.entry(kind).or_default(),
+                            );
+                            done += 1;
+                            if done % 16 == 0 {
+                                counter.0.store(done, Ordering::Relaxed);
+                            }
+                        }
+                        Ok(tally)
+                    })
+                })
+                .collect();
+            let scanner = options.stock_scan.then(|| {
+                let stop = &stop;
+                scope.spawn(move || -> Result<Tally, String> {
+                    let mut conn = db.connect()?;
+                    let mut tally = Tally::default();
+                    while !stop.load(Ordering::Relaxed) {
+                        let began = Instant::now();
+                        let counts = db.stock_scan(&mut conn)?;
+                        std::hint::black_box(counts);
+                        tally.stock_scan_latency.record(began.elapsed());
+                        tally.stock_scans += 1;
+                    }
+                    Ok(tally)
+                })
+            });
+            Progress::new(label, duration, options.progress).watch(&counters, duration);
+            stop.store(true, Ordering::Relaxed);
+            let tallies = handles
+                .into_iter()
+                .map(|handle| handle.join().expect("driver thread"))
+                .collect::<Result<Vec<_>, _>>()?;
+            let scans = scanner.map(|handle| handle.join().expect("scan thread")).transpose()?;
+            Ok((tallies, scans))
+        })?;
+    let mut total = Tally::default();
+    for tally in &tallies {
+        for (kind, types) in &tally.types {
+            total.types.entry(*kind).or_default().merge(types);
+        }
+    }
+    if let Some(scans) = scans {
+        total.stock_scans = scans.stock_scans;
+        total.stock_scan_latency = scans.stock_scan_latency;
+    }
+    total.elapsed = started.elapsed();
+    Ok(total)
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TypeReport {
+    pub committed: u64,
+    pub rolled_back: u64,
+    pub aborted: u64,
+    pub aborts_by_reason: BTreeMap<String, u64>,
+    pub throughput_txn_per_s: f64,
+    pub latency_us: Percentiles,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StockScanReport {
+    pub scans: u64,
+    pub latency_us: Percentiles,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub benchmark: &'static str,
+    pub db: String,
+    pub settings: String,
+    pub mix: Mix,
+    pub warehouses: u16,
+    pub items: u32,
+    pub customers_per_district: u32,
+    pub threads: usize,
+    pub duration_s: f64,
+    /// Completed transactions (committed, and NewOrders rolled back by the 1% rule) per second.
+    pub throughput_txn_per_s: f64,
+    /// NewOrder transactions completed per minute (clause 5.4.2 counts the rolled back ones).
+    pub tpmc: f64,
+    pub committed: u64,
+    pub rolled_back: u64,
+    pub aborted: u64,
+    pub per_type: BTreeMap<&'static str, TypeReport>,
+    pub stock_scan: Option<StockScanReport>,
+    /// "ok", or the violated consistency conditions.
+    pub consistency: serde_json::Value,
+    pub rounds_txn_per_s: Vec<f64>,
+    pub machine: Machine,
+}
+
+impl Report {
+    pub fn mix_name(&self) -> &'static str {
+        self.mix.name()
+    }
+}
+
+pub fn report<D: Db>(db: &D, options: &Options, tally: &Tally, violations: &[String]) -> Report {
+    let seconds = tally.elapsed.as_secs_f64();
+    let per_type = tally
+        .types
+        .iter()
+        .map(|(kind, types)| {
+            (
+                kind.name(),
+                TypeReport {
+                    committed: types.committed,
+                    rolled_back: types.rolled_back,
+                    aborted: types.aborted,
+                    aborts_by_reason: types.aborts_by_reason.clone(),
+                    throughput_txn_per_s: (types.committed + types.rolled_back) as f64 / seconds,
+                    latency_us: types.latency.summary(),
+                },
+            )
+        })
+        .collect();
+    let new_orders = tally.types.get(&Kind::NewOrder).map_or(0, |t| t.committed + t.rolled_back);
+    Report {
+        benchmark: "tpcc",
+        db: db.name(),
+        settings: db.settings(),
+        mix: options.mix,
+        warehouses: options.scale.warehouses,
+        items: options.scale.items,
+        customers_per_district: options.scale.customers_per_district,
+        threads: options.threads,
+        duration_s: seconds,
+        throughput_txn_per_s: tally.completed() as f64 / seconds,
+        tpmc: new_orders as f64 * 60.0 / seconds,
+        committed: tally.types.values().map(|t| t.committed).sum(),
+        rolled_back: tally.types.values().map(|t| t.rolled_back).sum(),
+        aborted: tally.types.values().map(|t| t.aborted).sum(),
+        per_type,
+        stock_scan: (tally.stock_scans > 0).then(|| StockScanReport {
+            scans: tally.stock_scans,
+            latency_us: tally.stock_scan_latency.summary(),
+        }),
+        consistency: if violations.is_empty() {
+            serde_json::json!("ok")
+        } else {
+            serde_json::json!(violations)
+        },
+        rounds_txn_per_s: if tally.rounds.len() > 1 { tally.rounds.clone() } else { Vec::new() },
+        machine: Machine::describe(),
+    }
+}
+
+/// Loads the database and measures each thread count in `thread_counts`, alternating them in
+/// `rounds` rounds when there are several; then checks consistency. Returns one report per
+/// thread count (all carry the consistency verdict of the final state).
+pub fn run<D: TpccDb>(
+    db: &mut D,
+    options: &Options,
+    thread_counts: &[usize],
+    rounds: u32,
+) -> Result<Vec<Report>, String> {
+    let mut random = SmallRng::seed_from_u64(options.seed);
+    let constants = Constants::generate(&mut random);
+    let load_threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let loading = Instant::now();
+    db.load(&options.scale, &constants, load_threads)?;
+    if options.progress {
+        eprintln!(
+            "loaded {} warehouse(s) into {} in {:.1} s",
+            options.scale.warehouses,
+            db.name(),
+            loading.elapsed().as_secs_f64()
+        );
+    }
+    let db = &*db;
+    let configured = |threads: usize| Options { threads, ..options.clone() };
+    let rounds = if thread_counts.len() > 1 { rounds.max(1) } else { 1 };
+    let per_round = options.duration / rounds;
+    let mut tallies: Vec<Tally> = thread_counts.iter().map(|_| Tally::default()).collect();
+    for round in 0..rounds {
+        for (index, &threads) in thread_counts.iter().enumerate() {
+            let label = format!("tpcc {} x{} {}/{}", db.name(), threads, round + 1, rounds);
+            let tally = measure(db, &configured(threads), &constants, per_round, &label)?;
+            tallies[index].merge(&tally);
+        }
+    }
+    let mut conn = db.connect()?;
+    let violations = db.facts(&mut conn)?.violations();
+    Ok(thread_counts
+        .iter()
+        .zip(&tallies)
+        .map(|(&threads, tally)| report(db, &configured(threads), tally, &violations))
+        .collect())
+}

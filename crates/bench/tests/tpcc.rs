@@ -1,0 +1,274 @@
+//! TPC-C on a tiny database: each transaction's effects, the two adapters agreeing on a long
+//! deterministic sequence, and concurrent runs passing the consistency conditions.
+
+use engram_bench::db::{Db, Outcome};
+use engram_bench::tpcc::engram::{EngramTpcc, ReadOnlyLevels};
+use engram_bench::tpcc::spec::{
+    Constants, CustomerSelector, DeliveryInput, NewOrderInput, OrderLineInput, OrderStatusInput,
+    Output, PaymentInput, Scale, StockLevelInput,
+};
+use engram_bench::tpcc::sqlite::SqliteTpcc;
+use engram_bench::tpcc::{self, Kind, Mix, Options, TpccDb};
+use rand::{RngExt, SeedableRng, rngs::SmallRng};
+use std::time::Duration;
+
+fn constants() -> Constants {
+    Constants::generate(&mut SmallRng::seed_from_u64(42))
+}
+
+fn loaded<D: TpccDb>(mut db: D, warehouses: u16) -> D {
+    db.load(&Scale::tiny(warehouses), &constants(), 2).expect("load");
+    db
+}
+
+fn engram(warehouses: u16) -> EngramTpcc {
+    loaded(EngramTpcc::open(ReadOnlyLevels::Serializable).unwrap(), warehouses)
+}
+
+fn sqlite(warehouses: u16) -> SqliteTpcc {
+    loaded(SqliteTpcc::create().unwrap(), warehouses)
+}
+
+/// The effects of each transaction, checked through the facts and the other transactions.
+fn effects<D: TpccDb>(db: D) {
+    let mut conn = db.connect().unwrap();
+    let facts = |conn: &mut D::Conn| db.facts(conn).unwrap();
+    let before = facts(&mut conn);
+    assert!(before.violations().is_empty(), "{:?}", before.violations());
+    let district = |facts: &tpcc::Facts, d: u8| {
+        facts.districts.iter().find(|f| f.w_id == 1 && f.d_id == d).unwrap().clone()
+    };
+
+    // NewOrder: a new order with its lines, its new-order row, the district's next id.
+    let lines: Vec<OrderLineInput> = (1..=7)
+        .map(|item| OrderLineInput { item: item * 10, supply_warehouse: 1, quantity: item as u8 })
+        .collect();
+    let order = NewOrderInput { warehouse: 1, district: 3, customer: 17, lines, entry_date: 1 };
+    let mut output = Output::default();
+    assert_eq!(db.new_order(&mut conn, &order, &mut output), Outcome::Committed);
+    let after = facts(&mut conn);
+    let (was, now) = (district(&before, 3), district(&after, 3));
+    assert_eq!(output.order, was.next_o_id);
+    assert_eq!(now.next_o_id, was.next_o_id + 1);
+    assert_eq!(now.max_o_id, output.order);
+    assert_eq!(now.new_orders.unwrap().1, output.order);
+    assert_eq!(now.new_orders.unwrap().2, was.new_orders.unwrap().2 + 1);
+    assert_eq!(now.order_lines, was.order_lines + 7);
+    assert!(output.amount_cents > 0);
+    // OrderStatus sees it as the customer's last order.
+    let mut status = Output::default();
+    let input = OrderStatusInput { warehouse: 1, district: 3, customer: CustomerSelector::Id(17) };
+    assert_eq!(db.order_status(&mut conn, &input, &mut status), Outcome::Committed);
+    assert_eq!((status.order, status.count), (output.order, 7));
+
+    // A NewOrder naming an unused item rolls back and leaves nothing.
+    let mut bad = order.clone();
+    bad.lines.last_mut().unwrap().item = Scale::tiny(1).items + 1;
+    assert_eq!(db.new_order(&mut conn, &bad, &mut Output::default()), Outcome::RolledBack);
+    assert_eq!(facts(&mut conn), after);
+
+    // Payment: the warehouse's and district's year-to-date, the customer's balance.
+    let balance = status.amount_cents;
+    let payment = PaymentInput {
+        warehouse: 1,
+        district: 3,
+        customer_warehouse: 1,
+        customer_district: 3,
+        customer: CustomerSelector::Id(17),
+        amount_cents: 12_345,
+        date: 1,
+    };
+    let mut paid = Output::default();
+    assert_eq!(db.payment(&mut conn, &payment, &mut paid), Outcome::Committed);
+    assert_eq!(paid.amount_cents, balance - 12_345);
+    let after_payment = facts(&mut conn);
+    assert_eq!(after_payment.warehouses[0].1, after.warehouses[0].1 + 12_345);
+    assert_eq!(district(&after_payment, 3).ytd_cents, district(&after, 3).ytd_cents + 12_345);
+    // By last name: the customer in the middle of those with the name, by first name.
+    let mut by_name = Output::default();
+    let name = PaymentInput {
+        customer: CustomerSelector::LastName(b"BARBARBAR".to_vec()),
+        ..payment.clone()
+    };
+    assert_eq!(db.payment(&mut conn, &name, &mut by_name), Outcome::Committed);
+    assert!(by_name.customer >= 1);
+
+    // Delivery: the oldest new order of every district goes; its customer is credited.
+    let mut delivered = Output::default();
+    assert_eq!(
+        db.delivery(
+            &mut conn,
+            &DeliveryInput { warehouse: 1, carrier: 4, date: 2 },
+            &mut delivered
+        ),
+        Outcome::Committed
+    );
+    assert_eq!(delivered.count, 10);
+    let after_delivery = facts(&mut conn);
+    for d in 1..=10 {
+        let (was, now) = (
+            district(&after_payment, d).new_orders.unwrap(),
+            district(&after_delivery, d).new_orders.unwrap(),
+        );
+        assert_eq!((now.0, now.1, now.2), (was.0 + 1, was.1, was.2 - 1), "district {d}");
+    }
+    assert!(after_delivery.violations().is_empty(), "{:?}", after_delivery.violations());
+
+    // StockLevel counts items below the threshold among the last 20 orders' lines: at the
+    // highest threshold at least as many as at the lowest.
+    let mut low = Output::default();
+    let mut high = Output::default();
+    db.stock_level(
+        &mut conn,
+        &StockLevelInput { warehouse: 1, district: 3, threshold: 10 },
+        &mut low,
+    );
+    db.stock_level(
+        &mut conn,
+        &StockLevelInput { warehouse: 1, district: 3, threshold: 101 },
+        &mut high,
+    );
+    assert!(low.count <= high.count);
+    assert!(high.count > 0, "every stock is below 101");
+    assert_eq!(db.stock_scan(&mut conn).unwrap(), vec![Scale::tiny(1).items as u64]);
+}
+
+#[test]
+fn transaction_effects_on_engram() {
+    effects(engram(1));
+}
+
+#[test]
+fn transaction_effects_on_sqlite() {
+    effects(sqlite(1));
+}
+
+/// One deterministic stream of transactions over two warehouses (remote payments and supply
+/// included), run on both adapters: every outcome and output must be the same.
+#[test]
+fn engram_and_sqlite_agree_transaction_by_transaction() {
+    let (engram, sqlite) = (engram(2), sqlite(2));
+    let (mut engram_conn, mut sqlite_conn) = (engram.connect().unwrap(), sqlite.connect().unwrap());
+    let scale = Scale::tiny(2);
+    let constants = constants();
+    let mut random = SmallRng::seed_from_u64(9);
+    let mut seen = std::collections::BTreeMap::new();
+    for step in 0..1_500 {
+        let home = random.random_range(1..=2);
+        let kind =
+            [Kind::NewOrder, Kind::Payment, Kind::OrderStatus, Kind::Delivery, Kind::StockLevel]
+                [random.random_range(0..5)];
+        let (mut ours, mut theirs) = (Output::default(), Output::default());
+        let outcomes = match kind {
+            Kind::NewOrder => {
+                let input = NewOrderInput::generate(&mut random, &scale, &constants, home);
+                (
+                    engram.new_order(&mut engram_conn, &input, &mut ours),
+                    sqlite.new_order(&mut sqlite_conn, &input, &mut theirs),
+                )
+            }
+            Kind::Payment => {
+                let input = PaymentInput::generate(&mut random, &scale, &constants, home);
+                (
+                    engram.payment(&mut engram_conn, &input, &mut ours),
+                    sqlite.payment(&mut sqlite_conn, &input, &mut theirs),
+                )
+            }
+            Kind::OrderStatus => {
+                let input = OrderStatusInput::generate(&mut random, &scale, &constants, home);
+                (
+                    engram.order_status(&mut engram_conn, &input, &mut ours),
+                    sqlite.order_status(&mut sqlite_conn, &input, &mut theirs),
+                )
+            }
+            Kind::Delivery => {
+                let input = DeliveryInput::generate(&mut random, home);
+                (
+                    engram.delivery(&mut engram_conn, &input, &mut ours),
+                    sqlite.delivery(&mut sqlite_conn, &input, &mut theirs),
+                )
+            }
+            Kind::StockLevel => {
+                let input = StockLevelInput::generate(&mut random, home);
+                (
+                    engram.stock_level(&mut engram_conn, &input, &mut ours),
+                    sqlite.stock_level(&mut sqlite_conn, &input, &mut theirs),
+                )
+            }
+        };
+        assert_eq!(outcomes.0, outcomes.1, "step {step} ({kind:?}): outcomes differ");
+        assert_eq!(ours, theirs, "step {step} ({kind:?}): outputs differ");
+        *seen.entry(format!("{kind:?} {:?}", outcomes.0)).or_insert(0) += 1;
+    }
+    assert!(
+        seen.len() >= 6,
+        "every transaction type ran, and some NewOrders rolled back: {seen:?}"
+    );
+    let (ours, theirs) =
+        (engram.facts(&mut engram_conn).unwrap(), sqlite.facts(&mut sqlite_conn).unwrap());
+    assert_eq!(ours, theirs, "the final states agree");
+    assert!(ours.violations().is_empty());
+}
+
+fn concurrent_run<D: TpccDb>(mut db: D) {
+    let options = Options {
+        scale: Scale::tiny(1),
+        threads: 2,
+        duration: Duration::from_millis(1_500),
+        mix: Mix::Standard,
+        stock_scan: true,
+        seed: 3,
+        progress: false,
+    };
+    let reports = tpcc::run(&mut db, &options, &[2], 1).expect("run");
+    let report = &reports[0];
+    assert_eq!(report.consistency, serde_json::json!("ok"), "{:?}", report.consistency);
+    for kind in ["new_order", "payment", "order_status", "delivery", "stock_level"] {
+        assert!(
+            report.per_type[kind].committed > 0,
+            "{kind} never committed: {:?}",
+            report.per_type
+        );
+    }
+    assert!(report.stock_scan.as_ref().is_some_and(|scan| scan.scans > 0));
+    assert!(report.tpmc > 0.0);
+}
+
+#[test]
+fn concurrent_runs_on_engram_pass_the_consistency_checks() {
+    concurrent_run(EngramTpcc::open(ReadOnlyLevels::Specification).unwrap());
+    concurrent_run(EngramTpcc::open(ReadOnlyLevels::Serializable).unwrap());
+}
+
+#[test]
+fn concurrent_runs_with_snapshot_readers_pass_the_consistency_checks() {
+    concurrent_run(EngramTpcc::open(ReadOnlyLevels::Snapshot).unwrap());
+}
+
+#[test]
+fn concurrent_runs_on_sqlite_pass_the_consistency_checks() {
+    concurrent_run(SqliteTpcc::create().unwrap());
+}
+
+#[test]
+fn the_checks_catch_an_inconsistent_database() {
+    let mut facts = tpcc::Facts {
+        warehouses: vec![(1, 300)],
+        districts: vec![tpcc::DistrictFacts {
+            w_id: 1,
+            d_id: 1,
+            ytd_cents: 200,
+            next_o_id: 11,
+            max_o_id: 10,
+            new_orders: Some((8, 10, 2)),
+            sum_ol_cnt: 50,
+            order_lines: 49,
+        }],
+    };
+    let violations = facts.violations();
+    assert_eq!(violations.len(), 3, "{violations:?}");
+    assert!(violations[0].starts_with("condition 1") && violations[1].starts_with("condition 3"));
+    assert!(violations[2].starts_with("condition 4"));
+    facts.districts[0].next_o_id = 12;
+    assert!(facts.violations().iter().any(|v| v.starts_with("condition 2")));
+}
