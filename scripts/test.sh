@@ -7,6 +7,13 @@ cd "$(dirname "$0")/.."
 echo "== formatting"
 cargo fmt --all -- --check
 
+if cargo clippy --version >/dev/null 2>&1; then
+  echo "== lints (clippy)"
+  cargo clippy --workspace --all-targets --locked -- -D warnings
+else
+  echo "== lints skipped: this toolchain has no clippy"
+fi
+
 echo "== unit, property, integration and end-to-end tests"
 cargo test --workspace --locked
 

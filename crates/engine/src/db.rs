@@ -32,6 +32,10 @@ pub struct Config {
     pub workers_max: usize,
     /// Attempts [`Worker::transaction`] makes before it returns an abort.
     pub transaction_retries_max: u32,
+    /// Memory mapped and faulted in at open for records and index nodes to grow into, so that
+    /// a run takes no page faults (MOT's reserved memory; `storage::chunks`). The reserve is
+    /// shared by every database of the process. 0 reserves nothing.
+    pub reserved_memory_bytes: usize,
 }
 
 impl Default for Config {
@@ -42,6 +46,7 @@ impl Default for Config {
             idle_transaction_epochs_max: 250,
             workers_max: WORKERS_MAX,
             transaction_retries_max: 100,
+            reserved_memory_bytes: 0,
         }
     }
 }
@@ -175,6 +180,9 @@ pub struct Database {
 impl Database {
     pub fn open(config: Config) -> Result<Database> {
         config.validate()?;
+        if config.reserved_memory_bytes > 0 {
+            crate::storage::chunks::reserve(config.reserved_memory_bytes);
+        }
         let epochs = EpochManager::new(
             config.workers_max,
             config.snapshot_interval_epochs,
@@ -269,6 +277,13 @@ impl Database {
 
     pub fn config(&self) -> &Config {
         &self.shared.config
+    }
+
+    /// Tops the process's reserve of mapped, faulted-in memory up to `bytes` (as
+    /// [`Config::reserved_memory_bytes`] does at open), for example after a bulk load.
+    /// Returns the bytes now reserved.
+    pub fn reserve_memory(&self, bytes: usize) -> usize {
+        crate::storage::chunks::reserve(bytes)
     }
 
     /// Commit and abort counts summed over all workers, past and present.

@@ -1,7 +1,7 @@
 //! The B+tree against a `BTreeMap` model (property tests), in bulk, and under concurrent
 //! writers and scanners.
 
-use engram_engine::index::{BTree, Direction, LeafVersion, ScanBuffer, ScanVisitor};
+use engram_engine::index::{BTree, Direction, GROUP_KEYS, LeafVersion, ScanBuffer, ScanVisitor};
 use engram_engine::{Config, Database, Worker};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -53,6 +53,7 @@ enum Op {
     Insert(Vec<u8>, u64),
     Remove(Vec<u8>),
     Get(Vec<u8>),
+    GetGroup(Vec<Vec<u8>>),
     Scan {
         low: Option<(Vec<u8>, bool)>,
         high: Option<(Vec<u8>, bool)>,
@@ -80,6 +81,7 @@ fn op() -> impl Strategy<Value = Op> {
         6 => (key(), any::<u64>()).prop_map(|(key, value)| Op::Insert(key, value)),
         3 => key().prop_map(Op::Remove),
         2 => key().prop_map(Op::Get),
+        1 => proptest::collection::vec(key(), 0..=GROUP_KEYS).prop_map(Op::GetGroup),
         1 => (bound(), bound(), any::<bool>(), 0usize..50)
             .prop_map(|(low, high, reverse, limit)| Op::Scan { low, high, reverse, limit }),
     ]
@@ -141,6 +143,18 @@ proptest! {
                     let probe = worker.pinned(|pin, _| tree.get(key, pin).value).unwrap();
                     prop_assert_eq!(probe, model.get(key).copied());
                 }
+                Op::GetGroup(keys) => {
+                    // Alone, every path is probed, and each probe is the one `get` makes.
+                    let mut got = vec![None; keys.len()];
+                    worker.pinned(|pin, _| tree.get_group(keys, pin, |index, probe| {
+                        assert!(got[index].is_none(), "one probe per key");
+                        got[index] = Some((probe.value, probe.leaf));
+                    })).unwrap();
+                    for (key, got) in keys.iter().zip(got) {
+                        let single = worker.pinned(|pin, _| tree.get(key, pin)).unwrap();
+                        prop_assert_eq!(got, Some((model.get(key).copied(), single.leaf)));
+                    }
+                }
                 Op::Scan { low, high, reverse, limit } => {
                     let direction = if *reverse { Direction::Reverse } else { Direction::Forward };
                     let got = scan(&mut worker, &tree, as_bound(low), as_bound(high), direction, *limit);
@@ -171,6 +185,19 @@ fn bulk_inserts_removals_and_merges() {
     tree.check_invariants();
     let height = tree.height();
     assert!(height >= 3, "200k keys make a tree of several levels, got {height}");
+    // Group lookups on the deep tree, with keys present and absent.
+    for first in (0..count + GROUP_KEYS as u64).step_by(GROUP_KEYS * 97) {
+        let ids: Vec<u64> = (first..first + GROUP_KEYS as u64).collect();
+        let keys: Vec<_> = ids.iter().map(|&i| key_of(i)).collect();
+        let mut got = vec![None; keys.len()];
+        worker
+            .pinned(|pin, _| {
+                tree.get_group(&keys, pin, |index, probe| got[index] = Some(probe.value))
+            })
+            .unwrap();
+        let want: Vec<_> = ids.iter().map(|&i| Some((i < count).then_some(i))).collect();
+        assert_eq!(got, want);
+    }
     for i in (0..count).filter(|i| i % 4 != 0) {
         let removed = worker
             .pinned(|pin, garbage| tree.remove(&key_of(i), None, pin, garbage, &mut ()))
@@ -258,6 +285,7 @@ fn concurrent_writers_and_scanners_agree_with_the_final_state() {
     let tree = Arc::new(BTree::new());
     let threads = 4u64;
     let per_thread = 20_000u64;
+    let writers_done = &std::sync::atomic::AtomicU64::new(0);
     std::thread::scope(|scope| {
         for thread in 0..threads {
             let (db, tree) = (Arc::clone(&db), Arc::clone(&tree));
@@ -270,7 +298,7 @@ fn concurrent_writers_and_scanners_agree_with_the_final_state() {
                         let inserted = worker
                             .pinned(|pin, garbage| tree.insert(&key, round, pin, garbage, &mut ()))
                             .unwrap();
-                        assert_eq!(inserted.is_ok(), true, "each thread owns its keys");
+                        assert!(inserted.is_ok(), "each thread owns its keys");
                     }
                     for i in (0..per_thread).filter(|i| round == 2 || i % 3 != 0) {
                         let key = (i * threads + thread).to_be_bytes();
@@ -294,8 +322,53 @@ fn concurrent_writers_and_scanners_agree_with_the_final_state() {
                         }
                     }
                 }
+                writers_done.fetch_add(1, std::sync::atomic::Ordering::Release);
             });
         }
+        // A group reader: 9-byte keys, each just after a writer's key, are inserted once and
+        // not removed until the end, so every probe of them (most are made; a few may meet a
+        // split and be left to the caller) finds its value while writers split and merge the
+        // leaves around them.
+        let (db_ref, tree_ref) = (Arc::clone(&db), Arc::clone(&tree));
+        scope.spawn(move || {
+            let mut worker = db_ref.worker().unwrap();
+            let keys: Vec<Vec<u8>> = (0..64u64)
+                .map(|i| {
+                    let mut key = (i * 1_250).to_be_bytes().to_vec();
+                    key.push(1);
+                    key
+                })
+                .collect();
+            for (i, key) in keys.iter().enumerate() {
+                worker
+                    .pinned(|pin, garbage| {
+                        tree_ref.insert(key, 7 + i as u64, pin, garbage, &mut ())
+                    })
+                    .unwrap()
+                    .unwrap();
+            }
+            let (mut probed, mut round) = (0, 0);
+            while round < 2_000 || writers_done.load(std::sync::atomic::Ordering::Acquire) < threads
+            {
+                round += 1;
+                let group = &keys[(round % 8) * GROUP_KEYS..][..GROUP_KEYS];
+                worker
+                    .pinned(|pin, _| {
+                        tree_ref.get_group(group, pin, |index, probe| {
+                            let want = 7 + ((round % 8) * GROUP_KEYS + index) as u64;
+                            assert_eq!(probe.value, Some(want));
+                            probed += 1;
+                        })
+                    })
+                    .unwrap();
+            }
+            assert!(probed > round * GROUP_KEYS / 2, "most probes complete: {probed}");
+            for key in &keys {
+                worker
+                    .pinned(|pin, garbage| tree_ref.remove(key, None, pin, garbage, &mut ()))
+                    .unwrap();
+            }
+        });
         // A scanner checks that every scan is sorted and duplicate-free while writers run.
         let (db, tree) = (Arc::clone(&db), Arc::clone(&tree));
         scope.spawn(move || {

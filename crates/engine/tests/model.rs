@@ -15,6 +15,9 @@ enum Op {
     Delete(u8),
     Scan(u8, u8, bool, usize),
     ByValue(u8),
+    GetMany(Vec<u8>),
+    /// Adds the value to each row's value byte (mod 6), skipping rows whose value is 0.
+    UpdateMany(Vec<u8>, u8),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -26,8 +29,11 @@ fn op() -> impl Strategy<Value = Op> {
         (key.clone(), value.clone()).prop_map(|(k, v)| Op::Update(k, v)),
         (key.clone(), value.clone()).prop_map(|(k, v)| Op::Put(k, v)),
         key.clone().prop_map(Op::Delete),
-        (key.clone(), key, any::<bool>(), 0usize..10).prop_map(|(a, b, r, l)| Op::Scan(a, b, r, l)),
-        value.prop_map(Op::ByValue),
+        (key.clone(), key.clone(), any::<bool>(), 0usize..10)
+            .prop_map(|(a, b, r, l)| Op::Scan(a, b, r, l)),
+        value.clone().prop_map(Op::ByValue),
+        proptest::collection::vec(key.clone(), 0..20).prop_map(Op::GetMany),
+        (proptest::collection::vec(key, 0..20), value).prop_map(|(k, v)| Op::UpdateMany(k, v)),
     ]
 }
 
@@ -64,11 +70,14 @@ proptest! {
                     }
                     Op::Insert(k, v) => {
                         let result = txn.insert(&table, &[k], &row(k, v));
-                        if model.contains_key(&k) {
-                            prop_assert!(matches!(result, Err(Error::DuplicateKey { .. })), "{:?}", result);
-                        } else {
-                            prop_assert_eq!(result, Ok(()));
-                            model.insert(k, row(k, v));
+                        match model.entry(k) {
+                            std::collections::btree_map::Entry::Occupied(_) => {
+                                prop_assert!(matches!(result, Err(Error::DuplicateKey { .. })), "{:?}", result);
+                            }
+                            std::collections::btree_map::Entry::Vacant(slot) => {
+                                prop_assert_eq!(result, Ok(()));
+                                slot.insert(row(k, v));
+                            }
                         }
                     }
                     Op::Update(k, v) => {
@@ -97,6 +106,35 @@ proptest! {
                         let range = model.range(low..high).map(|(k, v)| (*k, v.clone()));
                         let want: Vec<_> = if reverse { range.rev().take(limit).collect() } else { range.take(limit).collect() };
                         prop_assert_eq!(got, want);
+                    }
+                    Op::GetMany(ref keys) => {
+                        let mut got = Vec::new();
+                        txn.get_many(&table, &keys.iter().map(|k| [*k]).collect::<Vec<_>>(), |index, row| {
+                            got.push((index, row.map(<[u8]>::to_vec)));
+                        }).unwrap();
+                        let want: Vec<_> = keys.iter().enumerate().map(|(index, k)| (index, model.get(k).cloned())).collect();
+                        prop_assert_eq!(got, want);
+                    }
+                    Op::UpdateMany(ref keys, add) => {
+                        let (existing, written) = txn.update_many(&table, &keys.iter().map(|k| [*k]).collect::<Vec<_>>(), |index, row| {
+                            assert_eq!(row[1], keys[index], "the row of its key");
+                            if row[0] == 0 {
+                                return false;
+                            }
+                            row[0] = (row[0] + add) % 6;
+                            true
+                        }).unwrap();
+                        let (mut want_existing, mut want_written) = (0, 0);
+                        for k in keys {
+                            if let Some(row) = model.get_mut(k) {
+                                want_existing += 1;
+                                if row[0] != 0 {
+                                    row[0] = (row[0] + add) % 6;
+                                    want_written += 1;
+                                }
+                            }
+                        }
+                        prop_assert_eq!((existing, written), (want_existing, want_written));
                     }
                     Op::ByValue(v) => {
                         let mut got = Vec::new();

@@ -514,3 +514,76 @@ fn update_range_rewrites_the_rows_a_scan_finds() {
     let rows: Vec<u8> = (0..10).map(|i| get(&db, &table, i).unwrap()[0]).collect();
     assert_eq!(rows, vec![0, 1, 2, 133, 4, 105, 6, 107, 8, 9]);
 }
+
+#[test]
+fn update_with_never_loses_an_update() {
+    // Two read-modify-writes of one counter interleave: the second to commit read a value the
+    // first replaced, so it aborts at every isolation level, even read committed (where a get
+    // followed by an update would lose the first increment).
+    for isolation in [Isolation::ReadCommitted, Isolation::RepeatableRead, Isolation::Serializable]
+    {
+        let db = Database::open(manual_epochs()).unwrap();
+        let table = db.create_table(TableSpec::new("t")).unwrap();
+        let mut setup = db.worker().unwrap();
+        setup.transaction(Isolation::Serializable, |txn| txn.insert(&table, b"n", &[0])).unwrap();
+        let (mut first, mut second) = (db.worker().unwrap(), db.worker().unwrap());
+        first.begin(isolation).unwrap();
+        second.begin(isolation).unwrap();
+        for worker in [&mut first, &mut second] {
+            let found = worker
+                .txn()
+                .unwrap()
+                .update_with(&table, b"n", |row| {
+                    row[0] += 1;
+                    true
+                })
+                .unwrap();
+            assert!(found);
+        }
+        first.commit().unwrap();
+        assert_eq!(
+            second.commit(),
+            Err(Error::Aborted(AbortReason::ReadValidation)),
+            "{isolation:?}"
+        );
+        assert_eq!(get_raw(&db, &table, b"n"), Some(vec![1]), "{isolation:?}");
+    }
+}
+
+#[test]
+fn get_many_reads_like_gets_and_guards_absent_keys() {
+    let db = Database::open(manual_epochs()).unwrap();
+    let table = db.create_table(TableSpec::new("t")).unwrap();
+    let mut worker = db.worker().unwrap();
+    worker
+        .transaction(Isolation::Serializable, |txn| {
+            (0..100u64)
+                .filter(|i| i % 3 != 0)
+                .try_for_each(|i| txn.insert(&table, &key(i), &[i as u8]))
+        })
+        .unwrap();
+    let keys: Vec<Vec<u8>> = (0..30u64).map(|i| key(i * 3 + 1)).chain([key(3)]).collect();
+    let mut reader = db.worker().unwrap();
+    reader.begin(Isolation::Serializable).unwrap();
+    {
+        let mut txn = reader.txn().unwrap();
+        txn.update(&table, &key(4), &[44]).unwrap(); // an own write among the keys
+        let mut seen = Vec::new();
+        txn.get_many(&table, &keys, |index, row| seen.push((index, row.map(<[u8]>::to_vec))))
+            .unwrap();
+        let want: Vec<_> = (0..30u64)
+            .map(|i| i * 3 + 1)
+            .chain([3])
+            .enumerate()
+            .map(|(index, k)| match k {
+                4 => (index, Some(vec![44])),
+                3 => (index, None),
+                k => (index, Some(vec![k as u8])),
+            })
+            .collect();
+        assert_eq!(seen, want);
+    }
+    // Another transaction inserts the key found absent: a phantom for the reader, which aborts.
+    worker.transaction(Isolation::Serializable, |txn| txn.insert(&table, &key(3), &[3])).unwrap();
+    assert_eq!(reader.commit(), Err(Error::Aborted(AbortReason::NodeValidation)));
+}

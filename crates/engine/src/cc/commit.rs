@@ -327,7 +327,9 @@ fn run_ready_tasks(worker: &mut Worker) {
         }
         table.primary.remove(&task.key, Some(task.head as u64), &pin, &mut worker.garbage, &mut ());
         head.unlock_to(word.without(TidWord::LATEST));
-        Head::retire(task.head, &mut worker.garbage);
+        // SAFETY: the head was just removed from the primary index (its entries went
+        // first) and only the task that unlinks it retires it.
+        unsafe { Head::retire(task.head, &mut worker.garbage) };
         worker.tasks.recycle(task.key);
     }
 }

@@ -51,8 +51,10 @@ pub(crate) struct EntryScratch {
 /// Gives up a fresh head that never got a committed row: marks it unlinked, retires it.
 pub(crate) fn abandon_fresh(head: *mut Head, garbage: &mut Garbage) {
     // SAFETY: the head is owned by this transaction and was removed from its indexes.
-    unsafe { (*head).set_owned_word(TidWord::from_raw(TidWord::ABSENT)) };
-    Head::retire(head, garbage);
+    unsafe {
+        (*head).set_owned_word(TidWord::from_raw(TidWord::ABSENT));
+        Head::retire(head, garbage);
+    }
 }
 
 /// Adds the entries of `row` (primary key `primary_key`) on `head`, which the transaction owns.

@@ -13,7 +13,7 @@ use super::access::{Access, AccessSet, Kind, NodeSet, Span};
 use super::secondary;
 use super::silo::{Protocol, Silo};
 use crate::error::{AbortReason, Error, Result};
-use crate::index::{Direction, LeafVersion, ScanVisitor};
+use crate::index::{Direction, GROUP_KEYS, LeafVersion, Probe, ScanVisitor};
 use crate::limits::{KEY_BYTES_MAX, VALUE_BYTES_MAX};
 use crate::storage::record::Busy;
 use crate::storage::{Head, SecondaryIndex, Table, TableId, TidWord};
@@ -228,17 +228,34 @@ impl<'w> Txn<'w> {
         let table_id = self.worker.register_table(table);
         // SAFETY: a `Txn` exists only while its worker is pinned and in a call.
         let pin = unsafe { pinned() };
+        let probe = table.primary.get(key, &pin);
+        self.lookup_probed(table, table_id, key, probe, for_update)
+    }
+
+    /// A lookup whose first index probe was made (by `get` or `get_group`).
+    fn lookup_probed(
+        &mut self,
+        table: &Table,
+        table_id: TableId,
+        key: &[u8],
+        mut probe: Probe,
+        for_update: bool,
+    ) -> Result<Found> {
+        // SAFETY: a `Txn` exists only while its worker is pinned and in a call.
+        let pin = unsafe { pinned() };
         let state = &mut self.worker.txn;
         if let Some(at) = state.snapshot {
-            let Some(head) = table.primary.get(key, &pin).value else {
+            let Some(head) = probe.value else {
                 return Ok(Found::None);
             };
             let present = read_snapshot(head as *mut Head, at, &mut state.read_buffer);
             return Ok(if present { Found::Buffer } else { Found::None });
         }
         let validate = for_update || state.isolation.validates_reads();
-        for _ in 0..LOOKUP_ATTEMPTS_MAX {
-            let probe = table.primary.get(key, &pin);
+        for attempt in 0..LOOKUP_ATTEMPTS_MAX {
+            if attempt > 0 {
+                probe = table.primary.get(key, &pin);
+            }
             let Some(raw) = probe.value else {
                 if for_update || state.isolation.validates_nodes() {
                     state.nodes.push(probe.leaf, for_update);
@@ -266,6 +283,104 @@ impl<'w> Txn<'w> {
             }
         }
         Err(poison(state, AbortReason::ReadValidation))
+    }
+
+    /// Looks `keys` up a group at a time (`BTree::get_group`, which overlaps their cache
+    /// misses) and calls `each(self, i, found)` for every `keys[i]` in order, exactly as
+    /// one lookup after another would.
+    fn lookup_many<K: AsRef<[u8]>>(
+        &mut self,
+        table: &TableRef,
+        keys: &[K],
+        for_update: bool,
+        mut each: impl FnMut(&mut Self, usize, &[u8], Found) -> Result<()>,
+    ) -> Result<()> {
+        self.active()?;
+        for key in keys {
+            check_key(key.as_ref())?;
+        }
+        let table_id = self.worker.register_table(table);
+        // SAFETY: a `Txn` exists only while its worker is pinned and in a call.
+        let pin = unsafe { pinned() };
+        for (group_index, group) in keys.chunks(GROUP_KEYS).enumerate() {
+            let mut probes: [Option<Probe>; GROUP_KEYS] = [None; GROUP_KEYS];
+            table.primary.get_group(group, &pin, |index, probe| {
+                if let Some(head) = probe.value {
+                    Head::prefetch(head as *const Head);
+                }
+                probes[index] = Some(probe);
+            });
+            for (index, key) in group.iter().enumerate() {
+                let key = key.as_ref();
+                let probe = probes[index].unwrap_or_else(|| table.primary.get(key, &pin));
+                let found = self.lookup_probed(table, table_id, key, probe, for_update)?;
+                each(self, group_index * GROUP_KEYS + index, key, found)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the rows with primary keys `keys`, calling `visit(i, row)` for each `keys[i]` in
+    /// order: the same reads as [`Txn::get`] of each key in turn, but the index is searched
+    /// for several keys at once so that their cache misses overlap (a batched point lookup,
+    /// for joins and `IN` lists).
+    pub fn get_many<K: AsRef<[u8]>>(
+        &mut self,
+        table: &TableRef,
+        keys: &[K],
+        mut visit: impl FnMut(usize, Option<&[u8]>),
+    ) -> Result<()> {
+        self.lookup_many(table, keys, false, |txn, index, _, found| {
+            visit(index, txn.found(found));
+            Ok(())
+        })
+    }
+
+    /// Read-modify-write of the row with primary key `key`: `change` edits a copy of the row
+    /// and returns whether to write it back. The read is re-checked at commit at every
+    /// isolation level (as by [`Txn::get_for_update`]), so such an update is never lost.
+    /// Returns whether the row exists.
+    pub fn update_with(
+        &mut self,
+        table: &TableRef,
+        key: &[u8],
+        change: impl FnOnce(&mut Vec<u8>) -> bool,
+    ) -> Result<bool> {
+        let mut change = Some(change);
+        let updated = self
+            .update_many(table, &[key], |_, row| change.take().is_some_and(|change| change(row)))?;
+        Ok(updated.1 == 1)
+    }
+
+    /// [`Txn::update_with`] for each of `keys`, with the batched index search of
+    /// [`Txn::get_many`]: `change(i, row)` edits a copy of the row of `keys[i]`. Returns how
+    /// many rows existed and how many were written.
+    pub fn update_many<K: AsRef<[u8]>>(
+        &mut self,
+        table: &TableRef,
+        keys: &[K],
+        mut change: impl FnMut(usize, &mut Vec<u8>) -> bool,
+    ) -> Result<(usize, usize)> {
+        self.writable()?;
+        let (mut existing, mut written) = (0, 0);
+        let mut row = std::mem::take(&mut self.worker.txn.scratch_entry);
+        let result = self.lookup_many(table, keys, true, |txn, index, key, found| {
+            let Some(current) = txn.found(found) else {
+                return Ok(());
+            };
+            existing += 1;
+            row.clear();
+            row.extend_from_slice(current);
+            if change(index, &mut row) {
+                check_value(&row)?;
+                // The lookup left the head in the last-lookup cache: no second search.
+                txn.write(table, key, Some(&row))?;
+                written += 1;
+            }
+            Ok(())
+        });
+        self.worker.txn.scratch_entry = row;
+        result.map(|()| (existing, written))
     }
 
     /// Inserts a row; fails with `DuplicateKey` if the key (or a unique secondary key) exists.

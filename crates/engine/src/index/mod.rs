@@ -7,4 +7,6 @@
 pub mod btree;
 pub mod key;
 
-pub use btree::{BTree, Direction, LeafObserver, LeafVersion, Probe, ScanBuffer, ScanVisitor};
+pub use btree::{
+    BTree, Direction, GROUP_KEYS, LeafObserver, LeafVersion, Probe, ScanBuffer, ScanVisitor,
+};

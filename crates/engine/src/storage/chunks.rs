@@ -8,6 +8,12 @@
 //! index nodes take and give single blocks (splits and merges are rare), and per-worker arenas
 //! (`storage::arena`) move blocks in batches, so the lock is taken once per many allocations.
 //! Chunks are kept for the life of the process: freed blocks are reused, not returned.
+//!
+//! RESERVE. The first write to a fresh page costs a page fault and the kernel's zeroing of it
+//! (under a hypervisor, often the host's as well): on the reference machine about a fifth of a
+//! TPC-C run's time went there (docs/performance.md). [`reserve`] maps and touches chunks ahead
+//! of need, as MOT's reserved global memory and Silo's pre-faulted pool do, so that a database
+//! growing into them takes no faults. Reserved chunks are process-wide.
 
 use std::alloc::{Layout, alloc, handle_alloc_error};
 use std::sync::Mutex;
@@ -26,20 +32,66 @@ struct Class {
 impl Class {
     fn carve(&mut self) -> usize {
         if self.chunk_left < self.bytes {
-            let layout = Layout::from_size_align(CHUNK_BYTES, CHUNK_BYTES).expect("chunk layout");
-            // SAFETY: the layout has a non-zero size.
-            let chunk = unsafe { alloc(layout) };
-            if chunk.is_null() {
-                handle_alloc_error(layout);
-            }
-            advise_huge_pages(chunk, CHUNK_BYTES);
-            self.chunk = chunk as usize;
+            let chunk = take_reserved().unwrap_or_else(|| map_chunks(1));
+            self.chunk = chunk;
             self.chunk_left = CHUNK_BYTES;
         }
         let block = self.chunk;
         self.chunk += self.bytes;
         self.chunk_left -= self.bytes;
         block
+    }
+}
+
+/// `count` fresh chunks in one allocation, advised to be huge pages. Returns the first.
+fn map_chunks(count: usize) -> usize {
+    let layout = Layout::from_size_align(count * CHUNK_BYTES, CHUNK_BYTES).expect("chunk layout");
+    // SAFETY: the layout has a non-zero size.
+    let start = unsafe { alloc(layout) };
+    if start.is_null() {
+        handle_alloc_error(layout);
+    }
+    advise_huge_pages(start, count * CHUNK_BYTES);
+    start as usize
+}
+
+/// Chunks mapped and touched by [`reserve`], not yet carved.
+static RESERVED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+fn take_reserved() -> Option<usize> {
+    RESERVED.lock().unwrap_or_else(|poison| poison.into_inner()).pop()
+}
+
+/// Tops the reserve up to at least `bytes` (rounded up to whole chunks) of mapped, touched
+/// memory for future blocks. Returns the bytes reserved now.
+pub fn reserve(bytes: usize) -> usize {
+    let mut reserved = RESERVED.lock().unwrap_or_else(|poison| poison.into_inner());
+    let wanted = bytes.div_ceil(CHUNK_BYTES);
+    let missing = wanted.saturating_sub(reserved.len());
+    if missing == 0 {
+        return reserved.len() * CHUNK_BYTES;
+    }
+    let start = map_chunks(missing);
+    populate(start as *mut u8, missing * CHUNK_BYTES);
+    // Popped from the end: the lowest addresses are carved first.
+    reserved.extend((0..missing).rev().map(|index| start + index * CHUNK_BYTES));
+    reserved.len() * CHUNK_BYTES
+}
+
+/// Faults every page of a fresh range in.
+fn populate(start: *mut u8, bytes: usize) {
+    #[cfg(target_os = "linux")]
+    // SAFETY: the range is a fresh allocation of ours; MADV_POPULATE_WRITE only faults it in.
+    let done =
+        unsafe { libc::madvise(start as *mut libc::c_void, bytes, libc::MADV_POPULATE_WRITE) == 0 };
+    #[cfg(not(target_os = "linux"))]
+    let done = false;
+    if !done {
+        // Older kernels: one write per 4 KiB page.
+        for offset in (0..bytes).step_by(4096) {
+            // SAFETY: in bounds of the fresh allocation, which nothing else reaches yet.
+            unsafe { start.add(offset).write_volatile(0) };
+        }
     }
 }
 
