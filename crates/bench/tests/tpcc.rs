@@ -8,7 +8,7 @@ use engram_bench::tpcc::spec::{
     Output, PaymentInput, Scale, StockLevelInput,
 };
 use engram_bench::tpcc::sqlite::SqliteTpcc;
-use engram_bench::tpcc::{self, Kind, Mix, Options, TpccDb};
+use engram_bench::tpcc::{self, Kind, Mix, Options, TpccDb, Warehouses};
 use rand::{RngExt, SeedableRng, rngs::SmallRng};
 use std::time::Duration;
 
@@ -22,7 +22,7 @@ fn loaded<D: TpccDb>(mut db: D, warehouses: u16) -> D {
 }
 
 fn engram(warehouses: u16) -> EngramTpcc {
-    loaded(EngramTpcc::open(ReadOnlyLevels::Serializable).unwrap(), warehouses)
+    loaded(EngramTpcc::open(ReadOnlyLevels::Serializable, 0).unwrap(), warehouses)
 }
 
 fn sqlite(warehouses: u16) -> SqliteTpcc {
@@ -210,7 +210,7 @@ fn engram_and_sqlite_agree_transaction_by_transaction() {
     assert!(ours.violations().is_empty());
 }
 
-fn concurrent_run<D: TpccDb>(mut db: D) {
+fn concurrent_run<D: TpccDb>(open: impl FnMut() -> Result<D, String>) {
     let options = Options {
         scale: Scale::tiny(1),
         threads: 2,
@@ -220,7 +220,7 @@ fn concurrent_run<D: TpccDb>(mut db: D) {
         seed: 3,
         progress: false,
     };
-    let reports = tpcc::run(&mut db, &options, &[2], 1).expect("run");
+    let reports = tpcc::run(open, &options, &[2], 1, Warehouses::Shared).expect("run");
     let report = &reports[0];
     assert_eq!(report.consistency, serde_json::json!("ok"), "{:?}", report.consistency);
     for kind in ["new_order", "payment", "order_status", "delivery", "stock_level"] {
@@ -236,18 +236,18 @@ fn concurrent_run<D: TpccDb>(mut db: D) {
 
 #[test]
 fn concurrent_runs_on_engram_pass_the_consistency_checks() {
-    concurrent_run(EngramTpcc::open(ReadOnlyLevels::Specification).unwrap());
-    concurrent_run(EngramTpcc::open(ReadOnlyLevels::Serializable).unwrap());
+    concurrent_run(|| EngramTpcc::open(ReadOnlyLevels::Specification, 16 << 20));
+    concurrent_run(|| EngramTpcc::open(ReadOnlyLevels::Serializable, 0));
 }
 
 #[test]
 fn concurrent_runs_with_snapshot_readers_pass_the_consistency_checks() {
-    concurrent_run(EngramTpcc::open(ReadOnlyLevels::Snapshot).unwrap());
+    concurrent_run(|| EngramTpcc::open(ReadOnlyLevels::Snapshot, 0));
 }
 
 #[test]
 fn concurrent_runs_on_sqlite_pass_the_consistency_checks() {
-    concurrent_run(SqliteTpcc::create().unwrap());
+    concurrent_run(SqliteTpcc::create);
 }
 
 #[test]

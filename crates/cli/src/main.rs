@@ -71,6 +71,10 @@ struct TpccArgs {
     /// Seed of the data and the inputs.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// MiB of memory Engram maps and faults in after loading, for the orders a run adds
+    /// (default: 128 MiB per thread-second of the run).
+    #[arg(long)]
+    reserve_memory_mib: Option<usize>,
     /// Write the results as JSON here.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -78,6 +82,11 @@ struct TpccArgs {
     #[arg(long)]
     quiet: bool,
 }
+
+/// Memory a TPC-C run adds per thread-second, roughly: about 3 KiB per NewOrder (an order, its
+/// new-order row and ten order lines with their index entries) at up to 40,000 NewOrders a
+/// second per thread.
+const TPCC_GROWTH_MIB_PER_THREAD_SECOND: f64 = 128.0;
 
 #[derive(Args)]
 struct YcsbArgs {
@@ -157,7 +166,7 @@ fn ycsb(args: YcsbArgs) -> Result<(), String> {
         "both" => vec![ycsb::Mode::Raw, ycsb::Mode::Txn],
         other => return Err(format!("unknown mode {other:?}: use txn, raw or both")),
     };
-    if !(args.duration > 0.0) {
+    if args.duration.is_nan() || args.duration <= 0.0 {
         return Err("--duration must be positive".into());
     }
     if args.rows == 0 {
@@ -316,15 +325,21 @@ fn tpcc_command(args: TpccArgs) -> Result<(), String> {
     if thread_counts.contains(&0) {
         return Err("--threads must be at least 1".into());
     }
-    let warehouses =
-        args.warehouses.unwrap_or(*thread_counts.iter().max().expect("a thread count") as u16);
+    // Without --warehouses, each thread count gets a database with one warehouse per thread.
+    let (warehouses, layout) = match args.warehouses {
+        Some(warehouses) => (warehouses, tpcc::Warehouses::Shared),
+        None => (
+            *thread_counts.iter().max().expect("a thread count") as u16,
+            tpcc::Warehouses::PerThread,
+        ),
+    };
     if warehouses == 0 {
         return Err("--warehouses must be at least 1".into());
     }
     if args.items < 100 || args.customers < 30 {
         return Err("--items must be at least 100 and --customers at least 30".into());
     }
-    if !(args.duration > 0.0) {
+    if args.duration.is_nan() || args.duration <= 0.0 {
         return Err("--duration must be positive".into());
     }
     let scale = Scale {
@@ -351,9 +366,16 @@ fn tpcc_command(args: TpccArgs) -> Result<(), String> {
     })?;
     let reports = match args.db.as_str() {
         "engram" => {
-            tpcc::run(&mut EngramTpcc::open(read_only)?, &options, &thread_counts, args.rounds)?
+            // Every thread count runs for its share of the duration.
+            let thread_seconds = thread_counts.iter().sum::<usize>() as f64 * args.duration
+                / thread_counts.len() as f64;
+            let reserve_mib = args
+                .reserve_memory_mib
+                .unwrap_or((thread_seconds * TPCC_GROWTH_MIB_PER_THREAD_SECOND).ceil() as usize);
+            let open = || EngramTpcc::open(read_only, reserve_mib << 20);
+            tpcc::run(open, &options, &thread_counts, args.rounds, layout)?
         }
-        "sqlite" => tpcc::run(&mut SqliteTpcc::create()?, &options, &thread_counts, args.rounds)?,
+        "sqlite" => tpcc::run(SqliteTpcc::create, &options, &thread_counts, args.rounds, layout)?,
         other => return Err(format!("unknown database {other:?}: use engram or sqlite")),
     };
     for report in &reports {

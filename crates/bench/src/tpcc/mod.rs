@@ -398,7 +398,7 @@ pub fn measure<D: TpccDb>(
                                 tally.types.entry(kind).or_default(),
                             );
                             done += 1;
-                            if done % 16 == 0 {
+                            if done.is_multiple_of(16) {
                                 counter.0.store(done, Ordering::Relaxed);
                             }
                         }
@@ -542,45 +542,81 @@ pub fn report<D: Db>(db: &D, options: &Options, tally: &Tally, violations: &[Str
     }
 }
 
-/// Loads the database and measures each thread count in `thread_counts`, alternating them in
-/// `rounds` rounds when there are several; then checks consistency. Returns one report per
-/// thread count (all carry the consistency verdict of the final state).
+/// How the warehouses relate to the thread counts of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Warehouses {
+    /// One database of `options.scale.warehouses`, shared by every thread count.
+    Shared,
+    /// A database per thread count with one warehouse per thread (Silo's methodology), all
+    /// loaded before the first round.
+    PerThread,
+}
+
+/// Opens and loads the databases, measures each thread count in `thread_counts`, alternating
+/// them in `rounds` rounds when there are several, then checks consistency. Returns one report
+/// per thread count, each with the consistency verdict of its database's final state.
 pub fn run<D: TpccDb>(
-    db: &mut D,
+    mut open: impl FnMut() -> Result<D, String>,
     options: &Options,
     thread_counts: &[usize],
     rounds: u32,
+    warehouses: Warehouses,
 ) -> Result<Vec<Report>, String> {
     let mut random = SmallRng::seed_from_u64(options.seed);
     let constants = Constants::generate(&mut random);
     let load_threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let loading = Instant::now();
-    db.load(&options.scale, &constants, load_threads)?;
-    if options.progress {
-        eprintln!(
-            "loaded {} warehouse(s) into {} in {:.1} s",
-            options.scale.warehouses,
-            db.name(),
-            loading.elapsed().as_secs_f64()
-        );
+    // The options each thread count runs with, and which database it runs on.
+    let configured: Vec<(Options, usize)> = thread_counts
+        .iter()
+        .enumerate()
+        .map(|(index, &threads)| match warehouses {
+            Warehouses::Shared => (Options { threads, ..options.clone() }, 0),
+            Warehouses::PerThread => {
+                let scale = Scale { warehouses: threads as u16, ..options.scale };
+                (Options { threads, scale, ..options.clone() }, index)
+            }
+        })
+        .collect();
+    let databases = match warehouses {
+        Warehouses::Shared => 1,
+        Warehouses::PerThread => thread_counts.len(),
+    };
+    let mut dbs = Vec::with_capacity(databases);
+    for index in 0..databases {
+        let scale =
+            configured.iter().find(|(_, db)| *db == index).map_or(options.scale, |c| c.0.scale);
+        let mut db = open()?;
+        let loading = Instant::now();
+        db.load(&scale, &constants, load_threads)?;
+        if options.progress {
+            eprintln!(
+                "loaded {} warehouse(s) into {} in {:.1} s",
+                scale.warehouses,
+                db.name(),
+                loading.elapsed().as_secs_f64()
+            );
+        }
+        dbs.push(db);
     }
-    let db = &*db;
-    let configured = |threads: usize| Options { threads, ..options.clone() };
     let rounds = if thread_counts.len() > 1 { rounds.max(1) } else { 1 };
     let per_round = options.duration / rounds;
     let mut tallies: Vec<Tally> = thread_counts.iter().map(|_| Tally::default()).collect();
     for round in 0..rounds {
-        for (index, &threads) in thread_counts.iter().enumerate() {
-            let label = format!("tpcc {} x{} {}/{}", db.name(), threads, round + 1, rounds);
-            let tally = measure(db, &configured(threads), &constants, per_round, &label)?;
+        for (index, (options, db)) in configured.iter().enumerate() {
+            let db = &dbs[*db];
+            let label = format!("tpcc {} x{} {}/{}", db.name(), options.threads, round + 1, rounds);
+            let tally = measure(db, options, &constants, per_round, &label)?;
             tallies[index].merge(&tally);
         }
     }
-    let mut conn = db.connect()?;
-    let violations = db.facts(&mut conn)?.violations();
-    Ok(thread_counts
+    let mut violations = Vec::with_capacity(dbs.len());
+    for db in &dbs {
+        let mut conn = db.connect()?;
+        violations.push(db.facts(&mut conn)?.violations());
+    }
+    Ok(configured
         .iter()
         .zip(&tallies)
-        .map(|(&threads, tally)| report(db, &configured(threads), tally, &violations))
+        .map(|((options, db), tally)| report(&dbs[*db], options, tally, &violations[*db]))
         .collect())
 }

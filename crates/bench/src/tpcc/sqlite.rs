@@ -91,7 +91,9 @@ impl SqliteTpcc {
         } else {
             std::env::temp_dir()
         };
-        let folder = base.join(format!("engram-tpcc-sqlite-{}", std::process::id()));
+        static CREATED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let instance = CREATED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let folder = base.join(format!("engram-tpcc-sqlite-{}-{instance}", std::process::id()));
         let _ = std::fs::remove_dir_all(&folder);
         std::fs::create_dir_all(&folder)
             .map_err(|error| format!("cannot create {}: {error}", folder.display()))?;
