@@ -7,11 +7,13 @@
 //! - [`tpcc`]: TPC-C with its consistency checks and StockScan, on the engine and on SQLite;
 //! - [`index`]: the B+tree against other concurrent ordered maps;
 //! - [`keys`]: uniform and scrambled Zipfian key choice;
+//! - [`plot`]: throughput against threads or skew, drawn from JSON results;
 //! - [`report`]: latency histograms, progress, machine description, JSON.
 
 pub mod db;
 pub mod index;
 pub mod keys;
+pub mod plot;
 pub mod report;
 pub mod tpcc;
 pub mod ycsb;

@@ -4,7 +4,7 @@ use clap::{Args, Parser, Subcommand};
 use engram_bench::report::{format_rate, write_json};
 use engram_bench::tpcc::engram::{EngramTpcc, ReadOnlyLevels};
 use engram_bench::tpcc::{self, spec::Scale, sqlite::SqliteTpcc};
-use engram_bench::{index, ycsb};
+use engram_bench::{index, plot, ycsb};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -33,6 +33,24 @@ enum Benchmark {
     Index(IndexArgs),
     /// TPC-C (v5.11, throughput mode) with consistency checks, on Engram or SQLite.
     Tpcc(TpccArgs),
+    /// Draw throughput against threads (or skew) from the JSON of ycsb and tpcc runs.
+    Plot(PlotArgs),
+}
+
+#[derive(Args)]
+struct PlotArgs {
+    /// JSON files written by `engram bench ycsb|tpcc --json`.
+    #[arg(required = true)]
+    results: Vec<PathBuf>,
+    /// The image to write: FILE.png or FILE.svg.
+    #[arg(long)]
+    out: PathBuf,
+    /// auto (skew when only theta varies, else threads) | threads | theta
+    #[arg(long, default_value = "auto")]
+    x: String,
+    /// The title (default: the benchmark and what the runs share).
+    #[arg(long)]
+    title: Option<String>,
 }
 
 #[derive(Args)]
@@ -400,12 +418,30 @@ fn tpcc_command(args: TpccArgs) -> Result<(), String> {
             _ => write_json(path, &reports)?,
         }
     }
-    let consistent = reports.iter().all(|report| report.consistency == serde_json::json!("ok"));
-    if consistent {
-        Ok(())
-    } else {
-        Err(format!("consistency check failed: {}", reports[0].consistency))
+    match reports.iter().find(|report| report.consistency != serde_json::json!("ok")) {
+        None => Ok(()),
+        Some(report) => Err(format!(
+            "consistency check failed ({} threads): {}",
+            report.threads, report.consistency
+        )),
     }
+}
+
+fn plot_command(args: PlotArgs) -> Result<(), String> {
+    let mut points = Vec::new();
+    for path in &args.results {
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+        let json: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|error| format!("{} is not JSON: {error}", path.display()))?;
+        points.extend(plot::points(&json).map_err(|error| format!("{}: {error}", path.display()))?);
+    }
+    let axis = plot::Axis::parse(&args.x)?.unwrap_or_else(|| plot::choose_axis(&points));
+    let lines = plot::series(&points, axis)?;
+    let title = args.title.unwrap_or_else(|| plot::title(&points));
+    plot::draw(&lines, axis, &title, &args.out)?;
+    println!("{}: {} line(s), {} point(s)", args.out.display(), lines.len(), points.len());
+    Ok(())
 }
 
 fn print_tpcc(report: &tpcc::Report) {
@@ -490,6 +526,7 @@ fn main() -> ExitCode {
         Command::Bench { benchmark: Benchmark::Ycsb(args) } => ycsb(args),
         Command::Bench { benchmark: Benchmark::Index(args) } => index(args),
         Command::Bench { benchmark: Benchmark::Tpcc(args) } => tpcc_command(args),
+        Command::Bench { benchmark: Benchmark::Plot(args) } => plot_command(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

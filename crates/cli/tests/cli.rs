@@ -131,3 +131,59 @@ fn bad_arguments_are_errors_not_panics() {
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("theta"));
 }
+
+#[test]
+fn tpcc_reports_its_figures_and_plots_them() {
+    let dir = std::env::temp_dir().join(format!("engram-cli-tpcc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut files = Vec::new();
+    for db in ["engram", "sqlite"] {
+        let path = dir.join(format!("{db}.json"));
+        #[rustfmt::skip]
+        let text = engram(&[
+            "bench", "tpcc", "--db", db, "--threads", "1,2", "--rounds", "1",
+            "--duration", "0.6", "--items", "1000", "--customers", "60",
+            "--reserve-memory-mib", "8", "--quiet", "--json", path.to_str().unwrap(),
+        ]);
+        assert!(text.contains("new_order") && text.contains("tpmC"), "{text}");
+        let reports = json(&path);
+        let reports = reports.as_array().expect("one report per thread count");
+        assert_eq!(reports.len(), 2);
+        for (report, threads) in reports.iter().zip([1, 2]) {
+            for field in
+                ["throughput_txn_per_s", "tpmc", "committed", "aborted", "mix", "db", "per_type"]
+            {
+                assert!(report.get(field).is_some(), "missing {field}: {report}");
+            }
+            assert_eq!(report["consistency"], "ok");
+            assert_eq!(report["threads"], threads);
+            assert_eq!(report["warehouses"], threads, "a warehouse per thread by default");
+            assert_eq!(report["mix"], "standard");
+            for kind in ["new_order", "payment", "order_status", "delivery", "stock_level"] {
+                let per_type = &report["per_type"][kind];
+                assert!(per_type["committed"].as_u64().is_some(), "{kind}: {report}");
+                assert!(per_type["aborted"].as_u64().is_some(), "{kind}: {report}");
+                for p in ["p50", "p95", "p99"] {
+                    assert!(per_type["latency_us"][p].is_number(), "{kind} {p}: {report}");
+                }
+            }
+            assert!(report["per_type"]["new_order"]["committed"].as_u64().unwrap() > 0);
+        }
+        files.push(path);
+    }
+    let out = dir.join("tpcc.svg");
+    let mut args = vec!["bench", "plot", "--out", out.to_str().unwrap()];
+    args.extend(files.iter().map(|f| f.to_str().unwrap()));
+    let text = engram(&args);
+    assert!(text.contains("2 line(s), 4 point(s)"), "{text}");
+    let svg = std::fs::read_to_string(&out).unwrap();
+    assert!(svg.contains("\nengram\n") && svg.contains("\nsqlite\n"), "lines labelled directly");
+    // Something that is not a result is an error, not a crash.
+    let output = Command::new(env!("CARGO_BIN_EXE_engram"))
+        .args(["bench", "plot", "--out", out.to_str().unwrap(), out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("not JSON"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
