@@ -291,7 +291,7 @@ where
         Axis::Threads => (x_min.min(1.0) - 0.25, x_max + 0.25),
         Axis::Theta => (x_min - 0.05, x_max + 0.05),
     };
-    let label_width = lines.iter().map(|l| l.label.len()).max().unwrap_or(0) as u32 * 8 + 24;
+    let label_width = lines.iter().map(|l| l.label.len()).max().unwrap_or(0) as u32 * 7 + 24;
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 24))
         .margin(16)

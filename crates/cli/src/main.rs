@@ -90,7 +90,7 @@ struct TpccArgs {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// MiB of memory Engram maps and faults in after loading, for the orders a run adds
-    /// (default: 128 MiB per thread-second of the run).
+    /// (default: 200 MiB per thread-second of the run, at most half the available memory).
     #[arg(long)]
     reserve_memory_mib: Option<usize>,
     /// Write the results as JSON here.
@@ -101,10 +101,21 @@ struct TpccArgs {
     quiet: bool,
 }
 
-/// Memory a TPC-C run adds per thread-second, roughly: about 3 KiB per NewOrder (an order, its
-/// new-order row and ten order lines with their index entries) at up to 40,000 NewOrders a
-/// second per thread.
-const TPCC_GROWTH_MIB_PER_THREAD_SECOND: f64 = 128.0;
+/// Memory a TPC-C run adds per thread-second, roughly: about 2.2 KiB per NewOrder (an order,
+/// its new-order row and ten order lines with their index entries; measured as resident
+/// memory growth) at up to 80,000 NewOrders a second per thread (the new-order-payment mix).
+const TPCC_GROWTH_MIB_PER_THREAD_SECOND: f64 = 200.0;
+
+/// The default reserve: the run's expected growth, at most half of the memory available now.
+fn default_tpcc_reserve_mib(thread_seconds: f64) -> usize {
+    let wanted = (thread_seconds * TPCC_GROWTH_MIB_PER_THREAD_SECOND).ceil() as usize;
+    let available_mib = std::fs::read_to_string("/proc/meminfo").ok().and_then(|info| {
+        let line = info.lines().find(|line| line.starts_with("MemAvailable:"))?;
+        let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib / 1024)
+    });
+    available_mib.map_or(wanted, |available| wanted.min(available / 2))
+}
 
 #[derive(Args)]
 struct YcsbArgs {
@@ -387,9 +398,8 @@ fn tpcc_command(args: TpccArgs) -> Result<(), String> {
             // Every thread count runs for its share of the duration.
             let thread_seconds = thread_counts.iter().sum::<usize>() as f64 * args.duration
                 / thread_counts.len() as f64;
-            let reserve_mib = args
-                .reserve_memory_mib
-                .unwrap_or((thread_seconds * TPCC_GROWTH_MIB_PER_THREAD_SECOND).ceil() as usize);
+            let reserve_mib =
+                args.reserve_memory_mib.unwrap_or_else(|| default_tpcc_reserve_mib(thread_seconds));
             let open = || EngramTpcc::open(read_only, reserve_mib << 20);
             tpcc::run(open, &options, &thread_counts, args.rounds, layout)?
         }
