@@ -551,6 +551,30 @@ fn update_with_never_loses_an_update() {
 }
 
 #[test]
+fn update_with_reports_whether_the_row_exists() {
+    let db = Database::open(manual_epochs()).unwrap();
+    let table = db.create_table(TableSpec::new("t")).unwrap();
+    let mut worker = db.worker().unwrap();
+    worker.transaction(Isolation::Serializable, |txn| txn.insert(&table, b"n", &[7])).unwrap();
+    let (exists, missing, counted) = worker
+        .transaction(Isolation::Serializable, |txn| {
+            // A closure that declines to write still finds the row, and writes nothing.
+            let exists = txn.update_with(&table, b"n", |row| row[0] == 0)?;
+            let missing = txn.update_with(&table, b"absent", |_| panic!("no row to change"))?;
+            let counted = txn.update_many(&table, &[b"n", b"x"], |_, row| {
+                row[0] += 1;
+                true
+            })?;
+            Ok((exists, missing, counted))
+        })
+        .unwrap();
+    assert!(exists);
+    assert!(!missing);
+    assert_eq!(counted, (1, 1), "one row existed and was written");
+    assert_eq!(get_raw(&db, &table, b"n"), Some(vec![8]));
+}
+
+#[test]
 fn get_many_reads_like_gets_and_guards_absent_keys() {
     let db = Database::open(manual_epochs()).unwrap();
     let table = db.create_table(TableSpec::new("t")).unwrap();

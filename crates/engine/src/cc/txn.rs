@@ -349,7 +349,7 @@ impl<'w> Txn<'w> {
         let mut change = Some(change);
         let updated = self
             .update_many(table, &[key], |_, row| change.take().is_some_and(|change| change(row)))?;
-        Ok(updated.1 == 1)
+        Ok(updated.0 == 1)
     }
 
     /// [`Txn::update_with`] for each of `keys`, with the batched index search of
