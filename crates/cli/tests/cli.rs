@@ -130,6 +130,15 @@ fn bad_arguments_are_errors_not_panics() {
         .unwrap();
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("theta"));
+    // A reserve larger than the machine is an error, not a crash.
+    #[rustfmt::skip]
+    let output = Command::new(env!("CARGO_BIN_EXE_engram"))
+        .args(["bench", "tpcc", "--threads", "1", "--duration", "0.1", "--items", "1000",
+               "--customers", "60", "--reserve-memory-mib", "1000000000", "--quiet"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("out of memory"));
 }
 
 #[test]

@@ -181,7 +181,7 @@ impl Database {
     pub fn open(config: Config) -> Result<Database> {
         config.validate()?;
         if config.reserved_memory_bytes > 0 {
-            crate::storage::chunks::reserve(config.reserved_memory_bytes);
+            reserve(config.reserved_memory_bytes)?;
         }
         let epochs = EpochManager::new(
             config.workers_max,
@@ -281,9 +281,10 @@ impl Database {
 
     /// Tops the process's reserve of mapped, faulted-in memory up to `bytes` (as
     /// [`Config::reserved_memory_bytes`] does at open), for example after a bulk load.
-    /// Returns the bytes now reserved.
-    pub fn reserve_memory(&self, bytes: usize) -> usize {
-        crate::storage::chunks::reserve(bytes)
+    /// Returns the bytes now reserved, or `OutOfMemory` (reserving nothing more) when the
+    /// top-up exceeds the memory the kernel reports available.
+    pub fn reserve_memory(&self, bytes: usize) -> Result<usize> {
+        reserve(bytes)
     }
 
     /// Commit and abort counts summed over all workers, past and present.
@@ -310,4 +311,11 @@ impl Drop for Database {
             let _ = ticker.join();
         }
     }
+}
+
+fn reserve(bytes: usize) -> Result<usize> {
+    crate::storage::chunks::reserve(bytes).map_err(|failed| Error::OutOfMemory {
+        requested: failed.requested,
+        available: failed.available,
+    })
 }

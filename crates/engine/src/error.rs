@@ -111,6 +111,11 @@ pub enum Error {
         index: usize,
     },
     InvalidConfig(String),
+    /// Memory could not be reserved: more was asked for than the machine has available.
+    OutOfMemory {
+        requested: usize,
+        available: usize,
+    },
 }
 
 impl Error {
@@ -131,6 +136,7 @@ impl Error {
             Error::UnknownTable(_) => "42P01",
             Error::UnknownIndex { .. } => "42704",
             Error::InvalidConfig(_) => "22023",
+            Error::OutOfMemory { .. } => "53200",
         }
     }
 
@@ -191,6 +197,12 @@ impl fmt::Display for Error {
                 write!(f, "table \"{table}\" has no secondary index number {index}")
             }
             Error::InvalidConfig(message) => write!(f, "invalid configuration: {message}"),
+            Error::OutOfMemory { requested, available } => write!(
+                f,
+                "out of memory: cannot reserve {} MiB more, {} MiB available",
+                requested >> 20,
+                available >> 20
+            ),
         }
     }
 }

@@ -344,7 +344,7 @@ impl TpccDb for EngramTpcc {
         })?;
         self.tables = Some(tables);
         if self.reserve_bytes > 0 {
-            db.reserve_memory(self.reserve_bytes);
+            db.reserve_memory(self.reserve_bytes).map_err(|error| error.to_string())?;
         }
         // Snapshot transactions (StockScan, and OrderStatus and StockLevel when configured so)
         // read a past epoch: wait until snapshots include the load (bounded by the ticker:

@@ -32,7 +32,7 @@ struct Class {
 impl Class {
     fn carve(&mut self) -> usize {
         if self.chunk_left < self.bytes {
-            let chunk = take_reserved().unwrap_or_else(|| map_chunks(1));
+            let chunk = take_reserved().unwrap_or_else(map_chunk);
             self.chunk = chunk;
             self.chunk_left = CHUNK_BYTES;
         }
@@ -43,15 +43,15 @@ impl Class {
     }
 }
 
-/// `count` fresh chunks in one allocation, advised to be huge pages. Returns the first.
-fn map_chunks(count: usize) -> usize {
-    let layout = Layout::from_size_align(count * CHUNK_BYTES, CHUNK_BYTES).expect("chunk layout");
+/// A fresh chunk, advised to be huge pages.
+fn map_chunk() -> usize {
+    let layout = Layout::from_size_align(CHUNK_BYTES, CHUNK_BYTES).expect("chunk layout");
     // SAFETY: the layout has a non-zero size.
     let start = unsafe { alloc(layout) };
     if start.is_null() {
         handle_alloc_error(layout);
     }
-    advise_huge_pages(start, count * CHUNK_BYTES);
+    advise_huge_pages(start, CHUNK_BYTES);
     start as usize
 }
 
@@ -62,20 +62,52 @@ fn take_reserved() -> Option<usize> {
     RESERVED.lock().unwrap_or_else(|poison| poison.into_inner()).pop()
 }
 
+/// Why [`reserve`] reserved nothing: the bytes it still needed, and those available.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReserveFailed {
+    pub requested: usize,
+    pub available: usize,
+}
+
 /// Tops the reserve up to at least `bytes` (rounded up to whole chunks) of mapped, touched
-/// memory for future blocks. Returns the bytes reserved now.
-pub fn reserve(bytes: usize) -> usize {
+/// memory for future blocks. Returns the bytes reserved now. Refuses, reserving nothing more,
+/// when the top-up is more than the memory the kernel reports available (faulting it in would
+/// invite the out-of-memory killer) or the mapping fails.
+pub fn reserve(bytes: usize) -> Result<usize, ReserveFailed> {
     let mut reserved = RESERVED.lock().unwrap_or_else(|poison| poison.into_inner());
     let wanted = bytes.div_ceil(CHUNK_BYTES);
     let missing = wanted.saturating_sub(reserved.len());
     if missing == 0 {
-        return reserved.len() * CHUNK_BYTES;
+        return Ok(reserved.len() * CHUNK_BYTES);
     }
-    let start = map_chunks(missing);
-    populate(start as *mut u8, missing * CHUNK_BYTES);
+    let requested = missing.saturating_mul(CHUNK_BYTES);
+    let available = available_bytes().unwrap_or(usize::MAX);
+    let failed = ReserveFailed { requested, available };
+    if requested > available {
+        return Err(failed);
+    }
+    let Ok(layout) = Layout::from_size_align(requested, CHUNK_BYTES) else {
+        return Err(failed);
+    };
+    // SAFETY: the layout has a non-zero size.
+    let start = unsafe { alloc(layout) };
+    if start.is_null() {
+        return Err(failed);
+    }
+    advise_huge_pages(start, requested);
+    populate(start, requested);
+    let start = start as usize;
     // Popped from the end: the lowest addresses are carved first.
     reserved.extend((0..missing).rev().map(|index| start + index * CHUNK_BYTES));
-    reserved.len() * CHUNK_BYTES
+    Ok(reserved.len() * CHUNK_BYTES)
+}
+
+/// The memory the kernel reports available for new allocations (`MemAvailable`), if known.
+fn available_bytes() -> Option<usize> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|line| line.starts_with("MemAvailable:"))?;
+    let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib.saturating_mul(1024))
 }
 
 /// Faults every page of a fresh range in.
