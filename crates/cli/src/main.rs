@@ -109,11 +109,7 @@ const TPCC_GROWTH_MIB_PER_THREAD_SECOND: f64 = 200.0;
 /// The default reserve: the run's expected growth, at most half of the memory available now.
 fn default_tpcc_reserve_mib(thread_seconds: f64) -> usize {
     let wanted = (thread_seconds * TPCC_GROWTH_MIB_PER_THREAD_SECOND).ceil() as usize;
-    let available_mib = std::fs::read_to_string("/proc/meminfo").ok().and_then(|info| {
-        let line = info.lines().find(|line| line.starts_with("MemAvailable:"))?;
-        let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
-        Some(kib / 1024)
-    });
+    let available_mib = engram_engine::storage::chunks::available_bytes().map(|bytes| bytes >> 20);
     available_mib.map_or(wanted, |available| wanted.min(available / 2))
 }
 

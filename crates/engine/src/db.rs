@@ -33,7 +33,7 @@ pub struct Config {
     /// Attempts [`Worker::transaction`] makes before it returns an abort.
     pub transaction_retries_max: u32,
     /// Memory mapped and faulted in at open for records and index nodes to grow into, so that
-    /// a run takes no page faults (MOT's reserved memory; `storage::chunks`). The reserve is
+    /// a run takes no page faults (`storage::chunks`). The reserve is
     /// shared by every database of the process. 0 reserves nothing.
     pub reserved_memory_bytes: usize,
 }

@@ -827,33 +827,7 @@ impl<'w> Txn<'w> {
         limit: usize,
         mut visit: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<usize> {
-        self.active()?;
-        let table_id = self.worker.register_table(table);
-        // SAFETY: a `Txn` exists only while its worker is pinned and in a call.
-        let pin = unsafe { pinned() };
-        let state = &mut self.worker.txn;
-        let TxnState { access, nodes, read_buffer, scan_buffer, isolation, snapshot, .. } = state;
-        let mut visitor = RowVisitor {
-            access,
-            nodes,
-            buffer: read_buffer,
-            table: table_id,
-            snapshot: *snapshot,
-            validate_reads: isolation.validates_reads(),
-            validate_nodes: isolation.validates_nodes(),
-            visit: &mut visit,
-            count: 0,
-            limit,
-            error: None,
-        };
-        if limit > 0 {
-            table.primary.scan(low, high, direction, &pin, scan_buffer, &mut visitor);
-        }
-        let (count, error) = (visitor.count, visitor.error);
-        match error {
-            Some(reason) => Err(poison(state, reason)),
-            None => Ok(count),
-        }
+        self.scan_heads(table, low, high, direction, limit, |_, key, row| visit(key, row))
     }
 
     /// Visits the rows whose secondary key in index number `index` (in the table's

@@ -12,8 +12,9 @@
 //! RESERVE. The first write to a fresh page costs a page fault and the kernel's zeroing of it
 //! (under a hypervisor, often the host's as well): on the reference machine about a fifth of a
 //! TPC-C run's time went there (docs/performance.md). [`reserve`] maps and touches chunks ahead
-//! of need, as MOT's reserved global memory and Silo's pre-faulted pool do, so that a database
-//! growing into them takes no faults. Reserved chunks are process-wide.
+//! of need, as an in-memory server reserves its memory at start-up (Silo's benchmark driver
+//! pre-allocates its pool, `dbtest --numa-memory`), so that a database growing into them takes
+//! no faults. Reserved chunks are process-wide.
 
 use std::alloc::{Layout, alloc, handle_alloc_error};
 use std::sync::Mutex;
@@ -103,7 +104,7 @@ pub fn reserve(bytes: usize) -> Result<usize, ReserveFailed> {
 }
 
 /// The memory the kernel reports available for new allocations (`MemAvailable`), if known.
-fn available_bytes() -> Option<usize> {
+pub fn available_bytes() -> Option<usize> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = info.lines().find(|line| line.starts_with("MemAvailable:"))?;
     let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
