@@ -7,13 +7,21 @@ use crate::gc::tasks::Tasks;
 use crate::limits::{SECONDARY_INDEXES_MAX, TABLES_MAX, WORKERS_MAX};
 use crate::storage::arena::Arena;
 use crate::storage::{Table, TableId, TableSpec};
+use crate::sync::Epoch;
 use crate::sync::EpochManager;
-use crate::worker::{TableRef, Worker};
+use crate::wal::format::{CatalogRecord, IndexRecord};
+use crate::wal::log::{self, Log, Segment};
+use crate::wal::{
+    CheckpointReport, DataDir, DirStorage, Durability, DurabilityWatcher, IndexKeys,
+    RecoveryReport, Storage, checkpoint, recovery,
+};
+use crate::worker::{CommitInfo, TableRef, Worker};
 use crossbeam_utils::CachePadded;
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::thread::JoinHandle;
+use std::thread::{JoinHandle, Thread};
 use std::time::Duration;
 
 /// How a database behaves. `Config::default()` is what a server would run with.
@@ -36,6 +44,31 @@ pub struct Config {
     /// a run takes no page faults (`storage::chunks`). The reserve is
     /// shared by every database of the process. 0 reserves nothing.
     pub reserved_memory_bytes: usize,
+    /// The data directory (log, checkpoints, catalog). `None`: a purely in-memory database.
+    pub data_dir: Option<PathBuf>,
+    /// Files for the data directory other than the file system (tests inject faults with
+    /// [`crate::wal::FaultyStorage`]). Takes precedence over `data_dir`.
+    pub storage: Option<Arc<dyn Storage>>,
+    /// When commits are acknowledged (with a data directory).
+    pub durability: Durability,
+    /// Logger threads; worker slot `i` is logged by logger `i % loggers`.
+    pub loggers: usize,
+    /// LZ4-compress log blocks.
+    pub log_compression: bool,
+    /// LZ4-compress checkpoint blocks.
+    pub checkpoint_compression: bool,
+    /// A logger starts a new segment file after this many bytes.
+    pub segment_bytes: u64,
+    /// A background checkpoint starts after this many log bytes since the last one; 0 takes
+    /// checkpoints only when [`Database::checkpoint`] is called.
+    pub checkpoint_log_bytes: u64,
+    /// Threads a checkpoint copies tables with (its impact on foreground work is bounded by
+    /// this).
+    pub checkpoint_threads: usize,
+    /// Threads recovery replays with; 0 uses every core.
+    pub recovery_threads: usize,
+    /// Rebuilds secondary-index key extractors at recovery.
+    pub index_keys: Option<IndexKeys>,
 }
 
 impl Default for Config {
@@ -47,6 +80,17 @@ impl Default for Config {
             workers_max: WORKERS_MAX,
             transaction_retries_max: 100,
             reserved_memory_bytes: 0,
+            data_dir: None,
+            storage: None,
+            durability: Durability::Epoch,
+            loggers: 1,
+            log_compression: false,
+            checkpoint_compression: false,
+            segment_bytes: 64 << 20,
+            checkpoint_log_bytes: 1 << 30,
+            checkpoint_threads: 1,
+            recovery_threads: 0,
+            index_keys: None,
         }
     }
 }
@@ -64,7 +108,37 @@ impl Config {
         if self.workers_max == 0 || self.workers_max > WORKERS_MAX {
             return Err(Error::InvalidConfig(format!("workers_max must be in 1..={WORKERS_MAX}")));
         }
+        if self.loggers == 0 || self.loggers > 64 {
+            return Err(Error::InvalidConfig("loggers must be in 1..=64".into()));
+        }
+        if self.segment_bytes < 4096 {
+            return Err(Error::InvalidConfig("segment_bytes must be at least 4096".into()));
+        }
         Ok(())
+    }
+
+    /// The data directory's files, if the configuration has any.
+    fn open_storage(&self) -> Result<Option<Arc<dyn Storage>>> {
+        if let Some(storage) = &self.storage {
+            return Ok(Some(Arc::clone(storage)));
+        }
+        let Some(dir) = &self.data_dir else { return Ok(None) };
+        match DirStorage::open(dir) {
+            Ok(storage) => Ok(Some(Arc::new(storage))),
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                Err(Error::DataDirInUse(error.to_string()))
+            }
+            Err(error) => {
+                Err(Error::Io(format!("cannot open data directory {}: {error}", dir.display())))
+            }
+        }
+    }
+
+    fn recovery_threads(&self) -> usize {
+        if self.recovery_threads > 0 {
+            return self.recovery_threads;
+        }
+        std::thread::available_parallelism().map_or(1, |n| n.get())
     }
 }
 
@@ -122,9 +196,17 @@ pub(crate) struct Shared {
     orphans: Mutex<Orphans>,
     orphans_waiting: AtomicBool,
     stop: AtomicBool,
+    pub log: Option<Arc<Log>>,
+    pub data: Option<DataDir>,
 }
 
 impl Shared {
+    /// Every table in the catalog.
+    pub fn tables(&self) -> Vec<TableRef> {
+        let catalog = self.catalog.read().unwrap_or_else(|poison| poison.into_inner());
+        catalog.tables.iter().flatten().cloned().collect()
+    }
+
     /// Takes a departing worker's garbage and tasks.
     pub fn adopt_from(&self, garbage: &mut Garbage, tasks: &mut Tasks) {
         if garbage.is_empty() && tasks.is_empty() {
@@ -175,9 +257,13 @@ impl Drop for Shared {
 pub struct Database {
     shared: Arc<Shared>,
     ticker: Option<JoinHandle<()>>,
+    loggers: Vec<JoinHandle<()>>,
+    checkpointer: Option<JoinHandle<()>>,
 }
 
 impl Database {
+    /// Opens a database. With a data directory, recovers it first (catalog, newest checkpoint,
+    /// log up to the last durable epoch) and starts the loggers and the checkpointer.
     pub fn open(config: Config) -> Result<Database> {
         config.validate()?;
         if config.reserved_memory_bytes > 0 {
@@ -190,29 +276,128 @@ impl Database {
         );
         let counters =
             (0..config.workers_max).map(|_| CachePadded::new(Counters::default())).collect();
+        let mut catalog = Catalog::default();
+        let mut data = None;
+        let mut log = None;
+        let mut segments = Vec::new();
+        let mut recovered_garbage = Vec::new();
+        if let Some(storage) = config.open_storage()? {
+            let recovered = recovery::recover(
+                &*storage,
+                config.index_keys.as_ref(),
+                config.recovery_threads(),
+            )?;
+            epochs.restart_after(Epoch(recovered.last_epoch));
+            let mut records = Vec::with_capacity(recovered.tables.len());
+            for (id, table) in recovered.tables.iter().enumerate() {
+                catalog.tables.push(table.clone());
+                records.push(table.as_ref().map(|table| {
+                    catalog.by_name.insert(table.name().to_string(), TableId(id as u32));
+                    (table.name().to_string(), index_records(table))
+                }));
+            }
+            let catalog_file = DataDir::rewrite_catalog(&*storage, &records, epochs.global().0)?;
+            DataDir::write_manifest(&*storage, &recovered.manifest)?;
+            if config.durability == Durability::Epoch {
+                let durable = epochs.stable();
+                let shared_log = Arc::new(Log::new(
+                    Arc::clone(&storage),
+                    config.workers_max,
+                    config.loggers,
+                    durable,
+                    recovered.manifest.run,
+                    config.log_compression,
+                    config.segment_bytes,
+                ));
+                *shared_log.closed.lock().unwrap_or_else(|poison| poison.into_inner()) =
+                    recovered.segments;
+                for logger in 0..config.loggers {
+                    let segment = Segment::create(
+                        &*storage,
+                        recovered.manifest.run,
+                        logger,
+                        config.loggers,
+                        0,
+                        durable.0,
+                    )
+                    .map_err(|error| {
+                        crate::wal::io_error(
+                            &*storage,
+                            "wal",
+                            "cannot create a log segment in",
+                            error,
+                        )
+                    })?;
+                    segments.push(segment);
+                }
+                log = Some(shared_log);
+            }
+            recovered_garbage = recovered.garbage;
+            data = Some(DataDir {
+                storage,
+                manifest: Mutex::new(recovered.manifest),
+                catalog: Mutex::new(Some(catalog_file)),
+                checkpoint_lock: Mutex::new(()),
+                compress_checkpoints: config.checkpoint_compression,
+                report: recovered.report,
+            });
+        }
         let shared = Arc::new(Shared {
             epochs,
             config: config.clone(),
             counters,
-            catalog: RwLock::new(Catalog::default()),
+            catalog: RwLock::new(catalog),
             orphans: Mutex::new(Orphans::default()),
             orphans_waiting: AtomicBool::new(false),
             stop: AtomicBool::new(false),
+            log,
+            data,
         });
+        for mut garbage in recovered_garbage {
+            garbage.seal(&shared.epochs);
+            shared.adopt_from(&mut garbage, &mut Tasks::default());
+        }
+        let interval = Duration::from_millis(config.epoch_interval_ms.max(1));
+        let loggers: Vec<JoinHandle<()>> = segments
+            .into_iter()
+            .enumerate()
+            .map(|(index, segment)| {
+                let shared = Arc::clone(&shared);
+                std::thread::Builder::new()
+                    .name(format!("engram-log-{index}"))
+                    .spawn(move || {
+                        let log = shared.log.as_ref().expect("loggers run with a log");
+                        log::run_logger(log, &shared.epochs, index, segment, interval);
+                    })
+                    .expect("spawn a logger")
+            })
+            .collect();
+        let logger_threads: Vec<Thread> =
+            loggers.iter().map(|handle| handle.thread().clone()).collect();
         let ticker = (config.epoch_interval_ms > 0).then(|| {
             let shared = Arc::clone(&shared);
-            let interval = Duration::from_millis(config.epoch_interval_ms);
+            let logger_threads = logger_threads.clone();
             std::thread::Builder::new()
                 .name("engram-epoch".into())
                 .spawn(move || {
                     while !shared.stop.load(Ordering::Acquire) {
                         std::thread::park_timeout(interval);
                         shared.epochs.advance();
+                        for thread in &logger_threads {
+                            thread.unpark();
+                        }
                     }
                 })
                 .expect("spawn the epoch ticker")
         });
-        Ok(Database { shared, ticker })
+        let checkpointer = (shared.data.is_some() && config.checkpoint_log_bytes > 0).then(|| {
+            let shared = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name("engram-checkpoint".into())
+                .spawn(move || run_checkpointer(&shared))
+                .expect("spawn the checkpointer")
+        });
+        Ok(Database { shared, ticker, loggers, checkpointer })
     }
 
     /// A new worker for the calling thread.
@@ -234,6 +419,14 @@ impl Database {
         let id = TableId(catalog.tables.len() as u32);
         let name = spec.name.clone();
         let table = Arc::new(Table::new(id, spec));
+        if let Some(data) = &self.shared.data {
+            let record = CatalogRecord::Create {
+                table: id.0,
+                name: name.clone(),
+                indexes: index_records(&table),
+            };
+            data.log_catalog(&record, self.shared.epochs.global().0)?;
+        }
         catalog.tables.push(Some(Arc::clone(&table)));
         catalog.by_name.insert(name, id);
         Ok(table)
@@ -252,8 +445,11 @@ impl Database {
     /// the caches of workers that used it) is gone.
     pub fn drop_table(&self, name: &str) -> Result<()> {
         let mut catalog = self.shared.catalog.write().unwrap_or_else(|poison| poison.into_inner());
-        let id =
-            catalog.by_name.remove(name).ok_or_else(|| Error::UnknownTable(name.to_string()))?;
+        let id = *catalog.by_name.get(name).ok_or_else(|| Error::UnknownTable(name.to_string()))?;
+        if let Some(data) = &self.shared.data {
+            data.log_catalog(&CatalogRecord::Drop { table: id.0 }, self.shared.epochs.global().0)?;
+        }
+        catalog.by_name.remove(name);
         catalog.tables[id.index()] = None;
         Ok(())
     }
@@ -265,9 +461,50 @@ impl Database {
         names
     }
 
-    /// Advances the epoch once (for tests that run with `epoch_interval_ms = 0`).
+    /// Advances the epoch once (for tests that run with `epoch_interval_ms = 0`), and wakes
+    /// the loggers.
     pub fn advance_epoch(&self) {
         self.shared.epochs.advance();
+        for logger in &self.loggers {
+            logger.thread().unpark();
+        }
+    }
+
+    /// Every commit of an epoch at or below this one is durable (`Epoch(u64::MAX)` when
+    /// nothing is logged).
+    pub fn durable_epoch(&self) -> Epoch {
+        self.durability_watcher().durable()
+    }
+
+    /// A handle for waiting on durability, blocking or async; cheap to clone.
+    pub fn durability_watcher(&self) -> DurabilityWatcher {
+        DurabilityWatcher { log: self.shared.log.clone() }
+    }
+
+    /// Blocks until `commit` is durable. Returns the log's error if logging failed first.
+    pub fn wait_durable(&self, commit: &CommitInfo) -> Result<()> {
+        match &self.shared.log {
+            Some(log) => log.wait(commit.epoch),
+            None => Ok(()),
+        }
+    }
+
+    /// Log bytes written since the database opened.
+    pub fn log_bytes(&self) -> u64 {
+        self.shared.log.as_ref().map_or(0, |log| log.bytes_written.load(Ordering::Relaxed))
+    }
+
+    /// Takes a checkpoint now and removes what it supersedes.
+    pub fn checkpoint(&self) -> Result<CheckpointReport> {
+        let Some(data) = &self.shared.data else {
+            return Err(Error::InvalidConfig("checkpoints need a data directory".into()));
+        };
+        checkpoint::take(&self.shared, data, self.shared.config.checkpoint_threads)
+    }
+
+    /// What recovery did when this database opened (`None` without a data directory).
+    pub fn recovery_report(&self) -> Option<&RecoveryReport> {
+        self.shared.data.as_ref().map(|data| &data.report)
     }
 
     /// The epoch manager (epochs, stable and snapshot epochs, kicked transactions).
@@ -306,11 +543,64 @@ impl Database {
 impl Drop for Database {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::Release);
+        if let Some(checkpointer) = self.checkpointer.take() {
+            checkpointer.thread().unpark();
+            let _ = checkpointer.join();
+        }
         if let Some(ticker) = self.ticker.take() {
             ticker.thread().unpark();
             let _ = ticker.join();
         }
+        if let Some(log) = &self.shared.log {
+            // Make every finished commit stable, then let the loggers write it and stop.
+            self.shared.epochs.advance();
+            self.shared.epochs.advance();
+            log.stop.store(true, Ordering::Release);
+            for logger in self.loggers.drain(..) {
+                logger.thread().unpark();
+                let _ = logger.join();
+            }
+            log.fail("the database was closed".into(), false);
+        }
     }
+}
+
+/// The background checkpointer: a checkpoint after every `checkpoint_log_bytes` of log.
+fn run_checkpointer(shared: &Arc<Shared>) {
+    let Some(data) = &shared.data else { return };
+    let threshold = shared.config.checkpoint_log_bytes;
+    let mut logged_at_last = 0;
+    while !shared.stop.load(Ordering::Acquire) {
+        std::thread::park_timeout(Duration::from_millis(200));
+        let logged = shared.log.as_ref().map_or(0, |log| log.bytes_written.load(Ordering::Relaxed));
+        if logged - logged_at_last < threshold || shared.stop.load(Ordering::Acquire) {
+            continue;
+        }
+        logged_at_last = logged;
+        match checkpoint::take(shared, data, shared.config.checkpoint_threads) {
+            Ok(report) => tracing::info!(
+                epoch = report.epoch,
+                rows = report.rows,
+                bytes = report.bytes,
+                seconds = report.seconds,
+                "checkpoint written"
+            ),
+            Err(error) => tracing::error!("checkpoint failed: {error}"),
+        }
+    }
+}
+
+/// The catalog's record of a table's secondary indexes.
+fn index_records(table: &Table) -> Vec<IndexRecord> {
+    table
+        .secondaries
+        .iter()
+        .map(|index| IndexRecord {
+            name: index.name.clone(),
+            unique: index.unique,
+            definition: index.definition.clone(),
+        })
+        .collect()
 }
 
 fn reserve(bytes: usize) -> Result<usize> {

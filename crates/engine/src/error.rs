@@ -116,6 +116,21 @@ pub enum Error {
         requested: usize,
         available: usize,
     },
+    /// A file of the data directory fails its checksum or does not parse: `offset` is where.
+    Corrupt {
+        file: String,
+        offset: u64,
+        reason: String,
+    },
+    /// Writing or syncing the log failed; the database accepts no more writes until it is
+    /// restarted. Commits acknowledged before the failure stay durable.
+    LogFailed(String),
+    /// The disk holding the log is full; as `LogFailed`.
+    DiskFull(String),
+    /// An input/output error outside the log (opening the data directory, a checkpoint).
+    Io(String),
+    /// Another process has the data directory open.
+    DataDirInUse(String),
 }
 
 impl Error {
@@ -137,6 +152,10 @@ impl Error {
             Error::UnknownIndex { .. } => "42704",
             Error::InvalidConfig(_) => "22023",
             Error::OutOfMemory { .. } => "53200",
+            Error::Corrupt { .. } => "XX001",
+            Error::LogFailed(_) | Error::Io(_) => "58030",
+            Error::DiskFull(_) => "53100",
+            Error::DataDirInUse(_) => "55006",
         }
     }
 
@@ -203,6 +222,21 @@ impl fmt::Display for Error {
                 requested >> 20,
                 available >> 20
             ),
+            Error::Corrupt { file, offset, reason } => {
+                write!(f, "data directory corrupt: {file} at byte {offset}: {reason}")
+            }
+            Error::LogFailed(message) => write!(
+                f,
+                "the write-ahead log failed, so no more writes are accepted (restart to recover; \
+                 acknowledged commits are safe): {message}"
+            ),
+            Error::DiskFull(message) => write!(
+                f,
+                "the disk holding the log is full, so no more writes are accepted (free space and \
+                 restart; acknowledged commits are safe): {message}"
+            ),
+            Error::Io(message) => write!(f, "input/output error: {message}"),
+            Error::DataDirInUse(message) => write!(f, "data directory in use: {message}"),
         }
     }
 }

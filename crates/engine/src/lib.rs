@@ -11,6 +11,7 @@
 //! | `index`   | the OLC B+tree and memcomparable key encoding                             |
 //! | `storage` | record heads and versions, tables, per-worker arenas                      |
 //! | `gc`      | epoch-based reclamation and deferred unlinking of deleted records         |
+//! | `wal`     | data directory, epoch group-commit log, checkpoints, parallel recovery    |
 //! | `sync`    | the version latch, epochs, bounded backoff, the std/shuttle shim          |
 //! | `limits`  | every limit, named                                                        |
 //!
@@ -60,6 +61,7 @@ pub mod index;
 pub mod limits;
 pub mod storage;
 pub mod sync;
+pub mod wal;
 pub mod worker;
 
 pub use cc::{Isolation, Txn};
@@ -69,4 +71,8 @@ pub use index::Direction;
 pub use index::key::KeyBuilder;
 pub use storage::{IndexSpec, Table, TableId, TableSpec, Tid};
 pub use sync::Epoch;
+pub use wal::{
+    CheckpointReport, Durability, DurabilityWatcher, DurableFuture, IndexDefinition, IndexKeys,
+    RecoveryReport,
+};
 pub use worker::{CommitInfo, Raw, TableRef, Worker, WorkerMemory};

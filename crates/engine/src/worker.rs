@@ -45,6 +45,15 @@ pub(crate) enum Status {
 pub struct CommitInfo {
     /// The commit TID (zero for read-only transactions, which install nothing).
     pub tid: Tid,
+    /// The epoch that must be durable before the commit is acknowledged: the TID's epoch for
+    /// a writer, the newest epoch among the rows it read for a reader (so that a reader never
+    /// reports data a crash could still take back), the snapshot epoch for a snapshot.
+    /// Wait with [`crate::Database::wait_durable`] or a [`crate::DurabilityWatcher`].
+    pub epoch: Epoch,
+}
+
+impl CommitInfo {
+    pub const NOTHING: CommitInfo = CommitInfo { tid: Tid::ZERO, epoch: Epoch::NEVER };
 }
 
 /// The last key a read found, and its head: a read-modify-write of the same key skips the
@@ -182,6 +191,7 @@ pub struct Worker {
     pub(crate) txn: TxnState,
     pub(crate) random: u64,
     pub(crate) transactions_ended: u64,
+    pub(crate) last_commit: CommitInfo,
 }
 
 // SAFETY: the raw pointers in the worker's sets point into shared, epoch-protected memory and
@@ -209,12 +219,27 @@ impl Worker {
             txn: TxnState::default(),
             random: seed | 1,
             transactions_ended: 0,
+            last_commit: CommitInfo::NOTHING,
         })
     }
 
     /// The worker's slot number (stable while it lives).
     pub fn id(&self) -> usize {
         self.slot.index()
+    }
+
+    /// The commit handle of this worker's last committed transaction (for waiting until it is
+    /// durable after [`Worker::transaction`], which returns the body's value).
+    pub fn last_commit(&self) -> CommitInfo {
+        self.last_commit
+    }
+
+    /// Blocks until this worker's last commit is durable (see [`CommitInfo::epoch`]).
+    pub fn wait_durable(&self) -> Result<()> {
+        match &self.shared.log {
+            Some(log) => log.wait(self.last_commit.epoch),
+            None => Ok(()),
+        }
     }
 
     /// Whether a transaction is open.
@@ -309,6 +334,21 @@ impl Worker {
         if isolation == Isolation::Snapshot {
             self.txn.snapshot = Some(self.shared.epochs.enter_snapshot(self.slot));
         }
+        self.txn.status = Status::Active;
+        Ok(())
+    }
+
+    /// Opens a snapshot transaction reading at `at`, which the caller holds
+    /// (`EpochManager::hold_snapshot`). For checkpoints.
+    pub(crate) fn begin_snapshot_at(&mut self, at: Epoch) -> Result<()> {
+        if self.txn.status != Status::Idle {
+            return Err(Error::TransactionOpen);
+        }
+        self.txn.isolation = Isolation::Snapshot;
+        self.txn.interactive = false;
+        self.txn.pinned_at = self.shared.epochs.pin(self.slot);
+        self.shared.epochs.enter_snapshot_at(self.slot, at);
+        self.txn.snapshot = Some(at);
         self.txn.status = Status::Active;
         Ok(())
     }
@@ -488,8 +528,20 @@ impl Raw<'_> {
         }
         let worker = &mut *self.worker;
         let epochs = &worker.shared.epochs;
-        let tid = Tid::commit_after(word.tid().max(worker.last_tid), epochs.global())
-            .ok_or(Error::Aborted(AbortReason::SequenceExhausted))?;
+        if let Some(log) = &worker.shared.log
+            && let Err(error) = log.check()
+        {
+            head.unlock_to(word);
+            return Err(error);
+        }
+        // Announced like a commit, so the stable epoch covers the log record.
+        epochs.enter_commit(worker.slot, epochs.global());
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        let Some(tid) = Tid::commit_after(word.tid().max(worker.last_tid), epochs.global()) else {
+            head.unlock_to(word);
+            epochs.leave_commit(worker.slot);
+            return Err(Error::Aborted(AbortReason::SequenceExhausted));
+        };
         worker.last_tid = tid;
         let retention =
             Retention { low: epochs.snapshot_low(), interval: epochs.snapshot_interval_epochs() };
@@ -504,6 +556,21 @@ impl Raw<'_> {
             &mut worker.txn.dropped,
         );
         head.unlock_to(new_word);
+        if let Some(log) = &worker.shared.log {
+            log.append(worker.slot.index(), |out| {
+                crate::wal::format::encode_txn_head(out, tid.as_u64(), 1);
+                crate::wal::format::encode_write(
+                    out,
+                    crate::wal::format::LoggedWrite {
+                        table: table.id().0,
+                        key,
+                        value: Some(value),
+                    },
+                );
+            });
+        }
+        epochs.leave_commit(worker.slot);
+        worker.last_commit = CommitInfo { tid, epoch: tid.epoch() };
         Ok(true)
     }
 }

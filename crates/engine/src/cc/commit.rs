@@ -10,6 +10,8 @@ use crate::error::{AbortReason, Error, Result};
 use crate::storage::record::{Busy, Retention};
 use crate::storage::{Head, Tid, TidWord};
 use crate::sync::Epoch;
+use crate::wal::format::{self, LoggedWrite};
+use crate::wal::log::Log;
 use crate::worker::{CommitInfo, Status, TxnState, Worker};
 
 /// Clean-up tasks run at the end of one transaction at most: enough to keep up with a worker
@@ -32,15 +34,23 @@ fn commit_with<P: Protocol>(worker: &mut Worker) -> Result<CommitInfo> {
         }
         Status::Active => {}
     }
-    if worker.txn.snapshot.is_some() {
+    if let Some(at) = worker.txn.snapshot {
         finish(worker);
         bump_commits(worker);
-        return Ok(CommitInfo { tid: Tid::ZERO });
+        return Ok(CommitInfo { tid: Tid::ZERO, epoch: at });
     }
     // 1. Lock the write set in address order.
     if let Err(reason) = lock_write_set(&mut worker.txn) {
         abort(worker, Some(reason));
         return Err(Error::Aborted(reason));
+    }
+    // A failed log takes no more writes.
+    if !worker.txn.write_order.is_empty()
+        && let Some(log) = &worker.shared.log
+        && let Err(error) = log.check()
+    {
+        abort(worker, None);
+        return Err(error);
     }
     // 2. Secondary entries of updates that change a secondary key.
     if worker.txn.updates_indexed_rows
@@ -77,19 +87,52 @@ fn commit_with<P: Protocol>(worker: &mut Worker) -> Result<CommitInfo> {
     } else {
         Tid::ZERO
     };
-    // 6. Install and release.
-    if writes {
+    // 6. Install and release; log the new images before leaving the commit, so that the
+    // stable epoch covers the record (`wal::log`).
+    let epoch = if writes {
         install_write_set(worker, tid);
+        if let Some(log) = &worker.shared.log {
+            log_write_set(log, worker, tid);
+        }
         worker.last_tid = tid;
         worker.shared.epochs.leave_commit(worker.slot);
-    }
+        tid.epoch()
+    } else {
+        read_epoch(&worker.txn)
+    };
     if worker.txn.undid_inserts {
         give_up_undone_inserts(worker);
     }
     // 7. Finish.
     bump_commits(worker);
     finish(worker);
-    Ok(CommitInfo { tid })
+    let info = CommitInfo { tid, epoch };
+    worker.last_commit = info;
+    Ok(info)
+}
+
+/// The newest epoch among the rows a read-only transaction saw.
+fn read_epoch(state: &TxnState) -> Epoch {
+    state.access.entries.iter().map(|entry| entry.observed.epoch()).max().unwrap_or(Epoch::NEVER)
+}
+
+/// Appends the committed write set (new row images, deletions) to the worker's log buffer.
+fn log_write_set(log: &Log, worker: &Worker, tid: Tid) {
+    let txn = &worker.txn;
+    log.append(worker.slot.index(), |out| {
+        format::encode_txn_head(out, tid.as_u64(), txn.write_order.len() as u32);
+        for &position in &txn.write_order {
+            let entry = &txn.access.entries[position as usize];
+            let value = match entry.kind {
+                Kind::Update | Kind::Insert => Some(txn.access.slice(entry.value)),
+                _ => None,
+            };
+            format::encode_write(
+                out,
+                LoggedWrite { table: entry.table.0, key: txn.access.slice(entry.key), value },
+            );
+        }
+    });
 }
 
 fn bump_commits(worker: &Worker) {

@@ -43,6 +43,9 @@ pub struct IndexSpec {
     pub name: String,
     pub unique: bool,
     pub key_of: KeyExtractor,
+    /// Opaque bytes recorded in the catalog with the index, from which the application
+    /// rebuilds `key_of` at recovery (`crate::wal::IndexKeys`).
+    pub definition: Vec<u8>,
 }
 
 impl IndexSpec {
@@ -51,7 +54,13 @@ impl IndexSpec {
         unique: bool,
         key_of: impl Fn(&[u8], &mut Vec<u8>) -> bool + Send + Sync + 'static,
     ) -> Self {
-        IndexSpec { name: name.into(), unique, key_of: Arc::new(key_of) }
+        IndexSpec { name: name.into(), unique, key_of: Arc::new(key_of), definition: Vec::new() }
+    }
+
+    /// Records `definition` with the index (see the field).
+    pub fn definition(mut self, definition: impl Into<Vec<u8>>) -> Self {
+        self.definition = definition.into();
+        self
     }
 }
 
@@ -84,6 +93,7 @@ pub struct SecondaryIndex {
     pub unique: bool,
     pub tree: BTree,
     key_of: KeyExtractor,
+    pub definition: Vec<u8>,
 }
 
 impl fmt::Debug for SecondaryIndex {
@@ -212,6 +222,7 @@ impl Table {
                 unique: index.unique,
                 tree: BTree::new(),
                 key_of: index.key_of,
+                definition: index.definition,
             })
             .collect();
         Table { id, name: spec.name, primary: BTree::new(), secondaries }

@@ -133,6 +133,8 @@ pub struct EpochManager {
     snapshot_low: AtomicU64,
     advancing: AtomicBool,
     kicked_total: AtomicU64,
+    /// A snapshot epoch held outside any slot (a checkpoint in progress), 0 when none.
+    held: AtomicU64,
     snapshot_interval_epochs: u64,
     idle_lag_epochs_max: u64,
     slots: Box<[CachePadded<Slot>]>,
@@ -154,6 +156,7 @@ impl EpochManager {
             snapshot_low: AtomicU64::new(0),
             advancing: AtomicBool::new(false),
             kicked_total: AtomicU64::new(0),
+            held: AtomicU64::new(0),
             snapshot_interval_epochs,
             idle_lag_epochs_max,
             slots,
@@ -298,6 +301,46 @@ impl EpochManager {
         }
     }
 
+    /// Registers a snapshot at `at` on a pinned slot. `at` must be held (`hold_snapshot`) so
+    /// that the low-water mark cannot have passed it.
+    pub fn enter_snapshot_at(&self, slot: SlotId, at: Epoch) {
+        debug_assert!(
+            self.held.load(Ordering::SeqCst) != 0 && self.held.load(Ordering::SeqCst) <= at.0
+        );
+        self.slots[slot.index()].snapshot.swap(at.0, Ordering::SeqCst);
+    }
+
+    /// Holds the current snapshot epoch for a reader outside any slot (a checkpoint whose
+    /// threads each read at it in many short transactions). One hold at a time.
+    pub fn hold_snapshot(&self) -> Epoch {
+        let mut seen = self.snapshot.load(Ordering::SeqCst);
+        loop {
+            self.held.swap(seen, Ordering::SeqCst);
+            let again = self.snapshot.load(Ordering::SeqCst);
+            if again == seen {
+                return Epoch(seen);
+            }
+            seen = again;
+        }
+    }
+
+    pub fn release_snapshot_hold(&self) {
+        self.held.store(0, Ordering::Release);
+    }
+
+    /// Starts the epochs of a recovered database above `last`, the newest epoch in its data
+    /// directory: the stable and snapshot epochs start at a snapshot boundary at or above it,
+    /// so every recovered row is visible to snapshots. Called before any worker exists.
+    pub fn restart_after(&self, last: Epoch) {
+        let interval = self.snapshot_interval_epochs;
+        let base = (last.0 + 1).div_ceil(interval) * interval;
+        self.global.store(base + 1, Ordering::SeqCst);
+        self.reclaim_bound.store(base + 1, Ordering::SeqCst);
+        self.stable.store(base, Ordering::SeqCst);
+        self.snapshot.store(base, Ordering::SeqCst);
+        self.snapshot_low.store(base, Ordering::SeqCst);
+    }
+
     pub fn leave_snapshot(&self, slot: SlotId) {
         self.slots[slot.index()].snapshot.store(0, Ordering::Release);
     }
@@ -350,6 +393,10 @@ impl EpochManager {
             if snapshot != 0 {
                 snapshot_min = snapshot_min.min(snapshot);
             }
+        }
+        let held = self.held.load(Ordering::SeqCst);
+        if held != 0 {
+            snapshot_min = snapshot_min.min(held);
         }
         self.reclaim_bound.store(pin_min, Ordering::Release);
         let stable = committing_min - 1;

@@ -1,0 +1,244 @@
+//! Checkpoints: an epoch-consistent copy of every table, written in the background.
+//!
+//! The checkpoint holds the current snapshot epoch `S` (`EpochManager::hold_snapshot`), so no
+//! version a snapshot at `S` reads is pruned, and then `checkpoint_threads` threads copy tables
+//! (one file per table, the largest first) with snapshot reads at `S`, in short transactions of
+//! `ROWS_PER_TRANSACTION` rows so that no thread stays pinned for long. Every file ends with an
+//! end block carrying its row count. Once all files are synced and the log is durable up to `S`,
+//! the manifest names the checkpoint; then older checkpoints and the log segments whose records
+//! are all at or below `S` are removed. Recovery loads the checkpoint and replays only epochs
+//! above `S`.
+
+use super::format::{self, BlockKind, FileHeader, FileKind};
+use super::{DataDir, io_error};
+use crate::cc::{self, Txn};
+use crate::db::Shared;
+use crate::error::Result;
+use crate::index::Direction;
+use crate::sync::Epoch;
+use crate::worker::{TableRef, Worker};
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// Rows copied per snapshot transaction.
+const ROWS_PER_TRANSACTION: usize = 2048;
+/// Payload bytes per checkpoint block.
+const BLOCK_BYTES: usize = 1 << 20;
+
+/// What a checkpoint wrote.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CheckpointReport {
+    pub epoch: u64,
+    pub files: usize,
+    pub rows: u64,
+    pub bytes: u64,
+    pub seconds: f64,
+    /// Log segments removed because the checkpoint covers them.
+    pub segments_removed: usize,
+}
+
+/// Takes a checkpoint now (one at a time; a second caller waits for the first).
+pub(crate) fn take(
+    shared: &Arc<Shared>,
+    data: &DataDir,
+    threads: usize,
+) -> Result<CheckpointReport> {
+    let _one_at_a_time = data.checkpoint_lock.lock().unwrap_or_else(|poison| poison.into_inner());
+    let started = Instant::now();
+    let epochs = &shared.epochs;
+    // A fresh database has no snapshot epoch until the first boundary becomes stable.
+    while epochs.snapshot() == Epoch::NEVER {
+        if shared.config.epoch_interval_ms == 0 {
+            epochs.advance();
+        } else {
+            std::thread::sleep(std::time::Duration::from_millis(shared.config.epoch_interval_ms));
+        }
+    }
+    let at = epochs.hold_snapshot();
+    let result = write_files(shared, data, at, threads);
+    let result = result.and_then(|report| publish(shared, data, at, report));
+    epochs.release_snapshot_hold();
+    let mut report = result?;
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+fn write_files(
+    shared: &Arc<Shared>,
+    data: &DataDir,
+    at: Epoch,
+    threads: usize,
+) -> Result<CheckpointReport> {
+    let storage = &*data.storage;
+    // Listed after the epoch is chosen: a table created later has no rows at or below it.
+    let mut tables: Vec<TableRef> = shared.tables();
+    tables.sort_by_key(|table| std::cmp::Reverse(table.primary.node_counts().1));
+    let dir = format!("checkpoint/{}", at.0);
+    let next = AtomicUsize::new(0);
+    let rows = AtomicU64::new(0);
+    let bytes = AtomicU64::new(0);
+    let failure = Mutex::new(None);
+    std::thread::scope(|scope| {
+        for _ in 0..threads.clamp(1, tables.len().max(1)) {
+            scope.spawn(|| {
+                let mut worker = match Worker::new(Arc::clone(shared)) {
+                    Ok(worker) => worker,
+                    Err(error) => {
+                        failure.lock().unwrap().get_or_insert(error);
+                        return;
+                    }
+                };
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    if index >= tables.len() || failure.lock().unwrap().is_some() {
+                        break;
+                    }
+                    let table = &tables[index];
+                    let path = format!("{dir}/t{:05}.ckpt", table.id().0);
+                    match write_table(&mut worker, data, table, &path, at) {
+                        Ok((table_rows, table_bytes)) => {
+                            rows.fetch_add(table_rows, Ordering::Relaxed);
+                            bytes.fetch_add(table_bytes, Ordering::Relaxed);
+                        }
+                        Err(error) => {
+                            failure.lock().unwrap().get_or_insert(error);
+                            break;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    if let Some(error) = failure.into_inner().unwrap() {
+        return Err(error);
+    }
+    storage.sync_dir(&dir).map_err(|error| io_error(storage, &dir, "cannot sync", error))?;
+    storage
+        .sync_dir("checkpoint")
+        .map_err(|error| io_error(storage, "checkpoint", "cannot sync", error))?;
+    Ok(CheckpointReport {
+        epoch: at.0,
+        files: tables.len(),
+        rows: rows.into_inner(),
+        bytes: bytes.into_inner(),
+        ..CheckpointReport::default()
+    })
+}
+
+/// Copies one table as of `at` into `path`; returns (rows, bytes).
+fn write_table(
+    worker: &mut Worker,
+    data: &DataDir,
+    table: &TableRef,
+    path: &str,
+    at: Epoch,
+) -> Result<(u64, u64)> {
+    let storage = &*data.storage;
+    let fail = |error| io_error(storage, path, "cannot write checkpoint", error);
+    let mut file = storage.create(path).map_err(fail)?;
+    let header = format::encode_file_header(
+        FileKind::Checkpoint,
+        FileHeader { a: table.id().0, b: at.0, c: 0 },
+    );
+    file.append(&header).map_err(fail)?;
+    let mut written = header.len() as u64;
+    let mut payload = Vec::with_capacity(BLOCK_BYTES + 4096);
+    let mut frame = Vec::new();
+    let mut rows = 0u64;
+    let mut resume: Option<Vec<u8>> = None;
+    loop {
+        worker.begin_snapshot_at(at)?;
+        let mut last = Vec::new();
+        let visited = {
+            let mut txn = Txn::new(worker, false);
+            let low = resume.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+            let visited = txn.scan(
+                table,
+                low,
+                Bound::Unbounded,
+                Direction::Forward,
+                ROWS_PER_TRANSACTION,
+                |key, row| {
+                    format::encode_row(&mut payload, key, row);
+                    last.clear();
+                    last.extend_from_slice(key);
+                    true
+                },
+            );
+            drop(txn);
+            visited
+        };
+        cc::commit(worker)?;
+        let visited = visited?;
+        rows += visited as u64;
+        if (payload.len() >= BLOCK_BYTES || visited < ROWS_PER_TRANSACTION) && !payload.is_empty() {
+            frame.clear();
+            format::encode_block(&mut frame, BlockKind::Rows, at.0, &payload, compression(data));
+            file.append(&frame).map_err(fail)?;
+            written += frame.len() as u64;
+            payload.clear();
+        }
+        if visited < ROWS_PER_TRANSACTION {
+            break;
+        }
+        resume = Some(last);
+    }
+    frame.clear();
+    let mut end = rows.to_le_bytes().to_vec();
+    end.extend_from_slice(&written.to_le_bytes());
+    format::encode_block(&mut frame, BlockKind::End, at.0, &end, false);
+    file.append(&frame).map_err(fail)?;
+    file.sync().map_err(fail)?;
+    Ok((rows, written + frame.len() as u64))
+}
+
+fn compression(data: &DataDir) -> bool {
+    data.compress_checkpoints
+}
+
+/// Waits for the log to cover `at`, names the checkpoint in the manifest, and removes what it
+/// supersedes.
+fn publish(
+    shared: &Arc<Shared>,
+    data: &DataDir,
+    at: Epoch,
+    mut report: CheckpointReport,
+) -> Result<CheckpointReport> {
+    let storage = &*data.storage;
+    if let Some(log) = &shared.log {
+        log.wait(at)?;
+    }
+    {
+        let mut manifest = data.manifest.lock().unwrap_or_else(|poison| poison.into_inner());
+        let mut updated = manifest.clone();
+        updated.checkpoint = Some((at.0, report.files as u64));
+        DataDir::write_manifest(storage, &updated)?;
+        *manifest = updated;
+    }
+    // Older checkpoints and fully covered segments are no longer needed. Failing to remove
+    // them wastes space but loses nothing.
+    if let Ok(names) = storage.list("checkpoint") {
+        for name in names.into_iter().filter(|name| *name != at.0.to_string()) {
+            let dir = format!("checkpoint/{name}");
+            for file in storage.list(&dir).unwrap_or_default() {
+                let _ = storage.remove(&format!("{dir}/{file}"));
+            }
+            let _ = storage.remove_dir(&dir);
+        }
+    }
+    if let Some(log) = &shared.log {
+        let mut closed = log.closed.lock().unwrap_or_else(|poison| poison.into_inner());
+        closed.retain(|segment| {
+            if segment.max_epoch <= at.0 && storage.remove(&segment.path).is_ok() {
+                report.segments_removed += 1;
+                false
+            } else {
+                true
+            }
+        });
+        let _ = storage.sync_dir("wal");
+    }
+    Ok(report)
+}

@@ -1,0 +1,434 @@
+//! Epoch group commit (Silo §4.10): per-worker log buffers, logger threads, the durable epoch,
+//! and waiting for it.
+//!
+//! A committing worker appends its transaction's record (the TID and the new row images) to
+//! its slot's buffer *before* it leaves the commit (`EpochManager::leave_commit`), so once the
+//! stable epoch reaches `e`, every record of an epoch at or below `e` is in some buffer. A
+//! logger wakes after each epoch tick, reads the stable epoch `s`, takes the buffers of its
+//! workers, writes them as blocks whose last one carries the mark `s`, fsyncs, and publishes
+//! `s` as its durable epoch. The database's durable epoch is the minimum over loggers. Records
+//! of epochs above a logger's mark may already be in its file; recovery ignores everything above
+//! the durable epoch it computes from the marks.
+//!
+//! Waiting never spins: a blocking wait sleeps on a condition variable, an async wait parks its
+//! `Waker`, and the logger wakes both after each fsync.
+
+use super::format::{self, BlockKind, FileHeader, FileKind};
+use super::storage::{Storage, StorageFile};
+use crate::error::{Error, Result};
+use crate::sync::{Epoch, EpochManager};
+use crossbeam_utils::CachePadded;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+/// When a commit is acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Nothing is logged. A crash loses every commit since the last checkpoint.
+    Off,
+    /// Commits are logged and fsynced per epoch; a commit is durable (and should be
+    /// acknowledged) once its epoch is. A crash loses no durable commit.
+    #[default]
+    Epoch,
+}
+
+impl std::str::FromStr for Durability {
+    type Err = String;
+
+    fn from_str(text: &str) -> std::result::Result<Self, String> {
+        match text {
+            "off" => Ok(Durability::Off),
+            "epoch" => Ok(Durability::Epoch),
+            other => Err(format!("unknown durability \"{other}\": use off or epoch")),
+        }
+    }
+}
+
+/// A worker's buffer may grow to this many bytes before its commits wait for the logger.
+const BUFFER_BYTES_MAX: usize = 64 << 20;
+
+/// A closed segment and the newest epoch any of its records or marks has.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SegmentInfo {
+    pub path: String,
+    pub max_epoch: u64,
+}
+
+pub(crate) fn segment_path(run: u64, logger: usize, sequence: u64) -> String {
+    format!("wal/r{run:08}-l{logger:03}-{sequence:08}.log")
+}
+
+/// `(run, logger, sequence)` of a segment file name.
+pub(crate) fn parse_segment_name(name: &str) -> Option<(u64, usize, u64)> {
+    let stem = name.strip_suffix(".log")?;
+    let mut parts = stem.split('-');
+    let run = parts.next()?.strip_prefix('r')?.parse().ok()?;
+    let logger = parts.next()?.strip_prefix('l')?.parse().ok()?;
+    let sequence = parts.next()?.parse().ok()?;
+    parts.next().is_none().then_some((run, logger, sequence))
+}
+
+#[derive(Debug, Default)]
+struct Failure {
+    message: Option<String>,
+    no_space: bool,
+}
+
+/// The shared state of epoch logging.
+pub(crate) struct Log {
+    storage: Arc<dyn Storage>,
+    buffers: Box<[CachePadded<Mutex<Vec<u8>>>]>,
+    logger_durable: Box<[CachePadded<AtomicU64>]>,
+    durable: CachePadded<AtomicU64>,
+    failed: AtomicBool,
+    failure: Mutex<Failure>,
+    wait_lock: Mutex<()>,
+    wakeup: Condvar,
+    wakers: Mutex<Vec<(u64, Waker)>>,
+    pub(crate) compression: bool,
+    pub(crate) segment_bytes: u64,
+    pub(crate) run: u64,
+    /// Closed segments (of this and earlier runs), oldest first, for removal after checkpoints.
+    pub(crate) closed: Mutex<Vec<SegmentInfo>>,
+    pub(crate) bytes_written: AtomicU64,
+    pub(crate) stop: AtomicBool,
+}
+
+impl std::fmt::Debug for Log {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Log")
+            .field("durable", &self.durable())
+            .field("loggers", &self.logger_durable.len())
+            .field("failed", &self.failed.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poison| poison.into_inner())
+}
+
+impl Log {
+    pub fn new(
+        storage: Arc<dyn Storage>,
+        workers: usize,
+        loggers: usize,
+        durable: Epoch,
+        run: u64,
+        compression: bool,
+        segment_bytes: u64,
+    ) -> Log {
+        Log {
+            storage,
+            buffers: (0..workers).map(|_| CachePadded::new(Mutex::new(Vec::new()))).collect(),
+            logger_durable: (0..loggers)
+                .map(|_| CachePadded::new(AtomicU64::new(durable.0)))
+                .collect(),
+            durable: CachePadded::new(AtomicU64::new(durable.0)),
+            failed: AtomicBool::new(false),
+            failure: Mutex::new(Failure::default()),
+            wait_lock: Mutex::new(()),
+            wakeup: Condvar::new(),
+            wakers: Mutex::new(Vec::new()),
+            compression,
+            segment_bytes,
+            run,
+            closed: Mutex::new(Vec::new()),
+            bytes_written: AtomicU64::new(0),
+            stop: AtomicBool::new(false),
+        }
+    }
+
+    pub fn loggers(&self) -> usize {
+        self.logger_durable.len()
+    }
+
+    /// Every commit of an epoch at or below this one is durable.
+    #[inline]
+    pub fn durable(&self) -> Epoch {
+        Epoch(self.durable.load(Ordering::Acquire))
+    }
+
+    /// The error new commits get once logging failed, if it has.
+    #[inline]
+    pub fn check(&self) -> Result<()> {
+        if !self.failed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        Err(self.error())
+    }
+
+    fn error(&self) -> Error {
+        let failure = lock(&self.failure);
+        let message = failure.message.clone().unwrap_or_else(|| "the log failed".into());
+        if failure.no_space { Error::DiskFull(message) } else { Error::LogFailed(message) }
+    }
+
+    /// Stops accepting commits and wakes every waiter with the error.
+    pub fn fail(&self, message: String, no_space: bool) {
+        {
+            let mut failure = lock(&self.failure);
+            if failure.message.is_none() {
+                failure.message = Some(message);
+                failure.no_space = no_space;
+            }
+        }
+        self.failed.store(true, Ordering::Release);
+        self.notify(u64::MAX);
+    }
+
+    /// Appends a committed transaction's record to the worker's buffer: `encode` writes it.
+    /// Called inside the commit, before the worker leaves it.
+    #[inline]
+    pub fn append(&self, slot: usize, encode: impl FnOnce(&mut Vec<u8>)) {
+        let len = {
+            let mut buffer = lock(&self.buffers[slot]);
+            encode(&mut buffer);
+            buffer.len()
+        };
+        if len > BUFFER_BYTES_MAX {
+            // The logger is behind: wait for it to take the buffer (it does not wait for us).
+            while lock(&self.buffers[slot]).len() > BUFFER_BYTES_MAX / 2
+                && !self.failed.load(Ordering::Acquire)
+            {
+                std::thread::sleep(Duration::from_micros(100));
+            }
+        }
+    }
+
+    fn notify(&self, durable: u64) {
+        drop(lock(&self.wait_lock));
+        self.wakeup.notify_all();
+        let mut wakers = lock(&self.wakers);
+        let mut index = 0;
+        while index < wakers.len() {
+            if wakers[index].0 <= durable || self.failed.load(Ordering::Acquire) {
+                wakers.swap_remove(index).1.wake();
+            } else {
+                index += 1;
+            }
+        }
+    }
+
+    /// Blocks until `epoch` is durable, or returns the log's failure.
+    pub fn wait(&self, epoch: Epoch) -> Result<()> {
+        if self.durable() >= epoch {
+            return Ok(());
+        }
+        let mut guard = lock(&self.wait_lock);
+        loop {
+            if self.durable() >= epoch {
+                return Ok(());
+            }
+            self.check()?;
+            guard = self.wakeup.wait(guard).unwrap_or_else(|poison| poison.into_inner());
+        }
+    }
+
+    fn poll_durable(&self, epoch: Epoch, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        if self.durable() >= epoch {
+            return Poll::Ready(Ok(()));
+        }
+        if let Err(error) = self.check() {
+            return Poll::Ready(Err(error));
+        }
+        lock(&self.wakers).push((epoch.0, cx.waker().clone()));
+        // Re-check after registering: the logger may have published in between.
+        if self.durable() >= epoch {
+            return Poll::Ready(Ok(()));
+        }
+        if let Err(error) = self.check() {
+            return Poll::Ready(Err(error));
+        }
+        Poll::Pending
+    }
+
+    fn publish(&self, logger: usize, mark: u64) {
+        self.logger_durable[logger].store(mark, Ordering::Release);
+        let minimum = self
+            .logger_durable
+            .iter()
+            .map(|durable| durable.load(Ordering::Acquire))
+            .min()
+            .unwrap_or(mark);
+        let previous = self.durable.fetch_max(minimum, Ordering::AcqRel);
+        if minimum > previous {
+            self.notify(minimum);
+        }
+    }
+}
+
+/// Waits for commits to become durable. Cheap to clone; take one per session.
+#[derive(Debug, Clone)]
+pub struct DurabilityWatcher {
+    pub(crate) log: Option<Arc<Log>>,
+}
+
+impl DurabilityWatcher {
+    /// The durable epoch (`Epoch(u64::MAX)` when nothing is logged: there is nothing to wait for).
+    pub fn durable(&self) -> Epoch {
+        self.log.as_ref().map_or(Epoch(u64::MAX), |log| log.durable())
+    }
+
+    /// Whether a commit of `epoch` is durable.
+    pub fn is_durable(&self, epoch: Epoch) -> bool {
+        self.durable() >= epoch
+    }
+
+    /// Blocks the calling thread until `epoch` is durable. Fails if logging failed (the commit
+    /// may or may not survive a crash: it was never acknowledged).
+    pub fn wait(&self, epoch: Epoch) -> Result<()> {
+        match &self.log {
+            Some(log) => log.wait(epoch),
+            None => Ok(()),
+        }
+    }
+
+    /// A future that completes when `epoch` is durable; it parks a `Waker`, never a thread.
+    pub fn durable_future(&self, epoch: Epoch) -> DurableFuture {
+        DurableFuture { log: self.log.clone(), epoch }
+    }
+}
+
+/// See [`DurabilityWatcher::durable_future`].
+#[derive(Debug)]
+pub struct DurableFuture {
+    log: Option<Arc<Log>>,
+    epoch: Epoch,
+}
+
+impl Future for DurableFuture {
+    type Output = Result<()>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        match &self.log {
+            Some(log) => log.poll_durable(self.epoch, cx),
+            None => Poll::Ready(Ok(())),
+        }
+    }
+}
+
+/// One logger's open segment.
+pub(crate) struct Segment {
+    file: Box<dyn StorageFile>,
+    pub path: String,
+    pub sequence: u64,
+    pub bytes: u64,
+    pub max_epoch: u64,
+}
+
+impl Segment {
+    /// Creates, syncs and announces (directory sync) a new segment whose first block carries
+    /// `mark`, so a logger's stream always has a valid mark.
+    pub fn create(
+        storage: &dyn Storage,
+        run: u64,
+        logger: usize,
+        loggers: usize,
+        sequence: u64,
+        mark: u64,
+    ) -> std::io::Result<Segment> {
+        let path = segment_path(run, logger, sequence);
+        let mut file = storage.create(&path)?;
+        let mut bytes = format::encode_file_header(
+            FileKind::Segment,
+            FileHeader { a: ((logger as u32) << 16) | loggers as u32, b: run, c: sequence },
+        )
+        .to_vec();
+        format::encode_block(&mut bytes, BlockKind::Log, mark, &[], false);
+        file.append(&bytes)?;
+        file.sync()?;
+        storage.sync_dir("wal")?;
+        Ok(Segment { file, path, sequence, bytes: bytes.len() as u64, max_epoch: mark })
+    }
+}
+
+fn io_failure(log: &Log, storage: &dyn Storage, path: &str, what: &str, error: std::io::Error) {
+    let no_space = error.raw_os_error() == Some(libc::ENOSPC);
+    log.fail(format!("{what} {}: {error}", storage.describe(path)), no_space);
+}
+
+/// The body of logger thread `me`: until stopped, after each wake-up write what its workers
+/// logged, fsync, and publish the stable epoch read before taking the buffers.
+pub(crate) fn run_logger(
+    log: &Log,
+    epochs: &EpochManager,
+    me: usize,
+    mut segment: Segment,
+    interval: Duration,
+) {
+    let loggers = log.loggers();
+    let storage = &*log.storage;
+    let mut taken: Vec<Vec<u8>> = Vec::new();
+    let mut spares: Vec<Vec<u8>> = Vec::new();
+    let mut frame: Vec<u8> = Vec::new();
+    let mut mark = log.logger_durable[me].load(Ordering::Relaxed);
+    loop {
+        let stopping = log.stop.load(Ordering::Acquire);
+        if !stopping {
+            std::thread::park_timeout(interval);
+        }
+        if log.failed.load(Ordering::Acquire) {
+            return;
+        }
+        // Read the stable epoch before taking buffers: every record at or below it is in them.
+        let stable = epochs.stable().0;
+        for slot in (me..log.buffers.len()).step_by(loggers) {
+            let mut buffer = lock(&log.buffers[slot]);
+            if !buffer.is_empty() {
+                let mut spare = spares.pop().unwrap_or_default();
+                std::mem::swap(&mut *buffer, &mut spare);
+                taken.push(spare);
+            }
+        }
+        if taken.is_empty() && stable <= mark {
+            if stopping {
+                return;
+            }
+            continue;
+        }
+        frame.clear();
+        let new_mark = stable.max(mark);
+        let count = taken.len();
+        for (index, records) in taken.iter().enumerate() {
+            let block_mark = if index + 1 == count { new_mark } else { mark };
+            format::encode_block(&mut frame, BlockKind::Log, block_mark, records, log.compression);
+        }
+        if count == 0 {
+            format::encode_block(&mut frame, BlockKind::Log, new_mark, &[], false);
+        }
+        for mut records in taken.drain(..) {
+            records.clear();
+            if records.capacity() <= BUFFER_BYTES_MAX {
+                spares.push(records);
+            }
+        }
+        if let Err(error) = segment.file.append(&frame) {
+            return io_failure(log, storage, &segment.path, "cannot write log segment", error);
+        }
+        if let Err(error) = segment.file.sync() {
+            return io_failure(log, storage, &segment.path, "cannot fsync log segment", error);
+        }
+        segment.bytes += frame.len() as u64;
+        segment.max_epoch = segment.max_epoch.max(epochs.global().0);
+        log.bytes_written.fetch_add(frame.len() as u64, Ordering::Relaxed);
+        mark = new_mark;
+        log.publish(me, mark);
+        if segment.bytes >= log.segment_bytes {
+            let next =
+                match Segment::create(storage, log.run, me, loggers, segment.sequence + 1, mark) {
+                    Ok(next) => next,
+                    Err(error) => {
+                        let path = segment_path(log.run, me, segment.sequence + 1);
+                        return io_failure(log, storage, &path, "cannot create log segment", error);
+                    }
+                };
+            let closed = std::mem::replace(&mut segment, next);
+            lock(&log.closed).push(SegmentInfo { path: closed.path, max_epoch: closed.max_epoch });
+        }
+    }
+}

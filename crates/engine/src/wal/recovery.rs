@@ -1,0 +1,795 @@
+//! Recovery: the catalog, then the newest complete checkpoint, then the log up to the durable
+//! epoch, in parallel; then deleted rows leave the indexes and secondary indexes are built.
+//!
+//! Replay is order-free (Silo's value logging): a record is applied only if its TID is above the
+//! TID the row has, so threads can replay segments in any order and the newest image of each
+//! row wins. Only records with `checkpoint epoch < epoch <= durable epoch` that no earlier
+//! recovery voided are applied: the checkpoint already holds everything at or below its epoch,
+//! and anything above the durable epoch belongs to epochs that were never acknowledged.
+//!
+//! The durable epoch of the newest run is the minimum, over its loggers, of the last mark in the
+//! logger's newest segment. After recovery the epochs from there up to the restart epoch are
+//! recorded as void in the manifest, so their records are never replayed by a later recovery.
+
+use super::format::{
+    self, BlockKind, BlockReader, CatalogRecord, Damage, FileKind, IndexRecord, Manifest,
+};
+use super::log::{SegmentInfo, parse_segment_name};
+use super::storage::Storage;
+use super::{IndexDefinition, IndexKeys};
+use crate::error::{Error, Result};
+use crate::gc::Garbage;
+use crate::storage::arena::Arena;
+use crate::storage::record::{Busy, Retention};
+use crate::storage::{Head, IndexSpec, Table, TableId, TableSpec, Tid, TidWord};
+use crate::sync::{Epoch, Pin};
+use crate::worker::TableRef;
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+pub(crate) const MANIFEST: &str = "MANIFEST";
+pub(crate) const CATALOG: &str = "catalog.log";
+
+/// What a recovery did and how long it took.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RecoveryReport {
+    pub threads: usize,
+    pub tables: usize,
+    pub checkpoint_epoch: Option<u64>,
+    pub checkpoint_files: usize,
+    pub checkpoint_rows: u64,
+    pub checkpoint_bytes: u64,
+    pub checkpoint_seconds: f64,
+    pub log_segments: usize,
+    pub log_bytes: u64,
+    pub log_transactions: u64,
+    /// Row images written to tables (the others were older than what the row had).
+    pub log_writes_applied: u64,
+    pub replay_seconds: f64,
+    /// Removing deleted rows and building secondary indexes.
+    pub index_seconds: f64,
+    pub durable_epoch: u64,
+    /// Epochs written to the log but never durable, now void: `(first, last)`.
+    pub discarded_epochs: Option<(u64, u64)>,
+    /// `file at offset: reason` of each torn tail found (and, when recovering, truncated).
+    pub torn_tails: Vec<String>,
+    pub total_seconds: f64,
+}
+
+impl RecoveryReport {
+    /// Log bytes replayed per second.
+    pub fn replay_bytes_per_second(&self) -> f64 {
+        if self.replay_seconds > 0.0 { self.log_bytes as f64 / self.replay_seconds } else { 0.0 }
+    }
+}
+
+/// The recovered state that `Database::open` builds on.
+pub(crate) struct Recovered {
+    pub tables: Vec<Option<TableRef>>,
+    /// The manifest to write before the new run logs anything.
+    pub manifest: Manifest,
+    /// Every epoch in the data directory is at or below this one.
+    pub last_epoch: u64,
+    pub segments: Vec<SegmentInfo>,
+    pub garbage: Vec<Garbage>,
+    pub report: RecoveryReport,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Recover,
+    Check,
+}
+
+fn io_error(storage: &dyn Storage, path: &str, what: &str, error: std::io::Error) -> Error {
+    if error.kind() == std::io::ErrorKind::WouldBlock {
+        return Error::DataDirInUse(error.to_string());
+    }
+    Error::Io(format!("{what} {}: {error}", storage.describe(path)))
+}
+
+fn read_optional(storage: &dyn Storage, path: &str) -> Result<Option<Vec<u8>>> {
+    match storage.read(path) {
+        Ok(data) => Ok(Some(data)),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(io_error(storage, path, "cannot read", error)),
+    }
+}
+
+/// The catalog: per table id, its definition, or `None` for a dropped table.
+pub(crate) type CatalogState = Vec<Option<(String, Vec<IndexRecord>)>>;
+
+/// Reads the catalog log. A torn last block (a DDL statement that never returned) is cut off.
+fn read_catalog(
+    storage: &dyn Storage,
+    mode: Mode,
+    report: &mut RecoveryReport,
+) -> Result<(CatalogState, u64)> {
+    let mut catalog: CatalogState = Vec::new();
+    let mut last_epoch = 0;
+    let Some(data) = read_optional(storage, CATALOG)? else { return Ok((catalog, 0)) };
+    format::decode_file_header(FileKind::Catalog, &data, &storage.describe(CATALOG))?;
+    let mut reader = BlockReader::new(&data);
+    loop {
+        match reader.next_block() {
+            Ok(None) => break,
+            Ok(Some(block)) => {
+                let bad = || Error::Corrupt {
+                    file: storage.describe(CATALOG),
+                    offset: block.offset as u64,
+                    reason: "malformed catalog record".into(),
+                };
+                if block.kind != BlockKind::Catalog {
+                    return Err(bad());
+                }
+                last_epoch = last_epoch.max(block.mark);
+                match format::decode_catalog(&block.payload).ok_or_else(bad)? {
+                    CatalogRecord::Create { table, name, indexes } => {
+                        let id = table as usize;
+                        if catalog.len() <= id {
+                            catalog.resize(id + 1, None);
+                        }
+                        catalog[id] = Some((name, indexes));
+                    }
+                    CatalogRecord::Drop { table } => {
+                        let id = table as usize;
+                        if catalog.len() <= id {
+                            catalog.resize(id + 1, None);
+                        }
+                        catalog[id] = None;
+                    }
+                }
+            }
+            Err(damage @ Damage::Torn { .. }) => {
+                torn_tail(storage, CATALOG, &damage, mode, report)?;
+                break;
+            }
+            Err(damage) => return Err(damage.into_error(&storage.describe(CATALOG))),
+        }
+    }
+    Ok((catalog, last_epoch))
+}
+
+fn torn_tail(
+    storage: &dyn Storage,
+    path: &str,
+    damage: &Damage,
+    mode: Mode,
+    report: &mut RecoveryReport,
+) -> Result<()> {
+    let line =
+        format!("{} at byte {}: {}", storage.describe(path), damage.offset(), damage.reason());
+    if mode == Mode::Recover {
+        tracing::warn!("torn tail truncated: {line}");
+        storage
+            .truncate(path, damage.offset() as u64)
+            .map_err(|error| io_error(storage, path, "cannot truncate", error))?;
+    }
+    report.torn_tails.push(line);
+    Ok(())
+}
+
+pub(crate) fn build_tables(
+    catalog: &CatalogState,
+    keys: Option<&IndexKeys>,
+) -> Result<Vec<Option<TableRef>>> {
+    let mut tables = Vec::with_capacity(catalog.len());
+    for (id, entry) in catalog.iter().enumerate() {
+        let Some((name, indexes)) = entry else {
+            tables.push(None);
+            continue;
+        };
+        let mut spec = TableSpec::new(name.clone());
+        for index in indexes {
+            let definition = IndexDefinition {
+                table: name,
+                name: &index.name,
+                unique: index.unique,
+                definition: &index.definition,
+            };
+            let key_of = keys.and_then(|keys| (keys.0)(&definition)).ok_or_else(|| {
+                Error::InvalidConfig(format!(
+                    "table \"{name}\" has secondary index \"{}\", which recovery cannot rebuild \
+                     without its key extractor: give Config::index_keys",
+                    index.name
+                ))
+            })?;
+            let mut index_spec = IndexSpec::new(index.name.clone(), index.unique, |_, _| false);
+            index_spec.key_of = key_of;
+            index_spec.definition = index.definition.clone();
+            spec = spec.index(index_spec);
+        }
+        tables.push(Some(Arc::new(Table::new(TableId(id as u32), spec))));
+    }
+    Ok(tables)
+}
+
+/// Per-thread state for applying rows.
+struct Applier {
+    arena: Arena,
+    garbage: Garbage,
+    dropped: Vec<*const crate::storage::record::Version>,
+    applied: u64,
+}
+
+// SAFETY: the raw version pointers in `dropped` are only examined by the owning thread.
+unsafe impl Send for Applier {}
+
+const KEEP_NOTHING: Retention = Retention { low: Epoch(u64::MAX), interval: 1 };
+
+impl Applier {
+    fn new() -> Applier {
+        Applier { arena: Arena::new(), garbage: Garbage::new(), dropped: Vec::new(), applied: 0 }
+    }
+
+    /// Makes `value` (or a deletion) the row's state if `tid` is newer than what it has.
+    fn apply(&mut self, table: &Table, key: &[u8], tid: Tid, value: Option<&[u8]>, pin: &Pin<'_>) {
+        let flags =
+            if value.is_some() { TidWord::LATEST } else { TidWord::LATEST | TidWord::ABSENT };
+        let new_word = TidWord::new(tid, flags);
+        loop {
+            if let Some(found) = table.primary.get(key, pin).value {
+                // SAFETY: reached through the index; nothing is freed during recovery.
+                let head = unsafe { &*(found as *mut Head) };
+                let word = loop {
+                    match head.lock() {
+                        Ok(word) => break word,
+                        Err(Busy) => std::hint::spin_loop(),
+                    }
+                };
+                if tid > word.tid() {
+                    self.dropped.clear();
+                    head.install(
+                        value,
+                        new_word,
+                        KEEP_NOTHING,
+                        &mut self.arena,
+                        &mut self.garbage,
+                        &mut self.dropped,
+                    );
+                    head.unlock_to(new_word);
+                    self.applied += 1;
+                } else {
+                    head.unlock_to(word);
+                }
+                return;
+            }
+            let len = value.map_or(0, <[u8]>::len);
+            let fresh = Head::alloc(
+                &mut self.arena,
+                len,
+                TidWord::new(Tid::ZERO, TidWord::LOCK | TidWord::LATEST | TidWord::ABSENT),
+            );
+            // SAFETY: a fresh head, locked, owned by this thread.
+            let head = unsafe { &*fresh };
+            self.dropped.clear();
+            head.install(
+                value,
+                new_word,
+                KEEP_NOTHING,
+                &mut self.arena,
+                &mut self.garbage,
+                &mut self.dropped,
+            );
+            head.unlock_to(new_word);
+            match table.primary.insert(key, fresh as u64, pin, &mut self.garbage, &mut ()) {
+                Ok(_) => {
+                    self.applied += 1;
+                    return;
+                }
+                Err(_) => {
+                    // Another thread inserted the key first: apply to its head instead.
+                    // SAFETY: never published.
+                    unsafe { Head::free_now(fresh, &mut self.arena) };
+                }
+            }
+        }
+    }
+}
+
+/// Runs `work(index, state)` for every index in `0..count` on `threads` threads.
+fn parallel<S: Send>(
+    threads: usize,
+    count: usize,
+    mut make: impl FnMut() -> S,
+    work: impl Fn(usize, &mut S) -> Result<()> + Sync,
+) -> Result<Vec<S>> {
+    let next = AtomicUsize::new(0);
+    let failure: Mutex<Option<Error>> = Mutex::new(None);
+    let states: Vec<S> = (0..threads.clamp(1, count.max(1))).map(|_| make()).collect();
+    let states = std::thread::scope(|scope| {
+        let handles: Vec<_> = states
+            .into_iter()
+            .map(|mut state| {
+                let (next, failure, work) = (&next, &failure, &work);
+                scope.spawn(move || {
+                    loop {
+                        let index = next.fetch_add(1, Ordering::Relaxed);
+                        if index >= count || failure.lock().unwrap().is_some() {
+                            break;
+                        }
+                        if let Err(error) = work(index, &mut state) {
+                            failure.lock().unwrap().get_or_insert(error);
+                            break;
+                        }
+                    }
+                    state
+                })
+            })
+            .collect();
+        handles.into_iter().map(|handle| handle.join().expect("recovery thread panicked")).collect()
+    });
+    match failure.into_inner().unwrap() {
+        Some(error) => Err(error),
+        None => Ok(states),
+    }
+}
+
+struct CheckpointFile {
+    path: String,
+}
+
+fn checkpoint_files(
+    storage: &dyn Storage,
+    epoch: u64,
+    expected: u64,
+) -> Result<Vec<CheckpointFile>> {
+    let dir = format!("checkpoint/{epoch}");
+    let names =
+        storage.list(&dir).map_err(|error| io_error(storage, &dir, "cannot list", error))?;
+    let files: Vec<CheckpointFile> = names
+        .into_iter()
+        .filter(|name| name.ends_with(".ckpt"))
+        .map(|name| CheckpointFile { path: format!("{dir}/{name}") })
+        .collect();
+    if files.len() as u64 != expected {
+        return Err(Error::Corrupt {
+            file: storage.describe(&dir),
+            offset: 0,
+            reason: format!(
+                "the manifest names {expected} checkpoint files, the directory has {}",
+                files.len()
+            ),
+        });
+    }
+    Ok(files)
+}
+
+/// Reads one checkpoint file, calling `row(table, key, value)`; returns (rows, bytes).
+fn read_checkpoint_file(
+    storage: &dyn Storage,
+    path: &str,
+    epoch: u64,
+    mut row: impl FnMut(u32, &[u8], &[u8]),
+) -> Result<(u64, u64)> {
+    let file = storage.describe(path);
+    let data = storage.read(path).map_err(|error| io_error(storage, path, "cannot read", error))?;
+    let header = format::decode_file_header(FileKind::Checkpoint, &data, &file)?;
+    let corrupt = |offset: usize, reason: &str| Error::Corrupt {
+        file: file.clone(),
+        offset: offset as u64,
+        reason: reason.into(),
+    };
+    if header.b != epoch {
+        return Err(corrupt(0, "checkpoint file of another epoch"));
+    }
+    let mut reader = BlockReader::new(&data);
+    let mut rows = 0u64;
+    loop {
+        let block = match reader.next_block() {
+            Ok(Some(block)) => block,
+            Ok(None) => return Err(corrupt(reader.position(), "checkpoint file has no end block")),
+            // Checkpoint files are complete and synced before the manifest names them: any
+            // damage is corruption.
+            Err(damage) => return Err(damage.into_error(&file)),
+        };
+        match block.kind {
+            BlockKind::Rows => {
+                let mut cursor = format::Cursor::new(&block.payload);
+                while !cursor.is_empty() {
+                    let (Some(key), Some(value)) = (cursor.sized(), cursor.sized()) else {
+                        return Err(corrupt(block.offset, "malformed row"));
+                    };
+                    row(header.a, key, value);
+                    rows += 1;
+                }
+            }
+            BlockKind::End => {
+                let mut cursor = format::Cursor::new(&block.payload);
+                if cursor.u64() != Some(rows) {
+                    return Err(corrupt(block.offset, "row count in the end block does not match"));
+                }
+                if reader.position() != data.len() {
+                    return Err(corrupt(reader.position(), "data after the end block"));
+                }
+                return Ok((rows, data.len() as u64));
+            }
+            _ => return Err(corrupt(block.offset, "unexpected block kind in a checkpoint")),
+        }
+    }
+}
+
+struct SegmentFile {
+    path: String,
+    run: u64,
+    logger: usize,
+    sequence: u64,
+    /// The newest segment of its logger in the newest run: may end in a torn write.
+    tail: bool,
+}
+
+fn segment_files(storage: &dyn Storage) -> Result<Vec<SegmentFile>> {
+    let names =
+        storage.list("wal").map_err(|error| io_error(storage, "wal", "cannot list", error))?;
+    let mut files: Vec<SegmentFile> = names
+        .iter()
+        .filter_map(|name| {
+            let (run, logger, sequence) = parse_segment_name(name)?;
+            Some(SegmentFile { path: format!("wal/{name}"), run, logger, sequence, tail: false })
+        })
+        .collect();
+    files.sort_by_key(|file| (file.run, file.logger, file.sequence));
+    if let Some(newest) = files.last().map(|file| file.run) {
+        let mut last: BTreeMap<usize, usize> = BTreeMap::new();
+        for (position, file) in files.iter().enumerate() {
+            if file.run == newest {
+                last.insert(file.logger, position);
+            }
+        }
+        for position in last.into_values() {
+            files[position].tail = true;
+        }
+    }
+    Ok(files)
+}
+
+/// What reading one segment found.
+#[derive(Default)]
+struct SegmentScan {
+    /// The last valid mark and the first one.
+    first_mark: Option<u64>,
+    last_mark: Option<u64>,
+    max_epoch: u64,
+    transactions: u64,
+    bytes: u64,
+    torn: Option<Damage>,
+    loggers: usize,
+}
+
+/// Reads a segment's blocks; `record(tid, writes)` sees every transaction.
+fn scan_segment(
+    storage: &dyn Storage,
+    file: &SegmentFile,
+    data: &[u8],
+    mut record: impl FnMut(u64, &[format::LoggedWrite<'_>]),
+) -> Result<SegmentScan> {
+    let name = storage.describe(&file.path);
+    let mut scan = SegmentScan { bytes: data.len() as u64, ..SegmentScan::default() };
+    let header = match format::decode_file_header(FileKind::Segment, data, &name) {
+        Ok(header) => header,
+        Err(_) if file.tail && data.len() < format::FILE_HEADER_BYTES => {
+            scan.torn =
+                Some(Damage::Torn { offset: 0, reason: "the file ends inside its header".into() });
+            return Ok(scan);
+        }
+        Err(error) => return Err(error),
+    };
+    scan.loggers = (header.a & 0xFFFF) as usize;
+    let mut reader = BlockReader::new(data);
+    loop {
+        match reader.next_block() {
+            Ok(None) => break,
+            Ok(Some(block)) => {
+                if block.kind != BlockKind::Log {
+                    return Err(Error::Corrupt {
+                        file: name,
+                        offset: block.offset as u64,
+                        reason: "not a log block".into(),
+                    });
+                }
+                let mut max_epoch = scan.max_epoch.max(block.mark);
+                let mut transactions = 0;
+                format::decode_log_payload(&block.payload, |tid, writes| {
+                    max_epoch = max_epoch.max(Tid::from_u64(tid).epoch().0);
+                    transactions += 1;
+                    record(tid, writes);
+                })
+                .map_err(|reason| Error::Corrupt {
+                    file: name.clone(),
+                    offset: block.offset as u64,
+                    reason,
+                })?;
+                scan.max_epoch = max_epoch;
+                scan.transactions += transactions;
+                scan.first_mark.get_or_insert(block.mark);
+                scan.last_mark = Some(block.mark);
+            }
+            Err(damage @ Damage::Torn { .. }) if file.tail => {
+                scan.torn = Some(damage);
+                break;
+            }
+            Err(damage) => return Err(damage.into_error(&name)),
+        }
+    }
+    Ok(scan)
+}
+
+/// Recovers the data directory in `storage` (or only checks it, changing nothing).
+fn run(
+    storage: &dyn Storage,
+    keys: Option<&IndexKeys>,
+    threads: usize,
+    mode: Mode,
+) -> Result<Recovered> {
+    let started = Instant::now();
+    let threads = threads.max(1);
+    let mut report = RecoveryReport { threads, ..RecoveryReport::default() };
+    let mut manifest = match read_optional(storage, MANIFEST)? {
+        Some(text) => Manifest::decode(&text, &storage.describe(MANIFEST))?,
+        None => Manifest::default(),
+    };
+    let (catalog, catalog_epoch) = read_catalog(storage, mode, &mut report)?;
+    let tables = if mode == Mode::Recover { build_tables(&catalog, keys)? } else { Vec::new() };
+    report.tables = catalog.iter().flatten().count();
+    let table_of =
+        |id: u32| -> Option<&Table> { tables.get(id as usize).and_then(|t| t.as_deref()) };
+
+    // 1. The checkpoint.
+    let checkpoint_started = Instant::now();
+    let checkpoint_epoch = manifest.checkpoint.map_or(0, |(epoch, _)| epoch);
+    let mut appliers = Vec::new();
+    if let Some((epoch, count)) = manifest.checkpoint {
+        let files = checkpoint_files(storage, epoch, count)?;
+        let rows = AtomicU64::new(0);
+        let bytes = AtomicU64::new(0);
+        let tid = Tid::new(Epoch(epoch.max(1)), 0);
+        appliers = parallel(threads, files.len(), Applier::new, |index, applier| {
+            let pin = nothing_is_reclaimed();
+            let (file_rows, file_bytes) =
+                read_checkpoint_file(storage, &files[index].path, epoch, |table, key, value| {
+                    if let Some(table) = table_of(table) {
+                        applier.apply(table, key, tid, Some(value), &pin);
+                    }
+                })?;
+            rows.fetch_add(file_rows, Ordering::Relaxed);
+            bytes.fetch_add(file_bytes, Ordering::Relaxed);
+            Ok(())
+        })?;
+        report.checkpoint_epoch = Some(epoch);
+        report.checkpoint_files = files.len();
+        report.checkpoint_rows = rows.into_inner();
+        report.checkpoint_bytes = bytes.into_inner();
+    }
+    report.checkpoint_seconds = checkpoint_started.elapsed().as_secs_f64();
+
+    // 2. The durable epoch of the newest run, from the last segment of each of its loggers.
+    let replay_started = Instant::now();
+    let files = segment_files(storage)?;
+    let newest_run = files.last().map_or(0, |file| file.run);
+    let mut preloaded: HashMap<usize, Vec<u8>> = HashMap::new();
+    let mut durable = u64::MAX;
+    let mut first_marks = u64::MAX;
+    let mut loggers_seen = 0;
+    let mut loggers_expected = 0;
+    for (position, file) in files.iter().enumerate().filter(|(_, file)| file.tail) {
+        let data = storage
+            .read(&file.path)
+            .map_err(|error| io_error(storage, &file.path, "cannot read", error))?;
+        let scan = scan_segment(storage, file, &data, |_, _| {})?;
+        if let Some(mark) = scan.last_mark {
+            durable = durable.min(mark);
+            loggers_seen += 1;
+        }
+        first_marks = first_marks.min(scan.first_mark.unwrap_or(0));
+        loggers_expected = loggers_expected.max(scan.loggers);
+        preloaded.insert(position, data);
+    }
+    if loggers_seen < loggers_expected {
+        // A logger of the newest run never wrote its first block: the run crashed while
+        // opening, before any commit could be logged.
+        durable = first_marks;
+    }
+    if durable == u64::MAX {
+        durable = 0;
+    }
+    let replay_low = checkpoint_epoch;
+    let replay_high = durable;
+
+    // 3. Replay every segment in parallel.
+    struct ReplayState {
+        applier: Applier,
+        transactions: u64,
+        bytes: u64,
+        max_epoch: u64,
+        infos: Vec<(usize, SegmentInfo, Option<Damage>)>,
+    }
+    let preloaded = Mutex::new(preloaded);
+    let states = parallel(
+        threads,
+        files.len(),
+        || ReplayState {
+            applier: Applier::new(),
+            transactions: 0,
+            bytes: 0,
+            max_epoch: 0,
+            infos: Vec::new(),
+        },
+        |index, state| {
+            let pin = nothing_is_reclaimed();
+            let file = &files[index];
+            let data = match preloaded.lock().unwrap().remove(&index) {
+                Some(data) => data,
+                None => storage
+                    .read(&file.path)
+                    .map_err(|error| io_error(storage, &file.path, "cannot read", error))?,
+            };
+            let applier = &mut state.applier;
+            let scan = scan_segment(storage, file, &data, |tid, writes| {
+                let epoch = Tid::from_u64(tid).epoch().0;
+                if epoch <= replay_low
+                    || epoch > replay_high
+                    || manifest.is_void(epoch)
+                    || mode == Mode::Check
+                {
+                    return;
+                }
+                let tid = Tid::from_u64(tid);
+                for write in writes {
+                    if let Some(table) = table_of(write.table) {
+                        applier.apply(table, write.key, tid, write.value, &pin);
+                    }
+                }
+            })?;
+            state.transactions += scan.transactions;
+            state.bytes += scan.bytes;
+            state.max_epoch = state.max_epoch.max(scan.max_epoch);
+            state.infos.push((
+                index,
+                SegmentInfo { path: file.path.clone(), max_epoch: scan.max_epoch },
+                scan.torn,
+            ));
+            Ok(())
+        },
+    )?;
+    let mut segments: Vec<(usize, SegmentInfo)> = Vec::new();
+    let mut max_epoch = checkpoint_epoch.max(catalog_epoch).max(durable);
+    let mut torn = Vec::new();
+    for state in states {
+        report.log_transactions += state.transactions;
+        report.log_bytes += state.bytes;
+        report.log_writes_applied += state.applier.applied;
+        max_epoch = max_epoch.max(state.max_epoch);
+        for (index, info, damage) in state.infos {
+            if let Some(damage) = damage {
+                torn.push((info.path.clone(), damage));
+            }
+            segments.push((index, info));
+        }
+        appliers.push(state.applier);
+    }
+    torn.sort_by(|a, b| a.0.cmp(&b.0));
+    for (path, damage) in torn {
+        torn_tail(storage, &path, &damage, mode, &mut report)?;
+    }
+    segments.sort_by_key(|(index, _)| *index);
+    report.log_segments = files.len();
+    report.replay_seconds = replay_started.elapsed().as_secs_f64();
+    report.durable_epoch = durable;
+    if newest_run > 0 && max_epoch > durable {
+        report.discarded_epochs = Some((durable + 1, max_epoch));
+    }
+
+    // 4. Deleted rows leave the primary index; secondary indexes are built.
+    let index_started = Instant::now();
+    if mode == Mode::Recover {
+        let live: Vec<&TableRef> = tables.iter().flatten().collect();
+        let more = parallel(threads, live.len(), Applier::new, |index, applier| {
+            finish_table(live[index], applier, &nothing_is_reclaimed());
+            Ok(())
+        })?;
+        appliers.extend(more);
+    }
+    report.index_seconds = index_started.elapsed().as_secs_f64();
+
+    // The next run: its epochs start above everything here, and nothing between the durable
+    // epoch and the restart is ever replayed.
+    manifest.run = manifest.run.max(newest_run) + 1;
+    if let Some((low, high)) = report.discarded_epochs {
+        manifest.voids.push((low, high));
+    }
+    report.total_seconds = started.elapsed().as_secs_f64();
+    Ok(Recovered {
+        tables,
+        manifest,
+        last_epoch: max_epoch,
+        segments: segments.into_iter().map(|(_, info)| info).collect(),
+        garbage: appliers.into_iter().map(|applier| applier.garbage).collect(),
+        report,
+    })
+}
+
+/// A `Pin` for recovery threads.
+fn nothing_is_reclaimed() -> Pin<'static> {
+    // SAFETY: no worker exists during recovery and its garbage is only sealed and collected
+    // after every recovery thread has finished, so nothing a thread reaches is freed.
+    unsafe { Pin::assume_pinned() }
+}
+
+/// Removes deleted rows from a table's primary index and builds its secondary indexes.
+fn finish_table(table: &Table, applier: &mut Applier, pin: &Pin<'_>) {
+    struct Collect(Vec<(Vec<u8>, u64)>);
+    impl crate::index::ScanVisitor for Collect {
+        fn leaf(&mut self, _leaf: crate::index::LeafVersion) {}
+        fn entry(&mut self, key: &[u8], value: u64) -> bool {
+            self.0.push((key.to_vec(), value));
+            true
+        }
+    }
+    let mut rows = Collect(Vec::new());
+    table.primary.scan(
+        Bound::Unbounded,
+        Bound::Unbounded,
+        crate::index::Direction::Forward,
+        pin,
+        &mut crate::index::ScanBuffer::new(),
+        &mut rows,
+    );
+    let mut value = Vec::new();
+    let mut entry = Vec::new();
+    let mut scratch = Vec::new();
+    for (key, head) in rows.0 {
+        let head_ptr = head as *mut Head;
+        // SAFETY: in the index; recovery is the only user.
+        let head_ref = unsafe { &*head_ptr };
+        if head_ref.word().is_absent() {
+            table.primary.remove(&key, Some(head), pin, &mut applier.garbage, &mut ());
+            // SAFETY: just unlinked; no other thread can reach it during recovery.
+            unsafe { Head::free_now(head_ptr, &mut applier.arena) };
+            continue;
+        }
+        if !table.has_secondaries() {
+            continue;
+        }
+        value.clear();
+        if head_ref.read(&mut value).is_err() {
+            unreachable!("nothing holds a lock during recovery");
+        }
+        for index in table.secondaries.iter() {
+            entry.clear();
+            if index.entry_of(&value, &key, &mut entry, &mut scratch) {
+                let _ = index.tree.insert(&entry, head, pin, &mut applier.garbage, &mut ());
+            }
+        }
+    }
+}
+
+pub(crate) fn recover(
+    storage: &dyn Storage,
+    keys: Option<&IndexKeys>,
+    threads: usize,
+) -> Result<Recovered> {
+    run(storage, keys, threads, Mode::Recover)
+}
+
+/// Verifies a data directory without changing it: every checkpoint and log block's checksum,
+/// every record's structure, and the catalog. Torn tails are reported, not truncated.
+pub fn check(storage: &dyn Storage, threads: usize) -> Result<RecoveryReport> {
+    run(storage, None, threads, Mode::Check).map(|recovered| recovered.report)
+}
+
+/// The catalog as a list of live tables `(id, name, index names)`, for reports.
+pub fn catalog_tables(storage: &dyn Storage) -> Result<Vec<(u32, String, Vec<String>)>> {
+    let (catalog, _) = read_catalog(storage, Mode::Check, &mut RecoveryReport::default())?;
+    Ok(catalog
+        .iter()
+        .enumerate()
+        .filter_map(|(id, entry)| {
+            entry.as_ref().map(|(name, indexes)| {
+                (id as u32, name.clone(), indexes.iter().map(|i| i.name.clone()).collect())
+            })
+        })
+        .collect())
+}

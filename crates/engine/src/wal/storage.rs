@@ -1,0 +1,352 @@
+//! Where the data directory's files live: the file system ([`DirStorage`]), or memory with
+//! injected faults and simulated crashes ([`FaultyStorage`], for tests).
+//!
+//! Paths are relative to the data directory and use `/`. Everything the log, checkpoints and
+//! recovery do to files goes through [`Storage`], so a test can fail any write or fsync and then
+//! "crash": keep only what was synced, plus a random torn prefix of what was not.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// A directory of files, as the log, checkpoints and recovery see it.
+pub trait Storage: Send + Sync + fmt::Debug {
+    /// Names of the files directly in `dir` ("" is the data directory itself), sorted.
+    fn list(&self, dir: &str) -> io::Result<Vec<String>>;
+    /// The whole file.
+    fn read(&self, path: &str) -> io::Result<Vec<u8>>;
+    /// Creates (or truncates) a file for appending; parent directories are created.
+    fn create(&self, path: &str) -> io::Result<Box<dyn StorageFile>>;
+    /// Makes the directory entries of `dir` durable (new, renamed and removed files).
+    fn sync_dir(&self, dir: &str) -> io::Result<()>;
+    /// Atomically replaces `to` with `from`, durably.
+    fn rename(&self, from: &str, to: &str) -> io::Result<()>;
+    fn remove(&self, path: &str) -> io::Result<()>;
+    /// Removes an empty directory.
+    fn remove_dir(&self, dir: &str) -> io::Result<()>;
+    /// Cuts a file to `len` bytes, durably.
+    fn truncate(&self, path: &str, len: u64) -> io::Result<()>;
+    /// Where the files are, for messages.
+    fn describe(&self, path: &str) -> String;
+}
+
+/// A file open for appending.
+pub trait StorageFile: Send {
+    fn append(&mut self, bytes: &[u8]) -> io::Result<()>;
+    /// Makes everything appended so far durable (fdatasync).
+    fn sync(&mut self) -> io::Result<()>;
+}
+
+/// A data directory on the file system, locked against other processes for as long as this
+/// value lives.
+#[derive(Debug)]
+pub struct DirStorage {
+    root: PathBuf,
+    /// Holds the `flock` on `LOCK`; released when closed.
+    _lock: File,
+}
+
+impl DirStorage {
+    /// Opens (creating it if needed) and locks the data directory `root`.
+    pub fn open(root: &Path) -> io::Result<DirStorage> {
+        fs::create_dir_all(root)?;
+        let lock =
+            OpenOptions::new().create(true).truncate(false).write(true).open(root.join("LOCK"))?;
+        // SAFETY: flock on a file descriptor this function owns.
+        let locked = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if locked != 0 {
+            let error = io::Error::last_os_error();
+            return Err(if error.raw_os_error() == Some(libc::EWOULDBLOCK) {
+                io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    format!("{} is in use by another process", root.display()),
+                )
+            } else {
+                error
+            });
+        }
+        Ok(DirStorage { root: root.to_path_buf(), _lock: lock })
+    }
+
+    fn path(&self, path: &str) -> PathBuf {
+        if path.is_empty() { self.root.clone() } else { self.root.join(path) }
+    }
+}
+
+struct DirFile(File);
+
+impl StorageFile for DirFile {
+    fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.0.write_all(bytes)
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        self.0.sync_data()
+    }
+}
+
+impl Storage for DirStorage {
+    fn list(&self, dir: &str) -> io::Result<Vec<String>> {
+        let mut names = Vec::new();
+        match fs::read_dir(self.path(dir)) {
+            Ok(entries) => {
+                for entry in entries {
+                    let entry = entry?;
+                    if let Some(name) = entry.file_name().to_str() {
+                        names.push(name.to_string());
+                    }
+                }
+            }
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+            Err(error) => return Err(error),
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    fn read(&self, path: &str) -> io::Result<Vec<u8>> {
+        fs::read(self.path(path))
+    }
+
+    fn create(&self, path: &str) -> io::Result<Box<dyn StorageFile>> {
+        let full = self.path(path);
+        if let Some(parent) = full.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        let file = OpenOptions::new().create(true).truncate(true).write(true).open(full)?;
+        Ok(Box::new(DirFile(file)))
+    }
+
+    fn sync_dir(&self, dir: &str) -> io::Result<()> {
+        File::open(self.path(dir))?.sync_all()
+    }
+
+    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        fs::rename(self.path(from), self.path(to))?;
+        let parent = Path::new(to).parent().and_then(Path::to_str).unwrap_or("");
+        self.sync_dir(parent)
+    }
+
+    fn remove(&self, path: &str) -> io::Result<()> {
+        fs::remove_file(self.path(path))
+    }
+
+    fn remove_dir(&self, dir: &str) -> io::Result<()> {
+        fs::remove_dir(self.path(dir))
+    }
+
+    fn truncate(&self, path: &str, len: u64) -> io::Result<()> {
+        let file = OpenOptions::new().write(true).open(self.path(path))?;
+        file.set_len(len)?;
+        file.sync_all()
+    }
+
+    fn describe(&self, path: &str) -> String {
+        self.path(path).display().to_string()
+    }
+}
+
+// ----- faults and crashes ----------------------------------------------------------------------
+
+#[derive(Debug, Default, Clone)]
+struct MemFile {
+    /// Bytes known to be on the device (written, then synced).
+    synced: Vec<u8>,
+    /// Bytes written since the last sync: a crash keeps a random prefix of them.
+    pending: Vec<u8>,
+}
+
+#[derive(Debug, Default)]
+struct MemState {
+    files: BTreeMap<String, Arc<Mutex<MemFile>>>,
+    /// Every write or sync counts one operation; operation number `fail_at` and every later one
+    /// fails (a full or broken disk stays broken).
+    operations: u64,
+    fail_at: Option<u64>,
+    failures: u64,
+}
+
+/// An in-memory data directory that fails on command and can simulate a crash. For tests.
+#[derive(Debug, Clone, Default)]
+pub struct FaultyStorage {
+    state: Arc<Mutex<MemState>>,
+    seed: Arc<AtomicU64>,
+}
+
+impl FaultyStorage {
+    pub fn new(seed: u64) -> FaultyStorage {
+        FaultyStorage { state: Arc::default(), seed: Arc::new(AtomicU64::new(seed | 1)) }
+    }
+
+    /// Write or sync number `operations_from_now` (0: the next one) and all later ones fail
+    /// with "no space left on device".
+    pub fn fail_after(&self, operations_from_now: u64) {
+        let mut state = self.lock();
+        state.fail_at = Some(state.operations + operations_from_now);
+    }
+
+    /// Operations (writes and syncs) so far.
+    pub fn operations(&self) -> u64 {
+        self.lock().operations
+    }
+
+    /// Operations that failed.
+    pub fn failures(&self) -> u64 {
+        self.lock().failures
+    }
+
+    /// The storage a restarted process would find after a crash now: each file keeps what was
+    /// synced and a random prefix of what was written since (a torn write).
+    pub fn crash(&self) -> FaultyStorage {
+        let state = self.lock();
+        let mut files = BTreeMap::new();
+        for (name, file) in &state.files {
+            let file = file.lock().unwrap_or_else(|poison| poison.into_inner());
+            let kept = (self.next_random() % (file.pending.len() as u64 + 1)) as usize;
+            let mut synced = file.synced.clone();
+            synced.extend_from_slice(&file.pending[..kept]);
+            files.insert(
+                name.clone(),
+                Arc::new(Mutex::new(MemFile { synced, pending: Vec::new() })),
+            );
+        }
+        FaultyStorage {
+            state: Arc::new(Mutex::new(MemState { files, ..MemState::default() })),
+            seed: Arc::new(AtomicU64::new(self.next_random() | 1)),
+        }
+    }
+
+    /// Overwrites one byte of a file (to test that corruption is found).
+    pub fn corrupt(&self, path: &str, offset: usize) {
+        let state = self.lock();
+        let mut file = state.files.get(path).expect("file to corrupt exists").lock().unwrap();
+        let mut all = std::mem::take(&mut file.synced);
+        all.append(&mut file.pending);
+        all[offset] ^= 0x5A;
+        file.synced = all;
+    }
+
+    fn next_random(&self) -> u64 {
+        let mut x = self.seed.load(Ordering::Relaxed);
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.seed.store(x, Ordering::Relaxed);
+        x
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, MemState> {
+        self.state.lock().unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    fn operation(state: &mut MemState) -> io::Result<()> {
+        state.operations += 1;
+        if state.fail_at.is_some_and(|at| state.operations > at) {
+            state.failures += 1;
+            return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+        }
+        Ok(())
+    }
+}
+
+struct FaultyFile {
+    storage: FaultyStorage,
+    file: Arc<Mutex<MemFile>>,
+}
+
+impl FaultyFile {
+    fn file(&self) -> std::sync::MutexGuard<'_, MemFile> {
+        self.file.lock().unwrap_or_else(|poison| poison.into_inner())
+    }
+}
+
+impl StorageFile for FaultyFile {
+    fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
+        FaultyStorage::operation(&mut self.storage.lock())?;
+        self.file().pending.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        FaultyStorage::operation(&mut self.storage.lock())?;
+        let mut file = self.file();
+        let mut pending = std::mem::take(&mut file.pending);
+        file.synced.append(&mut pending);
+        Ok(())
+    }
+}
+
+fn in_dir(path: &str, dir: &str) -> Option<String> {
+    let rest = if dir.is_empty() { path } else { path.strip_prefix(dir)?.strip_prefix('/')? };
+    (!rest.is_empty()).then(|| rest.split('/').next().unwrap_or(rest).to_string())
+}
+
+impl Storage for FaultyStorage {
+    fn list(&self, dir: &str) -> io::Result<Vec<String>> {
+        let state = self.lock();
+        let mut names: Vec<String> =
+            state.files.keys().filter_map(|path| in_dir(path, dir)).collect();
+        names.dedup();
+        Ok(names)
+    }
+
+    fn read(&self, path: &str) -> io::Result<Vec<u8>> {
+        let state = self.lock();
+        let file = state.files.get(path).ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+        let file = file.lock().unwrap_or_else(|poison| poison.into_inner());
+        let mut all = file.synced.clone();
+        all.extend_from_slice(&file.pending);
+        Ok(all)
+    }
+
+    fn create(&self, path: &str) -> io::Result<Box<dyn StorageFile>> {
+        let mut state = self.lock();
+        FaultyStorage::operation(&mut state)?;
+        let file = Arc::new(Mutex::new(MemFile::default()));
+        state.files.insert(path.to_string(), Arc::clone(&file));
+        Ok(Box::new(FaultyFile { storage: self.clone(), file }))
+    }
+
+    fn sync_dir(&self, _dir: &str) -> io::Result<()> {
+        FaultyStorage::operation(&mut self.lock())
+    }
+
+    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        let mut state = self.lock();
+        FaultyStorage::operation(&mut state)?;
+        let file =
+            state.files.remove(from).ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+        state.files.insert(to.to_string(), file);
+        Ok(())
+    }
+
+    fn remove(&self, path: &str) -> io::Result<()> {
+        let mut state = self.lock();
+        state.files.remove(path).map(|_| ()).ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
+    }
+
+    fn remove_dir(&self, _dir: &str) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn truncate(&self, path: &str, len: u64) -> io::Result<()> {
+        let mut state = self.lock();
+        FaultyStorage::operation(&mut state)?;
+        let file = state.files.get(path).ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+        let mut file = file.lock().unwrap_or_else(|poison| poison.into_inner());
+        let mut all = std::mem::take(&mut file.synced);
+        all.append(&mut file.pending);
+        all.truncate(len as usize);
+        file.synced = all;
+        Ok(())
+    }
+
+    fn describe(&self, path: &str) -> String {
+        format!("memory:/{path}")
+    }
+}

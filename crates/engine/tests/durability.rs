@@ -1,0 +1,434 @@
+//! Durability: the log, checkpoints and recovery, on an in-memory data directory that fails
+//! writes and fsyncs on command and simulates crashes (`wal::FaultyStorage`), and on real
+//! directories for locking, `check` and the golden data directory.
+
+use engram_engine::wal::{self, FaultyStorage, Storage};
+use engram_engine::{
+    Config, Database, Durability, Error, IndexKeys, IndexSpec, Isolation, KeyBuilder, TableSpec,
+};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+
+fn key(value: u64) -> Vec<u8> {
+    KeyBuilder::new().u64(value).finish()
+}
+
+fn config(storage: &FaultyStorage) -> Config {
+    Config {
+        epoch_interval_ms: 2,
+        snapshot_interval_epochs: 5,
+        storage: Some(Arc::new(storage.clone())),
+        checkpoint_log_bytes: 0,
+        index_keys: Some(index_keys()),
+        recovery_threads: 2,
+        ..Config::default()
+    }
+}
+
+/// The secondary index of the `people` table: the row's first byte.
+fn by_initial() -> IndexSpec {
+    IndexSpec::new("by_initial", false, |row: &[u8], out: &mut Vec<u8>| {
+        out.extend_from_slice(&row[..1]);
+        true
+    })
+    .definition(b"first byte".to_vec())
+}
+
+fn index_keys() -> IndexKeys {
+    IndexKeys::new(|definition| {
+        (definition.definition == b"first byte").then(|| by_initial().key_of)
+    })
+}
+
+fn rows(db: &Database, table: &str) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let table = db.table(table).unwrap();
+    let mut worker = db.worker().unwrap();
+    worker
+        .transaction(Isolation::Serializable, |txn| {
+            let mut all = Vec::new();
+            txn.scan(
+                &table,
+                std::ops::Bound::Unbounded,
+                std::ops::Bound::Unbounded,
+                engram_engine::Direction::Forward,
+                usize::MAX,
+                |k, v| {
+                    all.push((k.to_vec(), v.to_vec()));
+                    true
+                },
+            )?;
+            Ok(all)
+        })
+        .unwrap()
+}
+
+#[test]
+fn acknowledged_commits_survive_a_crash_and_secondary_indexes_come_back() {
+    let storage = FaultyStorage::new(7);
+    {
+        let db = Database::open(config(&storage)).unwrap();
+        let people = db.create_table(TableSpec::new("people").index(by_initial())).unwrap();
+        let mut worker = db.worker().unwrap();
+        for id in 0..200u64 {
+            worker
+                .transaction(Isolation::Serializable, |txn| {
+                    txn.insert(
+                        &people,
+                        &key(id),
+                        format!("{}-{id}", ["ann", "bob", "cy"][id as usize % 3]).as_bytes(),
+                    )
+                })
+                .unwrap();
+        }
+        worker
+            .transaction(Isolation::Serializable, |txn| txn.delete(&people, &key(5)).map(|_| ()))
+            .unwrap();
+        worker
+            .transaction(Isolation::Serializable, |txn| {
+                txn.update(&people, &key(6), b"zed").map(|_| ())
+            })
+            .unwrap();
+        worker.wait_durable().unwrap();
+        assert!(db.durable_epoch() >= worker.last_commit().epoch);
+        drop(worker);
+        // A crash: the database is never closed; only what was synced (and a torn part of the
+        // rest) survives.
+        let crashed = storage.crash();
+        drop(db);
+        let db = Database::open(config(&crashed)).unwrap();
+        let all = rows(&db, "people");
+        assert_eq!(all.len(), 199);
+        assert!(!all.iter().any(|(k, _)| *k == key(5)));
+        assert!(all.iter().any(|(k, v)| *k == key(6) && v == b"zed"));
+        let people = db.table("people").unwrap();
+        let mut worker = db.worker().unwrap();
+        let bobs = worker
+            .transaction(Isolation::Serializable, |txn| {
+                let mut count = 0;
+                let prefix = [b'b'];
+                txn.scan_index(
+                    &people,
+                    0,
+                    std::ops::Bound::Included(&prefix[..]),
+                    std::ops::Bound::Included(&prefix[..]),
+                    engram_engine::Direction::Forward,
+                    usize::MAX,
+                    |_, row| {
+                        assert_eq!(row[0], b'b');
+                        count += 1;
+                        true
+                    },
+                )?;
+                Ok(count)
+            })
+            .unwrap();
+        assert_eq!(bobs, 67, "the rebuilt index finds every row starting with b");
+        let report = db.recovery_report().unwrap();
+        assert!(report.log_transactions >= 202, "{report:?}");
+    }
+}
+
+#[test]
+fn recovery_without_the_key_extractor_is_a_clear_error() {
+    let storage = FaultyStorage::new(3);
+    let db = Database::open(config(&storage)).unwrap();
+    db.create_table(TableSpec::new("people").index(by_initial())).unwrap();
+    drop(db);
+    let error = Database::open(Config { index_keys: None, ..config(&storage) }).unwrap_err();
+    assert!(
+        matches!(&error, Error::InvalidConfig(message) if message.contains("by_initial")),
+        "{error}"
+    );
+}
+
+#[test]
+fn checkpoints_cover_the_log_and_recovery_combines_them() {
+    let storage = FaultyStorage::new(11);
+    let db = Database::open(Config { segment_bytes: 8 << 10, ..config(&storage) }).unwrap();
+    let items = db.create_table(TableSpec::new("items")).unwrap();
+    let mut worker = db.worker().unwrap();
+    let mut model = std::collections::BTreeMap::new();
+    for round in 0..3u64 {
+        for id in 0..300u64 {
+            let value = format!("r{round}-{id}-{}", "x".repeat((id % 40) as usize));
+            worker
+                .transaction(Isolation::Serializable, |txn| {
+                    txn.put(&items, &key(id), value.as_bytes())
+                })
+                .unwrap();
+            model.insert(key(id), value.into_bytes());
+        }
+        for id in (round * 10..300).step_by(7) {
+            worker
+                .transaction(Isolation::Serializable, |txn| {
+                    txn.delete(&items, &key(id)).map(|_| ())
+                })
+                .unwrap();
+            model.remove(&key(id));
+        }
+        worker.wait_durable().unwrap();
+        if round == 1 {
+            // Let the snapshot epoch (every 5 epochs of 2 ms) pass the writes.
+            std::thread::sleep(std::time::Duration::from_millis(60));
+            let report = db.checkpoint().unwrap();
+            assert!(report.rows > 0 && report.files == 1, "{report:?}");
+            assert!(
+                report.segments_removed > 0,
+                "small segments are covered by the checkpoint: {report:?}"
+            );
+        }
+    }
+    worker.wait_durable().unwrap();
+    let crashed = storage.crash();
+    drop(worker);
+    drop(db);
+    let db = Database::open(config(&crashed)).unwrap();
+    let report = db.recovery_report().unwrap().clone();
+    assert!(report.checkpoint_epoch.is_some() && report.checkpoint_rows > 0, "{report:?}");
+    let all: std::collections::BTreeMap<_, _> = rows(&db, "items").into_iter().collect();
+    assert_eq!(all, model);
+    // Recovering twice in a row (with a checkpoint of the recovered state in between) gives
+    // the same state.
+    db.checkpoint().unwrap();
+    drop(db);
+    let db = Database::open(config(&crashed)).unwrap();
+    let again: std::collections::BTreeMap<_, _> = rows(&db, "items").into_iter().collect();
+    assert_eq!(again, model);
+}
+
+/// Workers each own `KEYS` keys and write one version number to all of them per transaction.
+/// Writes fail from a random point on; after the crash, every key of a worker has the same
+/// version (no partial transaction), at least its last acknowledged one and at most its last
+/// attempted one.
+#[test]
+fn a_failing_log_device_loses_no_acknowledged_commit() {
+    const WORKERS: u64 = 3;
+    const KEYS: u64 = 4;
+    for seed in 1..=12u64 {
+        let storage = FaultyStorage::new(seed);
+        let db = Arc::new(Database::open(config(&storage)).unwrap());
+        let table = db.create_table(TableSpec::new("versions")).unwrap();
+        storage.fail_after(20 + seed * 13 % 60);
+        let handles: Vec<_> = (0..WORKERS)
+            .map(|w| {
+                let (db, table) = (Arc::clone(&db), Arc::clone(&table));
+                std::thread::spawn(move || {
+                    let mut worker = db.worker().unwrap();
+                    let (mut acknowledged, mut attempted) = (0u64, 0u64);
+                    for version in 1..=400u64 {
+                        attempted = version;
+                        let result = worker.transaction(Isolation::Serializable, |txn| {
+                            for k in 0..KEYS {
+                                txn.put(&table, &key(w * 100 + k), &version.to_le_bytes())?;
+                            }
+                            Ok(())
+                        });
+                        if result.is_err() {
+                            assert!(matches!(result, Err(Error::DiskFull(_))), "{result:?}");
+                            break;
+                        }
+                        match worker.wait_durable() {
+                            Ok(()) => acknowledged = version,
+                            Err(error) => {
+                                assert!(matches!(error, Error::DiskFull(_)), "{error}");
+                                break;
+                            }
+                        }
+                    }
+                    (acknowledged, attempted)
+                })
+            })
+            .collect();
+        let outcomes: Vec<(u64, u64)> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        assert!(storage.failures() > 0, "seed {seed}: the device failed");
+        let crashed = storage.crash();
+        drop(table);
+        drop(db);
+        let db = Database::open(config(&crashed)).unwrap();
+        let table = db.table("versions").unwrap();
+        let mut worker = db.worker().unwrap();
+        for (w, (acknowledged, attempted)) in outcomes.iter().enumerate() {
+            let versions: Vec<Option<u64>> = worker
+                .transaction(Isolation::Serializable, |txn| {
+                    (0..KEYS)
+                        .map(|k| {
+                            Ok(txn
+                                .get(&table, &key(w as u64 * 100 + k))?
+                                .map(|v| u64::from_le_bytes(v.try_into().unwrap())))
+                        })
+                        .collect()
+                })
+                .unwrap();
+            let first = versions[0];
+            assert!(
+                versions.iter().all(|v| *v == first),
+                "seed {seed}: a partial transaction is visible: {versions:?}"
+            );
+            let found = first.unwrap_or(0);
+            assert!(
+                found >= *acknowledged,
+                "seed {seed}: worker {w} lost acknowledged version {acknowledged}, found {found}"
+            );
+            assert!(
+                found <= *attempted,
+                "seed {seed}: worker {w} has version {found} it never wrote"
+            );
+        }
+        // The restarted database takes writes again, and a second crash keeps them.
+        worker
+            .transaction(Isolation::Serializable, |txn| txn.put(&table, &key(999), b"after"))
+            .unwrap();
+        worker.wait_durable().unwrap();
+        let again = crashed.crash();
+        drop(worker);
+        drop(table);
+        drop(db);
+        let db = Database::open(config(&again)).unwrap();
+        let table = db.table("versions").unwrap();
+        let mut worker = db.worker().unwrap();
+        let after = worker
+            .transaction(Isolation::Serializable, |txn| {
+                Ok(txn.get(&table, &key(999))?.map(<[u8]>::to_vec))
+            })
+            .unwrap();
+        assert_eq!(after.as_deref(), Some(&b"after"[..]));
+    }
+}
+
+#[test]
+fn a_damaged_block_before_the_tail_is_corruption_naming_file_and_offset() {
+    let storage = FaultyStorage::new(5);
+    let db = Database::open(config(&storage)).unwrap();
+    let table = db.create_table(TableSpec::new("t")).unwrap();
+    let mut worker = db.worker().unwrap();
+    for round in 0..5u64 {
+        worker
+            .transaction(Isolation::Serializable, |txn| txn.put(&table, &key(round), &[1u8; 500]))
+            .unwrap();
+        worker.wait_durable().unwrap();
+    }
+    drop(worker);
+    drop(table);
+    drop(db);
+    let segment = storage.list("wal").unwrap().into_iter().last().unwrap();
+    let path = format!("wal/{segment}");
+    // Inside the second block (after the segment header and its initial, empty block):
+    // several blocks follow it.
+    let offset = wal::format::FILE_HEADER_BYTES + wal::format::BLOCK_HEADER_BYTES + 10;
+    storage.corrupt(&path, offset);
+    let error = wal::check(&storage, 1).unwrap_err();
+    assert!(matches!(&error, Error::Corrupt { file, .. } if file.contains(&segment)), "{error}");
+    let error = Database::open(config(&storage)).unwrap_err();
+    assert!(
+        matches!(&error, Error::Corrupt { file, offset: 72, reason } if file.contains(&segment) && reason.contains("checksum")),
+        "{error}"
+    );
+    assert_eq!(error.sqlstate(), "XX001");
+}
+
+#[test]
+fn torn_tails_are_truncated_and_reported() {
+    let mut torn_seen = 0;
+    for seed in 1..=20u64 {
+        let storage = FaultyStorage::new(seed);
+        let db = Database::open(config(&storage)).unwrap();
+        let table = db.create_table(TableSpec::new("t")).unwrap();
+        let mut worker = db.worker().unwrap();
+        for round in 0..30u64 {
+            worker
+                .transaction(Isolation::Serializable, |txn| {
+                    txn.put(&table, &key(round), &[7u8; 300])
+                })
+                .unwrap();
+        }
+        worker.wait_durable().unwrap();
+        let durable_rows = 30;
+        // The next write succeeds and every operation after it fails, so that write stays
+        // unsynced and the crash keeps a random part of it.
+        storage.fail_after(1);
+        for round in 30..60u64 {
+            let _ = worker.transaction(Isolation::Serializable, |txn| {
+                txn.put(&table, &key(round), &[7u8; 300])
+            });
+        }
+        let _ = worker.wait_durable();
+        let crashed = storage.crash();
+        drop(worker);
+        drop(table);
+        drop(db);
+        let before = wal::check(&crashed, 1).unwrap();
+        let db = Database::open(config(&crashed)).unwrap();
+        let report = db.recovery_report().unwrap().clone();
+        assert_eq!(before.torn_tails, report.torn_tails, "check reports what recovery truncates");
+        torn_seen += report.torn_tails.len();
+        assert!(rows(&db, "t").len() >= durable_rows);
+        drop(db);
+        let after = wal::check(&crashed, 1).unwrap();
+        assert!(after.torn_tails.is_empty(), "recovery truncated the tails: {after:?}");
+    }
+    assert!(torn_seen > 0, "some crash tore a write");
+}
+
+#[test]
+fn durable_waits_are_async_too_and_off_logs_nothing() {
+    struct Flag(std::sync::atomic::AtomicBool, std::thread::Thread);
+    impl Wake for Flag {
+        fn wake(self: Arc<Self>) {
+            self.0.store(true, std::sync::atomic::Ordering::Release);
+            self.1.unpark();
+        }
+    }
+    let storage = FaultyStorage::new(9);
+    let db = Database::open(config(&storage)).unwrap();
+    let table = db.create_table(TableSpec::new("t")).unwrap();
+    let mut worker = db.worker().unwrap();
+    worker.transaction(Isolation::Serializable, |txn| txn.put(&table, &key(1), b"v")).unwrap();
+    let commit = worker.last_commit();
+    let mut future = std::pin::pin!(db.durability_watcher().durable_future(commit.epoch));
+    let flag = Arc::new(Flag(false.into(), std::thread::current()));
+    let waker = Waker::from(Arc::clone(&flag));
+    let mut context = Context::from_waker(&waker);
+    let mut polls = 0;
+    loop {
+        polls += 1;
+        match future.as_mut().poll(&mut context) {
+            Poll::Ready(result) => break result.unwrap(),
+            Poll::Pending => {
+                while !flag.0.swap(false, std::sync::atomic::Ordering::AcqRel) {
+                    std::thread::park();
+                }
+            }
+        }
+    }
+    assert!(polls <= 3, "woken, not polled in a loop: {polls} polls");
+    assert!(db.durable_epoch() >= commit.epoch);
+    drop(worker);
+    drop(table);
+    drop(db);
+
+    let off = FaultyStorage::new(10);
+    let db = Database::open(Config { durability: Durability::Off, ..config(&off) }).unwrap();
+    let table = db.create_table(TableSpec::new("t")).unwrap();
+    let mut worker = db.worker().unwrap();
+    worker.transaction(Isolation::Serializable, |txn| txn.put(&table, &key(1), b"v")).unwrap();
+    assert_eq!(db.log_bytes(), 0);
+    assert!(off.list("wal").unwrap().is_empty());
+    worker.wait_durable().unwrap();
+}
+
+#[test]
+fn a_data_directory_is_locked_against_a_second_open() {
+    let dir = std::env::temp_dir().join(format!("engram-lock-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let first =
+        Database::open(Config { data_dir: Some(dir.clone()), ..Config::default() }).unwrap();
+    let error =
+        Database::open(Config { data_dir: Some(dir.clone()), ..Config::default() }).unwrap_err();
+    assert!(matches!(error, Error::DataDirInUse(_)), "{error}");
+    assert_eq!(error.sqlstate(), "55006");
+    drop(first);
+    let again = Database::open(Config { data_dir: Some(dir.clone()), ..Config::default() });
+    assert!(again.is_ok());
+    drop(again);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
