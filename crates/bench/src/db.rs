@@ -29,4 +29,14 @@ pub trait Db: Send + Sync {
     fn settings(&self) -> String;
 
     fn connect(&self) -> Result<Self::Conn, String>;
+
+    /// With durability on: every commit of an epoch at or below this one is durable.
+    fn durable_epoch(&self) -> Option<u64> {
+        None
+    }
+
+    /// With durability on: the epoch the connection's last commit waits for.
+    fn last_commit_epoch(&self, _conn: &Self::Conn) -> Option<u64> {
+        None
+    }
 }

@@ -125,7 +125,21 @@ pub struct EngramYcsb {
 
 impl EngramYcsb {
     pub fn open(mode: Mode) -> Result<EngramYcsb, String> {
-        let db = Database::open(Config::default()).map_err(|error| error.to_string())?;
+        Self::open_with(mode, &crate::tpcc::engram::Persistence::default())
+    }
+
+    /// A database that logs as `persistence` says.
+    pub fn open_with(
+        mode: Mode,
+        persistence: &crate::tpcc::engram::Persistence,
+    ) -> Result<EngramYcsb, String> {
+        let config = Config {
+            data_dir: persistence.data_dir.clone(),
+            durability: persistence.durability,
+            log_compression: persistence.log_compression,
+            ..Config::default()
+        };
+        let db = Database::open(config).map_err(|error| error.to_string())?;
         Ok(EngramYcsb { db: Arc::new(db), table: None, mode })
     }
 
@@ -149,10 +163,16 @@ impl Db for EngramYcsb {
     fn settings(&self) -> String {
         let config = self.db.config();
         format!(
-            "mode {}, serializable, epoch {} ms, snapshot every {} epochs",
+            "mode {}, serializable, epoch {} ms, snapshot every {} epochs, {}",
             self.mode.name(),
             config.epoch_interval_ms,
-            config.snapshot_interval_epochs
+            config.snapshot_interval_epochs,
+            match (&config.data_dir, config.durability) {
+                (Some(dir), engram_engine::Durability::Epoch) => {
+                    format!("durability epoch (log in {})", dir.display())
+                }
+                _ => "nothing logged".to_string(),
+            }
         )
     }
 
@@ -268,6 +288,8 @@ pub struct Options {
     /// warm-up: for instruction counts (`valgrind --tool=callgrind`), which need a fixed amount
     /// of work rather than a fixed time.
     pub transactions: Option<u64>,
+    /// Where and how commits are logged (`None` data directory: nothing is).
+    pub persistence: crate::tpcc::engram::Persistence,
 }
 
 /// The result of measuring one configuration.
@@ -430,7 +452,7 @@ pub fn run(
     thread_counts: &[usize],
     rounds: u32,
 ) -> Result<Vec<Report>, String> {
-    let mut engram = EngramYcsb::open(modes[0])?;
+    let mut engram = EngramYcsb::open_with(modes[0], &options.persistence)?;
     let load_threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let loading = Instant::now();
     engram.load(options.rows, options.workload.value_bytes(), load_threads)?;

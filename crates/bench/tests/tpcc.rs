@@ -22,7 +22,10 @@ fn loaded<D: TpccDb>(mut db: D, warehouses: u16) -> D {
 }
 
 fn engram(warehouses: u16) -> EngramTpcc {
-    loaded(EngramTpcc::open(ReadOnlyLevels::Serializable, 0).unwrap(), warehouses)
+    loaded(
+        EngramTpcc::open(ReadOnlyLevels::Serializable, 0, Default::default()).unwrap(),
+        warehouses,
+    )
 }
 
 fn sqlite(warehouses: u16) -> SqliteTpcc {
@@ -236,13 +239,15 @@ fn concurrent_run<D: TpccDb>(open: impl FnMut() -> Result<D, String>) {
 
 #[test]
 fn concurrent_runs_on_engram_pass_the_consistency_checks() {
-    concurrent_run(|| EngramTpcc::open(ReadOnlyLevels::Specification, 16 << 20));
-    concurrent_run(|| EngramTpcc::open(ReadOnlyLevels::Serializable, 0));
+    concurrent_run(|| {
+        EngramTpcc::open(ReadOnlyLevels::Specification, 16 << 20, Default::default())
+    });
+    concurrent_run(|| EngramTpcc::open(ReadOnlyLevels::Serializable, 0, Default::default()));
 }
 
 #[test]
 fn concurrent_runs_with_snapshot_readers_pass_the_consistency_checks() {
-    concurrent_run(|| EngramTpcc::open(ReadOnlyLevels::Snapshot, 0));
+    concurrent_run(|| EngramTpcc::open(ReadOnlyLevels::Snapshot, 0, Default::default()));
 }
 
 #[test]

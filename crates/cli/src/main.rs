@@ -2,7 +2,10 @@
 
 use clap::{Args, Parser, Subcommand};
 use engram_bench::report::{format_rate, write_json};
-use engram_bench::tpcc::engram::{EngramTpcc, ReadOnlyLevels};
+use engram_bench::tpcc::engram::{EngramTpcc, Persistence, ReadOnlyLevels};
+use engram_engine::Durability;
+
+mod crash;
 use engram_bench::tpcc::{self, spec::Scale, sqlite::SqliteTpcc};
 use engram_bench::{index, plot, ycsb};
 use std::path::PathBuf;
@@ -23,6 +26,19 @@ enum Command {
         #[command(subcommand)]
         benchmark: Benchmark,
     },
+    /// Verify a data directory without changing it: checksums of every checkpoint and log
+    /// block, record structure, the catalog.
+    Check {
+        /// The data directory.
+        #[arg(long)]
+        data: PathBuf,
+    },
+    /// Crash a child process running bank transfers or TPC-C with SIGKILL at random moments,
+    /// recover, and check that every acknowledged commit survived and the data is consistent.
+    CrashTest(crash::CrashArgs),
+    /// The workload process of `crash-test` (not for direct use).
+    #[command(hide = true)]
+    CrashChild(crash::ChildArgs),
 }
 
 #[derive(Subcommand)]
@@ -35,6 +51,72 @@ enum Benchmark {
     Tpcc(TpccArgs),
     /// Draw throughput against threads (or skew) from the JSON of ycsb and tpcc runs.
     Plot(PlotArgs),
+    /// Open (recover) a data directory and report how long each recovery phase took.
+    Recovery(RecoveryArgs),
+}
+
+#[derive(Args)]
+struct RecoveryArgs {
+    /// The data directory (for example one written by `bench tpcc --durability epoch`).
+    #[arg(long)]
+    data: PathBuf,
+    /// Recovery threads (default: every core).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+    /// Recover this many times (each open replays the same checkpoint and log).
+    #[arg(long, default_value_t = 1)]
+    repeat: u32,
+    /// Write the reports as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+/// Where and how a benchmark's database logs.
+#[derive(Args, Clone)]
+struct DurabilityArgs {
+    /// off | epoch, or (TPC-C) a comma-separated list measured in alternating rounds, each on
+    /// its own database.
+    #[arg(long, value_delimiter = ',', default_value = "off")]
+    durability: Vec<String>,
+    /// Data directory for `--durability epoch` (must not hold a database yet; with several
+    /// databases each gets a subdirectory).
+    #[arg(long)]
+    data: Option<PathBuf>,
+    /// LZ4-compress log blocks.
+    #[arg(long)]
+    log_compression: bool,
+}
+
+impl DurabilityArgs {
+    fn modes(&self) -> Result<Vec<Durability>, String> {
+        let modes = self
+            .durability
+            .iter()
+            .map(|mode| mode.parse())
+            .collect::<Result<Vec<Durability>, String>>()?;
+        if modes.contains(&Durability::Epoch) && self.data.is_none() {
+            return Err("--durability epoch needs --data DIR".into());
+        }
+        Ok(modes)
+    }
+
+    /// The persistence of database `name` in mode `mode`.
+    fn persistence(&self, mode: Durability, name: Option<&str>) -> Result<Persistence, String> {
+        let data_dir = match (mode, &self.data) {
+            (Durability::Epoch, Some(dir)) => {
+                let dir = name.map_or_else(|| dir.clone(), |name| dir.join(name));
+                if dir.join("MANIFEST").exists() {
+                    return Err(format!(
+                        "{} already holds a database; remove it or choose another --data",
+                        dir.display()
+                    ));
+                }
+                Some(dir)
+            }
+            _ => None,
+        };
+        Ok(Persistence { data_dir, durability: mode, log_compression: self.log_compression })
+    }
 }
 
 #[derive(Args)]
@@ -99,6 +181,8 @@ struct TpccArgs {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
+    #[command(flatten)]
+    durability: DurabilityArgs,
 }
 
 /// Memory a TPC-C run adds per thread-second, roughly: about 2.2 KiB per NewOrder (an order,
@@ -153,6 +237,8 @@ struct YcsbArgs {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
+    #[command(flatten)]
+    durability: DurabilityArgs,
 }
 
 #[derive(Args)]
@@ -209,6 +295,10 @@ fn ycsb(args: YcsbArgs) -> Result<(), String> {
         seed: args.seed,
         progress: !args.quiet,
         transactions: args.transactions,
+        persistence: match &args.durability.modes()?[..] {
+            [mode] => args.durability.persistence(*mode, None)?,
+            _ => return Err("YCSB runs one --durability mode at a time".into()),
+        },
     };
     let mut thread_counts = args.threads.clone();
     if thread_counts.is_empty() {
@@ -389,15 +479,57 @@ fn tpcc_command(args: TpccArgs) -> Result<(), String> {
             args.read_only
         )
     })?;
+    let modes = args.durability.modes()?;
+    if modes.len() > 1 && thread_counts.len() > 1 {
+        return Err("compare durability modes at one thread count".into());
+    }
     let reports = match args.db.as_str() {
         "engram" => {
-            // Every thread count runs for its share of the duration.
+            // Every configuration runs for its share of the duration.
+            let configurations = thread_counts.len().max(modes.len());
             let thread_seconds = thread_counts.iter().sum::<usize>() as f64 * args.duration
-                / thread_counts.len() as f64;
+                / configurations as f64
+                * modes.len() as f64;
             let reserve_mib =
                 args.reserve_memory_mib.unwrap_or_else(|| default_tpcc_reserve_mib(thread_seconds));
-            let open = || EngramTpcc::open(read_only, reserve_mib << 20);
-            tpcc::run(open, &options, &thread_counts, args.rounds, layout)?
+            if let [mode] = &modes[..] {
+                let databases =
+                    if layout == tpcc::Warehouses::PerThread { thread_counts.len() } else { 1 };
+                let mut opened = 0;
+                let open = || {
+                    let name = (databases > 1).then(|| format!("db{opened}"));
+                    opened += 1;
+                    EngramTpcc::open(
+                        read_only,
+                        reserve_mib << 20,
+                        args.durability.persistence(*mode, name.as_deref())?,
+                    )
+                };
+                tpcc::run(open, &options, &thread_counts, args.rounds, layout)?
+            } else {
+                let threads = thread_counts[0];
+                let scale = match layout {
+                    tpcc::Warehouses::PerThread => {
+                        Scale { warehouses: threads as u16, ..options.scale }
+                    }
+                    tpcc::Warehouses::Shared => options.scale,
+                };
+                let configured: Vec<(tpcc::Options, usize)> = (0..modes.len())
+                    .map(|index| (tpcc::Options { threads, scale, ..options.clone() }, index))
+                    .collect();
+                let dbs = modes
+                    .iter()
+                    .map(|mode| {
+                        let name = format!("{mode:?}").to_lowercase();
+                        EngramTpcc::open(
+                            read_only,
+                            reserve_mib << 20,
+                            args.durability.persistence(*mode, Some(&name))?,
+                        )
+                    })
+                    .collect::<Result<Vec<_>, String>>()?;
+                tpcc::run_configured(dbs, &configured, &options, args.rounds)?
+            }
         }
         "sqlite" => tpcc::run(SqliteTpcc::create, &options, &thread_counts, args.rounds, layout)?,
         other => return Err(format!("unknown database {other:?}: use engram or sqlite")),
@@ -408,10 +540,13 @@ fn tpcc_command(args: TpccArgs) -> Result<(), String> {
     if let [one, two] = &reports[..] {
         let ratio = two.throughput_txn_per_s / one.throughput_txn_per_s;
         let median = median_ratio(&two.rounds_txn_per_s, &one.rounds_txn_per_s);
+        let label = if one.threads == two.threads {
+            format!("{} / {}", two.db, one.db)
+        } else {
+            format!("{} threads / {}", two.threads, one.threads)
+        };
         println!(
-            "{} threads / {} = {ratio:.3}{}",
-            two.threads,
-            one.threads,
+            "{label} = {ratio:.3}{}",
             median.map_or(String::new(), |m| format!(
                 " (median of {} rounds: {m:.3})",
                 two.rounds_txn_per_s.len()
@@ -498,6 +633,136 @@ fn print_tpcc(report: &tpcc::Report) {
             scan.scans, scan.latency_us.p50, scan.latency_us.p95, scan.latency_us.p99
         );
     }
+    if let Some(durable) = &report.durable_latency_us {
+        let epoch_us = 40_000.0;
+        println!(
+            "durable commit latency (start to durable): p50 {:.1} ms, p95 {:.1} ms, p99 {:.1} ms = {:.2} epochs of 40 ms",
+            durable.p50 / 1e3,
+            durable.p95 / 1e3,
+            durable.p99 / 1e3,
+            durable.p99 / epoch_us
+        );
+    }
+}
+
+fn recovery_command(args: RecoveryArgs) -> Result<(), String> {
+    if !args.data.join("MANIFEST").exists() {
+        return Err(format!("{} holds no database (no MANIFEST)", args.data.display()));
+    }
+    let mut reports = Vec::new();
+    for round in 0..args.repeat.max(1) {
+        let started = std::time::Instant::now();
+        let config = engram_engine::Config {
+            data_dir: Some(args.data.clone()),
+            recovery_threads: args.threads,
+            index_keys: Some(engram_bench::tpcc::engram::index_keys()),
+            checkpoint_log_bytes: 0,
+            ..engram_engine::Config::default()
+        };
+        let db = engram_engine::Database::open(config).map_err(|error| error.to_string())?;
+        let open_seconds = started.elapsed().as_secs_f64();
+        let report = db.recovery_report().expect("a data directory").clone();
+        println!(
+            "recovery {}: {:.3} s to open ({:.3} s recovering) on {} threads | {} tables",
+            round + 1,
+            open_seconds,
+            report.total_seconds,
+            report.threads,
+            report.tables
+        );
+        println!(
+            "  checkpoint: epoch {} | {} files, {} rows, {:.1} MiB in {:.3} s ({:.2} GiB/s)",
+            report.checkpoint_epoch.map_or("none".to_string(), |epoch| epoch.to_string()),
+            report.checkpoint_files,
+            report.checkpoint_rows,
+            report.checkpoint_bytes as f64 / (1 << 20) as f64,
+            report.checkpoint_seconds,
+            report.checkpoint_bytes as f64
+                / report.checkpoint_seconds.max(1e-9)
+                / (1u64 << 30) as f64
+        );
+        println!(
+            "  log: {} segments, {:.1} MiB, {} transactions, {} row images applied in {:.3} s ({:.2} GiB/s); durable epoch {}",
+            report.log_segments,
+            report.log_bytes as f64 / (1 << 20) as f64,
+            report.log_transactions,
+            report.log_writes_applied,
+            report.replay_seconds,
+            report.replay_bytes_per_second() / (1u64 << 30) as f64,
+            report.durable_epoch
+        );
+        println!(
+            "  indexes (deleted rows out, secondary indexes built): {:.3} s",
+            report.index_seconds
+        );
+        if let Some((low, high)) = report.discarded_epochs {
+            println!("  epochs {low} to {high} were never durable and are discarded");
+        }
+        for torn in &report.torn_tails {
+            println!("  torn tail truncated: {torn}");
+        }
+        reports.push(serde_json::json!({
+            "open_seconds": open_seconds,
+            "recovery_seconds": report.total_seconds,
+            "threads": report.threads,
+            "checkpoint_rows": report.checkpoint_rows,
+            "checkpoint_bytes": report.checkpoint_bytes,
+            "checkpoint_seconds": report.checkpoint_seconds,
+            "log_bytes": report.log_bytes,
+            "log_transactions": report.log_transactions,
+            "replay_seconds": report.replay_seconds,
+            "replay_bytes_per_second": report.replay_bytes_per_second(),
+            "index_seconds": report.index_seconds,
+        }));
+    }
+    if let Some(path) = &args.json {
+        write_json(
+            path,
+            &serde_json::json!({ "benchmark": "recovery", "data": args.data, "runs": reports, "machine": engram_bench::report::Machine::describe() }),
+        )?;
+    }
+    Ok(())
+}
+
+fn check_command(data: PathBuf) -> Result<(), String> {
+    if !data.join("MANIFEST").exists() {
+        return Err(format!("{} holds no database (no MANIFEST)", data.display()));
+    }
+    let storage = engram_engine::wal::DirStorage::open(&data)
+        .map_err(|error| format!("cannot open {}: {error}", data.display()))?;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let report = engram_engine::wal::check(&storage, threads).map_err(|error| error.to_string())?;
+    for (id, name, indexes) in
+        engram_engine::wal::recovery::catalog_tables(&storage).map_err(|error| error.to_string())?
+    {
+        println!(
+            "table {id} {name}{}",
+            if indexes.is_empty() {
+                String::new()
+            } else {
+                format!(" (indexes: {})", indexes.join(", "))
+            }
+        );
+    }
+    println!(
+        "checkpoint: epoch {} | {} files, {} rows, {} bytes",
+        report.checkpoint_epoch.map_or("none".to_string(), |epoch| epoch.to_string()),
+        report.checkpoint_files,
+        report.checkpoint_rows,
+        report.checkpoint_bytes
+    );
+    println!(
+        "log: {} segments, {} bytes, {} transactions; durable epoch {}",
+        report.log_segments, report.log_bytes, report.log_transactions, report.durable_epoch
+    );
+    if let Some((low, high)) = report.discarded_epochs {
+        println!("epochs {low} to {high} were never durable: recovery will discard them");
+    }
+    for torn in &report.torn_tails {
+        println!("torn tail (recovery will truncate it): {torn}");
+    }
+    println!("{}: ok", data.display());
+    Ok(())
 }
 
 fn index(args: IndexArgs) -> Result<(), String> {
@@ -527,12 +792,17 @@ fn index(args: IndexArgs) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
+    tracing_subscriber::fmt().with_writer(std::io::stderr).with_target(false).init();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bench { benchmark: Benchmark::Ycsb(args) } => ycsb(args),
         Command::Bench { benchmark: Benchmark::Index(args) } => index(args),
         Command::Bench { benchmark: Benchmark::Tpcc(args) } => tpcc_command(args),
         Command::Bench { benchmark: Benchmark::Plot(args) } => plot_command(args),
+        Command::Bench { benchmark: Benchmark::Recovery(args) } => recovery_command(args),
+        Command::Check { data } => check_command(data),
+        Command::CrashTest(args) => crash::run(args),
+        Command::CrashChild(args) => crash::child(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -18,7 +18,8 @@ use super::spec::{
 use super::{DistrictFacts, Facts, TpccDb, load};
 use crate::db::{Db, Outcome};
 use engram_engine::{
-    Config, Database, Direction, Error, IndexSpec, Isolation, TableRef, TableSpec, Txn, Worker,
+    Config, Database, Direction, Durability, Error, IndexKeys, IndexSpec, Isolation, TableRef,
+    TableSpec, Txn, Worker,
 };
 use std::ops::Bound;
 use std::sync::Arc;
@@ -60,9 +61,31 @@ impl ReadOnlyLevels {
     }
 }
 
+/// How an Engram TPC-C database keeps its commits.
+#[derive(Debug, Clone, Default)]
+pub struct Persistence {
+    /// `None`: purely in memory, nothing logged.
+    pub data_dir: Option<std::path::PathBuf>,
+    pub durability: Durability,
+    pub log_compression: bool,
+}
+
+/// Rebuilds TPC-C's two secondary indexes at recovery.
+pub fn index_keys() -> IndexKeys {
+    IndexKeys::new(|definition| {
+        let key_of: fn(&[u8], &mut Vec<u8>) -> bool = match definition.definition {
+            b"customer_by_name" => customer_name_key,
+            b"order_by_customer" => order_customer_key,
+            _ => return None,
+        };
+        Some(Arc::new(key_of))
+    })
+}
+
 #[derive(Debug)]
 pub struct EngramTpcc {
     db: Arc<Database>,
+    persistence: Persistence,
     tables: Option<Tables>,
     scale: Scale,
     order_status_isolation: Isolation,
@@ -110,27 +133,92 @@ impl EngramTpcc {
     /// A fresh database. After loading, `reserve_bytes` of memory are mapped and faulted in
     /// for the run to grow into (`Database::reserve_memory`): page faults are not what the
     /// benchmark measures, and a database server reserves its memory up front.
-    pub fn open(read_only: ReadOnlyLevels, reserve_bytes: usize) -> Result<EngramTpcc, String> {
-        let db = Database::open(Config::default()).map_err(|error| error.to_string())?;
+    pub fn open(
+        read_only: ReadOnlyLevels,
+        reserve_bytes: usize,
+        persistence: Persistence,
+    ) -> Result<EngramTpcc, String> {
+        let config = Config {
+            data_dir: persistence.data_dir.clone(),
+            durability: persistence.durability,
+            log_compression: persistence.log_compression,
+            index_keys: Some(index_keys()),
+            ..Config::default()
+        };
+        let db = Database::open(config).map_err(|error| error.to_string())?;
+        let mut tpcc = EngramTpcc::over(Arc::new(db), read_only);
+        tpcc.persistence = persistence;
+        tpcc.reserve_bytes = reserve_bytes;
+        Ok(tpcc)
+    }
+
+    /// TPC-C over an open database (a recovered one: see [`EngramTpcc::attach`]).
+    pub fn over(db: Arc<Database>, read_only: ReadOnlyLevels) -> EngramTpcc {
         let (order_status_isolation, stock_level_isolation) = match read_only {
             ReadOnlyLevels::Specification => (Isolation::RepeatableRead, Isolation::ReadCommitted),
             ReadOnlyLevels::Serializable => (Isolation::Serializable, Isolation::Serializable),
             ReadOnlyLevels::Snapshot => (Isolation::Snapshot, Isolation::Snapshot),
         };
-        Ok(EngramTpcc {
-            db: Arc::new(db),
+        let config = db.config();
+        let persistence = Persistence {
+            data_dir: config.data_dir.clone(),
+            durability: config.durability,
+            log_compression: config.log_compression,
+        };
+        EngramTpcc {
+            db,
+            persistence,
             tables: None,
             scale: Scale::standard(1),
             order_status_isolation,
             stock_level_isolation,
             delivered: Vec::new(),
             threads_connected: AtomicU64::new(0),
-            reserve_bytes,
-        })
+            reserve_bytes: 0,
+        }
     }
 
     pub fn database(&self) -> &Database {
         &self.db
+    }
+
+    /// Uses the tables of a recovered database loaded at `scale` instead of loading. Driver
+    /// threads number from `first_thread` (history keys include the thread, so a new process
+    /// must not reuse an earlier one's numbers).
+    pub fn attach(&mut self, scale: &Scale, first_thread: u16) -> Result<(), String> {
+        let table = |name: &str| self.db.table(name).map_err(|error| error.to_string());
+        self.tables = Some(Tables {
+            warehouse: table("warehouse")?,
+            district: table("district")?,
+            customer: table("customer")?,
+            history: table("history")?,
+            order: table("order")?,
+            new_order: table("new_order")?,
+            order_line: table("order_line")?,
+            item: table("item")?,
+            stock: table("stock")?,
+        });
+        self.scale = *scale;
+        // Recovery left no deleted NEW-ORDER rows in the index: Delivery may scan from the start.
+        self.delivered = (0..usize::from(scale.warehouses) * usize::from(DISTRICTS))
+            .map(|_| AtomicU32::new(0))
+            .collect();
+        self.threads_connected.store(u64::from(first_thread), Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Whether order `(w, d, o)` exists.
+    pub fn order_exists(&self, conn: &mut Conn, w: u16, d: u8, o: u32) -> Result<bool, String> {
+        let order = &self.tables().order;
+        conn.worker
+            .transaction(Isolation::ReadCommitted, |txn| {
+                Ok(txn.get(order, &order_key(w, d, o))?.is_some())
+            })
+            .map_err(|error| error.to_string())
+    }
+
+    fn logs(&self) -> bool {
+        self.persistence.data_dir.is_some() && self.persistence.durability == Durability::Epoch
     }
 
     fn tables(&self) -> &Tables {
@@ -142,17 +230,19 @@ impl EngramTpcc {
         Ok(Tables {
             warehouse: create("warehouse")?,
             district: create("district")?,
-            customer: self.db.create_table(TableSpec::new("customer").index(IndexSpec::new(
-                "customer_by_name",
-                false,
-                customer_name_key,
-            )))?,
+            customer: self.db.create_table(
+                TableSpec::new("customer").index(
+                    IndexSpec::new("customer_by_name", false, customer_name_key)
+                        .definition(&b"customer_by_name"[..]),
+                ),
+            )?,
             history: create("history")?,
-            order: self.db.create_table(TableSpec::new("order").index(IndexSpec::new(
-                "order_by_customer",
-                false,
-                order_customer_key,
-            )))?,
+            order: self.db.create_table(
+                TableSpec::new("order").index(
+                    IndexSpec::new("order_by_customer", false, order_customer_key)
+                        .definition(&b"order_by_customer"[..]),
+                ),
+            )?,
             new_order: create("new_order")?,
             order_line: create("order_line")?,
             item: create("item")?,
@@ -165,18 +255,40 @@ impl Db for EngramTpcc {
     type Conn = Conn;
 
     fn name(&self) -> String {
-        "engram".into()
+        match (&self.persistence.data_dir, self.persistence.durability) {
+            (Some(_), Durability::Epoch) => "engram-epoch".into(),
+            _ => "engram".into(),
+        }
+    }
+
+    fn durable_epoch(&self) -> Option<u64> {
+        self.logs().then(|| self.db.durable_epoch().0)
+    }
+
+    fn last_commit_epoch(&self, conn: &Conn) -> Option<u64> {
+        self.logs().then(|| conn.worker.last_commit().epoch.0)
     }
 
     fn settings(&self) -> String {
         let config = self.db.config();
         format!(
             "stored procedures; NewOrder, Payment, Delivery serializable, OrderStatus {}, StockLevel {}; \
-             epoch {} ms; {} MiB reserved after loading; no logging",
+             epoch {} ms; {} MiB reserved after loading; {}",
             self.order_status_isolation.name(),
             self.stock_level_isolation.name(),
             config.epoch_interval_ms,
             self.reserve_bytes >> 20,
+            match (&self.persistence.data_dir, self.persistence.durability) {
+                (Some(dir), Durability::Epoch) => format!(
+                    "durability epoch: log in {} ({} logger, fsync per epoch{})",
+                    dir.display(),
+                    config.loggers,
+                    if config.log_compression { ", LZ4" } else { "" }
+                ),
+                (Some(dir), Durability::Off) =>
+                    format!("durability off (data in {})", dir.display()),
+                (None, _) => "durability off: nothing logged".into(),
+            }
         )
     }
 

@@ -250,6 +250,10 @@ pub struct Tally {
     pub elapsed: Duration,
     pub stock_scans: u64,
     pub stock_scan_latency: Latency,
+    /// With durability on: from a transaction's start until its commit is durable (when it
+    /// may be acknowledged), over every committed transaction.
+    pub durable_latency: Latency,
+    pub durable_commits: u64,
     /// Throughput of each merged measurement, in order.
     pub rounds: Vec<f64>,
 }
@@ -266,6 +270,8 @@ impl Tally {
         self.elapsed += other.elapsed;
         self.stock_scans += other.stock_scans;
         self.stock_scan_latency.merge(&other.stock_scan_latency);
+        self.durable_latency.merge(&other.durable_latency);
+        self.durable_commits += other.durable_commits;
         self.rounds.push(other.completed() as f64 / other.elapsed.as_secs_f64());
     }
 }
@@ -278,8 +284,9 @@ fn execute<D: TpccDb>(
     inputs: &Inputs,
     output: &mut Output,
     tally: &mut TypeTally,
-) {
+) -> (Instant, bool) {
     let began = Instant::now();
+    let mut committed = false;
     loop {
         let outcome = match kind {
             Kind::NewOrder => db.new_order(conn, &inputs.new_order, output),
@@ -289,7 +296,10 @@ fn execute<D: TpccDb>(
             Kind::StockLevel => db.stock_level(conn, &inputs.stock_level, output),
         };
         match outcome {
-            Outcome::Committed => tally.committed += 1,
+            Outcome::Committed => {
+                tally.committed += 1;
+                committed = true;
+            }
             Outcome::RolledBack => tally.rolled_back += 1,
             Outcome::Aborted(reason) => {
                 tally.aborted += 1;
@@ -300,6 +310,28 @@ fn execute<D: TpccDb>(
         break;
     }
     tally.latency.record(began.elapsed());
+    (began, committed)
+}
+
+/// Commits waiting to become durable, oldest first, and the latency of those that have.
+#[derive(Default)]
+struct DurableTracker {
+    waiting: std::collections::VecDeque<(Instant, u64)>,
+}
+
+impl DurableTracker {
+    fn settle<D: Db>(&mut self, db: &D, tally: &mut Tally) {
+        let Some(durable) = db.durable_epoch() else { return };
+        let now = Instant::now();
+        while let Some(&(began, epoch)) = self.waiting.front() {
+            if epoch > durable {
+                break;
+            }
+            tally.durable_latency.record(now - began);
+            tally.durable_commits += 1;
+            self.waiting.pop_front();
+        }
+    }
 }
 
 /// The current inputs of each transaction type (only the chosen one is regenerated).
@@ -359,6 +391,7 @@ pub fn measure<D: TpccDb>(
                             stock_level: StockLevelInput::generate(&mut random, homes[0]),
                         };
                         let mut tally = Tally::default();
+                        let mut durable = DurableTracker::default();
                         let mut output = Output::default();
                         let mut done = 0u64;
                         while !stop.load(Ordering::Relaxed) {
@@ -389,7 +422,7 @@ pub fn measure<D: TpccDb>(
                                         StockLevelInput::generate(&mut random, home)
                                 }
                             }
-                            execute(
+                            let (began, committed) = execute(
                                 db,
                                 &mut conn,
                                 kind,
@@ -397,10 +430,20 @@ pub fn measure<D: TpccDb>(
                                 &mut output,
                                 tally.types.entry(kind).or_default(),
                             );
+                            if committed && let Some(epoch) = db.last_commit_epoch(&conn) {
+                                durable.waiting.push_back((began, epoch));
+                                durable.settle(db, &mut tally);
+                            }
                             done += 1;
                             if done.is_multiple_of(16) {
                                 counter.0.store(done, Ordering::Relaxed);
                             }
+                        }
+                        // The last commits of the round become durable within an epoch or two.
+                        let deadline = Instant::now() + Duration::from_secs(2);
+                        while !durable.waiting.is_empty() && Instant::now() < deadline {
+                            std::thread::sleep(Duration::from_millis(1));
+                            durable.settle(db, &mut tally);
                         }
                         Ok(tally)
                     })
@@ -480,6 +523,8 @@ pub struct Report {
     pub aborted: u64,
     pub per_type: BTreeMap<&'static str, TypeReport>,
     pub stock_scan: Option<StockScanReport>,
+    /// With durability on: start of a transaction to its commit being durable, microseconds.
+    pub durable_latency_us: Option<Percentiles>,
     /// "ok", or the violated consistency conditions.
     pub consistency: serde_json::Value,
     pub rounds_txn_per_s: Vec<f64>,
@@ -528,6 +573,7 @@ pub fn report<D: Db>(db: &D, options: &Options, tally: &Tally, violations: &[Str
         rolled_back: tally.types.values().map(|t| t.rolled_back).sum(),
         aborted: tally.types.values().map(|t| t.aborted).sum(),
         per_type,
+        durable_latency_us: (tally.durable_commits > 0).then(|| tally.durable_latency.summary()),
         stock_scan: (tally.stock_scans > 0).then(|| StockScanReport {
             scans: tally.stock_scans,
             latency_us: tally.stock_scan_latency.summary(),
@@ -562,9 +608,6 @@ pub fn run<D: TpccDb>(
     rounds: u32,
     warehouses: Warehouses,
 ) -> Result<Vec<Report>, String> {
-    let mut random = SmallRng::seed_from_u64(options.seed);
-    let constants = Constants::generate(&mut random);
-    let load_threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     // The options each thread count runs with, and which database it runs on.
     let configured: Vec<(Options, usize)> = thread_counts
         .iter()
@@ -581,11 +624,25 @@ pub fn run<D: TpccDb>(
         Warehouses::Shared => 1,
         Warehouses::PerThread => thread_counts.len(),
     };
-    let mut dbs = Vec::with_capacity(databases);
-    for index in 0..databases {
+    let dbs = (0..databases).map(|_| open()).collect::<Result<Vec<D>, String>>()?;
+    run_configured(dbs, &configured, options, rounds)
+}
+
+/// Loads `dbs` (each with the scale of the first configuration that runs on it), measures each
+/// configuration `(options, database index)`, alternating them in `rounds` rounds when there
+/// are several, then checks consistency. Returns one report per configuration.
+pub fn run_configured<D: TpccDb>(
+    mut dbs: Vec<D>,
+    configured: &[(Options, usize)],
+    options: &Options,
+    rounds: u32,
+) -> Result<Vec<Report>, String> {
+    let mut random = SmallRng::seed_from_u64(options.seed);
+    let constants = Constants::generate(&mut random);
+    let load_threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for (index, db) in dbs.iter_mut().enumerate() {
         let scale =
             configured.iter().find(|(_, db)| *db == index).map_or(options.scale, |c| c.0.scale);
-        let mut db = open()?;
         let loading = Instant::now();
         db.load(&scale, &constants, load_threads)?;
         if options.progress {
@@ -596,11 +653,10 @@ pub fn run<D: TpccDb>(
                 loading.elapsed().as_secs_f64()
             );
         }
-        dbs.push(db);
     }
-    let rounds = if thread_counts.len() > 1 { rounds.max(1) } else { 1 };
+    let rounds = if configured.len() > 1 { rounds.max(1) } else { 1 };
     let per_round = options.duration / rounds;
-    let mut tallies: Vec<Tally> = thread_counts.iter().map(|_| Tally::default()).collect();
+    let mut tallies: Vec<Tally> = configured.iter().map(|_| Tally::default()).collect();
     for round in 0..rounds {
         for (index, (options, db)) in configured.iter().enumerate() {
             let db = &dbs[*db];
