@@ -137,6 +137,9 @@ impl EngramYcsb {
             data_dir: persistence.data_dir.clone(),
             durability: persistence.durability,
             log_compression: persistence.log_compression,
+            checkpoint_log_bytes: persistence
+                .checkpoint_log_bytes
+                .unwrap_or(Config::default().checkpoint_log_bytes),
             ..Config::default()
         };
         let db = Database::open(config).map_err(|error| error.to_string())?;

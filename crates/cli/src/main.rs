@@ -85,6 +85,9 @@ struct DurabilityArgs {
     /// LZ4-compress log blocks.
     #[arg(long)]
     log_compression: bool,
+    /// MiB of log between background checkpoints (0: none during the run).
+    #[arg(long)]
+    checkpoint_log_mib: Option<u64>,
 }
 
 impl DurabilityArgs {
@@ -115,7 +118,12 @@ impl DurabilityArgs {
             }
             _ => None,
         };
-        Ok(Persistence { data_dir, durability: mode, log_compression: self.log_compression })
+        Ok(Persistence {
+            data_dir,
+            durability: mode,
+            log_compression: self.log_compression,
+            checkpoint_log_bytes: self.checkpoint_log_mib.map(|mib| mib << 20),
+        })
     }
 }
 

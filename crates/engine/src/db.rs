@@ -319,6 +319,7 @@ impl Database {
                         config.loggers,
                         0,
                         durable.0,
+                        config.segment_bytes,
                     )
                     .map_err(|error| {
                         crate::wal::io_error(

@@ -68,6 +68,9 @@ pub struct Persistence {
     pub data_dir: Option<std::path::PathBuf>,
     pub durability: Durability,
     pub log_compression: bool,
+    /// Log bytes between background checkpoints (`Config::checkpoint_log_bytes`); `None`
+    /// keeps the default.
+    pub checkpoint_log_bytes: Option<u64>,
 }
 
 /// Rebuilds TPC-C's two secondary indexes at recovery.
@@ -142,6 +145,9 @@ impl EngramTpcc {
             data_dir: persistence.data_dir.clone(),
             durability: persistence.durability,
             log_compression: persistence.log_compression,
+            checkpoint_log_bytes: persistence
+                .checkpoint_log_bytes
+                .unwrap_or(Config::default().checkpoint_log_bytes),
             index_keys: Some(index_keys()),
             ..Config::default()
         };
@@ -164,6 +170,7 @@ impl EngramTpcc {
             data_dir: config.data_dir.clone(),
             durability: config.durability,
             log_compression: config.log_compression,
+            checkpoint_log_bytes: Some(config.checkpoint_log_bytes),
         };
         EngramTpcc {
             db,
@@ -280,10 +287,14 @@ impl Db for EngramTpcc {
             self.reserve_bytes >> 20,
             match (&self.persistence.data_dir, self.persistence.durability) {
                 (Some(dir), Durability::Epoch) => format!(
-                    "durability epoch: log in {} ({} logger, fsync per epoch{})",
+                    "durability epoch: log in {} ({} logger, fsync per epoch{}; {})",
                     dir.display(),
                     config.loggers,
-                    if config.log_compression { ", LZ4" } else { "" }
+                    if config.log_compression { ", LZ4" } else { "" },
+                    match config.checkpoint_log_bytes {
+                        0 => "no background checkpoints".to_string(),
+                        bytes => format!("checkpoint every {} MiB of log", bytes >> 20),
+                    }
                 ),
                 (Some(dir), Durability::Off) =>
                     format!("durability off (data in {})", dir.display()),

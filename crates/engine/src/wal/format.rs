@@ -142,6 +142,22 @@ pub fn encode_block(out: &mut Vec<u8>, kind: BlockKind, mark: u64, payload: &[u8
     out[start + 28..start + 32].copy_from_slice(&header_crc.to_le_bytes());
 }
 
+/// The header of an uncompressed block holding `payload`, for writers that write the payload
+/// from where it is.
+pub fn block_header(kind: BlockKind, mark: u64, payload: &[u8]) -> [u8; BLOCK_HEADER_BYTES] {
+    let mut header = [0u8; BLOCK_HEADER_BYTES];
+    header[0..4].copy_from_slice(&BLOCK_MAGIC);
+    header[4..6].copy_from_slice(&(kind as u16).to_le_bytes());
+    header[8..12].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+    header[12..16].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+    header[16..24].copy_from_slice(&mark.to_le_bytes());
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&header[0..24]), payload);
+    header[24..28].copy_from_slice(&crc.to_le_bytes());
+    let header_crc = crc32c::crc32c(&header[0..28]);
+    header[28..32].copy_from_slice(&header_crc.to_le_bytes());
+    header
+}
+
 /// A decoded block.
 #[derive(Debug)]
 pub struct Block<'a> {
@@ -199,63 +215,89 @@ impl<'a> BlockReader<'a> {
         self.pos
     }
 
-    /// The next block, `Ok(None)` at a clean end, or the damage that stopped reading.
+    /// The next block, `Ok(None)` at a clean end (the end of the file, or only zeros after
+    /// the last block: preallocated space), or the damage that stopped reading. Damage is a
+    /// torn tail when no valid block follows it anywhere in the file (a write that never
+    /// finished, after which nothing was written), and corruption when one does.
     pub fn next_block(&mut self) -> std::result::Result<Option<Block<'a>>, Damage> {
-        let data = self.data;
         let offset = self.pos;
-        let rest = &data[offset..];
-        if rest.is_empty() {
+        let rest = &self.data[offset..];
+        if rest.iter().all(|&byte| byte == 0) {
             return Ok(None);
         }
-        let torn = |reason: &str| Damage::Torn { offset, reason: reason.to_string() };
-        let corrupt = |reason: &str| Damage::Corrupt { offset, reason: reason.to_string() };
-        if rest.iter().all(|&byte| byte == 0) {
-            return Err(torn("the file ends in zeros"));
+        match self.parse(offset) {
+            Ok(block) => Ok(Some(block)),
+            Err(reason) => {
+                let after = offset + 1;
+                Err(if valid_block_after(self.data, after) {
+                    Damage::Corrupt { offset, reason }
+                } else {
+                    Damage::Torn { offset, reason }
+                })
+            }
         }
+    }
+
+    fn parse(&mut self, offset: usize) -> std::result::Result<Block<'a>, String> {
+        let rest = &self.data[offset..];
         if rest.len() < BLOCK_HEADER_BYTES {
-            return Err(torn("the file ends inside a block header"));
+            return Err("the file ends inside a block header".into());
         }
         if rest[0..4] != BLOCK_MAGIC {
-            return Err(corrupt("no block starts here (bad magic number)"));
+            return Err("no block starts here (bad magic number)".into());
         }
-        // A header that fails its own checksum cannot be trusted to say where the block ends,
-        // so it is corruption (a torn write leaves a short or zeroed tail, handled above).
         if crc32c::crc32c(&rest[0..28]) != u32_at(rest, 28) {
-            return Err(corrupt("block header checksum mismatch"));
+            return Err("block header checksum mismatch".into());
         }
         let stored = u32_at(rest, 8) as usize;
         let end = BLOCK_HEADER_BYTES + stored;
         if end > rest.len() {
-            return Err(torn("the file ends inside a block"));
+            return Err("the file ends inside a block".into());
         }
         let crc =
             crc32c::crc32c_append(crc32c::crc32c(&rest[0..24]), &rest[BLOCK_HEADER_BYTES..end]);
         if crc != u32_at(rest, 24) {
-            return Err(if end == rest.len() {
-                torn("the last block fails its checksum")
-            } else {
-                corrupt("block checksum mismatch")
-            });
+            return Err("block checksum mismatch".into());
         }
         let Some(kind) = BlockKind::from_u16(u16_at(rest, 4)) else {
-            return Err(corrupt("unknown block kind"));
+            return Err("unknown block kind".into());
         };
         let flags = u16_at(rest, 6);
         let raw_len = u32_at(rest, 12) as usize;
         let body = &rest[BLOCK_HEADER_BYTES..end];
         let payload = if flags & FLAG_LZ4 != 0 {
             let decompressed = lz4_flex::block::decompress(body, raw_len)
-                .map_err(|error| corrupt(&format!("LZ4 block does not decompress: {error}")))?;
+                .map_err(|error| format!("LZ4 block does not decompress: {error}"))?;
             Cow::Owned(decompressed)
         } else {
             if raw_len != stored {
-                return Err(corrupt("block lengths disagree"));
+                return Err("block lengths disagree".into());
             }
             Cow::Borrowed(body)
         };
         self.pos = offset + end;
-        Ok(Some(Block { kind, mark: u64_at(rest, 16), offset, payload }))
+        Ok(Block { kind, mark: u64_at(rest, 16), offset, payload })
     }
+}
+
+/// Whether a block header with a valid checksum starts anywhere at or after `from`.
+fn valid_block_after(data: &[u8], from: usize) -> bool {
+    let mut at = from;
+    while at + BLOCK_HEADER_BYTES <= data.len() {
+        match data[at..].windows(4).position(|window| window == BLOCK_MAGIC) {
+            None => return false,
+            Some(found) => {
+                let start = at + found;
+                if start + BLOCK_HEADER_BYTES <= data.len()
+                    && crc32c::crc32c(&data[start..start + 28]) == u32_at(data, start + 28)
+                {
+                    return true;
+                }
+                at = start + 1;
+            }
+        }
+    }
+    false
 }
 
 // ----- log records ---------------------------------------------------------------------------
@@ -590,7 +632,15 @@ mod tests {
         zeroed[second..].fill(0);
         let mut reader = BlockReader::new(&zeroed);
         reader.next_block().unwrap().unwrap();
-        assert!(matches!(reader.next_block(), Err(Damage::Torn { .. })));
+        assert!(reader.next_block().unwrap().is_none(), "zeros after the last block: a clean end");
+        let mut garbage = file.clone();
+        garbage[second + 40..].fill(0xEE);
+        let mut reader = BlockReader::new(&garbage);
+        reader.next_block().unwrap().unwrap();
+        assert!(
+            matches!(reader.next_block(), Err(Damage::Torn { .. })),
+            "garbage with nothing valid after it"
+        );
         let mut flipped = file.clone();
         flipped[FILE_HEADER_BYTES + BLOCK_HEADER_BYTES + 5] ^= 1;
         assert!(matches!(
