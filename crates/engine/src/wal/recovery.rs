@@ -467,7 +467,7 @@ fn scan_segment(
     mut record: impl FnMut(u64, &[format::LoggedWrite<'_>]),
 ) -> Result<SegmentScan> {
     let name = storage.describe(&file.path);
-    let mut scan = SegmentScan { bytes: data.len() as u64, ..SegmentScan::default() };
+    let mut scan = SegmentScan::default();
     let header = match format::decode_file_header(FileKind::Segment, data, &name) {
         Ok(header) => header,
         Err(_) if file.tail && data.len() < format::FILE_HEADER_BYTES => {
@@ -514,6 +514,8 @@ fn scan_segment(
             Err(damage) => return Err(damage.into_error(&name)),
         }
     }
+    // The log's bytes, not the preallocated zeros after them.
+    scan.bytes = reader.position() as u64;
     Ok(scan)
 }
 
@@ -605,6 +607,8 @@ fn run(
         bytes: u64,
         max_epoch: u64,
         infos: Vec<(usize, SegmentInfo, Option<Damage>)>,
+        /// The file being replayed, its memory reused from file to file.
+        data: Vec<u8>,
     }
     let preloaded = Mutex::new(preloaded);
     let states = parallel(
@@ -616,16 +620,19 @@ fn run(
             bytes: 0,
             max_epoch: 0,
             infos: Vec::new(),
+            data: Vec::new(),
         },
         |index, state| {
             let pin = nothing_is_reclaimed();
             let file = &files[index];
-            let data = match preloaded.lock().unwrap().remove(&index) {
-                Some(data) => data,
+            let mut data = std::mem::take(&mut state.data);
+            let preloaded = preloaded.lock().unwrap().remove(&index);
+            match preloaded {
+                Some(preloaded) => data = preloaded,
                 None => storage
-                    .read(&file.path)
+                    .read_into(&file.path, &mut data)
                     .map_err(|error| io_error(storage, &file.path, "cannot read", error))?,
-            };
+            }
             let applier = &mut state.applier;
             let scan = scan_segment(storage, file, &data, |tid, writes| {
                 let epoch = Tid::from_u64(tid).epoch().0;
@@ -651,6 +658,7 @@ fn run(
                 SegmentInfo { path: file.path.clone(), max_epoch: scan.max_epoch },
                 scan.torn,
             ));
+            state.data = data;
             Ok(())
         },
     )?;

@@ -20,6 +20,11 @@ pub trait Storage: Send + Sync + fmt::Debug {
     fn list(&self, dir: &str) -> io::Result<Vec<String>>;
     /// The whole file.
     fn read(&self, path: &str) -> io::Result<Vec<u8>>;
+    /// The whole file into `out` (cleared first), reusing its memory.
+    fn read_into(&self, path: &str, out: &mut Vec<u8>) -> io::Result<()> {
+        *out = self.read(path)?;
+        Ok(())
+    }
     /// Creates (or truncates) a file for appending; parent directories are created.
     fn create(&self, path: &str) -> io::Result<Box<dyn StorageFile>>;
     /// Creates a log segment expected to grow to about `expected_bytes`: the file system
@@ -250,6 +255,16 @@ impl Storage for DirStorage {
 
     fn read(&self, path: &str) -> io::Result<Vec<u8>> {
         fs::read(self.path(path))
+    }
+
+    fn read_into(&self, path: &str, out: &mut Vec<u8>) -> io::Result<()> {
+        use std::io::Read;
+        out.clear();
+        let mut file = File::open(self.path(path))?;
+        let len = file.metadata()?.len() as usize;
+        out.reserve(len);
+        file.read_to_end(out)?;
+        Ok(())
     }
 
     fn create(&self, path: &str) -> io::Result<Box<dyn StorageFile>> {
