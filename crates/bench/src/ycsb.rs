@@ -16,7 +16,7 @@
 use crate::db::{Db, Outcome};
 use crate::keys::KeyChooser;
 use crate::report::{LATENCY_SAMPLE_EVERY, Latency, Machine, PaddedCounter, Percentiles, Progress};
-use engram_engine::{Config, Database, Error, Isolation, TableRef, TableSpec, Worker};
+use engram_engine::{Database, Error, Isolation, TableRef, TableSpec, Worker};
 use rand::{RngExt, SeedableRng, rngs::SmallRng};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -133,16 +133,7 @@ impl EngramYcsb {
         mode: Mode,
         persistence: &crate::tpcc::engram::Persistence,
     ) -> Result<EngramYcsb, String> {
-        let config = Config {
-            data_dir: persistence.data_dir.clone(),
-            durability: persistence.durability,
-            log_compression: persistence.log_compression,
-            checkpoint_log_bytes: persistence
-                .checkpoint_log_bytes
-                .unwrap_or(Config::default().checkpoint_log_bytes),
-            ..Config::default()
-        };
-        let db = Database::open(config).map_err(|error| error.to_string())?;
+        let db = Database::open(persistence.config()).map_err(|error| error.to_string())?;
         Ok(EngramYcsb { db: Arc::new(db), table: None, mode })
     }
 

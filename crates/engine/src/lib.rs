@@ -28,6 +28,9 @@
 //!    keys, fences and reads the global epoch, validates reads and leaves, picks a TID above
 //!    everything observed (`Tid::commit_after`), installs each write (`Head::install`, which
 //!    keeps the old version if a snapshot may need it) and releases each lock with the new word.
+//!    With a data directory it then appends the new images to the worker's log buffer
+//!    (`Log::append`) before leaving the commit; the commit is durable once a logger has
+//!    fsynced its epoch (`wal::log`), which `Worker::wait_durable` waits for.
 //! 5. The transaction ends (`cc::commit::finish`): ready unlink tasks of earlier deletes run,
 //!    unlinked memory is tagged with the epoch (`Garbage::seal`), the slot is unpinned, and
 //!    memory whose tag is below the reclaim bound goes back to the worker's arena.

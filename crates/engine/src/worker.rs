@@ -47,7 +47,8 @@ pub struct CommitInfo {
     pub tid: Tid,
     /// The epoch that must be durable before the commit is acknowledged: the TID's epoch for
     /// a writer, the newest epoch among the rows it read for a reader (so that a reader never
-    /// reports data a crash could still take back), the snapshot epoch for a snapshot.
+    /// reports data a crash could still take back; `Epoch::NEVER` when nothing is logged), the
+    /// snapshot epoch for a snapshot.
     /// Wait with [`crate::Database::wait_durable`] or a [`crate::DurabilityWatcher`].
     pub epoch: Epoch,
 }
@@ -528,18 +529,22 @@ impl Raw<'_> {
         }
         let worker = &mut *self.worker;
         let epochs = &worker.shared.epochs;
-        if let Some(log) = &worker.shared.log
-            && let Err(error) = log.check()
-        {
-            head.unlock_to(word);
-            return Err(error);
+        let logging = worker.shared.log.is_some();
+        if let Some(log) = &worker.shared.log {
+            if let Err(error) = log.check() {
+                head.unlock_to(word);
+                return Err(error);
+            }
+            // Announced like a commit, so the stable epoch covers the log record. Without a
+            // log nothing waits for the stable epoch, and the raw path stays fence-free.
+            epochs.enter_commit(worker.slot, epochs.global());
+            std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         }
-        // Announced like a commit, so the stable epoch covers the log record.
-        epochs.enter_commit(worker.slot, epochs.global());
-        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         let Some(tid) = Tid::commit_after(word.tid().max(worker.last_tid), epochs.global()) else {
             head.unlock_to(word);
-            epochs.leave_commit(worker.slot);
+            if logging {
+                epochs.leave_commit(worker.slot);
+            }
             return Err(Error::Aborted(AbortReason::SequenceExhausted));
         };
         worker.last_tid = tid;
@@ -568,8 +573,8 @@ impl Raw<'_> {
                     },
                 );
             });
+            epochs.leave_commit(worker.slot);
         }
-        epochs.leave_commit(worker.slot);
         worker.last_commit = CommitInfo { tid, epoch: tid.epoch() };
         Ok(true)
     }

@@ -73,6 +73,22 @@ pub struct Persistence {
     pub checkpoint_log_bytes: Option<u64>,
 }
 
+impl Persistence {
+    /// The engine configuration that keeps commits as this says.
+    pub fn config(&self) -> Config {
+        let defaults = Config::default();
+        Config {
+            data_dir: self.data_dir.clone(),
+            durability: self.durability,
+            log_compression: self.log_compression,
+            checkpoint_log_bytes: self
+                .checkpoint_log_bytes
+                .unwrap_or(defaults.checkpoint_log_bytes),
+            ..defaults
+        }
+    }
+}
+
 /// Rebuilds TPC-C's two secondary indexes at recovery.
 pub fn index_keys() -> IndexKeys {
     IndexKeys::new(|definition| {
@@ -88,7 +104,6 @@ pub fn index_keys() -> IndexKeys {
 #[derive(Debug)]
 pub struct EngramTpcc {
     db: Arc<Database>,
-    persistence: Persistence,
     tables: Option<Tables>,
     scale: Scale,
     order_status_isolation: Isolation,
@@ -141,19 +156,9 @@ impl EngramTpcc {
         reserve_bytes: usize,
         persistence: Persistence,
     ) -> Result<EngramTpcc, String> {
-        let config = Config {
-            data_dir: persistence.data_dir.clone(),
-            durability: persistence.durability,
-            log_compression: persistence.log_compression,
-            checkpoint_log_bytes: persistence
-                .checkpoint_log_bytes
-                .unwrap_or(Config::default().checkpoint_log_bytes),
-            index_keys: Some(index_keys()),
-            ..Config::default()
-        };
+        let config = Config { index_keys: Some(index_keys()), ..persistence.config() };
         let db = Database::open(config).map_err(|error| error.to_string())?;
         let mut tpcc = EngramTpcc::over(Arc::new(db), read_only);
-        tpcc.persistence = persistence;
         tpcc.reserve_bytes = reserve_bytes;
         Ok(tpcc)
     }
@@ -165,16 +170,8 @@ impl EngramTpcc {
             ReadOnlyLevels::Serializable => (Isolation::Serializable, Isolation::Serializable),
             ReadOnlyLevels::Snapshot => (Isolation::Snapshot, Isolation::Snapshot),
         };
-        let config = db.config();
-        let persistence = Persistence {
-            data_dir: config.data_dir.clone(),
-            durability: config.durability,
-            log_compression: config.log_compression,
-            checkpoint_log_bytes: Some(config.checkpoint_log_bytes),
-        };
         EngramTpcc {
             db,
-            persistence,
             tables: None,
             scale: Scale::standard(1),
             order_status_isolation,
@@ -225,7 +222,8 @@ impl EngramTpcc {
     }
 
     fn logs(&self) -> bool {
-        self.persistence.data_dir.is_some() && self.persistence.durability == Durability::Epoch
+        let config = self.db.config();
+        config.data_dir.is_some() && config.durability == Durability::Epoch
     }
 
     fn tables(&self) -> &Tables {
@@ -262,10 +260,7 @@ impl Db for EngramTpcc {
     type Conn = Conn;
 
     fn name(&self) -> String {
-        match (&self.persistence.data_dir, self.persistence.durability) {
-            (Some(_), Durability::Epoch) => "engram-epoch".into(),
-            _ => "engram".into(),
-        }
+        if self.logs() { "engram-epoch".into() } else { "engram".into() }
     }
 
     fn durable_epoch(&self) -> Option<u64> {
@@ -285,7 +280,7 @@ impl Db for EngramTpcc {
             self.stock_level_isolation.name(),
             config.epoch_interval_ms,
             self.reserve_bytes >> 20,
-            match (&self.persistence.data_dir, self.persistence.durability) {
+            match (&config.data_dir, config.durability) {
                 (Some(dir), Durability::Epoch) => format!(
                     "durability epoch: log in {} ({} logger, fsync per epoch{}; {})",
                     dir.display(),

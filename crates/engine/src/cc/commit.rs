@@ -97,8 +97,11 @@ fn commit_with<P: Protocol>(worker: &mut Worker) -> Result<CommitInfo> {
         worker.last_tid = tid;
         worker.shared.epochs.leave_commit(worker.slot);
         tid.epoch()
-    } else {
+    } else if worker.shared.log.is_some() {
         read_epoch(&worker.txn)
+    } else {
+        // Nothing is logged, so nothing is waited for: skip the walk over the reads.
+        Epoch::NEVER
     };
     if worker.txn.undid_inserts {
         give_up_undone_inserts(worker);

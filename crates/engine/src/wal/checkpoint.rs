@@ -175,7 +175,13 @@ fn write_table(
         rows += visited as u64;
         if (payload.len() >= BLOCK_BYTES || visited < ROWS_PER_TRANSACTION) && !payload.is_empty() {
             frame.clear();
-            format::encode_block(&mut frame, BlockKind::Rows, at.0, &payload, compression(data));
+            format::encode_block(
+                &mut frame,
+                BlockKind::Rows,
+                at.0,
+                &payload,
+                data.compress_checkpoints,
+            );
             file.append(&frame).map_err(fail)?;
             written += frame.len() as u64;
             payload.clear();
@@ -192,10 +198,6 @@ fn write_table(
     file.append(&frame).map_err(fail)?;
     file.sync().map_err(fail)?;
     Ok((rows, written + frame.len() as u64))
-}
-
-fn compression(data: &DataDir) -> bool {
-    data.compress_checkpoints
 }
 
 /// Waits for the log to cover `at`, names the checkpoint in the manifest, and removes what it

@@ -112,46 +112,40 @@ const FLAG_LZ4: u16 = 1;
 /// Appends one framed block to `out`. `mark` is the block's epoch: for a log block, every
 /// record of the logger's workers with an epoch at or below it is in this block or before it.
 pub fn encode_block(out: &mut Vec<u8>, kind: BlockKind, mark: u64, payload: &[u8], lz4: bool) {
-    let start = out.len();
-    out.resize(start + BLOCK_HEADER_BYTES, 0);
-    let mut flags = 0;
     if lz4 && payload.len() >= 64 {
         let compressed = lz4_flex::block::compress(payload);
         if compressed.len() < payload.len() {
+            out.extend_from_slice(&header(kind, FLAG_LZ4, mark, &compressed, payload.len()));
             out.extend_from_slice(&compressed);
-            flags |= FLAG_LZ4;
+            return;
         }
     }
-    if flags & FLAG_LZ4 == 0 {
-        out.extend_from_slice(payload);
-    }
-    let stored = (out.len() - start - BLOCK_HEADER_BYTES) as u32;
-    let header = &mut out[start..start + BLOCK_HEADER_BYTES];
-    header[0..4].copy_from_slice(&BLOCK_MAGIC);
-    header[4..6].copy_from_slice(&(kind as u16).to_le_bytes());
-    header[6..8].copy_from_slice(&flags.to_le_bytes());
-    header[8..12].copy_from_slice(&stored.to_le_bytes());
-    header[12..16].copy_from_slice(&(payload.len() as u32).to_le_bytes());
-    header[16..24].copy_from_slice(&mark.to_le_bytes());
-    let crc = crc32c::crc32c_append(
-        crc32c::crc32c(&out[start..start + 24]),
-        &out[start + BLOCK_HEADER_BYTES..],
-    );
-    out[start + 24..start + 28].copy_from_slice(&crc.to_le_bytes());
-    let header_crc = crc32c::crc32c(&out[start..start + 28]);
-    out[start + 28..start + 32].copy_from_slice(&header_crc.to_le_bytes());
+    out.extend_from_slice(&block_header(kind, mark, payload));
+    out.extend_from_slice(payload);
 }
 
 /// The header of an uncompressed block holding `payload`, for writers that write the payload
 /// from where it is.
 pub fn block_header(kind: BlockKind, mark: u64, payload: &[u8]) -> [u8; BLOCK_HEADER_BYTES] {
+    header(kind, 0, mark, payload, payload.len())
+}
+
+/// A block header for the `stored` payload bytes, `raw_len` once decompressed.
+fn header(
+    kind: BlockKind,
+    flags: u16,
+    mark: u64,
+    stored: &[u8],
+    raw_len: usize,
+) -> [u8; BLOCK_HEADER_BYTES] {
     let mut header = [0u8; BLOCK_HEADER_BYTES];
     header[0..4].copy_from_slice(&BLOCK_MAGIC);
     header[4..6].copy_from_slice(&(kind as u16).to_le_bytes());
-    header[8..12].copy_from_slice(&(payload.len() as u32).to_le_bytes());
-    header[12..16].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+    header[6..8].copy_from_slice(&flags.to_le_bytes());
+    header[8..12].copy_from_slice(&(stored.len() as u32).to_le_bytes());
+    header[12..16].copy_from_slice(&(raw_len as u32).to_le_bytes());
     header[16..24].copy_from_slice(&mark.to_le_bytes());
-    let crc = crc32c::crc32c_append(crc32c::crc32c(&header[0..24]), payload);
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&header[0..24]), stored);
     header[24..28].copy_from_slice(&crc.to_le_bytes());
     let header_crc = crc32c::crc32c(&header[0..28]);
     header[28..32].copy_from_slice(&header_crc.to_le_bytes());

@@ -87,6 +87,9 @@ pub(crate) fn io_error(
     what: &str,
     error: std::io::Error,
 ) -> Error {
+    if error.kind() == std::io::ErrorKind::WouldBlock {
+        return Error::DataDirInUse(error.to_string());
+    }
     if error.raw_os_error() == Some(libc::ENOSPC) {
         return Error::DiskFull(format!("{what} {}: {error}", storage.describe(path)));
     }

@@ -16,7 +16,7 @@ use super::format::{
 };
 use super::log::{SegmentInfo, parse_segment_name};
 use super::storage::Storage;
-use super::{IndexDefinition, IndexKeys};
+use super::{IndexDefinition, IndexKeys, io_error};
 use crate::error::{Error, Result};
 use crate::gc::Garbage;
 use crate::storage::arena::Arena;
@@ -84,13 +84,6 @@ enum Mode {
     Check,
 }
 
-fn io_error(storage: &dyn Storage, path: &str, what: &str, error: std::io::Error) -> Error {
-    if error.kind() == std::io::ErrorKind::WouldBlock {
-        return Error::DataDirInUse(error.to_string());
-    }
-    Error::Io(format!("{what} {}: {error}", storage.describe(path)))
-}
-
 fn read_optional(storage: &dyn Storage, path: &str) -> Result<Option<Vec<u8>>> {
     match storage.read(path) {
         Ok(data) => Ok(Some(data)),
@@ -126,22 +119,17 @@ fn read_catalog(
                     return Err(bad());
                 }
                 last_epoch = last_epoch.max(block.mark);
-                match format::decode_catalog(&block.payload).ok_or_else(bad)? {
+                let (table, entry) = match format::decode_catalog(&block.payload).ok_or_else(bad)? {
                     CatalogRecord::Create { table, name, indexes } => {
-                        let id = table as usize;
-                        if catalog.len() <= id {
-                            catalog.resize(id + 1, None);
-                        }
-                        catalog[id] = Some((name, indexes));
+                        (table, Some((name, indexes)))
                     }
-                    CatalogRecord::Drop { table } => {
-                        let id = table as usize;
-                        if catalog.len() <= id {
-                            catalog.resize(id + 1, None);
-                        }
-                        catalog[id] = None;
-                    }
+                    CatalogRecord::Drop { table } => (table, None),
+                };
+                let id = table as usize;
+                if catalog.len() <= id {
+                    catalog.resize(id + 1, None);
                 }
+                catalog[id] = entry;
             }
             Err(damage @ Damage::Torn { .. }) => {
                 torn_tail(storage, CATALOG, &damage, mode, report)?;
@@ -225,6 +213,21 @@ impl Applier {
         Applier { arena: Arena::new(), garbage: Garbage::new(), dropped: Vec::new(), applied: 0 }
     }
 
+    /// Installs `value` (or a deletion) with `new_word` on a head this thread has locked, and
+    /// unlocks it.
+    fn install(&mut self, head: &Head, value: Option<&[u8]>, new_word: TidWord) {
+        self.dropped.clear();
+        head.install(
+            value,
+            new_word,
+            KEEP_NOTHING,
+            &mut self.arena,
+            &mut self.garbage,
+            &mut self.dropped,
+        );
+        head.unlock_to(new_word);
+    }
+
     /// Makes `value` (or a deletion) the row's state if `tid` is newer than what it has.
     fn apply(&mut self, table: &Table, key: &[u8], tid: Tid, value: Option<&[u8]>, pin: &Pin<'_>) {
         let flags =
@@ -241,16 +244,7 @@ impl Applier {
                     }
                 };
                 if tid > word.tid() {
-                    self.dropped.clear();
-                    head.install(
-                        value,
-                        new_word,
-                        KEEP_NOTHING,
-                        &mut self.arena,
-                        &mut self.garbage,
-                        &mut self.dropped,
-                    );
-                    head.unlock_to(new_word);
+                    self.install(head, value, new_word);
                     self.applied += 1;
                 } else {
                     head.unlock_to(word);
@@ -264,17 +258,7 @@ impl Applier {
                 TidWord::new(Tid::ZERO, TidWord::LOCK | TidWord::LATEST | TidWord::ABSENT),
             );
             // SAFETY: a fresh head, locked, owned by this thread.
-            let head = unsafe { &*fresh };
-            self.dropped.clear();
-            head.install(
-                value,
-                new_word,
-                KEEP_NOTHING,
-                &mut self.arena,
-                &mut self.garbage,
-                &mut self.dropped,
-            );
-            head.unlock_to(new_word);
+            self.install(unsafe { &*fresh }, value, new_word);
             match table.primary.insert(key, fresh as u64, pin, &mut self.garbage, &mut ()) {
                 Ok(_) => {
                     self.applied += 1;
