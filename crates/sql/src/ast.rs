@@ -1,0 +1,264 @@
+//! Engram's own small SQL syntax tree: only what Engram runs. `parse.rs` builds it from
+//! sqlparser's tree and rejects everything else there.
+
+use crate::types::Type;
+use engram_engine::Isolation;
+
+#[derive(Debug, Clone)]
+pub enum Statement {
+    Query(Box<Query>),
+    Insert(Box<Insert>),
+    Update(Box<Update>),
+    Delete(Box<Delete>),
+    CreateTable(Box<CreateTable>),
+    DropTable { names: Vec<String>, if_exists: bool },
+    CreateIndex(Box<CreateIndex>),
+    DropIndex { names: Vec<String>, if_exists: bool },
+    Truncate { tables: Vec<String> },
+    AddPrimaryKey { table: String, columns: Vec<String> },
+    Begin { isolation: Option<Isolation>, read_only: bool },
+    Commit,
+    Rollback,
+    /// `SET TRANSACTION` (this transaction) or `SET SESSION CHARACTERISTICS AS TRANSACTION`.
+    SetTransaction { isolation: Option<Isolation>, session: bool },
+    /// `SET name = value`; `None` is `DEFAULT`.
+    Set { name: String, value: Option<String> },
+    Show { name: String },
+    Prepare { name: String, types: Vec<Type>, statement: Box<Statement> },
+    Execute { name: String, params: Vec<Expr> },
+    Deallocate { name: Option<String> },
+    Explain(Box<Statement>),
+    /// A statement Engram accepts and does nothing for (`VACUUM`, `ANALYZE`, `CHECKPOINT`
+    /// runs a checkpoint): the command tag to answer.
+    Utility { tag: String, checkpoint: bool },
+}
+
+#[derive(Debug, Clone)]
+pub struct Query {
+    pub body: QueryBody,
+    pub order_by: Vec<OrderItem>,
+    pub limit: Option<Expr>,
+    pub offset: Option<Expr>,
+    pub for_update: bool,
+}
+
+#[derive(Debug, Clone)]
+pub enum QueryBody {
+    Select(Box<Select>),
+    Values(Vec<Vec<Expr>>),
+}
+
+#[derive(Debug, Clone)]
+pub struct Select {
+    pub distinct: bool,
+    pub items: Vec<SelectItem>,
+    pub from: Vec<FromItem>,
+    pub filter: Option<Expr>,
+    pub group_by: Vec<Expr>,
+    pub having: Option<Expr>,
+}
+
+#[derive(Debug, Clone)]
+pub enum SelectItem {
+    Wildcard,
+    QualifiedWildcard(String),
+    Expr { expr: Expr, alias: Option<String> },
+}
+
+#[derive(Debug, Clone)]
+pub struct TableRef {
+    pub name: String,
+    pub alias: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct FromItem {
+    pub table: TableRef,
+    pub joins: Vec<Join>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JoinKind {
+    Inner,
+    Left,
+}
+
+#[derive(Debug, Clone)]
+pub struct Join {
+    pub table: TableRef,
+    pub kind: JoinKind,
+    pub on: Option<Expr>,
+}
+
+#[derive(Debug, Clone)]
+pub struct OrderItem {
+    pub expr: Expr,
+    pub descending: bool,
+    /// `None`: PostgreSQL's default (NULLS LAST ascending, FIRST descending).
+    pub nulls_first: Option<bool>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinaryOp {
+    Add,
+    Subtract,
+    Multiply,
+    Divide,
+    Modulo,
+    Concat,
+    Eq,
+    NotEq,
+    Lt,
+    LtEq,
+    Gt,
+    GtEq,
+    And,
+    Or,
+}
+
+impl BinaryOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "+",
+            BinaryOp::Subtract => "-",
+            BinaryOp::Multiply => "*",
+            BinaryOp::Divide => "/",
+            BinaryOp::Modulo => "%",
+            BinaryOp::Concat => "||",
+            BinaryOp::Eq => "=",
+            BinaryOp::NotEq => "<>",
+            BinaryOp::Lt => "<",
+            BinaryOp::LtEq => "<=",
+            BinaryOp::Gt => ">",
+            BinaryOp::GtEq => ">=",
+            BinaryOp::And => "AND",
+            BinaryOp::Or => "OR",
+        }
+    }
+
+    pub fn is_comparison(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::Eq | BinaryOp::NotEq | BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq
+        )
+    }
+
+    /// The comparison with its operands swapped (`a < b` is `b > a`).
+    pub fn flipped(self) -> BinaryOp {
+        match self {
+            BinaryOp::Lt => BinaryOp::Gt,
+            BinaryOp::LtEq => BinaryOp::GtEq,
+            BinaryOp::Gt => BinaryOp::Lt,
+            BinaryOp::GtEq => BinaryOp::LtEq,
+            other => other,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum Literal {
+    Null,
+    Bool(bool),
+    /// A number as written: an integer, or a decimal (NUMERIC) with a point or exponent.
+    Number(String),
+    /// A quoted string: its type comes from the context (PostgreSQL's `unknown`).
+    String(String),
+}
+
+#[derive(Debug, Clone)]
+pub enum Expr {
+    Column { table: Option<String>, name: String },
+    Literal(Literal),
+    /// `$n`, numbered from 1.
+    Param(usize),
+    Negate(Box<Expr>),
+    Not(Box<Expr>),
+    Binary { op: BinaryOp, left: Box<Expr>, right: Box<Expr> },
+    IsNull { expr: Box<Expr>, negated: bool },
+    IsBool { expr: Box<Expr>, value: bool, negated: bool },
+    InList { expr: Box<Expr>, list: Vec<Expr>, negated: bool },
+    InSubquery { expr: Box<Expr>, query: Box<Query>, negated: bool },
+    Exists { query: Box<Query>, negated: bool },
+    Subquery(Box<Query>),
+    Between { expr: Box<Expr>, low: Box<Expr>, high: Box<Expr>, negated: bool },
+    Like { expr: Box<Expr>, pattern: Box<Expr>, negated: bool, case_insensitive: bool },
+    Cast { expr: Box<Expr>, ty: Type },
+    Function { name: String, args: Vec<Expr>, distinct: bool, star: bool },
+    Case { operand: Option<Box<Expr>>, whens: Vec<(Expr, Expr)>, otherwise: Option<Box<Expr>> },
+    /// `DEFAULT` in an INSERT's VALUES or an UPDATE's SET.
+    Default,
+}
+
+#[derive(Debug, Clone)]
+pub enum InsertSource {
+    Values(Vec<Vec<Expr>>),
+    Query(Box<Query>),
+    DefaultValues,
+}
+
+#[derive(Debug, Clone)]
+pub enum ConflictAction {
+    Nothing,
+    Update { assignments: Vec<(String, Expr)>, filter: Option<Expr> },
+}
+
+#[derive(Debug, Clone)]
+pub struct OnConflict {
+    pub columns: Vec<String>,
+    pub action: ConflictAction,
+}
+
+#[derive(Debug, Clone)]
+pub struct Insert {
+    pub table: TableRef,
+    pub columns: Vec<String>,
+    pub source: InsertSource,
+    pub on_conflict: Option<OnConflict>,
+    pub returning: Vec<SelectItem>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Update {
+    pub table: TableRef,
+    pub assignments: Vec<(String, Expr)>,
+    pub filter: Option<Expr>,
+    pub returning: Vec<SelectItem>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Delete {
+    pub table: TableRef,
+    pub filter: Option<Expr>,
+    pub returning: Vec<SelectItem>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ColumnDef {
+    pub name: String,
+    pub ty: Type,
+    pub not_null: bool,
+    /// The default as SQL text (kept in the catalog and parsed again at open).
+    pub default: Option<String>,
+    /// SERIAL / BIGSERIAL: the default is the next value of a sequence of the table.
+    pub serial: bool,
+    pub primary: bool,
+    pub unique: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct CreateTable {
+    pub name: String,
+    pub if_not_exists: bool,
+    pub columns: Vec<ColumnDef>,
+    pub primary_key: Vec<String>,
+    pub uniques: Vec<Vec<String>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct CreateIndex {
+    pub name: Option<String>,
+    pub table: String,
+    pub columns: Vec<String>,
+    pub unique: bool,
+    pub if_not_exists: bool,
+}

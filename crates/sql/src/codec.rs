@@ -1,0 +1,280 @@
+//! The row codec and the memcomparable key encoding (byte tables in docs/format.md).
+//!
+//! A row: `schema version: u16 LE | column count: u16 LE | null bitmap (1 bit per column,
+//! LSB first) | each non-null value in column order`. Fixed-width values are little-endian;
+//! text and bytea are a varint length then the bytes; NUMERIC is `rust_decimal`'s 16-byte
+//! form. A row with fewer columns than its table (written before a column was added) reads
+//! the missing ones as NULL.
+//!
+//! A key: each column's encoding, concatenated, such that byte order is value order.
+
+use crate::error::{SqlError, SqlResult};
+use crate::types::{Type, Value};
+use rust_decimal::Decimal;
+
+/// Encodes a row of `values` (already cast to `types`).
+pub fn encode_row(version: u16, types: &[Type], values: &[Value], out: &mut Vec<u8>) {
+    out.clear();
+    out.extend_from_slice(&version.to_le_bytes());
+    out.extend_from_slice(&(types.len() as u16).to_le_bytes());
+    let bitmap_at = out.len();
+    out.resize(bitmap_at + types.len().div_ceil(8), 0);
+    for (column, (ty, value)) in types.iter().zip(values).enumerate() {
+        if value.is_null() {
+            out[bitmap_at + column / 8] |= 1 << (column % 8);
+            continue;
+        }
+        encode_value(*ty, value, out);
+    }
+}
+
+fn encode_value(ty: Type, value: &Value, out: &mut Vec<u8>) {
+    match (ty, value) {
+        (Type::Bool, Value::Bool(b)) => out.push(u8::from(*b)),
+        (Type::Int2, Value::Int(v)) => out.extend_from_slice(&(*v as i16).to_le_bytes()),
+        (Type::Int4, Value::Int(v)) => out.extend_from_slice(&(*v as i32).to_le_bytes()),
+        (Type::Int8, Value::Int(v)) => out.extend_from_slice(&v.to_le_bytes()),
+        (Type::Float4, Value::Float(v)) => out.extend_from_slice(&(*v as f32).to_le_bytes()),
+        (Type::Float8, Value::Float(v)) => out.extend_from_slice(&v.to_le_bytes()),
+        (Type::Numeric { .. }, Value::Numeric(d)) => out.extend_from_slice(&d.serialize()),
+        (Type::Date, Value::Date(d)) => out.extend_from_slice(&d.to_le_bytes()),
+        (Type::Timestamp, Value::Timestamp(t)) => out.extend_from_slice(&t.to_le_bytes()),
+        (_, Value::Text(text)) => {
+            write_varint(text.len() as u64, out);
+            out.extend_from_slice(text.as_bytes());
+        }
+        (_, Value::Bytes(bytes)) => {
+            write_varint(bytes.len() as u64, out);
+            out.extend_from_slice(bytes);
+        }
+        (ty, value) => unreachable!("value {value:?} was not cast to column type {ty:?}"),
+    }
+}
+
+fn write_varint(mut value: u64, out: &mut Vec<u8>) {
+    while value >= 0x80 {
+        out.push(value as u8 | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+fn read_varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
+    let mut value = 0u64;
+    for shift in (0..64).step_by(7) {
+        let byte = *bytes.get(*at)?;
+        *at += 1;
+        value |= u64::from(byte & 0x7F) << shift;
+        if byte < 0x80 {
+            return Some(value);
+        }
+    }
+    None
+}
+
+fn corrupt() -> SqlError {
+    SqlError::new("XX001", "a stored row does not decode: the row codec found damaged bytes")
+}
+
+/// The schema version a row was written with.
+pub fn row_version(row: &[u8]) -> u16 {
+    row.get(..2).map_or(0, |b| u16::from_le_bytes([b[0], b[1]]))
+}
+
+/// Decodes the columns of `row` for which `wanted` is true (all when `wanted` is empty) into
+/// `out` (one value per column of `types`; unwanted columns are left NULL).
+pub fn decode_row(row: &[u8], types: &[Type], wanted: &[bool], out: &mut Vec<Value>) -> SqlResult<()> {
+    out.clear();
+    out.resize(types.len(), Value::Null);
+    if row.len() < 4 {
+        return Err(corrupt());
+    }
+    let count = usize::from(u16::from_le_bytes([row[2], row[3]])).min(types.len());
+    let bitmap_at = 4;
+    let mut at = bitmap_at + usize::from(u16::from_le_bytes([row[2], row[3]])).div_ceil(8);
+    if at > row.len() {
+        return Err(corrupt());
+    }
+    for (column, ty) in types.iter().enumerate().take(count) {
+        if row[bitmap_at + column / 8] & (1 << (column % 8)) != 0 {
+            continue;
+        }
+        let want = wanted.is_empty() || wanted[column];
+        let start = at;
+        let value = match ty.fixed_width() {
+            Some(width) => {
+                at += width;
+                let bytes = row.get(start..at).ok_or_else(corrupt)?;
+                if !want {
+                    continue;
+                }
+                decode_fixed(*ty, bytes)
+            }
+            None => {
+                let len = read_varint(row, &mut at).ok_or_else(corrupt)? as usize;
+                let body = at;
+                at += len;
+                let bytes = row.get(body..at).ok_or_else(corrupt)?;
+                if !want {
+                    continue;
+                }
+                if *ty == Type::Bytea {
+                    Value::Bytes(bytes.to_vec())
+                } else {
+                    Value::Text(String::from_utf8(bytes.to_vec()).map_err(|_| corrupt())?)
+                }
+            }
+        };
+        out[column] = value;
+    }
+    Ok(())
+}
+
+fn decode_fixed(ty: Type, bytes: &[u8]) -> Value {
+    let array = |n: usize| -> [u8; 16] {
+        let mut buffer = [0u8; 16];
+        buffer[..n].copy_from_slice(&bytes[..n]);
+        buffer
+    };
+    match ty {
+        Type::Bool => Value::Bool(bytes[0] != 0),
+        Type::Int2 => Value::Int(i64::from(i16::from_le_bytes([bytes[0], bytes[1]]))),
+        Type::Int4 => {
+            let b = array(4);
+            Value::Int(i64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+        }
+        Type::Int8 => Value::Int(i64::from_le_bytes(array(8)[..8].try_into().unwrap_or_default())),
+        Type::Float4 => {
+            let b = array(4);
+            Value::Float(f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+        }
+        Type::Float8 => Value::Float(f64::from_le_bytes(array(8)[..8].try_into().unwrap_or_default())),
+        Type::Numeric { .. } => Value::Numeric(Decimal::deserialize(array(16))),
+        Type::Date => {
+            let b = array(4);
+            Value::Date(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        }
+        Type::Timestamp => {
+            Value::Timestamp(i64::from_le_bytes(array(8)[..8].try_into().unwrap_or_default()))
+        }
+        _ => Value::Null,
+    }
+}
+
+/// Appends the memcomparable encoding of a non-null `value` of type `ty`.
+pub fn encode_key(ty: Type, value: &Value, out: &mut Vec<u8>) {
+    match (ty, value) {
+        (_, Value::Bool(b)) => out.push(u8::from(*b)),
+        (Type::Int2, Value::Int(v)) => out.extend_from_slice(&((*v as i16 as u16) ^ 0x8000).to_be_bytes()),
+        (Type::Int4, Value::Int(v)) => {
+            out.extend_from_slice(&((*v as i32 as u32) ^ 0x8000_0000).to_be_bytes())
+        }
+        (_, Value::Int(v)) => out.extend_from_slice(&((*v as u64) ^ (1 << 63)).to_be_bytes()),
+        (_, Value::Float(v)) => {
+            // -0.0 and 0.0 are equal; NaN orders above everything.
+            let v = if *v == 0.0 { 0.0 } else { *v };
+            let bits = v.to_bits();
+            let ordered = if bits >> 63 == 1 { !bits } else { bits | (1 << 63) };
+            out.extend_from_slice(&ordered.to_be_bytes());
+        }
+        (_, Value::Numeric(d)) => encode_decimal(*d, out),
+        (_, Value::Text(text)) => encode_escaped(text.as_bytes(), out),
+        (_, Value::Bytes(bytes)) => encode_escaped(bytes, out),
+        (_, Value::Date(d)) => out.extend_from_slice(&((*d as u32) ^ 0x8000_0000).to_be_bytes()),
+        (_, Value::Timestamp(t)) => out.extend_from_slice(&((*t as u64) ^ (1 << 63)).to_be_bytes()),
+        (_, Value::Null) => unreachable!("keys never hold NULL"),
+    }
+}
+
+/// Bytes with every 0x00 written as 0x00 0xFF, ended by 0x00 0x01: a prefix of another value
+/// sorts first, and the next column cannot be confused with the bytes.
+fn encode_escaped(bytes: &[u8], out: &mut Vec<u8>) {
+    for &byte in bytes {
+        out.push(byte);
+        if byte == 0 {
+            out.push(0xFF);
+        }
+    }
+    out.extend_from_slice(&[0x00, 0x01]);
+}
+
+/// Sign class (1 negative, 2 zero, 3 positive), then for non-zero values the decimal exponent
+/// (a big-endian u16 offset by 0x8000) and the significant digits as bytes 1..=10 ended by 0;
+/// for negative values everything after the class byte is inverted.
+fn encode_decimal(value: Decimal, out: &mut Vec<u8>) {
+    if value.is_zero() {
+        out.push(2);
+        return;
+    }
+    let negative = value.is_sign_negative();
+    let normalized = value.abs().normalize();
+    let mantissa = normalized.mantissa().unsigned_abs();
+    let digits = mantissa.to_string();
+    let exponent = digits.len() as i32 - normalized.scale() as i32;
+    let digits = digits.trim_end_matches('0');
+    out.push(if negative { 1 } else { 3 });
+    let start = out.len();
+    out.extend_from_slice(&((exponent + 0x8000) as u16).to_be_bytes());
+    out.extend(digits.bytes().map(|b| b - b'0' + 1));
+    out.push(0);
+    if negative {
+        for byte in &mut out[start..] {
+            *byte = !*byte;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::parse_text;
+
+    fn key(ty: Type, text: &str) -> Vec<u8> {
+        let mut out = Vec::new();
+        encode_key(ty, &parse_text(text, ty).unwrap(), &mut out);
+        out
+    }
+
+    #[test]
+    fn keys_order_like_values() {
+        let cases: [(Type, &[&str]); 6] = [
+            (Type::Int4, &["-2147483648", "-5", "0", "7", "2147483647"]),
+            (Type::Int8, &["-9223372036854775808", "-1", "0", "1", "9223372036854775807"]),
+            (Type::Float8, &["-Infinity", "-1.5", "-0.001", "0", "1e-9", "2.5", "Infinity", "NaN"]),
+            (
+                Type::Numeric { precision: 0, scale: 0 },
+                &["-123.45", "-12.3", "-12", "-0.5", "0", "0.001", "0.5", "12", "12.3", "100"],
+            ),
+            (Type::Text, &["", "a", "a\u{0}", "ab", "b"]),
+            (Type::Date, &["1969-12-31", "1970-01-01", "2024-03-01"]),
+        ];
+        for (ty, values) in cases {
+            let keys: Vec<Vec<u8>> = values.iter().map(|v| key(ty, v)).collect();
+            for pair in keys.windows(2) {
+                assert!(pair[0] < pair[1], "{ty:?}: {:?}", values);
+            }
+        }
+        assert_eq!(key(Type::Numeric { precision: 0, scale: 0 }, "1.50"), key(Type::Numeric { precision: 0, scale: 0 }, "1.5"));
+    }
+
+    #[test]
+    fn rows_round_trip() {
+        let types = [Type::Int4, Type::Text, Type::Numeric { precision: 6, scale: 2 }, Type::Bool, Type::Float8];
+        let values = vec![
+            Value::Int(-7),
+            Value::Text("héllo".into()),
+            parse_text("12.50", types[2]).unwrap(),
+            Value::Null,
+            Value::Float(2.5),
+        ];
+        let mut row = Vec::new();
+        encode_row(3, &types, &values, &mut row);
+        assert_eq!(row_version(&row), 3);
+        let mut out = Vec::new();
+        decode_row(&row, &types, &[], &mut out).unwrap();
+        for (a, b) in values.iter().zip(&out) {
+            assert_eq!(a.compare(b), std::cmp::Ordering::Equal);
+        }
+        assert!(decode_row(&row[..row.len() - 3], &types, &[], &mut out).is_err());
+    }
+}

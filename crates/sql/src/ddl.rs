@@ -1,0 +1,314 @@
+//! DDL: run inside the session's transaction with the schema lock held exclusively. Catalog
+//! rows are written through the engine transaction; engine tables are created at once and
+//! dropped at commit, and a rollback puts the previous catalog entries back.
+
+use crate::ast::{CreateTable, Statement};
+use crate::catalog::{CATALOG_TABLE, ColumnSchema, IndexSchema, TableInfo, TableSchema};
+use crate::codec::{decode_row, encode_key};
+use crate::error::{SqlError, SqlResult};
+use crate::session::{Session, Undo};
+use engram_engine::Direction;
+use std::ops::Bound;
+use std::sync::Arc;
+use std::sync::atomic::AtomicI64;
+
+/// How a rebuild changes a table.
+enum Rebuild {
+    AddIndex(IndexSchema),
+    DropIndex(String),
+    Truncate,
+    PrimaryKey(Vec<usize>),
+}
+
+impl Session {
+    pub(crate) fn run_ddl(&mut self, statement: &Statement) -> SqlResult<String> {
+        match statement {
+            Statement::CreateTable(create) => self.create_table(create),
+            Statement::DropTable { names, if_exists } => {
+                for name in names {
+                    if self.db.catalog.read().tables.contains_key(name) {
+                        self.drop_table(name)?;
+                    } else if *if_exists {
+                        self.notice(format!("table \"{name}\" does not exist, skipping"));
+                    } else {
+                        return Err(SqlError::new("42P01", format!("table \"{name}\" does not exist")));
+                    }
+                }
+                Ok("DROP TABLE".into())
+            }
+            Statement::CreateIndex(create) => {
+                let table = self.db.catalog.read().table(&create.table)?;
+                let mut columns = Vec::new();
+                for name in &create.columns {
+                    columns.push(table.schema.column(name).ok_or_else(|| SqlError::undefined_column(name))?);
+                }
+                let name = create
+                    .name
+                    .clone()
+                    .unwrap_or_else(|| format!("{}_{}_{}", table.schema.name, create.columns.join("_"), if create.unique { "key" } else { "idx" }));
+                if self.relation_exists(&name) {
+                    if create.if_not_exists {
+                        self.notice(format!("relation \"{name}\" already exists, skipping"));
+                        return Ok("CREATE INDEX".into());
+                    }
+                    return Err(SqlError::new("42P07", format!("relation \"{name}\" already exists")));
+                }
+                self.rebuild(&table, Rebuild::AddIndex(IndexSchema { name, columns, unique: create.unique }))?;
+                Ok("CREATE INDEX".into())
+            }
+            Statement::DropIndex { names, if_exists } => {
+                for name in names {
+                    let owner = self.db.catalog.read().index_table(name);
+                    match owner {
+                        Some(table) if table.schema.primary_name.as_deref() == Some(name.as_str()) => {
+                            return Err(SqlError::new(
+                                "2BP01",
+                                format!("cannot drop index {name} because constraint {name} on table {} requires it", table.schema.name),
+                            ));
+                        }
+                        Some(table) => self.rebuild(&table, Rebuild::DropIndex(name.clone()))?,
+                        None if *if_exists => self.notice(format!("index \"{name}\" does not exist, skipping")),
+                        None => return Err(SqlError::new("42704", format!("index \"{name}\" does not exist"))),
+                    }
+                }
+                Ok("DROP INDEX".into())
+            }
+            Statement::Truncate { tables } => {
+                let mut infos = Vec::new();
+                for name in tables {
+                    infos.push(self.db.catalog.read().table(name)?);
+                }
+                for table in infos {
+                    self.rebuild(&table, Rebuild::Truncate)?;
+                }
+                Ok("TRUNCATE TABLE".into())
+            }
+            Statement::AddPrimaryKey { table, columns } => {
+                let table = self.db.catalog.read().table(table)?;
+                if !table.schema.primary_key.is_empty() {
+                    return Err(SqlError::new(
+                        "42P16",
+                        format!("multiple primary keys for table \"{}\" are not allowed", table.schema.name),
+                    ));
+                }
+                let mut positions = Vec::new();
+                for name in columns {
+                    positions.push(table.schema.column(name).ok_or_else(|| SqlError::undefined_column(name))?);
+                }
+                self.rebuild(&table, Rebuild::PrimaryKey(positions))?;
+                Ok("ALTER TABLE".into())
+            }
+            _ => Err(SqlError::new("XX000", "not a DDL statement")),
+        }
+    }
+
+    fn notice(&mut self, message: String) {
+        self.notices.push(message);
+    }
+
+    fn relation_exists(&self, name: &str) -> bool {
+        let catalog = self.db.catalog.read();
+        catalog.tables.contains_key(name) || catalog.index_table(name).is_some()
+    }
+
+    /// Writes (or with `None` deletes) a table's catalog row in the session's transaction.
+    fn write_catalog_row(&mut self, name: &str, schema: Option<&TableSchema>) -> SqlResult<()> {
+        let key = format!("table:{name}");
+        let catalog_table = self.db.database().table(CATALOG_TABLE)?;
+        let mut txn = self.worker.txn()?;
+        match schema {
+            Some(schema) => {
+                let bytes = serde_json::to_vec(schema).map_err(|e| SqlError::new("XX000", e.to_string()))?;
+                txn.put(&catalog_table, key.as_bytes(), &bytes)?;
+            }
+            None => {
+                txn.delete(&catalog_table, key.as_bytes())?;
+            }
+        }
+        Ok(())
+    }
+
+    fn install(&mut self, name: &str, info: Option<Arc<TableInfo>>, created_engine: Option<String>) {
+        let mut catalog = self.db.catalog.write();
+        let previous = match info {
+            Some(info) => catalog.tables.insert(name.to_string(), info),
+            None => catalog.tables.remove(name),
+        };
+        catalog.version += 1;
+        self.undo.push(Undo::Table { name: name.to_string(), previous, created_engine });
+    }
+
+    fn create_table(&mut self, create: &CreateTable) -> SqlResult<String> {
+        if self.db.catalog.read().tables.contains_key(&create.name) || self.relation_exists(&create.name) {
+            if create.if_not_exists {
+                self.notice(format!("relation \"{}\" already exists, skipping", create.name));
+                return Ok("CREATE TABLE".into());
+            }
+            return Err(SqlError::new("42P07", format!("relation \"{}\" already exists", create.name)));
+        }
+        if create.name.contains('#') || create.name.starts_with("_engram") {
+            return Err(SqlError::new("42602", format!("invalid table name \"{}\"", create.name)));
+        }
+        if create.columns.is_empty() {
+            return Err(SqlError::unsupported("a table without columns"));
+        }
+        let engine_name = self.db.catalog.write().next_engine_name(&create.name);
+        let mut columns: Vec<ColumnSchema> = Vec::new();
+        for def in &create.columns {
+            if columns.iter().any(|c| c.name == def.name) {
+                return Err(SqlError::new("42701", format!("column \"{}\" specified more than once", def.name)));
+            }
+            columns.push(ColumnSchema {
+                name: def.name.clone(),
+                ty: def.ty,
+                not_null: def.not_null,
+                default: def.default.clone(),
+                sequence: def.serial.then(|| format!("{engine_name}.{}", def.name)),
+            });
+        }
+        let names: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
+        let position = |name: &str| {
+            names.iter().position(|c| c == name).ok_or_else(|| SqlError::undefined_column(name))
+        };
+        let mut primary_names: Vec<String> = create.columns.iter().filter(|c| c.primary).map(|c| c.name.clone()).collect();
+        if !create.primary_key.is_empty() {
+            if !primary_names.is_empty() {
+                return Err(SqlError::new("42P16", format!("multiple primary keys for table \"{}\" are not allowed", create.name)));
+            }
+            primary_names = create.primary_key.clone();
+        }
+        if primary_names.len() > 1 && create.columns.iter().filter(|c| c.primary).count() > 1 {
+            return Err(SqlError::new("42P16", format!("multiple primary keys for table \"{}\" are not allowed", create.name)));
+        }
+        let mut primary_key = Vec::new();
+        for name in &primary_names {
+            let at = position(name)?;
+            if primary_key.contains(&at) {
+                return Err(SqlError::new("42701", format!("column \"{name}\" appears twice in primary key constraint")));
+            }
+            primary_key.push(at);
+        }
+        for &at in &primary_key {
+            columns[at].not_null = true;
+        }
+        let mut indexes = Vec::new();
+        let mut uniques: Vec<Vec<String>> = create.columns.iter().filter(|c| c.unique).map(|c| vec![c.name.clone()]).collect();
+        uniques.extend(create.uniques.iter().cloned());
+        for unique in uniques {
+            let positions = unique.iter().map(|name| position(name)).collect::<SqlResult<Vec<_>>>()?;
+            if positions == primary_key {
+                continue;
+            }
+            indexes.push(IndexSchema { name: format!("{}_{}_key", create.name, unique.join("_")), columns: positions, unique: true });
+        }
+        let schema = TableSchema {
+            name: create.name.clone(),
+            engine_name: engine_name.clone(),
+            version: 1,
+            columns,
+            primary_key,
+            indexes,
+            primary_name: (!primary_names.is_empty()).then(|| format!("{}_pkey", create.name)),
+        };
+        self.install_new(schema, None)?;
+        Ok("CREATE TABLE".into())
+    }
+
+    /// Creates the engine table of `schema`, writes its catalog row and installs it.
+    fn install_new(&mut self, schema: TableSchema, rowid: Option<Arc<AtomicI64>>) -> SqlResult<Arc<TableInfo>> {
+        let engine = self.db.database().create_table(schema.engine_spec())?;
+        let created = schema.engine_name.clone();
+        if let Err(error) = self.write_catalog_row(&schema.name.clone(), Some(&schema)) {
+            let _ = self.db.database().drop_table(&created);
+            return Err(error);
+        }
+        let sequences = {
+            let mut catalog = self.db.catalog.write();
+            schema.columns.iter().map(|c| c.sequence.as_ref().map(|key| catalog.sequence(key))).collect()
+        };
+        let info = Arc::new(TableInfo {
+            types: schema.types(),
+            engine,
+            rowid: rowid.unwrap_or_else(|| Arc::new(AtomicI64::new(1))),
+            sequences,
+            schema,
+        });
+        self.install(&info.schema.name.clone(), Some(Arc::clone(&info)), Some(created));
+        Ok(info)
+    }
+
+    fn drop_table(&mut self, name: &str) -> SqlResult<()> {
+        let table = self.db.catalog.read().table(name)?;
+        self.write_catalog_row(name, None)?;
+        self.install(name, None, None);
+        self.drop_at_commit.push(table.schema.engine_name.clone());
+        Ok(())
+    }
+
+    /// Builds a new generation of `table` with a changed schema, copying its rows (in this
+    /// transaction, so they include its own writes); the old generation is dropped at commit.
+    fn rebuild(&mut self, table: &Arc<TableInfo>, change: Rebuild) -> SqlResult<()> {
+        let mut schema = table.schema.clone();
+        schema.engine_name = self.db.catalog.write().next_engine_name(&schema.name);
+        let mut copy = true;
+        let mut rekey = false;
+        match change {
+            Rebuild::AddIndex(index) => schema.indexes.push(index),
+            Rebuild::DropIndex(name) => schema.indexes.retain(|i| i.name != name),
+            Rebuild::Truncate => copy = false,
+            Rebuild::PrimaryKey(columns) => {
+                for &c in &columns {
+                    schema.columns[c].not_null = true;
+                }
+                schema.primary_key = columns;
+                schema.primary_name = Some(format!("{}_pkey", schema.name));
+                rekey = true;
+            }
+        }
+        // Collect the rows first: the scan borrows the transaction.
+        let mut rows: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        if copy {
+            let mut txn = self.worker.txn()?;
+            txn.scan(&table.engine, Bound::Unbounded, Bound::Unbounded, Direction::Forward, usize::MAX, |key, row| {
+                rows.push((key.to_vec(), row.to_vec()));
+                true
+            })?;
+        }
+        let rowid = (!rekey && schema.primary_key.is_empty()).then(|| Arc::clone(&table.rowid));
+        let info = self.install_new(schema, rowid)?;
+        let mut txn = self.worker.txn()?;
+        let mut values = Vec::new();
+        for (mut key, row) in rows {
+            if rekey {
+                decode_row(&row, &info.types, &[], &mut values)?;
+                key.clear();
+                for &c in &info.schema.primary_key {
+                    if values[c].is_null() {
+                        return Err(SqlError::new(
+                            "23502",
+                            format!(
+                                "column \"{}\" of relation \"{}\" contains null values",
+                                info.schema.columns[c].name, info.schema.name
+                            ),
+                        ));
+                    }
+                    encode_key(info.types[c], &values[c], &mut key);
+                }
+                // The row bytes stay as they are: the columns did not change.
+            }
+            match txn.insert(&info.engine, &key, &row) {
+                Ok(()) => {}
+                Err(engram_engine::Error::DuplicateKey { index, .. }) => {
+                    let name = index.or_else(|| info.schema.primary_name.clone()).unwrap_or_default();
+                    return Err(SqlError::new(
+                        "23505",
+                        format!("could not create unique index \"{name}\": the table holds duplicate keys"),
+                    ));
+                }
+                Err(error) => return Err(error.into()),
+            }
+        }
+        self.drop_at_commit.push(table.schema.engine_name.clone());
+        Ok(())
+    }
+}

@@ -1,0 +1,82 @@
+//! SQL errors: a PostgreSQL SQLSTATE and a message that says what was wrong.
+
+use std::fmt;
+
+/// An error of a SQL statement, as a client sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SqlError {
+    /// The five-character SQLSTATE PostgreSQL gives for the same mistake.
+    pub code: &'static str,
+    pub message: String,
+}
+
+pub type SqlResult<T> = Result<T, SqlError>;
+
+impl SqlError {
+    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+        SqlError { code, message: message.into() }
+    }
+
+    pub fn syntax(message: impl Into<String>) -> Self {
+        SqlError::new("42601", message)
+    }
+
+    /// Something the parser accepts that Engram does not do.
+    pub fn unsupported(feature: impl fmt::Display) -> Self {
+        SqlError::new("0A000", format!("{feature} is not supported"))
+    }
+
+    pub fn undefined_table(name: &str) -> Self {
+        SqlError::new("42P01", format!("relation \"{name}\" does not exist"))
+    }
+
+    pub fn undefined_column(name: &str) -> Self {
+        SqlError::new("42703", format!("column \"{name}\" does not exist"))
+    }
+
+    pub fn mismatch(message: impl Into<String>) -> Self {
+        SqlError::new("42804", message)
+    }
+
+    pub fn invalid_text(type_name: &str, text: &str) -> Self {
+        SqlError::new("22P02", format!("invalid input syntax for type {type_name}: \"{text}\""))
+    }
+
+    pub fn out_of_range(type_name: &str) -> Self {
+        SqlError::new("22003", format!("{type_name} out of range"))
+    }
+
+    pub fn division_by_zero() -> Self {
+        SqlError::new("22012", "division by zero")
+    }
+
+    pub fn undefined_function(message: impl Into<String>) -> Self {
+        SqlError::new("42883", message)
+    }
+
+    pub fn in_failed_transaction() -> Self {
+        SqlError::new(
+            "25P02",
+            "current transaction is aborted, commands ignored until end of transaction block",
+        )
+    }
+
+    /// Whether the client should run the transaction again (serialization failure).
+    pub fn is_retryable(&self) -> bool {
+        self.code == "40001"
+    }
+}
+
+impl fmt::Display for SqlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.message, self.code)
+    }
+}
+
+impl std::error::Error for SqlError {}
+
+impl From<engram_engine::Error> for SqlError {
+    fn from(error: engram_engine::Error) -> Self {
+        SqlError::new(error.sqlstate(), error.to_string())
+    }
+}

@@ -1,0 +1,197 @@
+//! Engram's SQL front end: PostgreSQL-dialect SQL over the engine, in the same process.
+//!
+//! ```text
+//! SQL text --parse.rs (sqlparser, then Engram's ast.rs; unsupported -> 0A000)-->
+//!   plan.rs (bind names and types, infer $n types, choose access paths) -->
+//!   exec.rs (run inside an engine transaction) --> rows
+//! ```
+//!
+//! [`SqlDb`] owns the engine database and the catalog; a [`Session`] per connection (or
+//! thread) holds the transaction state, settings and prepared statements.
+//!
+//! ```
+//! use engram_sql::{SqlDb, Outcome};
+//! let db = SqlDb::open(engram_engine::Config::default()).unwrap();
+//! let mut session = db.session().unwrap();
+//! session.execute_one("CREATE TABLE t (id INT PRIMARY KEY, name TEXT)").unwrap();
+//! session.execute_one("INSERT INTO t VALUES (1, 'one'), (2, 'two')").unwrap();
+//! let Outcome::Rows { rows, .. } = session.execute_one("SELECT name FROM t WHERE id = 2").unwrap() else { panic!() };
+//! assert_eq!(rows[0][0].as_str(), Some("two"));
+//! ```
+
+#![warn(missing_debug_implementations)]
+
+pub mod ast;
+pub mod catalog;
+pub mod codec;
+mod ddl;
+pub mod error;
+pub mod exec;
+pub mod expr;
+pub mod parse;
+pub mod plan;
+pub mod session;
+pub mod types;
+
+pub use error::{SqlError, SqlResult};
+pub use plan::OutputColumn;
+pub use session::{Outcome, Prepared, Session, TransactionStatus};
+pub use types::{Type, Value};
+
+use catalog::{CATALOG_TABLE, Catalog, SchemaLock, Sequence, TableInfo, TableSchema};
+use engram_engine::{Config, Database, Direction, Isolation, TableRef, TableSpec, Worker};
+use parking_lot::{Mutex, RwLock};
+use std::ops::Bound;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64};
+
+/// A database with SQL: the engine, the catalog and the schema lock.
+pub struct SqlDb {
+    db: Arc<Database>,
+    catalog: RwLock<Catalog>,
+    schema_lock: SchemaLock,
+    catalog_table: TableRef,
+    /// A worker for the database's own small transactions (sequence reservations).
+    system: Mutex<Worker>,
+    next_session: AtomicU64,
+}
+
+impl std::fmt::Debug for SqlDb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqlDb").field("tables", &self.catalog.read().tables.len()).finish()
+    }
+}
+
+impl SqlDb {
+    /// Opens (and recovers, with a data directory) a database for SQL.
+    pub fn open(mut config: Config) -> SqlResult<Arc<SqlDb>> {
+        config.index_keys = Some(catalog::index_keys());
+        let db = Database::open(config)?;
+        SqlDb::over(Arc::new(db))
+    }
+
+    /// SQL over an open engine database (opened with [`catalog::index_keys`] if it has a data
+    /// directory with SQL tables).
+    pub fn over(db: Arc<Database>) -> SqlResult<Arc<SqlDb>> {
+        let catalog_table = match db.table(CATALOG_TABLE) {
+            Ok(table) => table,
+            Err(_) => db.create_table(TableSpec::new(CATALOG_TABLE))?,
+        };
+        let mut system = db.worker()?;
+        let mut entries: Vec<(String, Vec<u8>)> = Vec::new();
+        system.transaction(Isolation::Serializable, |txn| {
+            entries.clear();
+            txn.scan(&catalog_table, Bound::Unbounded, Bound::Unbounded, Direction::Forward, usize::MAX, |key, value| {
+                entries.push((String::from_utf8_lossy(key).into_owned(), value.to_vec()));
+                true
+            })?;
+            Ok(())
+        })?;
+        let mut catalog = Catalog::default();
+        let mut reserved = std::collections::HashMap::new();
+        let mut schemas = Vec::new();
+        for (key, value) in entries {
+            if let Some(name) = key.strip_prefix("table:") {
+                let schema: TableSchema = serde_json::from_slice(&value).map_err(|error| {
+                    SqlError::new("XX001", format!("catalog entry for table \"{name}\" does not parse: {error}"))
+                })?;
+                schemas.push(schema);
+            } else if let Some(sequence) = key.strip_prefix("seq:") {
+                let limit: i64 = String::from_utf8_lossy(&value).parse().unwrap_or(0);
+                reserved.insert(sequence.to_string(), limit);
+            }
+        }
+        let mut referenced = std::collections::HashSet::new();
+        for schema in schemas {
+            let engine = db.table(&schema.engine_name).map_err(|_| {
+                SqlError::new("XX001", format!("table \"{}\" has no engine table \"{}\"", schema.name, schema.engine_name))
+            })?;
+            referenced.insert(schema.engine_name.clone());
+            let mut sequences = Vec::new();
+            for column in &schema.columns {
+                sequences.push(column.sequence.as_ref().map(|key| {
+                    let sequence = catalog.sequence(key);
+                    if let Some(limit) = reserved.get(key) {
+                        *sequence.state.lock() = (limit + 1, *limit);
+                    }
+                    sequence
+                }));
+            }
+            let rowid = if schema.primary_key.is_empty() { max_rowid(&mut system, &engine)? + 1 } else { 1 };
+            let info = TableInfo {
+                types: schema.types(),
+                engine,
+                rowid: Arc::new(AtomicI64::new(rowid)),
+                sequences,
+                schema,
+            };
+            catalog.tables.insert(info.schema.name.clone(), Arc::new(info));
+        }
+        // Engine tables of SQL tables that no catalog row names: left by a crash during DDL.
+        for name in db.table_names() {
+            if let Some((_, generation)) = name.rsplit_once('#')
+                && let Ok(generation) = generation.parse::<u64>()
+            {
+                catalog.generation = catalog.generation.max(generation);
+                if !referenced.contains(&name) {
+                    db.drop_table(&name)?;
+                }
+            }
+        }
+        Ok(Arc::new(SqlDb {
+            db,
+            catalog: RwLock::new(catalog),
+            schema_lock: SchemaLock::default(),
+            catalog_table,
+            system: Mutex::new(system),
+            next_session: AtomicU64::new(1),
+        }))
+    }
+
+    pub fn database(&self) -> &Arc<Database> {
+        &self.db
+    }
+
+    /// A new session with its own engine worker.
+    pub fn session(self: &Arc<Self>) -> SqlResult<Session> {
+        let worker = self.db.worker()?;
+        let id = self.next_session.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(Session::new(Arc::clone(self), worker, id))
+    }
+
+    /// The names of the SQL tables.
+    pub fn table_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.catalog.read().tables.keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    /// A table's schema.
+    pub fn table_schema(&self, name: &str) -> Option<TableSchema> {
+        self.catalog.read().tables.get(name).map(|t| t.schema.clone())
+    }
+
+    /// Records that sequence values up to `limit` may be handed out.
+    fn reserve(&self, sequence: &Sequence, limit: i64) -> SqlResult<()> {
+        let key = format!("seq:{}", sequence.key);
+        let value = limit.to_string();
+        let mut worker = self.system.lock();
+        worker.transaction(Isolation::Serializable, |txn| txn.put(&self.catalog_table, key.as_bytes(), value.as_bytes()))?;
+        Ok(())
+    }
+}
+
+fn max_rowid(worker: &mut Worker, table: &TableRef) -> SqlResult<i64> {
+    let mut max = 0;
+    worker.transaction(Isolation::Serializable, |txn| {
+        txn.scan(table, Bound::Unbounded, Bound::Unbounded, Direction::Reverse, 1, |key, _| {
+            if key.len() == 8 {
+                let raw = u64::from_be_bytes(key.try_into().unwrap_or_default()) ^ (1 << 63);
+                max = raw as i64;
+            }
+            false
+        })?;
+        Ok(())
+    })?;
+    Ok(max)
+}

@@ -1,0 +1,891 @@
+//! SQL text to Engram's syntax tree: sqlparser (PostgreSQL dialect) parses, and this module
+//! keeps what Engram supports, rejecting the rest with SQLSTATE 0A000 and the feature's name.
+
+use crate::ast::*;
+use crate::error::{SqlError, SqlResult};
+use crate::types::{NUMERIC_PRECISION_MAX, Type};
+use engram_engine::Isolation;
+use sqlparser::ast as sp;
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+
+/// Parses a string of one or more statements separated by semicolons.
+pub fn parse(sql: &str) -> SqlResult<Vec<Statement>> {
+    let mut statements = Vec::new();
+    for piece in split_utilities(sql) {
+        match piece {
+            Piece::Utility(statement) => statements.push(statement),
+            Piece::Sql(text) => {
+                let parsed = Parser::parse_sql(&PostgreSqlDialect {}, text)
+                    .map_err(|error| SqlError::syntax(syntax_message(&error.to_string())))?;
+                for statement in parsed {
+                    statements.push(statement_from(statement)?);
+                }
+            }
+        }
+    }
+    Ok(statements)
+}
+
+/// Parses a default expression kept in the catalog.
+pub fn parse_expr(sql: &str) -> SqlResult<Expr> {
+    let expr = Parser::new(&PostgreSqlDialect {})
+        .try_with_sql(sql)
+        .and_then(|mut parser| parser.parse_expr())
+        .map_err(|error| SqlError::syntax(syntax_message(&error.to_string())))?;
+    expr_from(expr)
+}
+
+fn syntax_message(message: &str) -> String {
+    let message = message.strip_prefix("sql parser error: ").unwrap_or(message);
+    format!("syntax error: {message}")
+}
+
+enum Piece<'a> {
+    Sql(&'a str),
+    Utility(Statement),
+}
+
+/// Statements sqlparser does not take in PostgreSQL's form (`VACUUM`, `ANALYZE`, `CHECKPOINT`,
+/// sent by pgbench and maintenance scripts) are recognised here; they must be alone in their
+/// string or separated by semicolons outside quotes.
+fn split_utilities(sql: &str) -> Vec<Piece<'_>> {
+    let first_word = |text: &str| {
+        text.trim_start()
+            .split(|c: char| !c.is_ascii_alphabetic())
+            .next()
+            .unwrap_or("")
+            .to_ascii_uppercase()
+    };
+    let is_utility = |text: &str| matches!(first_word(text).as_str(), "VACUUM" | "ANALYZE" | "CHECKPOINT");
+    if !sql.split(';').any(is_utility) {
+        return vec![Piece::Sql(sql)];
+    }
+    // Only simple strings mix utilities with other statements; split on semicolons outside
+    // quotes.
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    let mut quote: Option<char> = None;
+    for (at, c) in sql.char_indices() {
+        match (quote, c) {
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, ';') => {
+                pieces.push(&sql[start..at]);
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    pieces.push(&sql[start..]);
+    pieces
+        .into_iter()
+        .filter(|piece| !piece.trim().is_empty())
+        .map(|piece| {
+            let word = first_word(piece);
+            match word.as_str() {
+                "VACUUM" | "ANALYZE" => Piece::Utility(Statement::Utility { tag: word, checkpoint: false }),
+                "CHECKPOINT" => Piece::Utility(Statement::Utility { tag: word, checkpoint: true }),
+                _ => Piece::Sql(piece),
+            }
+        })
+        .collect()
+}
+
+fn ident(ident: &sp::Ident) -> String {
+    if ident.quote_style.is_some() { ident.value.clone() } else { ident.value.to_lowercase() }
+}
+
+/// A table or index name: `name` or `public.name` / `pg_catalog.name` (one schema).
+fn object_name(name: &sp::ObjectName) -> SqlResult<String> {
+    let parts: Vec<String> = name
+        .0
+        .iter()
+        .map(|part| match part {
+            sp::ObjectNamePart::Identifier(id) => Ok(ident(id)),
+            sp::ObjectNamePart::Function(_) => Err(SqlError::unsupported("a function in a name")),
+        })
+        .collect::<SqlResult<_>>()?;
+    match parts.as_slice() {
+        [name] => Ok(name.clone()),
+        [schema, name] if schema == "public" => Ok(name.clone()),
+        _ => Err(SqlError::unsupported(format!("the qualified name \"{name}\" (schemas)"))),
+    }
+}
+
+fn statement_from(statement: sp::Statement) -> SqlResult<Statement> {
+    use sp::Statement as S;
+    Ok(match statement {
+        S::Query(query) => Statement::Query(Box::new(query_from(*query)?)),
+        S::Insert(insert) => Statement::Insert(Box::new(insert_from(insert)?)),
+        S::Update(update) => Statement::Update(Box::new(update_from(update)?)),
+        S::Delete(delete) => Statement::Delete(Box::new(delete_from(delete)?)),
+        S::CreateTable(create) => Statement::CreateTable(Box::new(create_table_from(create)?)),
+        S::CreateIndex(create) => {
+            if create.predicate.is_some() {
+                return Err(SqlError::unsupported("a partial index (CREATE INDEX ... WHERE)"));
+            }
+            if !create.include.is_empty() {
+                return Err(SqlError::unsupported("INCLUDE columns of an index"));
+            }
+            let columns = create
+                .columns
+                .iter()
+                .map(|column| index_column(&column.column))
+                .collect::<SqlResult<_>>()?;
+            Statement::CreateIndex(Box::new(CreateIndex {
+                name: create.name.as_ref().map(object_name).transpose()?,
+                table: object_name(&create.table_name)?,
+                columns,
+                unique: create.unique,
+                if_not_exists: create.if_not_exists,
+            }))
+        }
+        S::Drop { object_type, if_exists, names, .. } => {
+            let names = names.iter().map(object_name).collect::<SqlResult<_>>()?;
+            match object_type {
+                sp::ObjectType::Table => Statement::DropTable { names, if_exists },
+                sp::ObjectType::Index => Statement::DropIndex { names, if_exists },
+                other => return Err(SqlError::unsupported(format!("DROP {other}"))),
+            }
+        }
+        S::Truncate(truncate) => Statement::Truncate {
+            tables: truncate
+                .table_names
+                .iter()
+                .map(|target| object_name(&target.name))
+                .collect::<SqlResult<_>>()?,
+        },
+        S::AlterTable(alter) => {
+            let table = object_name(&alter.name)?;
+            match alter.operations.as_slice() {
+                [sp::AlterTableOperation::AddConstraint { constraint: sp::TableConstraint::PrimaryKey(pk), .. }] => {
+                    Statement::AddPrimaryKey {
+                        table,
+                        columns: pk.columns.iter().map(|c| index_column(&c.column)).collect::<SqlResult<_>>()?,
+                    }
+                }
+                _ => return Err(SqlError::unsupported("this ALTER TABLE (only ADD PRIMARY KEY)")),
+            }
+        }
+        S::StartTransaction { modes, .. } => {
+            let (isolation, read_only) = transaction_modes(&modes)?;
+            Statement::Begin { isolation, read_only }
+        }
+        S::Commit { chain, .. } | S::Rollback { chain, savepoint: None } if chain => {
+            return Err(SqlError::unsupported("AND CHAIN"));
+        }
+        S::Commit { .. } => Statement::Commit,
+        S::Rollback { savepoint: None, .. } => Statement::Rollback,
+        S::Rollback { savepoint: Some(_), .. } | S::Savepoint { .. } => {
+            return Err(SqlError::unsupported("SAVEPOINT"));
+        }
+        S::Set(set) => set_from(set)?,
+        S::ShowVariable { variable } => Statement::Show {
+            name: variable.iter().map(ident).collect::<Vec<_>>().join(" "),
+        },
+        S::Prepare { name, data_types, statement } => Statement::Prepare {
+            name: ident(&name),
+            types: data_types.iter().map(type_from).collect::<SqlResult<_>>()?,
+            statement: Box::new(statement_from(*statement)?),
+        },
+        S::Execute { name: Some(name), parameters, immediate: false, .. } => Statement::Execute {
+            name: object_name(&name)?,
+            params: parameters.into_iter().map(expr_from).collect::<SqlResult<_>>()?,
+        },
+        S::Deallocate { name, .. } => {
+            let name = ident(&name);
+            Statement::Deallocate { name: (name != "all").then_some(name) }
+        }
+        S::Explain { statement, analyze: false, .. } => {
+            Statement::Explain(Box::new(statement_from(*statement)?))
+        }
+        S::Explain { .. } => return Err(SqlError::unsupported("EXPLAIN ANALYZE")),
+        other => {
+            let text = other.to_string();
+            let words: Vec<&str> = text.split_whitespace().take(2).collect();
+            return Err(SqlError::unsupported(format!("the statement {}", words.join(" "))));
+        }
+    })
+}
+
+fn index_column(column: &sp::OrderByExpr) -> SqlResult<String> {
+    match &column.expr {
+        sp::Expr::Identifier(id) => Ok(ident(id)),
+        other => Err(SqlError::unsupported(format!("an index on the expression {other}"))),
+    }
+}
+
+fn isolation_from(level: &sp::TransactionIsolationLevel) -> Isolation {
+    match level {
+        // PostgreSQL runs READ UNCOMMITTED as READ COMMITTED.
+        sp::TransactionIsolationLevel::ReadUncommitted | sp::TransactionIsolationLevel::ReadCommitted => {
+            Isolation::ReadCommitted
+        }
+        sp::TransactionIsolationLevel::RepeatableRead => Isolation::RepeatableRead,
+        sp::TransactionIsolationLevel::Serializable => Isolation::Serializable,
+        sp::TransactionIsolationLevel::Snapshot => Isolation::Snapshot,
+    }
+}
+
+fn transaction_modes(modes: &[sp::TransactionMode]) -> SqlResult<(Option<Isolation>, bool)> {
+    let mut isolation = None;
+    let mut read_only = false;
+    for mode in modes {
+        match mode {
+            sp::TransactionMode::IsolationLevel(level) => isolation = Some(isolation_from(level)),
+            sp::TransactionMode::AccessMode(sp::TransactionAccessMode::ReadOnly) => read_only = true,
+            sp::TransactionMode::AccessMode(sp::TransactionAccessMode::ReadWrite) => read_only = false,
+        }
+    }
+    Ok((isolation, read_only))
+}
+
+fn set_from(set: sp::Set) -> SqlResult<Statement> {
+    match set {
+        sp::Set::SetTransaction { modes, snapshot: None, session } => {
+            let (isolation, _) = transaction_modes(&modes)?;
+            Ok(Statement::SetTransaction { isolation, session })
+        }
+        sp::Set::SingleAssignment { variable, values, .. } => {
+            let name = object_name(&variable)?;
+            let value = match values.as_slice() {
+                [sp::Expr::Identifier(id)] if id.value.eq_ignore_ascii_case("default") => None,
+                [value] => Some(setting_text(value)),
+                values => Some(values.iter().map(setting_text).collect::<Vec<_>>().join(", ")),
+            };
+            Ok(Statement::Set { name, value })
+        }
+        sp::Set::SetTimeZone { value, .. } => {
+            Ok(Statement::Set { name: "timezone".into(), value: Some(setting_text(&value)) })
+        }
+        sp::Set::SetNames { charset_name, .. } => {
+            Ok(Statement::Set { name: "client_encoding".into(), value: Some(charset_name.value) })
+        }
+        other => Err(SqlError::unsupported(format!("{other}"))),
+    }
+}
+
+fn setting_text(value: &sp::Expr) -> String {
+    match value {
+        sp::Expr::Value(v) => match &v.value {
+            sp::Value::SingleQuotedString(s) => s.clone(),
+            other => other.to_string(),
+        },
+        sp::Expr::Identifier(id) => id.value.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// A column type.
+pub fn type_from(ty: &sp::DataType) -> SqlResult<Type> {
+    use sp::DataType as D;
+    let length = |length: &Option<sp::CharacterLength>, default: u32| -> SqlResult<u32> {
+        match length {
+            None => Ok(default),
+            Some(sp::CharacterLength::IntegerLength { length, .. }) => {
+                if *length == 0 || *length > 10_485_760 {
+                    Err(SqlError::new("22023", format!("length for type must be between 1 and 10485760, not {length}")))
+                } else {
+                    Ok(*length as u32)
+                }
+            }
+            Some(sp::CharacterLength::Max) => Err(SqlError::unsupported("length MAX")),
+        }
+    };
+    Ok(match ty {
+        D::Bool | D::Boolean => Type::Bool,
+        D::SmallInt(_) | D::Int2(_) => Type::Int2,
+        D::Int(_) | D::Integer(_) | D::Int4(_) => Type::Int4,
+        D::BigInt(_) | D::Int8(_) => Type::Int8,
+        D::Real | D::Float4 => Type::Float4,
+        D::DoublePrecision | D::Float8 | D::Double(sp::ExactNumberInfo::None) => Type::Float8,
+        D::Float(sp::ExactNumberInfo::Precision(p)) if *p <= 24 => Type::Float4,
+        D::Float(_) => Type::Float8,
+        D::Numeric(info) | D::Decimal(info) | D::Dec(info) => match info {
+            sp::ExactNumberInfo::None => Type::Numeric { precision: 0, scale: 0 },
+            sp::ExactNumberInfo::Precision(p) => numeric(*p, 0)?,
+            sp::ExactNumberInfo::PrecisionAndScale(p, s) => numeric(*p, *s)?,
+        },
+        D::Char(len) | D::Character(len) => Type::Char(length(len, 1)?),
+        D::Varchar(len) | D::CharacterVarying(len) | D::CharVarying(len) => Type::Varchar(length(len, 0)?),
+        D::Text | D::String(None) => Type::Text,
+        D::Bytea => Type::Bytea,
+        D::Date => Type::Date,
+        D::Timestamp(_, sp::TimezoneInfo::None | sp::TimezoneInfo::WithoutTimeZone) | D::Datetime(_) => {
+            Type::Timestamp
+        }
+        D::Custom(name, modifiers) if modifiers.is_empty() => {
+            match object_name(name)?.as_str() {
+                "int" | "int4" | "integer" => Type::Int4,
+                "int2" | "smallint" => Type::Int2,
+                "int8" | "bigint" => Type::Int8,
+                "float4" => Type::Float4,
+                "float8" => Type::Float8,
+                "bpchar" => Type::Char(1),
+                "text" | "name" => Type::Text,
+                other => return Err(SqlError::new("42704", format!("type \"{other}\" does not exist or is not supported"))),
+            }
+        }
+        other => return Err(SqlError::unsupported(format!("the type {other}"))),
+    })
+}
+
+fn numeric(precision: u64, scale: i64) -> SqlResult<Type> {
+    if precision == 0 || precision > u64::from(NUMERIC_PRECISION_MAX) {
+        return Err(SqlError::new(
+            "22023",
+            format!("NUMERIC precision {precision} must be between 1 and {NUMERIC_PRECISION_MAX}"),
+        ));
+    }
+    if scale < 0 || scale as u64 > precision {
+        return Err(SqlError::new(
+            "22023",
+            format!("NUMERIC scale {scale} must be between 0 and precision {precision}"),
+        ));
+    }
+    Ok(Type::Numeric { precision: precision as u8, scale: scale as u8 })
+}
+
+fn create_table_from(create: sp::CreateTable) -> SqlResult<CreateTable> {
+    if create.query.is_some() {
+        return Err(SqlError::unsupported("CREATE TABLE ... AS"));
+    }
+    if create.temporary {
+        return Err(SqlError::unsupported("temporary tables"));
+    }
+    if create.like.is_some() || create.inherits.is_some() || create.partition_by.is_some() {
+        return Err(SqlError::unsupported("CREATE TABLE with LIKE, INHERITS or PARTITION BY"));
+    }
+    let mut table = CreateTable {
+        name: object_name(&create.name)?,
+        if_not_exists: create.if_not_exists,
+        columns: Vec::new(),
+        primary_key: Vec::new(),
+        uniques: Vec::new(),
+    };
+    for column in create.columns {
+        let (ty, serial) = match &column.data_type {
+            sp::DataType::Custom(name, modifiers) if modifiers.is_empty() => {
+                match object_name(name)?.as_str() {
+                    "serial" | "serial4" => (Type::Int4, true),
+                    "bigserial" | "serial8" => (Type::Int8, true),
+                    "smallserial" | "serial2" => (Type::Int2, true),
+                    _ => (type_from(&column.data_type)?, false),
+                }
+            }
+            other => (type_from(other)?, false),
+        };
+        let mut def = ColumnDef {
+            name: ident(&column.name),
+            ty,
+            not_null: serial,
+            default: None,
+            serial,
+            primary: false,
+            unique: false,
+        };
+        for option in column.options {
+            match option.option {
+                sp::ColumnOption::Null => def.not_null = false,
+                sp::ColumnOption::NotNull => def.not_null = true,
+                sp::ColumnOption::Default(expr) => {
+                    // Check now that it converts; the catalog keeps the text.
+                    expr_from(expr.clone())?;
+                    def.default = Some(expr.to_string());
+                }
+                sp::ColumnOption::PrimaryKey(_) => def.primary = true,
+                sp::ColumnOption::Unique(_) => def.unique = true,
+                other => return Err(SqlError::unsupported(format!("the column option {other}"))),
+            }
+        }
+        table.columns.push(def);
+    }
+    for constraint in create.constraints {
+        match constraint {
+            sp::TableConstraint::PrimaryKey(pk) => {
+                if !table.primary_key.is_empty() {
+                    return Err(SqlError::new("42P16", "multiple primary keys are not allowed"));
+                }
+                table.primary_key =
+                    pk.columns.iter().map(|c| index_column(&c.column)).collect::<SqlResult<_>>()?;
+            }
+            sp::TableConstraint::Unique(unique) => table
+                .uniques
+                .push(unique.columns.iter().map(|c| index_column(&c.column)).collect::<SqlResult<_>>()?),
+            other => return Err(SqlError::unsupported(format!("the constraint {other}"))),
+        }
+    }
+    Ok(table)
+}
+
+fn table_ref(factor: &sp::TableFactor) -> SqlResult<TableRef> {
+    match factor {
+        sp::TableFactor::Table { name, alias, args: None, .. } => {
+            if let Some(alias) = alias
+                && !alias.columns.is_empty()
+            {
+                return Err(SqlError::unsupported("column aliases on a table"));
+            }
+            Ok(TableRef { name: object_name(name)?, alias: alias.as_ref().map(|a| ident(&a.name)) })
+        }
+        sp::TableFactor::Derived { .. } => Err(SqlError::unsupported("a subquery in FROM")),
+        other => Err(SqlError::unsupported(format!("the FROM item {other}"))),
+    }
+}
+
+fn query_from(query: sp::Query) -> SqlResult<Query> {
+    if query.with.is_some() {
+        return Err(SqlError::unsupported("WITH (common table expressions)"));
+    }
+    if query.fetch.is_some() {
+        return Err(SqlError::unsupported("FETCH FIRST"));
+    }
+    let mut for_update = false;
+    for lock in &query.locks {
+        if lock.nonblock.is_some() {
+            return Err(SqlError::unsupported("NOWAIT / SKIP LOCKED"));
+        }
+        for_update = true;
+    }
+    let body = match *query.body {
+        sp::SetExpr::Select(select) => QueryBody::Select(Box::new(select_from(*select)?)),
+        sp::SetExpr::Values(values) => QueryBody::Values(
+            values
+                .rows
+                .into_iter()
+                .map(|row| row.content.into_iter().map(expr_from).collect::<SqlResult<Vec<_>>>())
+                .collect::<SqlResult<_>>()?,
+        ),
+        sp::SetExpr::Query(inner) => {
+            let inner = query_from(*inner)?;
+            if query.order_by.is_none() && query.limit_clause.is_none() {
+                return Ok(inner);
+            }
+            return Err(SqlError::unsupported("a parenthesized query with its own ORDER BY or LIMIT"));
+        }
+        sp::SetExpr::SetOperation { op, .. } => {
+            return Err(SqlError::unsupported(format!("{op} (set operations)")));
+        }
+        other => return Err(SqlError::unsupported(format!("the query {other}"))),
+    };
+    let order_by = match query.order_by {
+        None => Vec::new(),
+        Some(order) => match order.kind {
+            sp::OrderByKind::Expressions(items) => items
+                .into_iter()
+                .map(|item| {
+                    Ok(OrderItem {
+                        expr: expr_from(item.expr)?,
+                        descending: matches!(item.options.sort, Some(sp::OrderBySort::Desc)),
+                        nulls_first: item.options.nulls_first,
+                    })
+                })
+                .collect::<SqlResult<_>>()?,
+            sp::OrderByKind::All(_) => return Err(SqlError::unsupported("ORDER BY ALL")),
+        },
+    };
+    let (limit, offset) = match query.limit_clause {
+        None => (None, None),
+        Some(sp::LimitClause::LimitOffset { limit, offset, limit_by }) => {
+            if !limit_by.is_empty() {
+                return Err(SqlError::unsupported("LIMIT BY"));
+            }
+            (limit.map(expr_from).transpose()?, offset.map(|o| expr_from(o.value)).transpose()?)
+        }
+        Some(sp::LimitClause::OffsetCommaLimit { .. }) => {
+            return Err(SqlError::unsupported("LIMIT offset, count"));
+        }
+    };
+    // `LIMIT ALL` parses as no limit.
+    Ok(Query { body, order_by, limit, offset, for_update })
+}
+
+fn select_from(select: sp::Select) -> SqlResult<Select> {
+    if select.into.is_some() {
+        return Err(SqlError::unsupported("SELECT INTO"));
+    }
+    if select.top.is_some() || !select.lateral_views.is_empty() || select.qualify.is_some() {
+        return Err(SqlError::unsupported("TOP, LATERAL VIEW or QUALIFY"));
+    }
+    if !select.named_window.is_empty() {
+        return Err(SqlError::unsupported("window functions"));
+    }
+    let distinct = match select.distinct {
+        None | Some(sp::Distinct::All) => false,
+        Some(sp::Distinct::Distinct) => true,
+        Some(sp::Distinct::On(_)) => return Err(SqlError::unsupported("DISTINCT ON")),
+    };
+    let items = select
+        .projection
+        .into_iter()
+        .map(|item| {
+            Ok(match item {
+                sp::SelectItem::UnnamedExpr(expr) => SelectItem::Expr { expr: expr_from(expr)?, alias: None },
+                sp::SelectItem::ExprWithAlias { expr, alias } => {
+                    SelectItem::Expr { expr: expr_from(expr)?, alias: Some(ident(&alias)) }
+                }
+                sp::SelectItem::Wildcard(_) => SelectItem::Wildcard,
+                sp::SelectItem::QualifiedWildcard(sp::SelectItemQualifiedWildcardKind::ObjectName(name), _) => {
+                    SelectItem::QualifiedWildcard(object_name(&name)?)
+                }
+                other => return Err(SqlError::unsupported(format!("the select item {other}"))),
+            })
+        })
+        .collect::<SqlResult<_>>()?;
+    let mut from = Vec::new();
+    for item in select.from {
+        let mut joins = Vec::new();
+        for join in item.joins {
+            let (kind, constraint) = match join.join_operator {
+                sp::JoinOperator::Join(c) | sp::JoinOperator::Inner(c) => (JoinKind::Inner, c),
+                sp::JoinOperator::Left(c) | sp::JoinOperator::LeftOuter(c) => (JoinKind::Left, c),
+                sp::JoinOperator::CrossJoin(c) => (JoinKind::Inner, c),
+                other => return Err(SqlError::unsupported(format!("the join {other:?}").replace("(None)", ""))),
+            };
+            let on = match constraint {
+                sp::JoinConstraint::On(expr) => Some(expr_from(expr)?),
+                sp::JoinConstraint::None => None,
+                sp::JoinConstraint::Using(_) => return Err(SqlError::unsupported("JOIN ... USING")),
+                sp::JoinConstraint::Natural => return Err(SqlError::unsupported("NATURAL JOIN")),
+            };
+            joins.push(Join { table: table_ref(&join.relation)?, kind, on });
+        }
+        from.push(FromItem { table: table_ref(&item.relation)?, joins });
+    }
+    let group_by = match select.group_by {
+        sp::GroupByExpr::Expressions(exprs, modifiers) => {
+            if !modifiers.is_empty() {
+                return Err(SqlError::unsupported("GROUP BY modifiers"));
+            }
+            exprs.into_iter().map(expr_from).collect::<SqlResult<_>>()?
+        }
+        sp::GroupByExpr::All(_) => return Err(SqlError::unsupported("GROUP BY ALL")),
+    };
+    Ok(Select {
+        distinct,
+        items,
+        from,
+        filter: select.selection.map(expr_from).transpose()?,
+        group_by,
+        having: select.having.map(expr_from).transpose()?,
+    })
+}
+
+fn returning(items: Option<Vec<sp::SelectItem>>) -> SqlResult<Vec<SelectItem>> {
+    let Some(items) = items else { return Ok(Vec::new()) };
+    items
+        .into_iter()
+        .map(|item| {
+            Ok(match item {
+                sp::SelectItem::UnnamedExpr(expr) => SelectItem::Expr { expr: expr_from(expr)?, alias: None },
+                sp::SelectItem::ExprWithAlias { expr, alias } => {
+                    SelectItem::Expr { expr: expr_from(expr)?, alias: Some(ident(&alias)) }
+                }
+                sp::SelectItem::Wildcard(_) => SelectItem::Wildcard,
+                other => return Err(SqlError::unsupported(format!("RETURNING {other}"))),
+            })
+        })
+        .collect()
+}
+
+fn assignments(list: Vec<sp::Assignment>) -> SqlResult<Vec<(String, Expr)>> {
+    list.into_iter()
+        .map(|assignment| match assignment.target {
+            sp::AssignmentTarget::ColumnName(name) => {
+                let column = match name.0.last() {
+                    Some(sp::ObjectNamePart::Identifier(id)) => ident(id),
+                    _ => return Err(SqlError::syntax("a column name is expected")),
+                };
+                Ok((column, expr_from(assignment.value)?))
+            }
+            sp::AssignmentTarget::Tuple(_) => Err(SqlError::unsupported("SET (a, b) = (...)")),
+        })
+        .collect()
+}
+
+fn insert_from(insert: sp::Insert) -> SqlResult<Insert> {
+    let sp::TableObject::TableName(name) = &insert.table else {
+        return Err(SqlError::unsupported("INSERT INTO a table function"));
+    };
+    let table = TableRef {
+        name: object_name(name)?,
+        alias: insert.table_alias.as_ref().map(|alias| ident(&alias.alias)),
+    };
+    let columns = insert
+        .columns
+        .iter()
+        .map(|name| match name.0.last() {
+            Some(sp::ObjectNamePart::Identifier(id)) => Ok(ident(id)),
+            _ => Err(SqlError::syntax("a column name is expected")),
+        })
+        .collect::<SqlResult<_>>()?;
+    let source = match insert.source {
+        None => InsertSource::DefaultValues,
+        Some(query) => {
+            let query = query_from(*query)?;
+            match query.body {
+                QueryBody::Values(rows) if query.order_by.is_empty() && query.limit.is_none() => {
+                    InsertSource::Values(rows)
+                }
+                _ => InsertSource::Query(Box::new(query)),
+            }
+        }
+    };
+    let on_conflict = match insert.on {
+        None => None,
+        Some(sp::OnInsert::OnConflict(conflict)) => {
+            let columns = match conflict.conflict_target {
+                None => Vec::new(),
+                Some(sp::ConflictTarget::Columns(columns)) => columns.iter().map(ident).collect(),
+                Some(sp::ConflictTarget::OnConstraint(_)) => {
+                    return Err(SqlError::unsupported("ON CONFLICT ON CONSTRAINT"));
+                }
+            };
+            let action = match conflict.action {
+                sp::OnConflictAction::DoNothing => ConflictAction::Nothing,
+                sp::OnConflictAction::DoUpdate(update) => ConflictAction::Update {
+                    assignments: assignments(update.assignments)?,
+                    filter: update.selection.map(expr_from).transpose()?,
+                },
+            };
+            Some(OnConflict { columns, action })
+        }
+        Some(_) => return Err(SqlError::unsupported("ON DUPLICATE KEY UPDATE")),
+    };
+    Ok(Insert { table, columns, source, on_conflict, returning: returning(insert.returning)? })
+}
+
+fn update_from(update: sp::Update) -> SqlResult<Update> {
+    if !update.table.joins.is_empty() || update.from.is_some() {
+        return Err(SqlError::unsupported("UPDATE with FROM or joins"));
+    }
+    Ok(Update {
+        table: table_ref(&update.table.relation)?,
+        assignments: assignments(update.assignments)?,
+        filter: update.selection.map(expr_from).transpose()?,
+        returning: returning(update.returning)?,
+    })
+}
+
+fn delete_from(delete: sp::Delete) -> SqlResult<Delete> {
+    let tables = match delete.from {
+        sp::FromTable::WithFromKeyword(tables) | sp::FromTable::WithoutKeyword(tables) => tables,
+    };
+    if tables.len() != 1 || !tables[0].joins.is_empty() || delete.using.is_some() {
+        return Err(SqlError::unsupported("DELETE from several tables or with USING"));
+    }
+    Ok(Delete {
+        table: table_ref(&tables[0].relation)?,
+        filter: delete.selection.map(expr_from).transpose()?,
+        returning: returning(delete.returning)?,
+    })
+}
+
+fn boxed(expr: sp::Expr) -> SqlResult<Box<Expr>> {
+    Ok(Box::new(expr_from(expr)?))
+}
+
+/// Converts an expression.
+pub fn expr_from(expr: sp::Expr) -> SqlResult<Expr> {
+    use sp::Expr as E;
+    Ok(match expr {
+        E::Identifier(id) => {
+            if id.quote_style.is_none() {
+                let lower = id.value.to_lowercase();
+                match lower.as_str() {
+                    "current_timestamp" | "localtimestamp" => {
+                        return Ok(Expr::Function { name: "now".into(), args: vec![], distinct: false, star: false });
+                    }
+                    "current_date" => {
+                        return Ok(Expr::Function { name: "current_date".into(), args: vec![], distinct: false, star: false });
+                    }
+                    "default" => return Ok(Expr::Default),
+                    _ => {}
+                }
+            }
+            Expr::Column { table: None, name: ident(&id) }
+        }
+        E::CompoundIdentifier(ids) => match ids.as_slice() {
+            [table, column] => Expr::Column { table: Some(ident(table)), name: ident(column) },
+            [schema, table, column] if ident(schema) == "public" => {
+                Expr::Column { table: Some(ident(table)), name: ident(column) }
+            }
+            _ => return Err(SqlError::unsupported(format!("the name {}", E::CompoundIdentifier(ids)))),
+        },
+        E::Value(value) => match value.value {
+            sp::Value::Number(text, _) => Expr::Literal(Literal::Number(text)),
+            sp::Value::SingleQuotedString(s) | sp::Value::EscapedStringLiteral(s) | sp::Value::DollarQuotedString(sp::DollarQuotedString { value: s, .. }) => {
+                Expr::Literal(Literal::String(s))
+            }
+            sp::Value::Boolean(b) => Expr::Literal(Literal::Bool(b)),
+            sp::Value::Null => Expr::Literal(Literal::Null),
+            sp::Value::Placeholder(text) => {
+                let number = text
+                    .strip_prefix('$')
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .filter(|n| (1..=65_535).contains(n))
+                    .ok_or_else(|| SqlError::syntax(format!("invalid parameter {text}")))?;
+                Expr::Param(number)
+            }
+            other => return Err(SqlError::unsupported(format!("the literal {other}"))),
+        },
+        E::TypedString(typed) => {
+            let ty = type_from(&typed.data_type)?;
+            let text = match typed.value.value {
+                sp::Value::SingleQuotedString(s) => s,
+                other => return Err(SqlError::unsupported(format!("the literal {other}"))),
+            };
+            Expr::Cast { expr: Box::new(Expr::Literal(Literal::String(text))), ty }
+        }
+        E::Nested(inner) => expr_from(*inner)?,
+        E::UnaryOp { op, expr } => match op {
+            sp::UnaryOperator::Minus => match *expr {
+                E::Value(sp::ValueWithSpan { value: sp::Value::Number(text, _), .. }) => {
+                    Expr::Literal(Literal::Number(format!("-{text}")))
+                }
+                other => Expr::Negate(boxed(other)?),
+            },
+            sp::UnaryOperator::Plus => expr_from(*expr)?,
+            sp::UnaryOperator::Not => Expr::Not(boxed(*expr)?),
+            other => return Err(SqlError::unsupported(format!("the operator {other}"))),
+        },
+        E::BinaryOp { left, op, right } => {
+            let op = match op {
+                sp::BinaryOperator::Plus => BinaryOp::Add,
+                sp::BinaryOperator::Minus => BinaryOp::Subtract,
+                sp::BinaryOperator::Multiply => BinaryOp::Multiply,
+                sp::BinaryOperator::Divide => BinaryOp::Divide,
+                sp::BinaryOperator::Modulo => BinaryOp::Modulo,
+                sp::BinaryOperator::StringConcat => BinaryOp::Concat,
+                sp::BinaryOperator::Eq => BinaryOp::Eq,
+                sp::BinaryOperator::NotEq => BinaryOp::NotEq,
+                sp::BinaryOperator::Lt => BinaryOp::Lt,
+                sp::BinaryOperator::LtEq => BinaryOp::LtEq,
+                sp::BinaryOperator::Gt => BinaryOp::Gt,
+                sp::BinaryOperator::GtEq => BinaryOp::GtEq,
+                sp::BinaryOperator::And => BinaryOp::And,
+                sp::BinaryOperator::Or => BinaryOp::Or,
+                other => return Err(SqlError::unsupported(format!("the operator {other}"))),
+            };
+            Expr::Binary { op, left: boxed(*left)?, right: boxed(*right)? }
+        }
+        E::IsNull(inner) => Expr::IsNull { expr: boxed(*inner)?, negated: false },
+        E::IsNotNull(inner) => Expr::IsNull { expr: boxed(*inner)?, negated: true },
+        E::IsTrue(inner) => Expr::IsBool { expr: boxed(*inner)?, value: true, negated: false },
+        E::IsNotTrue(inner) => Expr::IsBool { expr: boxed(*inner)?, value: true, negated: true },
+        E::IsFalse(inner) => Expr::IsBool { expr: boxed(*inner)?, value: false, negated: false },
+        E::IsNotFalse(inner) => Expr::IsBool { expr: boxed(*inner)?, value: false, negated: true },
+        E::InList { expr, list, negated } => Expr::InList {
+            expr: boxed(*expr)?,
+            list: list.into_iter().map(expr_from).collect::<SqlResult<_>>()?,
+            negated,
+        },
+        E::InSubquery { expr, subquery, negated } => {
+            Expr::InSubquery { expr: boxed(*expr)?, query: Box::new(query_from(*subquery)?), negated }
+        }
+        E::Exists { subquery, negated } => Expr::Exists { query: Box::new(query_from(*subquery)?), negated },
+        E::Subquery(query) => Expr::Subquery(Box::new(query_from(*query)?)),
+        E::Between { expr, negated, low, high } => {
+            Expr::Between { expr: boxed(*expr)?, low: boxed(*low)?, high: boxed(*high)?, negated }
+        }
+        E::Like { negated, any: false, expr, pattern, escape_char: None } => {
+            Expr::Like { expr: boxed(*expr)?, pattern: boxed(*pattern)?, negated, case_insensitive: false }
+        }
+        E::ILike { negated, any: false, expr, pattern, escape_char: None } => {
+            Expr::Like { expr: boxed(*expr)?, pattern: boxed(*pattern)?, negated, case_insensitive: true }
+        }
+        E::Cast { kind: sp::CastKind::Cast | sp::CastKind::DoubleColon, expr, data_type, format: None } => {
+            Expr::Cast { expr: boxed(*expr)?, ty: type_from(&data_type)? }
+        }
+        E::Substring { expr, substring_from, substring_for, .. } => {
+            let mut args = vec![expr_from(*expr)?];
+            args.push(match substring_from {
+                Some(from) => expr_from(*from)?,
+                None => Expr::Literal(Literal::Number("1".into())),
+            });
+            if let Some(length) = substring_for {
+                args.push(expr_from(*length)?);
+            }
+            Expr::Function { name: "substr".into(), args, distinct: false, star: false }
+        }
+        E::Case { operand, conditions, else_result, .. } => Expr::Case {
+            operand: operand.map(|o| boxed(*o)).transpose()?,
+            whens: conditions
+                .into_iter()
+                .map(|when| Ok((expr_from(when.condition)?, expr_from(when.result)?)))
+                .collect::<SqlResult<_>>()?,
+            otherwise: else_result.map(|e| boxed(*e)).transpose()?,
+        },
+        E::Function(function) => function_from(function)?,
+        other => return Err(SqlError::unsupported(format!("the expression {other}"))),
+    })
+}
+
+fn function_from(function: sp::Function) -> SqlResult<Expr> {
+    if function.over.is_some() {
+        return Err(SqlError::unsupported("window functions (OVER)"));
+    }
+    if function.filter.is_some() || !function.within_group.is_empty() {
+        return Err(SqlError::unsupported("FILTER / WITHIN GROUP"));
+    }
+    let name = match function.name.0.as_slice() {
+        [sp::ObjectNamePart::Identifier(id)] => ident(id),
+        [sp::ObjectNamePart::Identifier(schema), sp::ObjectNamePart::Identifier(id)]
+            if ident(schema) == "pg_catalog" =>
+        {
+            ident(id)
+        }
+        _ => return Err(SqlError::unsupported(format!("the function {}", function.name))),
+    };
+    let mut distinct = false;
+    let mut star = false;
+    let mut args = Vec::new();
+    match function.args {
+        sp::FunctionArguments::None => {}
+        sp::FunctionArguments::Subquery(_) => return Err(SqlError::unsupported("a subquery as function arguments")),
+        sp::FunctionArguments::List(list) => {
+            distinct = matches!(list.duplicate_treatment, Some(sp::DuplicateTreatment::Distinct));
+            if !list.clauses.is_empty() {
+                return Err(SqlError::unsupported(format!("clauses in the call of {name}")));
+            }
+            for arg in list.args {
+                match arg {
+                    sp::FunctionArg::Unnamed(sp::FunctionArgExpr::Expr(expr)) => args.push(expr_from(expr)?),
+                    sp::FunctionArg::Unnamed(sp::FunctionArgExpr::Wildcard) => star = true,
+                    other => return Err(SqlError::unsupported(format!("the argument {other}"))),
+                }
+            }
+        }
+    }
+    Ok(Expr::Function { name, args, distinct, star })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejects_unsupported_with_0a000() {
+        for sql in [
+            "SELECT * FROM a UNION SELECT * FROM b",
+            "WITH x AS (SELECT 1) SELECT * FROM x",
+            "SELECT rank() OVER () FROM t",
+            "CREATE TEMPORARY TABLE t (a int)",
+            "SAVEPOINT s",
+        ] {
+            let error = parse(sql).unwrap_err();
+            assert_eq!(error.code, "0A000", "{sql}: {error}");
+            assert!(error.message.contains("not supported"), "{}", error.message);
+        }
+        assert_eq!(parse("SELEC 1").unwrap_err().code, "42601");
+    }
+
+    #[test]
+    fn utilities_and_multiple_statements() {
+        let statements = parse("vacuum analyze pgbench_accounts; SELECT 1; ANALYZE").unwrap();
+        assert_eq!(statements.len(), 3);
+        assert!(matches!(statements[0], Statement::Utility { .. }));
+        assert!(matches!(statements[1], Statement::Query(_)));
+    }
+}

@@ -1,0 +1,728 @@
+//! Sessions: transaction state (idle, in a block, failed), isolation levels, autocommit,
+//! settings and prepared statements with cached plans.
+
+use crate::ast::Statement;
+use crate::catalog::TableInfo;
+use crate::error::{SqlError, SqlResult};
+use crate::exec::{Env, Produced, run_insert, run_modify, run_query};
+use crate::parse::parse;
+use crate::plan::{Binder, OutputColumn, Plan, explain};
+use crate::types::{Type, Value, cast, now_micros};
+use crate::SqlDb;
+use engram_engine::{CommitInfo, Isolation, Worker};
+use parking_lot::Mutex;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// What a statement returned.
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    Rows { columns: Vec<OutputColumn>, rows: Vec<Vec<Value>>, tag: String },
+    Command { tag: String },
+}
+
+impl Outcome {
+    pub fn tag(&self) -> &str {
+        match self {
+            Outcome::Rows { tag, .. } | Outcome::Command { tag } => tag,
+        }
+    }
+
+    pub fn rows(&self) -> &[Vec<Value>] {
+        match self {
+            Outcome::Rows { rows, .. } => rows,
+            Outcome::Command { .. } => &[],
+        }
+    }
+}
+
+/// The transaction state a client sees (PostgreSQL's ReadyForQuery status).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransactionStatus {
+    Idle,
+    InBlock,
+    /// A statement failed in the block: everything but ROLLBACK gets 25P02.
+    Failed,
+}
+
+/// A prepared statement: parsed once, planned once per catalog version.
+#[derive(Debug)]
+pub struct Prepared {
+    pub sql: String,
+    statement: Statement,
+    /// Parameter types, given or inferred (`$n` compared to a column takes its type).
+    pub param_types: Vec<Type>,
+    /// Result columns (empty for statements without rows).
+    pub columns: Vec<OutputColumn>,
+    plan: Mutex<Option<(u64, Arc<Plan>)>>,
+}
+
+/// DDL to undo if the transaction rolls back.
+#[derive(Debug)]
+pub(crate) enum Undo {
+    /// A table was created (or replaced): put back `previous` (or remove `name`), drop the
+    /// new engine table.
+    Table { name: String, previous: Option<Arc<TableInfo>>, created_engine: Option<String> },
+}
+
+/// One client's state. Not shared between threads; each holds its own engine worker.
+pub struct Session {
+    pub(crate) db: Arc<SqlDb>,
+    pub(crate) worker: Worker,
+    pub(crate) id: u64,
+    status: TransactionStatus,
+    /// An engine transaction is open (begun lazily at the first statement that needs one).
+    engine_open: bool,
+    holds_shared: bool,
+    pub(crate) holds_exclusive: bool,
+    default_isolation: Isolation,
+    txn_isolation: Option<Isolation>,
+    read_only: bool,
+    prepared: HashMap<String, Arc<Prepared>>,
+    settings: BTreeMap<String, String>,
+    pub(crate) undo: Vec<Undo>,
+    pub(crate) drop_at_commit: Vec<String>,
+    pub(crate) notices: Vec<String>,
+    /// Wait for the commit's epoch to be durable before COMMIT returns.
+    wait_durable: bool,
+    last_commit: CommitInfo,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").field("id", &self.id).field("status", &self.status).finish()
+    }
+}
+
+/// Autocommit statements aborted by concurrency control are run again this many times.
+const AUTOCOMMIT_RETRIES: u32 = 10;
+
+fn default_settings() -> BTreeMap<String, String> {
+    [
+        ("server_version", "15.0"),
+        ("server_encoding", "UTF8"),
+        ("client_encoding", "UTF8"),
+        ("datestyle", "ISO, MDY"),
+        ("timezone", "UTC"),
+        ("integer_datetimes", "on"),
+        ("standard_conforming_strings", "on"),
+        ("application_name", ""),
+        ("search_path", "public"),
+        ("synchronous_commit", "on"),
+        ("statement_timeout", "0"),
+        ("extra_float_digits", "1"),
+        ("client_min_messages", "notice"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+fn isolation_sql(level: Isolation) -> &'static str {
+    match level {
+        Isolation::ReadCommitted => "read committed",
+        Isolation::RepeatableRead => "repeatable read",
+        Isolation::Serializable => "serializable",
+        Isolation::Snapshot => "snapshot",
+    }
+}
+
+fn parse_isolation(text: &str) -> Option<Isolation> {
+    match text.trim().to_ascii_lowercase().replace('-', " ").as_str() {
+        "read committed" | "read uncommitted" => Some(Isolation::ReadCommitted),
+        "repeatable read" => Some(Isolation::RepeatableRead),
+        "serializable" => Some(Isolation::Serializable),
+        "snapshot" => Some(Isolation::Snapshot),
+        _ => None,
+    }
+}
+
+impl Session {
+    pub(crate) fn new(db: Arc<SqlDb>, worker: Worker, id: u64) -> Self {
+        Session {
+            db,
+            worker,
+            id,
+            status: TransactionStatus::Idle,
+            engine_open: false,
+            holds_shared: false,
+            holds_exclusive: false,
+            default_isolation: Isolation::ReadCommitted,
+            txn_isolation: None,
+            read_only: false,
+            prepared: HashMap::new(),
+            settings: default_settings(),
+            undo: Vec::new(),
+            drop_at_commit: Vec::new(),
+            notices: Vec::new(),
+            wait_durable: true,
+            last_commit: CommitInfo::NOTHING,
+        }
+    }
+
+    pub fn status(&self) -> TransactionStatus {
+        self.status
+    }
+
+    /// The last commit, whose epoch a server waits for before answering COMMIT.
+    pub fn last_commit(&self) -> CommitInfo {
+        self.last_commit
+    }
+
+    /// Whether COMMIT blocks until durable (on by default; a server that waits
+    /// asynchronously turns it off).
+    pub fn set_wait_durable(&mut self, wait: bool) {
+        self.wait_durable = wait;
+    }
+
+    /// Notices raised since the last call (e.g. "there is no transaction in progress").
+    pub fn take_notices(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notices)
+    }
+
+    pub fn setting(&self, name: &str) -> Option<&str> {
+        self.settings.get(name).map(String::as_str)
+    }
+
+    pub fn database(&self) -> &Arc<SqlDb> {
+        &self.db
+    }
+
+    /// Runs every statement of `sql`, stopping at the first error (whose result is last).
+    pub fn execute(&mut self, sql: &str) -> Vec<SqlResult<Outcome>> {
+        let statements = match parse(sql) {
+            Ok(statements) => statements,
+            Err(error) => {
+                self.fail_block();
+                return vec![Err(error)];
+            }
+        };
+        let mut results = Vec::new();
+        for statement in statements {
+            let result = self.run(&statement, &[], 0, None);
+            let failed = result.is_err();
+            results.push(result);
+            if failed {
+                break;
+            }
+        }
+        results
+    }
+
+    /// Runs a string that holds one statement (or several: the last one's outcome).
+    pub fn execute_one(&mut self, sql: &str) -> SqlResult<Outcome> {
+        let mut results = self.execute(sql);
+        results.pop().unwrap_or_else(|| Ok(Outcome::Command { tag: "EMPTY".into() }))
+    }
+
+    /// Prepares one statement. `param_types` may name types for some parameters (the rest
+    /// are inferred).
+    pub fn prepare(&mut self, sql: &str, param_types: &[Type]) -> SqlResult<Arc<Prepared>> {
+        let mut statements = parse(sql)?;
+        let statement = match statements.len() {
+            0 => Statement::Utility { tag: "EMPTY".into(), checkpoint: false },
+            1 => statements.remove(0),
+            _ => return Err(SqlError::syntax("cannot insert multiple commands into a prepared statement")),
+        };
+        self.prepare_statement(sql, statement, param_types)
+    }
+
+    fn prepare_statement(&mut self, sql: &str, statement: Statement, param_types: &[Type]) -> SqlResult<Arc<Prepared>> {
+        let plannable = matches!(statement, Statement::Query(_) | Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_));
+        let (param_types, columns, plan) = if plannable {
+            let (version, plan, params) = self.with_catalog(|catalog| {
+                let binder = Binder::new(catalog, param_types);
+                let (plan, params) = binder.statement(&statement)?;
+                Ok((catalog.version, plan, params))
+            })?;
+            let columns = plan.columns().to_vec();
+            (params, columns, Some((version, Arc::new(plan))))
+        } else {
+            (param_types.to_vec(), Vec::new(), None)
+        };
+        Ok(Arc::new(Prepared { sql: sql.to_string(), statement, param_types, columns, plan: Mutex::new(plan) }))
+    }
+
+    /// Runs `body` with the catalog read under the schema lock (shared), as planning does.
+    fn with_catalog<T>(&mut self, body: impl FnOnce(&crate::catalog::Catalog) -> SqlResult<T>) -> SqlResult<T> {
+        let take = !self.holds_shared;
+        if take {
+            self.db.schema_lock.lock_shared(self.id)?;
+        }
+        let result = body(&self.db.catalog.read());
+        if take {
+            self.db.schema_lock.unlock_shared();
+        }
+        result
+    }
+
+    /// Runs a prepared statement with parameter values (converted to the parameter types).
+    /// `max_rows` > 0 stops after that many rows.
+    pub fn execute_prepared(&mut self, prepared: &Prepared, params: &[Value], max_rows: usize) -> SqlResult<Outcome> {
+        if params.len() != prepared.param_types.len() {
+            return Err(SqlError::new(
+                "08P01",
+                format!(
+                    "bind message supplies {} parameters, but prepared statement requires {}",
+                    params.len(),
+                    prepared.param_types.len()
+                ),
+            ));
+        }
+        self.run(&prepared.statement, params, max_rows, Some(prepared))
+    }
+
+    /// Names a prepared statement (SQL PREPARE, or the wire protocol's Parse).
+    pub fn store_prepared(&mut self, name: &str, prepared: Arc<Prepared>) {
+        self.prepared.insert(name.to_string(), prepared);
+    }
+
+    pub fn prepared(&self, name: &str) -> Option<Arc<Prepared>> {
+        self.prepared.get(name).cloned()
+    }
+
+    fn fail_block(&mut self) {
+        if self.status == TransactionStatus::InBlock {
+            self.abandon();
+            self.status = TransactionStatus::Failed;
+        }
+    }
+
+    /// Rolls back the engine transaction and any DDL, and releases the schema lock.
+    fn abandon(&mut self) {
+        if self.engine_open {
+            let _ = self.worker.rollback();
+            self.engine_open = false;
+        }
+        self.undo_ddl();
+        self.release_locks();
+    }
+
+    fn release_locks(&mut self) {
+        if self.holds_exclusive {
+            self.db.schema_lock.unlock_exclusive(self.id);
+            self.holds_exclusive = false;
+        }
+        if self.holds_shared {
+            self.db.schema_lock.unlock_shared();
+            self.holds_shared = false;
+        }
+    }
+
+    fn undo_ddl(&mut self) {
+        self.drop_at_commit.clear();
+        if self.undo.is_empty() {
+            return;
+        }
+        let mut catalog = self.db.catalog.write();
+        for undo in self.undo.drain(..).rev() {
+            match undo {
+                Undo::Table { name, previous, created_engine } => {
+                    match previous {
+                        Some(info) => {
+                            catalog.tables.insert(name, info);
+                        }
+                        None => {
+                            catalog.tables.remove(&name);
+                        }
+                    }
+                    if let Some(engine) = created_engine {
+                        let _ = self.db.db.drop_table(&engine);
+                    }
+                }
+            }
+        }
+        catalog.version += 1;
+    }
+
+    fn isolation(&self) -> Isolation {
+        self.txn_isolation.unwrap_or(self.default_isolation)
+    }
+
+    /// Opens the engine transaction (and takes the schema lock) if not open yet.
+    pub(crate) fn ensure_transaction(&mut self) -> SqlResult<()> {
+        if !self.holds_shared {
+            self.db.schema_lock.lock_shared(self.id)?;
+            self.holds_shared = true;
+        }
+        if !self.engine_open {
+            self.worker.begin(self.isolation())?;
+            self.engine_open = true;
+        }
+        Ok(())
+    }
+
+    /// Ends the transaction: commit or roll back the engine transaction, finish DDL.
+    fn finish(&mut self, commit: bool) -> SqlResult<()> {
+        let result = if commit && self.engine_open {
+            self.engine_open = false;
+            match self.worker.commit() {
+                Ok(info) => {
+                    self.last_commit = info;
+                    Ok(())
+                }
+                Err(error) => Err(SqlError::from(error)),
+            }
+        } else {
+            if self.engine_open {
+                let _ = self.worker.rollback();
+                self.engine_open = false;
+            }
+            Ok(())
+        };
+        match (&result, commit) {
+            (Ok(()), true) => {
+                self.undo.clear();
+                for engine in std::mem::take(&mut self.drop_at_commit) {
+                    let _ = self.db.db.drop_table(&engine);
+                }
+            }
+            _ => self.undo_ddl(),
+        }
+        self.release_locks();
+        self.txn_isolation = None;
+        self.read_only = false;
+        if result.is_ok() && commit && self.wait_durable && self.last_commit.epoch.0 > 0 {
+            self.worker.wait_durable()?;
+        }
+        result
+    }
+
+    fn run(&mut self, statement: &Statement, params: &[Value], max_rows: usize, prepared: Option<&Prepared>) -> SqlResult<Outcome> {
+        if self.status == TransactionStatus::Failed && !matches!(statement, Statement::Rollback | Statement::Commit) {
+            return Err(SqlError::in_failed_transaction());
+        }
+        match statement {
+            Statement::Begin { isolation, read_only } => {
+                if self.status != TransactionStatus::Idle {
+                    self.notices.push("there is already a transaction in progress".into());
+                } else {
+                    self.status = TransactionStatus::InBlock;
+                    self.txn_isolation = *isolation;
+                    self.read_only = *read_only;
+                }
+                Ok(Outcome::Command { tag: "BEGIN".into() })
+            }
+            Statement::Commit => {
+                let status = self.status;
+                self.status = TransactionStatus::Idle;
+                match status {
+                    TransactionStatus::Idle => {
+                        self.notices.push("there is no transaction in progress".into());
+                        Ok(Outcome::Command { tag: "COMMIT".into() })
+                    }
+                    TransactionStatus::Failed => {
+                        self.finish(false)?;
+                        Ok(Outcome::Command { tag: "ROLLBACK".into() })
+                    }
+                    TransactionStatus::InBlock => {
+                        self.finish(true)?;
+                        Ok(Outcome::Command { tag: "COMMIT".into() })
+                    }
+                }
+            }
+            Statement::Rollback => {
+                if self.status == TransactionStatus::Idle {
+                    self.notices.push("there is no transaction in progress".into());
+                }
+                self.status = TransactionStatus::Idle;
+                self.finish(false)?;
+                Ok(Outcome::Command { tag: "ROLLBACK".into() })
+            }
+            Statement::SetTransaction { isolation, session } => {
+                if let Some(level) = isolation {
+                    if *session {
+                        self.default_isolation = *level;
+                    } else {
+                        if self.status == TransactionStatus::Idle {
+                            self.notices.push("SET TRANSACTION can only be used in transaction blocks".into());
+                        } else if self.engine_open {
+                            return self.fail(SqlError::new("25001", "SET TRANSACTION ISOLATION LEVEL must be called before any query"));
+                        }
+                        self.txn_isolation = Some(*level);
+                    }
+                }
+                Ok(Outcome::Command { tag: "SET".into() })
+            }
+            Statement::Set { name, value } => {
+                self.set(name, value.as_deref())?;
+                Ok(Outcome::Command { tag: "SET".into() })
+            }
+            Statement::Show { name } => {
+                let name = name.to_ascii_lowercase();
+                let value = match name.as_str() {
+                    "transaction isolation level" | "transaction_isolation" => isolation_sql(self.isolation()).to_string(),
+                    "default_transaction_isolation" => isolation_sql(self.default_isolation).to_string(),
+                    "all" => {
+                        let rows = self.settings.iter().map(|(k, v)| vec![Value::Text(k.clone()), Value::Text(v.clone())]).collect::<Vec<_>>();
+                        return Ok(Outcome::Rows {
+                            columns: vec![
+                                OutputColumn { name: "name".into(), ty: Type::Text },
+                                OutputColumn { name: "setting".into(), ty: Type::Text },
+                            ],
+                            tag: format!("SHOW {}", rows.len()),
+                            rows,
+                        });
+                    }
+                    other => self.settings.get(other).cloned().ok_or_else(|| {
+                        SqlError::new("42704", format!("unrecognized configuration parameter \"{other}\""))
+                    })?,
+                };
+                let column = name.replace(' ', "_");
+                Ok(Outcome::Rows {
+                    columns: vec![OutputColumn { name: column, ty: Type::Text }],
+                    rows: vec![vec![Value::Text(value)]],
+                    tag: "SHOW".into(),
+                })
+            }
+            Statement::Prepare { name, types, statement } => {
+                if self.prepared.contains_key(name) {
+                    return self.fail(SqlError::new("42P05", format!("prepared statement \"{name}\" already exists")));
+                }
+                let prepared = match self.prepare_statement(&format!("{statement:?}"), (**statement).clone(), types) {
+                    Ok(prepared) => prepared,
+                    Err(error) => return self.fail(error),
+                };
+                self.prepared.insert(name.clone(), prepared);
+                Ok(Outcome::Command { tag: "PREPARE".into() })
+            }
+            Statement::Execute { name, params: exprs } => {
+                let Some(prepared) = self.prepared.get(name).cloned() else {
+                    return self.fail(SqlError::new("26000", format!("prepared statement \"{name}\" does not exist")));
+                };
+                let mut values = Vec::new();
+                for expr in exprs {
+                    let value = match expr {
+                        crate::ast::Expr::Literal(crate::ast::Literal::Number(n)) => crate::types::parse_text(n, Type::Numeric { precision: 0, scale: 0 })
+                            .map(|v| if n.contains(['.', 'e', 'E']) { v } else { Value::Int(n.parse().unwrap_or(0)) }),
+                        crate::ast::Expr::Literal(crate::ast::Literal::String(s)) => Ok(Value::Text(s.clone())),
+                        crate::ast::Expr::Literal(crate::ast::Literal::Null) => Ok(Value::Null),
+                        crate::ast::Expr::Literal(crate::ast::Literal::Bool(b)) => Ok(Value::Bool(*b)),
+                        _ => Err(SqlError::unsupported("EXECUTE arguments other than constants")),
+                    };
+                    match value {
+                        Ok(value) => values.push(value),
+                        Err(error) => return self.fail(error),
+                    }
+                }
+                match self.execute_prepared(&prepared, &values, 0) {
+                    Ok(outcome) => Ok(outcome),
+                    Err(error) => Err(error),
+                }
+            }
+            Statement::Deallocate { name } => {
+                match name {
+                    Some(name) => {
+                        if self.prepared.remove(name).is_none() {
+                            return self.fail(SqlError::new("26000", format!("prepared statement \"{name}\" does not exist")));
+                        }
+                    }
+                    None => self.prepared.clear(),
+                }
+                Ok(Outcome::Command { tag: "DEALLOCATE".into() })
+            }
+            Statement::Explain(inner) => {
+                let lines = match self.with_catalog(|catalog| {
+                    let (plan, _) = Binder::new(catalog, &[]).statement(inner)?;
+                    Ok(explain(&plan))
+                }) {
+                    Ok(lines) => lines,
+                    Err(error) => return self.fail(error),
+                };
+                Ok(Outcome::Rows {
+                    columns: vec![OutputColumn { name: "QUERY PLAN".into(), ty: Type::Text }],
+                    rows: lines.into_iter().map(|l| vec![Value::Text(l)]).collect(),
+                    tag: "EXPLAIN".into(),
+                })
+            }
+            Statement::Utility { tag, checkpoint } => {
+                if *checkpoint && self.db.db.config().data_dir.is_some() {
+                    if let Err(error) = self.db.db.checkpoint() {
+                        return self.fail(error.into());
+                    }
+                }
+                Ok(Outcome::Command { tag: tag.clone() })
+            }
+            Statement::Query(_) | Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
+                self.data_statement(statement, params, max_rows, prepared)
+            }
+            Statement::CreateTable(_)
+            | Statement::DropTable { .. }
+            | Statement::CreateIndex(_)
+            | Statement::DropIndex { .. }
+            | Statement::Truncate { .. }
+            | Statement::AddPrimaryKey { .. } => self.ddl_statement(statement),
+        }
+    }
+
+    /// Marks a block failed (if in one) and returns the error.
+    fn fail<T>(&mut self, error: SqlError) -> SqlResult<T> {
+        self.fail_block();
+        Err(error)
+    }
+
+    fn set(&mut self, name: &str, value: Option<&str>) -> SqlResult<()> {
+        let name = name.to_ascii_lowercase();
+        match name.as_str() {
+            "transaction_isolation" => {
+                let level = value.and_then(parse_isolation).ok_or_else(|| SqlError::new("22023", "invalid value for transaction_isolation"))?;
+                self.txn_isolation = Some(level);
+            }
+            "default_transaction_isolation" => {
+                self.default_isolation = match value {
+                    None => Isolation::ReadCommitted,
+                    Some(text) => parse_isolation(text).ok_or_else(|| {
+                        SqlError::new("22023", format!("invalid value for parameter \"default_transaction_isolation\": \"{text}\""))
+                    })?,
+                };
+            }
+            "synchronous_commit" => {
+                let on = !matches!(value.map(str::to_ascii_lowercase).as_deref(), Some("off" | "false" | "0" | "local"));
+                self.wait_durable = on;
+                self.settings.insert(name, if on { "on" } else { "off" }.into());
+            }
+            _ => match value {
+                Some(value) => {
+                    self.settings.insert(name, value.to_string());
+                }
+                None => {
+                    let default = default_settings().remove(&name);
+                    match default {
+                        Some(default) => {
+                            self.settings.insert(name, default);
+                        }
+                        None => {
+                            self.settings.remove(&name);
+                        }
+                    }
+                }
+            },
+        }
+        Ok(())
+    }
+
+    /// The plan of a statement: a prepared statement's cached plan while the catalog has not
+    /// changed, else planned now.
+    fn plan_for(&mut self, statement: &Statement, params: &[Value], prepared: Option<&Prepared>) -> SqlResult<(Arc<Plan>, Vec<Type>)> {
+        let version = self.db.catalog.read().version;
+        if let Some(prepared) = prepared {
+            let cached = prepared.plan.lock();
+            if let Some((at, plan)) = cached.as_ref()
+                && *at == version
+            {
+                return Ok((Arc::clone(plan), prepared.param_types.clone()));
+            }
+        }
+        let given: Vec<Type> = prepared.map_or_else(
+            || params.iter().map(|_| Type::Unknown).collect(),
+            |p| p.param_types.clone(),
+        );
+        let catalog = self.db.catalog.read();
+        let (plan, types) = Binder::new(&catalog, &given).statement(statement)?;
+        let plan = Arc::new(plan);
+        if let Some(prepared) = prepared {
+            *prepared.plan.lock() = Some((catalog.version, Arc::clone(&plan)));
+        }
+        Ok((plan, types))
+    }
+
+    fn data_statement(&mut self, statement: &Statement, params: &[Value], max_rows: usize, prepared: Option<&Prepared>) -> SqlResult<Outcome> {
+        let autocommit = self.status == TransactionStatus::Idle;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let result = self.data_attempt(statement, params, max_rows, prepared);
+            match result {
+                Ok(outcome) => {
+                    if autocommit {
+                        match self.finish(true) {
+                            Ok(()) => return Ok(outcome),
+                            Err(error) if error.is_retryable() && attempt < AUTOCOMMIT_RETRIES => continue,
+                            Err(error) => return Err(error),
+                        }
+                    }
+                    return Ok(outcome);
+                }
+                Err(error) => {
+                    if autocommit {
+                        let _ = self.finish(false);
+                        if error.is_retryable() && attempt < AUTOCOMMIT_RETRIES {
+                            continue;
+                        }
+                        return Err(error);
+                    }
+                    return self.fail(error);
+                }
+            }
+        }
+    }
+
+    fn data_attempt(&mut self, statement: &Statement, params: &[Value], max_rows: usize, prepared: Option<&Prepared>) -> SqlResult<Outcome> {
+        self.ensure_transaction()?;
+        let (plan, types) = self.plan_for(statement, params, prepared)?;
+        // Parameters take their types.
+        let mut converted = Vec::with_capacity(params.len());
+        for (value, ty) in params.iter().zip(types.iter().chain(std::iter::repeat(&Type::Unknown))) {
+            converted.push(cast(value.clone(), *ty, false)?);
+        }
+        let writes = !matches!(plan.as_ref(), Plan::Query(q) if !q.for_update);
+        if writes && (self.read_only || self.isolation() == Isolation::Snapshot) {
+            return Err(SqlError::new("25006", "cannot execute a write in a read-only transaction"));
+        }
+        let db = Arc::clone(&self.db);
+        let reserve = move |sequence: &crate::catalog::Sequence, limit: i64| db.reserve(sequence, limit);
+        let env = Env { params: &converted, now: now_micros(), reserve: &reserve, max_rows };
+        let mut txn = self.worker.txn()?;
+        let produced: Produced = match plan.as_ref() {
+            Plan::Query(query) => run_query(&mut txn, query, &env)?,
+            Plan::Insert(insert) => run_insert(&mut txn, insert, &env)?,
+            Plan::Modify(modify) => run_modify(&mut txn, modify, &env)?,
+        };
+        drop(txn);
+        let columns = plan.columns().to_vec();
+        let (tag, returns_rows) = match plan.as_ref() {
+            Plan::Query(_) => (format!("SELECT {}", produced.rows.len()), true),
+            Plan::Insert(insert) => (format!("INSERT 0 {}", produced.affected), !insert.returning.is_empty()),
+            Plan::Modify(modify) => (
+                format!("{} {}", if modify.delete { "DELETE" } else { "UPDATE" }, produced.affected),
+                !modify.returning.is_empty(),
+            ),
+        };
+        Ok(if returns_rows {
+            Outcome::Rows { columns, rows: produced.rows, tag }
+        } else {
+            Outcome::Command { tag }
+        })
+    }
+
+    fn ddl_statement(&mut self, statement: &Statement) -> SqlResult<Outcome> {
+        let autocommit = self.status == TransactionStatus::Idle;
+        let result = self.ensure_transaction().and_then(|()| {
+            self.db.schema_lock.lock_exclusive(self.id)?;
+            self.holds_exclusive = true;
+            self.run_ddl(statement)
+        });
+        match result {
+            Ok(tag) => {
+                if autocommit {
+                    self.finish(true)?;
+                }
+                Ok(Outcome::Command { tag })
+            }
+            Err(error) => {
+                if autocommit {
+                    let _ = self.finish(false);
+                    return Err(error);
+                }
+                self.fail(error)
+            }
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // A client that goes away mid-transaction is rolled back.
+        self.abandon();
+    }
+}

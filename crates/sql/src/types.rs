@@ -1,0 +1,728 @@
+//! SQL types and values: comparison with three-valued logic left to the caller, casts, text
+//! input and output in PostgreSQL's formats.
+
+use crate::error::{SqlError, SqlResult};
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+use std::cmp::Ordering;
+use std::fmt::Write as _;
+use std::hash::{Hash, Hasher};
+
+/// A column or expression type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Type {
+    Bool,
+    Int2,
+    Int4,
+    Int8,
+    Float4,
+    Float8,
+    /// `NUMERIC(precision, scale)`; precision 0 is unconstrained `NUMERIC`.
+    Numeric {
+        precision: u8,
+        scale: u8,
+    },
+    /// `CHAR(n)`: blank-padded on output, trailing blanks insignificant.
+    Char(u32),
+    /// `VARCHAR(n)`; 0 is unbounded.
+    Varchar(u32),
+    Text,
+    Bytea,
+    /// Days since 1970-01-01.
+    Date,
+    /// Microseconds since 1970-01-01 00:00:00, no time zone.
+    Timestamp,
+    /// An untyped literal or parameter whose type the context has not decided yet.
+    Unknown,
+}
+
+/// The largest precision of `NUMERIC` (the decimal type holds 28 digits).
+pub const NUMERIC_PRECISION_MAX: u8 = 28;
+
+impl Type {
+    /// The name PostgreSQL prints for the type.
+    pub fn name(self) -> String {
+        match self {
+            Type::Bool => "boolean".into(),
+            Type::Int2 => "smallint".into(),
+            Type::Int4 => "integer".into(),
+            Type::Int8 => "bigint".into(),
+            Type::Float4 => "real".into(),
+            Type::Float8 => "double precision".into(),
+            Type::Numeric { precision: 0, .. } => "numeric".into(),
+            Type::Numeric { precision, scale } => format!("numeric({precision},{scale})"),
+            Type::Char(n) => format!("character({n})"),
+            Type::Varchar(0) => "character varying".into(),
+            Type::Varchar(n) => format!("character varying({n})"),
+            Type::Text => "text".into(),
+            Type::Bytea => "bytea".into(),
+            Type::Date => "date".into(),
+            Type::Timestamp => "timestamp without time zone".into(),
+            Type::Unknown => "unknown".into(),
+        }
+    }
+
+    /// PostgreSQL's type OID (for the wire protocol and `pg_type`).
+    pub fn oid(self) -> u32 {
+        match self {
+            Type::Bool => 16,
+            Type::Int2 => 21,
+            Type::Int4 => 23,
+            Type::Int8 => 20,
+            Type::Float4 => 700,
+            Type::Float8 => 701,
+            Type::Numeric { .. } => 1700,
+            Type::Char(_) => 1042,
+            Type::Varchar(_) => 1043,
+            Type::Text => 25,
+            Type::Bytea => 17,
+            Type::Date => 1082,
+            Type::Timestamp => 1114,
+            Type::Unknown => 705,
+        }
+    }
+
+    /// The type with a PostgreSQL OID (parameter types given by a client).
+    pub fn from_oid(oid: u32) -> Option<Type> {
+        Some(match oid {
+            16 => Type::Bool,
+            21 => Type::Int2,
+            23 => Type::Int4,
+            20 => Type::Int8,
+            700 => Type::Float4,
+            701 => Type::Float8,
+            1700 => Type::Numeric { precision: 0, scale: 0 },
+            1042 => Type::Char(1),
+            1043 => Type::Varchar(0),
+            25 => Type::Text,
+            17 => Type::Bytea,
+            1082 => Type::Date,
+            1114 => Type::Timestamp,
+            0 | 705 => Type::Unknown,
+            _ => return None,
+        })
+    }
+
+    pub fn is_integer(self) -> bool {
+        matches!(self, Type::Int2 | Type::Int4 | Type::Int8)
+    }
+
+    pub fn is_numeric(self) -> bool {
+        matches!(
+            self,
+            Type::Int2 | Type::Int4 | Type::Int8 | Type::Float4 | Type::Float8 | Type::Numeric { .. }
+        )
+    }
+
+    pub fn is_text(self) -> bool {
+        matches!(self, Type::Char(_) | Type::Varchar(_) | Type::Text)
+    }
+
+    pub fn is_float(self) -> bool {
+        matches!(self, Type::Float4 | Type::Float8)
+    }
+
+    /// Rank in the numeric promotion order: integers < numeric < floats.
+    fn numeric_rank(self) -> u8 {
+        match self {
+            Type::Int2 => 1,
+            Type::Int4 => 2,
+            Type::Int8 => 3,
+            Type::Numeric { .. } => 4,
+            Type::Float4 => 5,
+            Type::Float8 => 6,
+            _ => 0,
+        }
+    }
+
+    /// The common type two operands are compared or combined in, if any.
+    pub fn common(a: Type, b: Type) -> Option<Type> {
+        if a == b {
+            return Some(a);
+        }
+        match (a, b) {
+            (Type::Unknown, other) | (other, Type::Unknown) => Some(other),
+            (a, b) if a.is_numeric() && b.is_numeric() => {
+                let wider = if a.numeric_rank() >= b.numeric_rank() { a } else { b };
+                Some(match wider {
+                    Type::Numeric { .. } => Type::Numeric { precision: 0, scale: 0 },
+                    other => other,
+                })
+            }
+            (a, b) if a.is_text() && b.is_text() => Some(Type::Text),
+            (Type::Date, Type::Timestamp) | (Type::Timestamp, Type::Date) => Some(Type::Timestamp),
+            _ => None,
+        }
+    }
+
+    /// A type whose values can be stored in this column type by assignment.
+    pub fn assignable_from(self, from: Type) -> bool {
+        from == Type::Unknown
+            || self == from
+            || (self.is_numeric() && from.is_numeric())
+            || (self.is_text() && from.is_text())
+            || (self.is_text() && from != Type::Bytea)
+            || (matches!(self, Type::Date | Type::Timestamp)
+                && matches!(from, Type::Date | Type::Timestamp))
+    }
+
+    /// Bytes of a value of this type in a row, when fixed.
+    pub fn fixed_width(self) -> Option<usize> {
+        match self {
+            Type::Bool => Some(1),
+            Type::Int2 => Some(2),
+            Type::Int4 | Type::Float4 | Type::Date => Some(4),
+            Type::Int8 | Type::Float8 | Type::Timestamp => Some(8),
+            Type::Numeric { .. } => Some(16),
+            _ => None,
+        }
+    }
+}
+
+/// A SQL value. Integers of every width are `Int`, both float widths `Float`; the column or
+/// expression type says which.
+#[derive(Debug, Clone)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Numeric(Decimal),
+    /// `CHAR(n)` values are held without their trailing blanks.
+    Text(String),
+    Bytes(Vec<u8>),
+    Date(i32),
+    Timestamp(i64),
+}
+
+impl Value {
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+
+    /// The SQL truth value: `None` is unknown (NULL).
+    pub fn truth(&self) -> SqlResult<Option<bool>> {
+        match self {
+            Value::Null => Ok(None),
+            Value::Bool(value) => Ok(Some(*value)),
+            other => Err(SqlError::mismatch(format!(
+                "argument of a condition must be boolean, not {}",
+                other.kind_name()
+            ))),
+        }
+    }
+
+    fn kind_name(&self) -> &'static str {
+        match self {
+            Value::Null => "null",
+            Value::Bool(_) => "boolean",
+            Value::Int(_) => "integer",
+            Value::Float(_) => "double precision",
+            Value::Numeric(_) => "numeric",
+            Value::Text(_) => "text",
+            Value::Bytes(_) => "bytea",
+            Value::Date(_) => "date",
+            Value::Timestamp(_) => "timestamp",
+        }
+    }
+
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            Value::Int(value) => Some(*value),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Text(value) => Some(value),
+            _ => None,
+        }
+    }
+
+    fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Int(value) => Some(*value as f64),
+            Value::Float(value) => Some(*value),
+            Value::Numeric(value) => Some(decimal_to_f64(*value)),
+            _ => None,
+        }
+    }
+
+    /// Orders two non-null values of comparable types (NULLs sort last).
+    pub fn compare(&self, other: &Value) -> Ordering {
+        match (self, other) {
+            (Value::Null, Value::Null) => Ordering::Equal,
+            (Value::Null, _) => Ordering::Greater,
+            (_, Value::Null) => Ordering::Less,
+            (Value::Bool(a), Value::Bool(b)) => a.cmp(b),
+            (Value::Int(a), Value::Int(b)) => a.cmp(b),
+            (Value::Numeric(a), Value::Numeric(b)) => a.cmp(b),
+            (Value::Int(a), Value::Numeric(b)) => Decimal::from(*a).cmp(b),
+            (Value::Numeric(a), Value::Int(b)) => a.cmp(&Decimal::from(*b)),
+            (Value::Text(a), Value::Text(b)) => a.as_bytes().cmp(b.as_bytes()),
+            (Value::Bytes(a), Value::Bytes(b)) => a.cmp(b),
+            (Value::Date(a), Value::Date(b)) => a.cmp(b),
+            (Value::Timestamp(a), Value::Timestamp(b)) => a.cmp(b),
+            (Value::Date(a), Value::Timestamp(b)) => (i64::from(*a) * MICROS_PER_DAY).cmp(b),
+            (Value::Timestamp(a), Value::Date(b)) => a.cmp(&(i64::from(*b) * MICROS_PER_DAY)),
+            (a, b) => match (a.as_f64(), b.as_f64()) {
+                // PostgreSQL orders NaN above every other float.
+                (Some(x), Some(y)) => x.partial_cmp(&y).unwrap_or_else(|| x.is_nan().cmp(&y.is_nan())),
+                _ => a.kind_rank().cmp(&b.kind_rank()),
+            },
+        }
+    }
+
+    fn kind_rank(&self) -> u8 {
+        match self {
+            Value::Null => 9,
+            Value::Bool(_) => 0,
+            Value::Int(_) | Value::Float(_) | Value::Numeric(_) => 1,
+            Value::Text(_) => 2,
+            Value::Bytes(_) => 3,
+            Value::Date(_) | Value::Timestamp(_) => 4,
+        }
+    }
+
+    /// The value as text the way PostgreSQL prints it for a column of type `ty`; `None` for
+    /// NULL.
+    pub fn to_text(&self, ty: Type) -> Option<String> {
+        let mut out = String::new();
+        self.write_text(ty, &mut out).then_some(out)
+    }
+
+    /// Appends the text form to `out`; returns false for NULL.
+    pub fn write_text(&self, ty: Type, out: &mut String) -> bool {
+        match self {
+            Value::Null => return false,
+            Value::Bool(value) => out.push(if *value { 't' } else { 'f' }),
+            Value::Int(value) => {
+                let _ = write!(out, "{value}");
+            }
+            Value::Float(value) => write_float(*value, ty == Type::Float4, out),
+            Value::Numeric(value) => {
+                let _ = write!(out, "{value}");
+            }
+            Value::Text(value) => {
+                out.push_str(value);
+                if let Type::Char(n) = ty {
+                    let chars = value.chars().count();
+                    for _ in chars..n as usize {
+                        out.push(' ');
+                    }
+                }
+            }
+            Value::Bytes(bytes) => {
+                out.push_str("\\x");
+                for byte in bytes {
+                    let _ = write!(out, "{byte:02x}");
+                }
+            }
+            Value::Date(days) => write_date(*days, out),
+            Value::Timestamp(micros) => write_timestamp(*micros, out),
+        }
+        true
+    }
+}
+
+/// Equality and hashing for grouping and DISTINCT: NULLs are equal to each other there.
+#[derive(Debug, Clone)]
+pub struct GroupKey(pub Vec<Value>);
+
+impl PartialEq for GroupKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.len() == other.0.len()
+            && self.0.iter().zip(&other.0).all(|(a, b)| a.compare(b) == Ordering::Equal)
+    }
+}
+
+impl Eq for GroupKey {}
+
+impl Hash for GroupKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        for value in &self.0 {
+            match value {
+                Value::Null => 0u8.hash(state),
+                Value::Bool(value) => value.hash(state),
+                // Integers, numerics and floats that compare equal must hash equally.
+                Value::Int(value) => (*value as f64).to_bits().hash(state),
+                Value::Float(value) => {
+                    if *value == 0.0 { 0.0f64.to_bits() } else { value.to_bits() }.hash(state)
+                }
+                Value::Numeric(value) => decimal_to_f64(*value).to_bits().hash(state),
+                Value::Text(value) => value.hash(state),
+                Value::Bytes(value) => value.hash(state),
+                Value::Date(days) => (i64::from(*days) * MICROS_PER_DAY).hash(state),
+                Value::Timestamp(micros) => micros.hash(state),
+            }
+        }
+    }
+}
+
+pub fn decimal_to_f64(value: Decimal) -> f64 {
+    use rust_decimal::prelude::ToPrimitive;
+    value.to_f64().unwrap_or(f64::NAN)
+}
+
+fn write_float(value: f64, single: bool, out: &mut String) {
+    if value.is_nan() {
+        out.push_str("NaN");
+    } else if value.is_infinite() {
+        out.push_str(if value > 0.0 { "Infinity" } else { "-Infinity" });
+    } else if single {
+        let _ = write!(out, "{}", value as f32);
+    } else {
+        let _ = write!(out, "{value}");
+    }
+}
+
+pub const MICROS_PER_DAY: i64 = 86_400_000_000;
+
+/// Days since 1970-01-01 of a proleptic Gregorian date.
+pub fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = if year >= 0 { year } else { year - 399 } / 400;
+    let year_of_era = year - era * 400;
+    let month_index = (i64::from(month) + 9) % 12;
+    let day_of_year = (153 * month_index + 2) / 5 + i64::from(day) - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
+}
+
+/// The (year, month, day) of a day count since 1970-01-01.
+pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
+    let day_of_era = z - era * 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = (day_of_year - (153 * month_index + 2) / 5 + 1) as u32;
+    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 } as u32;
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+fn write_date(days: i32, out: &mut String) {
+    let (year, month, day) = civil_from_days(i64::from(days));
+    let _ = write!(out, "{year:04}-{month:02}-{day:02}");
+}
+
+fn write_timestamp(micros: i64, out: &mut String) {
+    let days = micros.div_euclid(MICROS_PER_DAY);
+    let rest = micros.rem_euclid(MICROS_PER_DAY);
+    write_date(days as i32, out);
+    let seconds = rest / 1_000_000;
+    let fraction = rest % 1_000_000;
+    let _ = write!(out, " {:02}:{:02}:{:02}", seconds / 3600, seconds / 60 % 60, seconds % 60);
+    if fraction != 0 {
+        let digits = format!("{fraction:06}");
+        out.push('.');
+        out.push_str(digits.trim_end_matches('0'));
+    }
+}
+
+fn parse_date(text: &str) -> Option<i64> {
+    let mut parts = text.trim().splitn(3, '-');
+    let year: i64 = parts.next()?.parse().ok()?;
+    let month: u32 = parts.next()?.parse().ok()?;
+    let day: u32 = parts.next()?.parse().ok()?;
+    if !(1..=12).contains(&month) || day == 0 || day > days_in_month(year, month) {
+        return None;
+    }
+    Some(days_from_civil(year, month, day))
+}
+
+fn days_in_month(year: i64, month: u32) -> u32 {
+    match month {
+        4 | 6 | 9 | 11 => 30,
+        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+        2 => 28,
+        _ => 31,
+    }
+}
+
+fn parse_timestamp(text: &str) -> Option<i64> {
+    let text = text.trim();
+    let (date, time) = match text.find([' ', 'T']) {
+        Some(at) => (&text[..at], text[at + 1..].trim()),
+        None => (text, ""),
+    };
+    let days = parse_date(date)?;
+    let mut micros = 0i64;
+    if !time.is_empty() {
+        let (clock, fraction) = match time.find('.') {
+            Some(at) => (&time[..at], &time[at + 1..]),
+            None => (time, ""),
+        };
+        let mut fields = clock.split(':');
+        let hours: i64 = fields.next()?.parse().ok()?;
+        let minutes: i64 = fields.next()?.parse().ok()?;
+        let seconds: i64 = fields.next().map_or(Some(0), |s| s.parse().ok())?;
+        if fields.next().is_some() || hours > 24 || minutes > 59 || seconds > 60 {
+            return None;
+        }
+        let mut fraction_micros = 0i64;
+        if !fraction.is_empty() {
+            if !fraction.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            let digits: String = fraction.chars().chain("000000".chars()).take(6).collect();
+            fraction_micros = digits.parse().ok()?;
+        }
+        micros = ((hours * 60 + minutes) * 60 + seconds) * 1_000_000 + fraction_micros;
+    }
+    days.checked_mul(MICROS_PER_DAY)?.checked_add(micros)
+}
+
+/// Parses text input for a value of type `ty` (a literal, a parameter in text format).
+pub fn parse_text(text: &str, ty: Type) -> SqlResult<Value> {
+    let invalid = || SqlError::invalid_text(&ty.name(), text);
+    Ok(match ty {
+        Type::Bool => match text.trim().to_ascii_lowercase().as_str() {
+            "t" | "true" | "yes" | "y" | "on" | "1" => Value::Bool(true),
+            "f" | "false" | "no" | "n" | "off" | "0" => Value::Bool(false),
+            _ => return Err(invalid()),
+        },
+        Type::Int2 | Type::Int4 | Type::Int8 => {
+            let value: i64 = text.trim().parse().map_err(|error: std::num::ParseIntError| {
+                if matches!(
+                    error.kind(),
+                    std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow
+                ) {
+                    SqlError::new(
+                        "22003",
+                        format!("value \"{text}\" is out of range for type {}", ty.name()),
+                    )
+                } else {
+                    invalid()
+                }
+            })?;
+            check_int(value, ty)?
+        }
+        Type::Float4 | Type::Float8 => {
+            let trimmed = text.trim();
+            let value = match trimmed.to_ascii_lowercase().as_str() {
+                "nan" => f64::NAN,
+                "infinity" | "inf" | "+infinity" => f64::INFINITY,
+                "-infinity" | "-inf" => f64::NEG_INFINITY,
+                _ => trimmed.parse().map_err(|_| invalid())?,
+            };
+            Value::Float(if ty == Type::Float4 { f64::from(value as f32) } else { value })
+        }
+        Type::Numeric { .. } => {
+            let trimmed = text.trim();
+            let value = Decimal::from_str_exact(trimmed)
+                .or_else(|_| Decimal::from_scientific(trimmed))
+                .map_err(|error| match error {
+                    rust_decimal::Error::ExceedsMaximumPossibleValue
+                    | rust_decimal::Error::LessThanMinimumPossibleValue => {
+                        SqlError::out_of_range("numeric value")
+                    }
+                    _ => invalid(),
+                })?;
+            fit_numeric(value, ty)?
+        }
+        Type::Char(_) | Type::Varchar(_) | Type::Text | Type::Unknown => {
+            fit_text(text.to_string(), ty, false)?
+        }
+        Type::Bytea => Value::Bytes(parse_bytea(text).ok_or_else(invalid)?),
+        Type::Date => Value::Date(
+            parse_date(text)
+                .and_then(|days| i32::try_from(days).ok())
+                .ok_or_else(invalid)?,
+        ),
+        Type::Timestamp => Value::Timestamp(parse_timestamp(text).ok_or_else(invalid)?),
+    })
+}
+
+fn parse_bytea(text: &str) -> Option<Vec<u8>> {
+    if let Some(hex) = text.strip_prefix("\\x") {
+        if hex.len() % 2 != 0 {
+            return None;
+        }
+        return (0..hex.len())
+            .step_by(2)
+            .map(|at| u8::from_str_radix(hex.get(at..at + 2)?, 16).ok())
+            .collect();
+    }
+    Some(text.as_bytes().to_vec())
+}
+
+/// Checks that an integer fits `ty`.
+pub fn check_int(value: i64, ty: Type) -> SqlResult<Value> {
+    let fits = match ty {
+        Type::Int2 => i16::try_from(value).is_ok(),
+        Type::Int4 => i32::try_from(value).is_ok(),
+        _ => true,
+    };
+    if fits { Ok(Value::Int(value)) } else { Err(SqlError::out_of_range(&ty.name())) }
+}
+
+/// Rounds a decimal to the column's scale and checks its precision.
+pub fn fit_numeric(value: Decimal, ty: Type) -> SqlResult<Value> {
+    let Type::Numeric { precision, scale } = ty else {
+        return Ok(Value::Numeric(value));
+    };
+    if precision == 0 {
+        return Ok(Value::Numeric(value));
+    }
+    let mut rounded =
+        value.round_dp_with_strategy(u32::from(scale), rust_decimal::RoundingStrategy::MidpointAwayFromZero);
+    rounded.rescale(u32::from(scale));
+    let integer_digits = rounded.trunc().abs().to_string().trim_start_matches('0').len();
+    if integer_digits > usize::from(precision - scale) || rounded.scale() != u32::from(scale) {
+        return Err(SqlError::new(
+            "22003",
+            format!(
+                "numeric field overflow: a field with precision {precision}, scale {scale} \
+                 must round to an absolute value less than 10^{}",
+                precision - scale
+            ),
+        ));
+    }
+    Ok(Value::Numeric(rounded))
+}
+
+/// Fits text to a character type: checks (or, for an explicit cast, applies) the length limit.
+pub fn fit_text(mut text: String, ty: Type, explicit: bool) -> SqlResult<Value> {
+    let limit = match ty {
+        Type::Char(n) => n,
+        Type::Varchar(n) => n,
+        _ => 0,
+    };
+    if let Type::Char(_) = ty {
+        let trimmed = text.trim_end_matches(' ').len();
+        text.truncate(trimmed);
+    }
+    if limit > 0 {
+        let chars = text.chars().count();
+        if chars > limit as usize {
+            let keep: usize = text.char_indices().nth(limit as usize).map_or(text.len(), |(at, _)| at);
+            // PostgreSQL accepts an over-long value whose excess is all blanks.
+            if explicit || text[keep..].bytes().all(|b| b == b' ') {
+                text.truncate(keep);
+                if let Type::Char(_) = ty {
+                    let trimmed = text.trim_end_matches(' ').len();
+                    text.truncate(trimmed);
+                }
+            } else {
+                return Err(SqlError::new(
+                    "22001",
+                    format!("value too long for type {}", ty.name()),
+                ));
+            }
+        }
+    }
+    Ok(Value::Text(text))
+}
+
+/// Converts a value to type `to`. `explicit` is a CAST written in the query (which may
+/// truncate strings); otherwise an assignment or an implicit coercion.
+pub fn cast(value: Value, to: Type, explicit: bool) -> SqlResult<Value> {
+    if matches!(value, Value::Null) || to == Type::Unknown {
+        return Ok(value);
+    }
+    let mismatch = |value: &Value| {
+        SqlError::new(
+            "42846",
+            format!("cannot cast type {} to {}", value.kind_name(), to.name()),
+        )
+    };
+    Ok(match (value, to) {
+        (Value::Text(text), to) if !to.is_text() => parse_text(&text, to)?,
+        (Value::Text(text), to) => fit_text(text, to, explicit)?,
+        (value, to) if to.is_text() => {
+            let text = value.to_text(Type::Text).unwrap_or_default();
+            fit_text(text, to, explicit)?
+        }
+        (Value::Bool(value), Type::Bool) => Value::Bool(value),
+        (Value::Bool(value), to) if to.is_integer() && explicit => Value::Int(i64::from(value)),
+        (Value::Int(value), Type::Bool) if explicit => Value::Bool(value != 0),
+        (Value::Int(value), to) if to.is_integer() => check_int(value, to)?,
+        (Value::Int(value), Type::Float4) => Value::Float(f64::from(value as f32)),
+        (Value::Int(value), Type::Float8) => Value::Float(value as f64),
+        (Value::Int(value), to @ Type::Numeric { .. }) => fit_numeric(Decimal::from(value), to)?,
+        (Value::Float(value), to) if to.is_integer() => {
+            let rounded = value.round_ties_even();
+            if !rounded.is_finite() || rounded < i64::MIN as f64 || rounded >= i64::MAX as f64 {
+                return Err(SqlError::out_of_range(&to.name()));
+            }
+            check_int(rounded as i64, to)?
+        }
+        (Value::Float(value), Type::Float4) => {
+            let single = value as f32;
+            if single.is_infinite() && value.is_finite() {
+                return Err(SqlError::out_of_range("real"));
+            }
+            Value::Float(f64::from(single))
+        }
+        (Value::Float(value), Type::Float8) => Value::Float(value),
+        (Value::Float(value), to @ Type::Numeric { .. }) => {
+            let decimal = Decimal::from_f64_retain(value)
+                .ok_or_else(|| SqlError::out_of_range("numeric"))?;
+            // Floats carry about 15 significant digits; do not invent more.
+            fit_numeric(decimal.round_sf(15).unwrap_or(decimal).normalize(), to)?
+        }
+        (Value::Numeric(value), to) if to.is_integer() => {
+            use rust_decimal::prelude::ToPrimitive;
+            let rounded = value.round_dp_with_strategy(0, rust_decimal::RoundingStrategy::MidpointAwayFromZero);
+            let integer = rounded.to_i64().ok_or_else(|| SqlError::out_of_range(&to.name()))?;
+            check_int(integer, to)?
+        }
+        (Value::Numeric(value), Type::Float4) => Value::Float(f64::from(decimal_to_f64(value) as f32)),
+        (Value::Numeric(value), Type::Float8) => Value::Float(decimal_to_f64(value)),
+        (Value::Numeric(value), to @ Type::Numeric { .. }) => fit_numeric(value, to)?,
+        (Value::Bytes(bytes), Type::Bytea) => Value::Bytes(bytes),
+        (Value::Date(days), Type::Date) => Value::Date(days),
+        (Value::Date(days), Type::Timestamp) => Value::Timestamp(i64::from(days) * MICROS_PER_DAY),
+        (Value::Timestamp(micros), Type::Timestamp) => Value::Timestamp(micros),
+        (Value::Timestamp(micros), Type::Date) => {
+            Value::Date(micros.div_euclid(MICROS_PER_DAY) as i32)
+        }
+        (value, _) => return Err(mismatch(&value)),
+    })
+}
+
+/// The current time as a timestamp.
+pub fn now_micros() -> i64 {
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    since.as_micros() as i64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_round_trip() {
+        for days in [-800_000i64, -1, 0, 1, 10_957, 19_000, 2_932_896] {
+            let (y, m, d) = civil_from_days(days);
+            assert_eq!(days_from_civil(y, m, d), days);
+        }
+        assert_eq!(days_from_civil(2000, 1, 1), 10_957);
+        let value = parse_text("2024-02-29 13:45:01.5", Type::Timestamp).unwrap();
+        assert_eq!(value.to_text(Type::Timestamp).unwrap(), "2024-02-29 13:45:01.5");
+        assert!(parse_text("2023-02-29", Type::Date).is_err());
+    }
+
+    #[test]
+    fn numeric_fits_precision() {
+        let ty = Type::Numeric { precision: 5, scale: 2 };
+        let value = parse_text("123.456", ty).unwrap();
+        assert_eq!(value.to_text(ty).unwrap(), "123.46");
+        assert_eq!(parse_text("1234.5", ty).unwrap_err().code, "22003");
+        assert_eq!(parse_text("1.5x", ty).unwrap_err().code, "22P02");
+    }
+
+    #[test]
+    fn text_limits() {
+        assert_eq!(parse_text("abcd", Type::Varchar(3)).unwrap_err().code, "22001");
+        assert!(matches!(cast(Value::Text("abcd".into()), Type::Varchar(3), true), Ok(Value::Text(t)) if t == "abc"));
+        assert_eq!(Value::Text("ab".into()).to_text(Type::Char(4)).unwrap(), "ab  ");
+    }
+}

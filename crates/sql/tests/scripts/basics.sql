@@ -1,0 +1,126 @@
+-- DDL, types, DML with RETURNING, errors with SQLSTATEs.
+CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(10) NOT NULL, price NUMERIC(8,2) DEFAULT 0, qty SMALLINT, note TEXT)
+----
+ok CREATE TABLE
+
+INSERT INTO items VALUES (1, 'apple', 1.5, 10, NULL), (2, 'pear', 2.25, 5, 'ripe'), (3, 'fig', DEFAULT, 0, 'dry')
+----
+ok INSERT 0 3
+
+INSERT INTO items (id, name) VALUES (4, 'kiwi') RETURNING id, price, qty
+----
+4 | 0.00 | NULL
+
+SELECT * FROM items ORDER BY id
+----
+1 | apple | 1.50 | 10 | NULL
+2 | pear | 2.25 | 5 | ripe
+3 | fig | 0.00 | 0 | dry
+4 | kiwi | 0.00 | NULL | NULL
+
+INSERT INTO items VALUES (1, 'dup', 1, 1, NULL)
+----
+error 23505
+
+INSERT INTO items (id) VALUES (9)
+----
+error 23502
+
+INSERT INTO items VALUES (9, 'abcdefghijk', 1, 1, NULL)
+----
+error 22001
+
+INSERT INTO items VALUES (9, 'x', 1, 40000, NULL)
+----
+error 22003
+
+INSERT INTO items VALUES ('nine', 'x', 1, 1, NULL)
+----
+error 22P02
+
+INSERT INTO items VALUES (9, 'x', 1234567.5, 1, NULL)
+----
+error 22003
+
+SELECT * FROM nothing
+----
+error 42P01
+
+SELECT nope FROM items
+----
+error 42703
+
+SELECT id FROM items WHERE name = 1
+----
+error 42883
+
+SELEC 1
+----
+error 42601
+
+SELECT * FROM items UNION SELECT * FROM items
+----
+error 0A000
+
+UPDATE items SET price = price * 2, note = COALESCE(note, 'none') WHERE id <= 2 RETURNING id, price, note
+----
+1 | 3.00 | none
+2 | 4.50 | ripe
+
+UPDATE items SET qty = qty + 1 WHERE name LIKE '%i%'
+----
+ok UPDATE 2
+
+SELECT id, qty FROM items WHERE qty IS NOT NULL AND id BETWEEN 2 AND 4 ORDER BY qty DESC
+----
+2 | 5
+3 | 1
+
+DELETE FROM items WHERE id IN (3, 4) RETURNING name
+----
+fig
+kiwi
+
+SELECT count(*), sum(price), min(name), max(qty), avg(qty) FROM items
+----
+2 | 7.50 | apple | 10 | 7.5000000000000000
+
+SELECT upper(name) || '-' || length(name), substr(name, 2, 3), lower('ABC'), 7 / 2, 7 % 3, 7.0 / 2 FROM items WHERE id = 1
+----
+APPLE-5 | ppl | abc | 3 | 1 | 3.5000000000000000
+
+SELECT NULL = NULL, NULL IS NULL, 1 < 2 AND NULL, 1 > 2 AND NULL, 1 < 2 OR NULL, NOT (1 IN (2, NULL))
+----
+NULL | t | NULL | f | t | NULL
+
+SELECT CAST('2024-02-29' AS DATE), DATE '2024-03-01' - DATE '2024-02-28', CAST('2024-01-02 03:04:05' AS TIMESTAMP), CAST(3.7 AS INTEGER), CAST(TRUE AS INT), '12'::BIGINT + 1
+----
+2024-02-29 | 2 | 2024-01-02 03:04:05 | 4 | 1 | 13
+
+SELECT 1 / 0
+----
+error 22012
+
+SELECT CAST('x' AS CHAR(3)) || '|', CAST('abcdef' AS VARCHAR(3)), CAST('\x0102' AS BYTEA)
+----
+x| | abc | \x0102
+
+TRUNCATE items
+----
+ok TRUNCATE TABLE
+
+SELECT count(*) FROM items
+----
+0
+
+DROP TABLE items
+----
+ok DROP TABLE
+
+DROP TABLE items
+----
+error 42P01
+
+DROP TABLE IF EXISTS items
+----
+ok DROP TABLE

@@ -1,0 +1,171 @@
+-- Joins, grouping, ordering, limits, subqueries, indexes and EXPLAIN.
+CREATE TABLE dept (id INT PRIMARY KEY, name TEXT NOT NULL)
+----
+ok CREATE TABLE
+
+CREATE TABLE emp (id SERIAL PRIMARY KEY, dept_id INT, name TEXT, salary INT, UNIQUE (name))
+----
+ok CREATE TABLE
+
+INSERT INTO dept VALUES (1, 'eng'), (2, 'ops'), (3, 'empty')
+----
+ok INSERT 0 3
+
+INSERT INTO emp (dept_id, name, salary) VALUES (1, 'ann', 100), (1, 'bob', 80), (2, 'cid', 90), (NULL, 'dan', 70), (2, 'eve', 90) RETURNING id
+----
+1
+2
+3
+4
+5
+
+SELECT e.name, d.name FROM emp e JOIN dept d ON d.id = e.dept_id ORDER BY e.name
+----
+ann | eng
+bob | eng
+cid | ops
+eve | ops
+
+SELECT d.name, e.name FROM dept d LEFT JOIN emp e ON e.dept_id = d.id AND e.salary > 85 ORDER BY d.name, e.name
+----
+empty | NULL
+eng | ann
+ops | cid
+ops | eve
+
+SELECT dept_id, count(*), sum(salary), max(name) FROM emp GROUP BY dept_id HAVING count(*) > 1 ORDER BY dept_id
+----
+1 | 2 | 180 | bob
+2 | 2 | 180 | eve
+
+SELECT count(DISTINCT salary), count(dept_id), count(*) FROM emp
+----
+4 | 4 | 5
+
+SELECT DISTINCT salary FROM emp ORDER BY salary DESC
+----
+100
+90
+80
+70
+
+SELECT name FROM emp ORDER BY salary DESC, name LIMIT 2 OFFSET 1
+----
+cid
+eve
+
+SELECT name FROM emp WHERE dept_id IN (SELECT id FROM dept WHERE name = 'ops') ORDER BY 1
+----
+cid
+eve
+
+SELECT name, (SELECT max(salary) FROM emp) - salary AS gap FROM emp WHERE id = 2
+----
+bob | 20
+
+SELECT name FROM emp WHERE EXISTS (SELECT 1 FROM dept WHERE id = 3) AND salary < 75
+----
+dan
+
+SELECT name FROM emp WHERE dept_id IS NULL OR salary = 80 ORDER BY name
+----
+bob
+dan
+
+SELECT CASE WHEN salary >= 90 THEN 'high' ELSE 'low' END AS band, count(*) FROM emp GROUP BY 1 ORDER BY 1
+----
+high | 3
+low | 2
+
+SELECT name, salary FROM emp GROUP BY dept_id
+----
+error 42803
+
+INSERT INTO emp (dept_id, name, salary) VALUES (1, 'ann', 1)
+----
+error 23505
+
+INSERT INTO emp (dept_id, name, salary) VALUES (1, 'ann', 1) ON CONFLICT (name) DO NOTHING
+----
+ok INSERT 0 0
+
+INSERT INTO emp (id, dept_id, name, salary) VALUES (1, 1, 'zed', 1) ON CONFLICT (id) DO UPDATE SET salary = emp.salary + excluded.salary RETURNING id, name, salary
+----
+1 | ann | 101
+
+CREATE INDEX emp_by_dept ON emp (dept_id, salary)
+----
+ok CREATE INDEX
+
+EXPLAIN SELECT name FROM emp WHERE dept_id = 2 ORDER BY salary
+----
+Index Scan on emp using emp_by_dept (dept_id)
+    Filter: (WHERE clause)
+
+SELECT name FROM emp WHERE dept_id = 2 ORDER BY salary DESC, name
+----
+cid
+eve
+
+SELECT name FROM emp WHERE dept_id = 1 AND salary > 90
+----
+ann
+
+EXPLAIN SELECT name FROM emp WHERE id = $1
+----
+Point Lookup on emp using emp_pkey (id)
+    Filter: (WHERE clause)
+
+EXPLAIN SELECT * FROM emp WHERE name > 'b' ORDER BY id LIMIT 1
+----
+Limit
+  ->  Sort (1 keys)
+      ->  Index Scan on emp using emp_name_key (name)
+            Filter: (WHERE clause)
+
+EXPLAIN SELECT count(*) FROM emp e JOIN dept d ON d.id = e.dept_id WHERE e.salary > 10
+----
+Aggregate
+  ->  Nested Loop
+      ->  Seq Scan on emp
+      ->  Point Lookup on dept using dept_pkey (id)
+            Filter: (WHERE clause)
+
+DROP INDEX emp_by_dept
+----
+ok DROP INDEX
+
+SELECT name FROM emp WHERE dept_id = 2 ORDER BY salary, name
+----
+cid
+eve
+
+CREATE TABLE log (at TIMESTAMP DEFAULT now(), msg VARCHAR)
+----
+ok CREATE TABLE
+
+INSERT INTO log (msg) VALUES ('a'), ('b')
+----
+ok INSERT 0 2
+
+SELECT msg, at IS NOT NULL FROM log ORDER BY msg
+----
+a | t
+b | t
+
+ALTER TABLE log ADD PRIMARY KEY (msg)
+----
+ok ALTER TABLE
+
+INSERT INTO log (msg) VALUES ('a')
+----
+error 23505
+
+VALUES (1, 'x'), (2, 'y') ORDER BY 1 DESC
+----
+2 | y
+1 | x
+
+SELECT 1 + 1 AS two, 'lit', NULL
+----
+2 | lit | NULL

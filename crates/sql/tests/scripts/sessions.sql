@@ -1,0 +1,149 @@
+-- Transactions, failed blocks, isolation, settings, prepared statements, DDL rollback.
+CREATE TABLE acct (id INT PRIMARY KEY, balance BIGINT NOT NULL)
+----
+ok CREATE TABLE
+
+INSERT INTO acct VALUES (1, 100), (2, 100)
+----
+ok INSERT 0 2
+
+BEGIN
+----
+ok BEGIN
+
+UPDATE acct SET balance = balance - 10 WHERE id = 1
+----
+ok UPDATE 1
+
+@b SELECT balance FROM acct WHERE id = 1
+----
+100
+
+SELECT * FROM nowhere
+----
+error 42P01
+
+SELECT 1
+----
+error 25P02
+
+COMMIT
+----
+ok ROLLBACK
+
+SELECT balance FROM acct WHERE id = 1
+----
+100
+
+START TRANSACTION ISOLATION LEVEL SERIALIZABLE
+----
+ok BEGIN
+
+SHOW transaction_isolation
+----
+serializable
+
+SELECT balance FROM acct WHERE id = 1
+----
+100
+
+@b UPDATE acct SET balance = 50 WHERE id = 1
+----
+ok UPDATE 1
+
+UPDATE acct SET balance = balance + 1 WHERE id = 2
+----
+ok UPDATE 1
+
+COMMIT
+----
+error 40001
+
+SELECT balance FROM acct ORDER BY id
+----
+50
+100
+
+SHOW transaction_isolation
+----
+read committed
+
+SET default_transaction_isolation = 'repeatable read'
+----
+ok SET
+
+SHOW default_transaction_isolation
+----
+repeatable read
+
+SET application_name = 'golden'
+----
+ok SET
+
+SHOW application_name
+----
+golden
+
+SHOW no_such_setting
+----
+error 42704
+
+PREPARE get (int) AS SELECT balance FROM acct WHERE id = $1
+----
+ok PREPARE
+
+EXECUTE get (2)
+----
+100
+
+DEALLOCATE get
+----
+ok DEALLOCATE
+
+EXECUTE get (2)
+----
+error 26000
+
+BEGIN
+----
+ok BEGIN
+
+CREATE TABLE temp_t (a INT)
+----
+ok CREATE TABLE
+
+INSERT INTO temp_t VALUES (1)
+----
+ok INSERT 0 1
+
+DROP TABLE acct
+----
+ok DROP TABLE
+
+ROLLBACK
+----
+ok ROLLBACK
+
+SELECT * FROM temp_t
+----
+error 42P01
+
+SELECT count(*) FROM acct
+----
+2
+
+BEGIN READ ONLY
+----
+ok BEGIN
+
+DELETE FROM acct
+----
+error 25006
+
+ROLLBACK
+----
+ok ROLLBACK
+
+SAVEPOINT s1
+----
+error 0A000
