@@ -11,26 +11,60 @@ pub enum Statement {
     Update(Box<Update>),
     Delete(Box<Delete>),
     CreateTable(Box<CreateTable>),
-    DropTable { names: Vec<String>, if_exists: bool },
+    DropTable {
+        names: Vec<String>,
+        if_exists: bool,
+    },
     CreateIndex(Box<CreateIndex>),
-    DropIndex { names: Vec<String>, if_exists: bool },
-    Truncate { tables: Vec<String> },
-    AddPrimaryKey { table: String, columns: Vec<String> },
-    Begin { isolation: Option<Isolation>, read_only: bool },
+    DropIndex {
+        names: Vec<String>,
+        if_exists: bool,
+    },
+    Truncate {
+        tables: Vec<String>,
+    },
+    AddPrimaryKey {
+        table: String,
+        columns: Vec<String>,
+    },
+    Begin {
+        isolation: Option<Isolation>,
+        read_only: bool,
+    },
     Commit,
     Rollback,
     /// `SET TRANSACTION` (this transaction) or `SET SESSION CHARACTERISTICS AS TRANSACTION`.
-    SetTransaction { isolation: Option<Isolation>, session: bool },
+    SetTransaction {
+        isolation: Option<Isolation>,
+        session: bool,
+    },
     /// `SET name = value`; `None` is `DEFAULT`.
-    Set { name: String, value: Option<String> },
-    Show { name: String },
-    Prepare { name: String, types: Vec<Type>, statement: Box<Statement> },
-    Execute { name: String, params: Vec<Expr> },
-    Deallocate { name: Option<String> },
+    Set {
+        name: String,
+        value: Option<String>,
+    },
+    Show {
+        name: String,
+    },
+    Prepare {
+        name: String,
+        types: Vec<Type>,
+        statement: Box<Statement>,
+    },
+    Execute {
+        name: String,
+        params: Vec<Expr>,
+    },
+    Deallocate {
+        name: Option<String>,
+    },
     Explain(Box<Statement>),
     /// A statement Engram accepts and does nothing for (`VACUUM`, `ANALYZE`, `CHECKPOINT`
     /// runs a checkpoint): the command tag to answer.
-    Utility { tag: String, checkpoint: bool },
+    Utility {
+        tag: String,
+        checkpoint: bool,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -139,7 +173,12 @@ impl BinaryOp {
     pub fn is_comparison(self) -> bool {
         matches!(
             self,
-            BinaryOp::Eq | BinaryOp::NotEq | BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq
+            BinaryOp::Eq
+                | BinaryOp::NotEq
+                | BinaryOp::Lt
+                | BinaryOp::LtEq
+                | BinaryOp::Gt
+                | BinaryOp::GtEq
         )
     }
 
@@ -167,24 +206,71 @@ pub enum Literal {
 
 #[derive(Debug, Clone)]
 pub enum Expr {
-    Column { table: Option<String>, name: String },
+    Column {
+        table: Option<String>,
+        name: String,
+    },
     Literal(Literal),
     /// `$n`, numbered from 1.
     Param(usize),
     Negate(Box<Expr>),
     Not(Box<Expr>),
-    Binary { op: BinaryOp, left: Box<Expr>, right: Box<Expr> },
-    IsNull { expr: Box<Expr>, negated: bool },
-    IsBool { expr: Box<Expr>, value: bool, negated: bool },
-    InList { expr: Box<Expr>, list: Vec<Expr>, negated: bool },
-    InSubquery { expr: Box<Expr>, query: Box<Query>, negated: bool },
-    Exists { query: Box<Query>, negated: bool },
+    Binary {
+        op: BinaryOp,
+        left: Box<Expr>,
+        right: Box<Expr>,
+    },
+    IsNull {
+        expr: Box<Expr>,
+        negated: bool,
+    },
+    IsBool {
+        expr: Box<Expr>,
+        value: bool,
+        negated: bool,
+    },
+    InList {
+        expr: Box<Expr>,
+        list: Vec<Expr>,
+        negated: bool,
+    },
+    InSubquery {
+        expr: Box<Expr>,
+        query: Box<Query>,
+        negated: bool,
+    },
+    Exists {
+        query: Box<Query>,
+        negated: bool,
+    },
     Subquery(Box<Query>),
-    Between { expr: Box<Expr>, low: Box<Expr>, high: Box<Expr>, negated: bool },
-    Like { expr: Box<Expr>, pattern: Box<Expr>, negated: bool, case_insensitive: bool },
-    Cast { expr: Box<Expr>, ty: Type },
-    Function { name: String, args: Vec<Expr>, distinct: bool, star: bool },
-    Case { operand: Option<Box<Expr>>, whens: Vec<(Expr, Expr)>, otherwise: Option<Box<Expr>> },
+    Between {
+        expr: Box<Expr>,
+        low: Box<Expr>,
+        high: Box<Expr>,
+        negated: bool,
+    },
+    Like {
+        expr: Box<Expr>,
+        pattern: Box<Expr>,
+        negated: bool,
+        case_insensitive: bool,
+    },
+    Cast {
+        expr: Box<Expr>,
+        ty: Type,
+    },
+    Function {
+        name: String,
+        args: Vec<Expr>,
+        distinct: bool,
+        star: bool,
+    },
+    Case {
+        operand: Option<Box<Expr>>,
+        whens: Vec<(Expr, Expr)>,
+        otherwise: Option<Box<Expr>>,
+    },
     /// `DEFAULT` in an INSERT's VALUES or an UPDATE's SET.
     Default,
 }

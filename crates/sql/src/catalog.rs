@@ -87,9 +87,8 @@ impl TableSchema {
             let key_of = key_extractor(types.clone(), index.columns.clone(), index.unique);
             let mut index_spec = IndexSpec::new(index.name.clone(), index.unique, |_, _| false);
             index_spec.key_of = key_of;
-            spec = spec.index(
-                index_spec.definition(serde_json::to_vec(&definition).unwrap_or_default()),
-            );
+            spec = spec
+                .index(index_spec.definition(serde_json::to_vec(&definition).unwrap_or_default()));
         }
         spec
     }

@@ -83,7 +83,12 @@ pub fn row_version(row: &[u8]) -> u16 {
 
 /// Decodes the columns of `row` for which `wanted` is true (all when `wanted` is empty) into
 /// `out` (one value per column of `types`; unwanted columns are left NULL).
-pub fn decode_row(row: &[u8], types: &[Type], wanted: &[bool], out: &mut Vec<Value>) -> SqlResult<()> {
+pub fn decode_row(
+    row: &[u8],
+    types: &[Type],
+    wanted: &[bool],
+    out: &mut Vec<Value>,
+) -> SqlResult<()> {
     out.clear();
     out.resize(types.len(), Value::Null);
     if row.len() < 4 {
@@ -148,7 +153,9 @@ fn decode_fixed(ty: Type, bytes: &[u8]) -> Value {
             let b = array(4);
             Value::Float(f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])))
         }
-        Type::Float8 => Value::Float(f64::from_le_bytes(array(8)[..8].try_into().unwrap_or_default())),
+        Type::Float8 => {
+            Value::Float(f64::from_le_bytes(array(8)[..8].try_into().unwrap_or_default()))
+        }
         Type::Numeric { .. } => Value::Numeric(Decimal::deserialize(array(16))),
         Type::Date => {
             let b = array(4);
@@ -165,7 +172,9 @@ fn decode_fixed(ty: Type, bytes: &[u8]) -> Value {
 pub fn encode_key(ty: Type, value: &Value, out: &mut Vec<u8>) {
     match (ty, value) {
         (_, Value::Bool(b)) => out.push(u8::from(*b)),
-        (Type::Int2, Value::Int(v)) => out.extend_from_slice(&((*v as i16 as u16) ^ 0x8000).to_be_bytes()),
+        (Type::Int2, Value::Int(v)) => {
+            out.extend_from_slice(&((*v as i16 as u16) ^ 0x8000).to_be_bytes())
+        }
         (Type::Int4, Value::Int(v)) => {
             out.extend_from_slice(&((*v as i32 as u32) ^ 0x8000_0000).to_be_bytes())
         }
@@ -254,12 +263,21 @@ mod tests {
                 assert!(pair[0] < pair[1], "{ty:?}: {:?}", values);
             }
         }
-        assert_eq!(key(Type::Numeric { precision: 0, scale: 0 }, "1.50"), key(Type::Numeric { precision: 0, scale: 0 }, "1.5"));
+        assert_eq!(
+            key(Type::Numeric { precision: 0, scale: 0 }, "1.50"),
+            key(Type::Numeric { precision: 0, scale: 0 }, "1.5")
+        );
     }
 
     #[test]
     fn rows_round_trip() {
-        let types = [Type::Int4, Type::Text, Type::Numeric { precision: 6, scale: 2 }, Type::Bool, Type::Float8];
+        let types = [
+            Type::Int4,
+            Type::Text,
+            Type::Numeric { precision: 6, scale: 2 },
+            Type::Bool,
+            Type::Float8,
+        ];
         let values = vec![
             Value::Int(-7),
             Value::Text("héllo".into()),

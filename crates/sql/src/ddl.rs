@@ -31,7 +31,10 @@ impl Session {
                     } else if *if_exists {
                         self.notice(format!("table \"{name}\" does not exist, skipping"));
                     } else {
-                        return Err(SqlError::new("42P01", format!("table \"{name}\" does not exist")));
+                        return Err(SqlError::new(
+                            "42P01",
+                            format!("table \"{name}\" does not exist"),
+                        ));
                     }
                 }
                 Ok("DROP TABLE".into())
@@ -40,35 +43,62 @@ impl Session {
                 let table = self.db.catalog.read().table(&create.table)?;
                 let mut columns = Vec::new();
                 for name in &create.columns {
-                    columns.push(table.schema.column(name).ok_or_else(|| SqlError::undefined_column(name))?);
+                    columns.push(
+                        table
+                            .schema
+                            .column(name)
+                            .ok_or_else(|| SqlError::undefined_column(name))?,
+                    );
                 }
-                let name = create
-                    .name
-                    .clone()
-                    .unwrap_or_else(|| format!("{}_{}_{}", table.schema.name, create.columns.join("_"), if create.unique { "key" } else { "idx" }));
+                let name = create.name.clone().unwrap_or_else(|| {
+                    format!(
+                        "{}_{}_{}",
+                        table.schema.name,
+                        create.columns.join("_"),
+                        if create.unique { "key" } else { "idx" }
+                    )
+                });
                 if self.relation_exists(&name) {
                     if create.if_not_exists {
                         self.notice(format!("relation \"{name}\" already exists, skipping"));
                         return Ok("CREATE INDEX".into());
                     }
-                    return Err(SqlError::new("42P07", format!("relation \"{name}\" already exists")));
+                    return Err(SqlError::new(
+                        "42P07",
+                        format!("relation \"{name}\" already exists"),
+                    ));
                 }
-                self.rebuild(&table, Rebuild::AddIndex(IndexSchema { name, columns, unique: create.unique }))?;
+                self.rebuild(
+                    &table,
+                    Rebuild::AddIndex(IndexSchema { name, columns, unique: create.unique }),
+                )?;
                 Ok("CREATE INDEX".into())
             }
             Statement::DropIndex { names, if_exists } => {
                 for name in names {
                     let owner = self.db.catalog.read().index_table(name);
                     match owner {
-                        Some(table) if table.schema.primary_name.as_deref() == Some(name.as_str()) => {
+                        Some(table)
+                            if table.schema.primary_name.as_deref() == Some(name.as_str()) =>
+                        {
                             return Err(SqlError::new(
                                 "2BP01",
-                                format!("cannot drop index {name} because constraint {name} on table {} requires it", table.schema.name),
+                                format!(
+                                    "cannot drop index {name} because constraint {name} on table {} requires it",
+                                    table.schema.name
+                                ),
                             ));
                         }
                         Some(table) => self.rebuild(&table, Rebuild::DropIndex(name.clone()))?,
-                        None if *if_exists => self.notice(format!("index \"{name}\" does not exist, skipping")),
-                        None => return Err(SqlError::new("42704", format!("index \"{name}\" does not exist"))),
+                        None if *if_exists => {
+                            self.notice(format!("index \"{name}\" does not exist, skipping"))
+                        }
+                        None => {
+                            return Err(SqlError::new(
+                                "42704",
+                                format!("index \"{name}\" does not exist"),
+                            ));
+                        }
                     }
                 }
                 Ok("DROP INDEX".into())
@@ -88,12 +118,20 @@ impl Session {
                 if !table.schema.primary_key.is_empty() {
                     return Err(SqlError::new(
                         "42P16",
-                        format!("multiple primary keys for table \"{}\" are not allowed", table.schema.name),
+                        format!(
+                            "multiple primary keys for table \"{}\" are not allowed",
+                            table.schema.name
+                        ),
                     ));
                 }
                 let mut positions = Vec::new();
                 for name in columns {
-                    positions.push(table.schema.column(name).ok_or_else(|| SqlError::undefined_column(name))?);
+                    positions.push(
+                        table
+                            .schema
+                            .column(name)
+                            .ok_or_else(|| SqlError::undefined_column(name))?,
+                    );
                 }
                 self.rebuild(&table, Rebuild::PrimaryKey(positions))?;
                 Ok("ALTER TABLE".into())
@@ -118,7 +156,8 @@ impl Session {
         let mut txn = self.worker.txn()?;
         match schema {
             Some(schema) => {
-                let bytes = serde_json::to_vec(schema).map_err(|e| SqlError::new("XX000", e.to_string()))?;
+                let bytes = serde_json::to_vec(schema)
+                    .map_err(|e| SqlError::new("XX000", e.to_string()))?;
                 txn.put(&catalog_table, key.as_bytes(), &bytes)?;
             }
             None => {
@@ -128,7 +167,12 @@ impl Session {
         Ok(())
     }
 
-    fn install(&mut self, name: &str, info: Option<Arc<TableInfo>>, created_engine: Option<String>) {
+    fn install(
+        &mut self,
+        name: &str,
+        info: Option<Arc<TableInfo>>,
+        created_engine: Option<String>,
+    ) {
         let mut catalog = self.db.catalog.write();
         let previous = match info {
             Some(info) => catalog.tables.insert(name.to_string(), info),
@@ -139,12 +183,17 @@ impl Session {
     }
 
     fn create_table(&mut self, create: &CreateTable) -> SqlResult<String> {
-        if self.db.catalog.read().tables.contains_key(&create.name) || self.relation_exists(&create.name) {
+        if self.db.catalog.read().tables.contains_key(&create.name)
+            || self.relation_exists(&create.name)
+        {
             if create.if_not_exists {
                 self.notice(format!("relation \"{}\" already exists, skipping", create.name));
                 return Ok("CREATE TABLE".into());
             }
-            return Err(SqlError::new("42P07", format!("relation \"{}\" already exists", create.name)));
+            return Err(SqlError::new(
+                "42P07",
+                format!("relation \"{}\" already exists", create.name),
+            ));
         }
         if create.name.contains('#') || create.name.starts_with("_engram") {
             return Err(SqlError::new("42602", format!("invalid table name \"{}\"", create.name)));
@@ -156,7 +205,10 @@ impl Session {
         let mut columns: Vec<ColumnSchema> = Vec::new();
         for def in &create.columns {
             if columns.iter().any(|c| c.name == def.name) {
-                return Err(SqlError::new("42701", format!("column \"{}\" specified more than once", def.name)));
+                return Err(SqlError::new(
+                    "42701",
+                    format!("column \"{}\" specified more than once", def.name),
+                ));
             }
             columns.push(ColumnSchema {
                 name: def.name.clone(),
@@ -170,21 +222,31 @@ impl Session {
         let position = |name: &str| {
             names.iter().position(|c| c == name).ok_or_else(|| SqlError::undefined_column(name))
         };
-        let mut primary_names: Vec<String> = create.columns.iter().filter(|c| c.primary).map(|c| c.name.clone()).collect();
+        let mut primary_names: Vec<String> =
+            create.columns.iter().filter(|c| c.primary).map(|c| c.name.clone()).collect();
         if !create.primary_key.is_empty() {
             if !primary_names.is_empty() {
-                return Err(SqlError::new("42P16", format!("multiple primary keys for table \"{}\" are not allowed", create.name)));
+                return Err(SqlError::new(
+                    "42P16",
+                    format!("multiple primary keys for table \"{}\" are not allowed", create.name),
+                ));
             }
             primary_names = create.primary_key.clone();
         }
         if primary_names.len() > 1 && create.columns.iter().filter(|c| c.primary).count() > 1 {
-            return Err(SqlError::new("42P16", format!("multiple primary keys for table \"{}\" are not allowed", create.name)));
+            return Err(SqlError::new(
+                "42P16",
+                format!("multiple primary keys for table \"{}\" are not allowed", create.name),
+            ));
         }
         let mut primary_key = Vec::new();
         for name in &primary_names {
             let at = position(name)?;
             if primary_key.contains(&at) {
-                return Err(SqlError::new("42701", format!("column \"{name}\" appears twice in primary key constraint")));
+                return Err(SqlError::new(
+                    "42701",
+                    format!("column \"{name}\" appears twice in primary key constraint"),
+                ));
             }
             primary_key.push(at);
         }
@@ -192,14 +254,20 @@ impl Session {
             columns[at].not_null = true;
         }
         let mut indexes = Vec::new();
-        let mut uniques: Vec<Vec<String>> = create.columns.iter().filter(|c| c.unique).map(|c| vec![c.name.clone()]).collect();
+        let mut uniques: Vec<Vec<String>> =
+            create.columns.iter().filter(|c| c.unique).map(|c| vec![c.name.clone()]).collect();
         uniques.extend(create.uniques.iter().cloned());
         for unique in uniques {
-            let positions = unique.iter().map(|name| position(name)).collect::<SqlResult<Vec<_>>>()?;
+            let positions =
+                unique.iter().map(|name| position(name)).collect::<SqlResult<Vec<_>>>()?;
             if positions == primary_key {
                 continue;
             }
-            indexes.push(IndexSchema { name: format!("{}_{}_key", create.name, unique.join("_")), columns: positions, unique: true });
+            indexes.push(IndexSchema {
+                name: format!("{}_{}_key", create.name, unique.join("_")),
+                columns: positions,
+                unique: true,
+            });
         }
         let schema = TableSchema {
             name: create.name.clone(),
@@ -215,7 +283,11 @@ impl Session {
     }
 
     /// Creates the engine table of `schema`, writes its catalog row and installs it.
-    fn install_new(&mut self, schema: TableSchema, rowid: Option<Arc<AtomicI64>>) -> SqlResult<Arc<TableInfo>> {
+    fn install_new(
+        &mut self,
+        schema: TableSchema,
+        rowid: Option<Arc<AtomicI64>>,
+    ) -> SqlResult<Arc<TableInfo>> {
         let engine = self.db.database().create_table(schema.engine_spec())?;
         let created = schema.engine_name.clone();
         if let Err(error) = self.write_catalog_row(&schema.name.clone(), Some(&schema)) {
@@ -224,7 +296,11 @@ impl Session {
         }
         let sequences = {
             let mut catalog = self.db.catalog.write();
-            schema.columns.iter().map(|c| c.sequence.as_ref().map(|key| catalog.sequence(key))).collect()
+            schema
+                .columns
+                .iter()
+                .map(|c| c.sequence.as_ref().map(|key| catalog.sequence(key)))
+                .collect()
         };
         let info = Arc::new(TableInfo {
             types: schema.types(),
@@ -269,10 +345,17 @@ impl Session {
         let mut rows: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         if copy {
             let mut txn = self.worker.txn()?;
-            txn.scan(&table.engine, Bound::Unbounded, Bound::Unbounded, Direction::Forward, usize::MAX, |key, row| {
-                rows.push((key.to_vec(), row.to_vec()));
-                true
-            })?;
+            txn.scan(
+                &table.engine,
+                Bound::Unbounded,
+                Bound::Unbounded,
+                Direction::Forward,
+                usize::MAX,
+                |key, row| {
+                    rows.push((key.to_vec(), row.to_vec()));
+                    true
+                },
+            )?;
         }
         let rowid = (!rekey && schema.primary_key.is_empty()).then(|| Arc::clone(&table.rowid));
         let info = self.install_new(schema, rowid)?;
@@ -299,10 +382,13 @@ impl Session {
             match txn.insert(&info.engine, &key, &row) {
                 Ok(()) => {}
                 Err(engram_engine::Error::DuplicateKey { index, .. }) => {
-                    let name = index.or_else(|| info.schema.primary_name.clone()).unwrap_or_default();
+                    let name =
+                        index.or_else(|| info.schema.primary_name.clone()).unwrap_or_default();
                     return Err(SqlError::new(
                         "23505",
-                        format!("could not create unique index \"{name}\": the table holds duplicate keys"),
+                        format!(
+                            "could not create unique index \"{name}\": the table holds duplicate keys"
+                        ),
                     ));
                 }
                 Err(error) => return Err(error.into()),

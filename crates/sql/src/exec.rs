@@ -1,14 +1,14 @@
 //! The executor: runs plans inside an engine transaction.
 
-use crate::codec::{decode_row, encode_key, encode_row};
+use crate::ast::{BinaryOp, JoinKind};
 use crate::catalog::{Sequence, TableInfo};
+use crate::codec::{decode_row, encode_key, encode_row};
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{BExpr, Context};
 use crate::plan::{
     Access, AggFunc, Aggregate, ConflictAction, InsertPlan, InsertRows, ModifyPlan, Path, QueryPlan,
 };
 use crate::types::{GroupKey, Type, Value, cast};
-use crate::ast::{BinaryOp, JoinKind};
 use engram_engine::{Direction, Error, Txn};
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
@@ -35,14 +35,24 @@ fn engine_error(error: Error, table: &TableInfo) -> SqlError {
     match error {
         Error::DuplicateKey { index, .. } => {
             let constraint = match index {
-                None => table.schema.primary_name.clone().unwrap_or_else(|| format!("{}_pkey", table.schema.name)),
+                None => table
+                    .schema
+                    .primary_name
+                    .clone()
+                    .unwrap_or_else(|| format!("{}_pkey", table.schema.name)),
                 Some(name) => name,
             };
-            SqlError::new("23505", format!("duplicate key value violates unique constraint \"{constraint}\""))
+            SqlError::new(
+                "23505",
+                format!("duplicate key value violates unique constraint \"{constraint}\""),
+            )
         }
         Error::KeyTooLong { len, max } => SqlError::new(
             "54000",
-            format!("index row size {len} exceeds maximum {max} for table \"{}\"", table.schema.name),
+            format!(
+                "index row size {len} exceeds maximum {max} for table \"{}\"",
+                table.schema.name
+            ),
         ),
         Error::ValueTooLong { len, max } => SqlError::new(
             "54000",
@@ -53,7 +63,11 @@ fn engine_error(error: Error, table: &TableInfo) -> SqlError {
 }
 
 /// Runs the uncorrelated subqueries of a plan; one column of values each.
-fn run_subqueries(txn: &mut Txn<'_>, subqueries: &[QueryPlan], env: &Env<'_>) -> SqlResult<Vec<Vec<Value>>> {
+fn run_subqueries(
+    txn: &mut Txn<'_>,
+    subqueries: &[QueryPlan],
+    env: &Env<'_>,
+) -> SqlResult<Vec<Vec<Value>>> {
     let mut results = Vec::with_capacity(subqueries.len());
     for sub in subqueries {
         let inner = Env { params: env.params, now: env.now, reserve: env.reserve, max_rows: 0 };
@@ -86,7 +100,10 @@ fn successor(mut bytes: Vec<u8>) -> Option<Vec<u8>> {
 /// Key bytes of the scan, or `None` when no row can match.
 enum Bounds {
     Empty,
-    Scan { low: Option<Vec<u8>>, high: Option<Vec<u8>> },
+    Scan {
+        low: Option<Vec<u8>>,
+        high: Option<Vec<u8>>,
+    },
     /// A value did not convert to the key column's type: scan everything and filter.
     Full,
 }
@@ -105,7 +122,9 @@ fn key_part(ty: Type, value: Value, marker: bool, out: &mut Vec<u8>) -> Option<O
 
 fn bounds(access: &Access, row: &[Value], cx: &Context<'_>) -> SqlResult<Bounds> {
     let schema = &access.table.schema;
-    let Path::Range { index, eq, low, high, .. } = &access.path else { unreachable!("point paths have no bounds") };
+    let Path::Range { index, eq, low, high, .. } = &access.path else {
+        unreachable!("point paths have no bounds")
+    };
     let (columns, marker) = match index {
         None => (&schema.primary_key, false),
         Some(i) => (&schema.indexes[*i].columns, true),
@@ -157,6 +176,9 @@ fn bounds(access: &Access, row: &[Value], cx: &Context<'_>) -> SqlResult<Bounds>
     Ok(Bounds::Scan { low: low_key, high: high_key })
 }
 
+/// Receives `(primary key, decoded columns)`; returns whether to go on.
+type Sink<'a> = dyn FnMut(&[u8], &[Value]) -> SqlResult<bool> + 'a;
+
 /// Visits the rows of one table access: `sink(key, columns)` returns whether to go on.
 fn fetch(
     txn: &mut Txn<'_>,
@@ -164,7 +186,7 @@ fn fetch(
     row: &[Value],
     cx: &Context<'_>,
     for_update: bool,
-    sink: &mut dyn FnMut(&[u8], &[Value]) -> SqlResult<bool>,
+    sink: &mut Sink<'_>,
 ) -> SqlResult<()> {
     let table = &access.table;
     let types = &table.types;
@@ -220,7 +242,9 @@ fn fetch(
             };
             let scanned = match index {
                 None => txn.scan(&table.engine, low, high, direction, usize::MAX, &mut visit),
-                Some(i) => txn.scan_index(&table.engine, *i, low, high, direction, usize::MAX, &mut visit),
+                Some(i) => {
+                    txn.scan_index(&table.engine, *i, low, high, direction, usize::MAX, &mut visit)
+                }
             };
             scanned.map_err(|e| engine_error(e, table))?;
             if let Some(error) = failure {
@@ -238,13 +262,20 @@ fn fetch_full(
     txn: &mut Txn<'_>,
     access: &Access,
     for_update: bool,
-    sink: &mut dyn FnMut(&[u8], &[Value]) -> SqlResult<bool>,
+    sink: &mut Sink<'_>,
 ) -> SqlResult<()> {
     let full = Access {
         path: Path::Range { index: None, eq: Vec::new(), low: None, high: None, descending: false },
         ..access.clone()
     };
-    fetch(txn, &full, &[], &Context { params: &[], subqueries: &[], now: 0, reserve: &|_, _| Ok(()) }, for_update, sink)
+    fetch(
+        txn,
+        &full,
+        &[],
+        &Context { params: &[], subqueries: &[], now: 0, reserve: &|_, _| Ok(()) },
+        for_update,
+        sink,
+    )
 }
 
 /// What a query accumulates as rows arrive.
@@ -303,7 +334,11 @@ fn accumulate(state: &mut AggState, aggregate: &Aggregate, value: Value) -> SqlR
         AggState::MinMax(best) => {
             let replace = best.is_null() || {
                 let ordering = value.compare(best);
-                if aggregate.func == AggFunc::Min { ordering == Ordering::Less } else { ordering == Ordering::Greater }
+                if aggregate.func == AggFunc::Min {
+                    ordering == Ordering::Less
+                } else {
+                    ordering == Ordering::Greater
+                }
             };
             if replace {
                 *best = value;
@@ -405,7 +440,8 @@ fn count_value(expr: &Option<BExpr>, cx: &Context<'_>) -> SqlResult<Option<usize
 /// Runs a query.
 pub fn run_query(txn: &mut Txn<'_>, plan: &QueryPlan, env: &Env<'_>) -> SqlResult<Produced> {
     let subqueries = run_subqueries(txn, &plan.subqueries, env)?;
-    let cx = Context { params: env.params, subqueries: &subqueries, now: env.now, reserve: env.reserve };
+    let cx =
+        Context { params: env.params, subqueries: &subqueries, now: env.now, reserve: env.reserve };
     let limit = count_value(&plan.limit, &cx)?;
     let offset = count_value(&plan.offset, &cx)?.unwrap_or(0);
     let streaming = plan.sort.is_empty() && plan.grouping.is_none() && !plan.distinct;
@@ -416,7 +452,13 @@ pub fn run_query(txn: &mut Txn<'_>, plan: &QueryPlan, env: &Env<'_>) -> SqlResul
     if streaming && env.max_rows > 0 {
         enough = enough.min(offset.saturating_add(env.max_rows));
     }
-    let mut collector = Collector { plan, rows: Vec::new(), groups: HashMap::new(), group_states: Vec::new(), enough };
+    let mut collector = Collector {
+        plan,
+        rows: Vec::new(),
+        groups: HashMap::new(),
+        group_states: Vec::new(),
+        enough,
+    };
     if enough > 0 {
         match &plan.values {
             Some(rows) => {
@@ -425,7 +467,9 @@ pub fn run_query(txn: &mut Txn<'_>, plan: &QueryPlan, env: &Env<'_>) -> SqlResul
                     for expr in values {
                         row.push(expr.eval(&[], &cx)?);
                     }
-                    if plan.filter.as_ref().map_or(Ok(true), |f| f.test(&row, &cx))? && !collector.take(&row, &cx)? {
+                    if plan.filter.as_ref().map_or(Ok(true), |f| f.test(&row, &cx))?
+                        && !collector.take(&row, &cx)?
+                    {
                         break;
                     }
                 }
@@ -465,8 +509,20 @@ pub fn run_query(txn: &mut Txn<'_>, plan: &QueryPlan, env: &Env<'_>) -> SqlResul
             for ((x, y), key) in a.iter().zip(b).zip(sort) {
                 let ordering = match (x.is_null(), y.is_null()) {
                     (true, true) => Ordering::Equal,
-                    (true, false) => if key.nulls_first { Ordering::Less } else { Ordering::Greater },
-                    (false, true) => if key.nulls_first { Ordering::Greater } else { Ordering::Less },
+                    (true, false) => {
+                        if key.nulls_first {
+                            Ordering::Less
+                        } else {
+                            Ordering::Greater
+                        }
+                    }
+                    (false, true) => {
+                        if key.nulls_first {
+                            Ordering::Greater
+                        } else {
+                            Ordering::Less
+                        }
+                    }
                     (false, false) => {
                         let o = x.compare(y);
                         if key.descending { o.reverse() } else { o }
@@ -479,7 +535,8 @@ pub fn run_query(txn: &mut Txn<'_>, plan: &QueryPlan, env: &Env<'_>) -> SqlResul
             Ordering::Equal
         });
     }
-    let mut out: Vec<Vec<Value>> = rows.into_iter().skip(offset).map(|(_, output)| output).collect();
+    let mut out: Vec<Vec<Value>> =
+        rows.into_iter().skip(offset).map(|(_, output)| output).collect();
     if let Some(limit) = limit {
         out.truncate(limit);
     }
@@ -597,7 +654,8 @@ fn row_key(table: &TableInfo, values: &[Value], key: &mut Vec<u8>) {
 /// Runs an INSERT.
 pub fn run_insert(txn: &mut Txn<'_>, plan: &InsertPlan, env: &Env<'_>) -> SqlResult<Produced> {
     let subqueries = run_subqueries(txn, &plan.subqueries, env)?;
-    let cx = Context { params: env.params, subqueries: &subqueries, now: env.now, reserve: env.reserve };
+    let cx =
+        Context { params: env.params, subqueries: &subqueries, now: env.now, reserve: env.reserve };
     let table = &plan.table;
     let width = table.types.len();
     // Source rows as per-column values, `None` for defaults.
@@ -648,11 +706,17 @@ pub fn run_insert(txn: &mut Txn<'_>, plan: &InsertPlan, env: &Env<'_>) -> SqlRes
                 produced.affected += 1;
                 returning(&plan.returning, &values, &cx, &mut produced.rows)?;
             }
-            Err(Error::DuplicateKey { index, .. }) if plan.on_conflict.as_ref().is_some_and(|c| {
-                c.index.map(|i| &table.schema.indexes[i].name) == index.as_ref()
-            }) => {
-                let Some(conflict) = &plan.on_conflict else { unreachable!("checked by the guard") };
-                let ConflictAction::Update { assignments, filter } = &conflict.action else { continue };
+            Err(Error::DuplicateKey { index, .. })
+                if plan.on_conflict.as_ref().is_some_and(|c| {
+                    c.index.map(|i| &table.schema.indexes[i].name) == index.as_ref()
+                }) =>
+            {
+                let Some(conflict) = &plan.on_conflict else {
+                    unreachable!("checked by the guard")
+                };
+                let ConflictAction::Update { assignments, filter } = &conflict.action else {
+                    continue;
+                };
                 // Find the existing row: by primary key, or through the unique index.
                 let existing_key = match conflict.index {
                     None => key.clone(),
@@ -677,11 +741,22 @@ pub fn run_insert(txn: &mut Txn<'_>, plan: &InsertPlan, env: &Env<'_>) -> SqlRes
                             },
                         )
                         .map_err(|e| engine_error(e, table))?;
-                        found.ok_or_else(|| SqlError::new("40001", "could not serialize access: the conflicting row changed"))?
+                        found.ok_or_else(|| {
+                            SqlError::new(
+                                "40001",
+                                "could not serialize access: the conflicting row changed",
+                            )
+                        })?
                     }
                 };
-                let Some(old) = txn.get_for_update(&table.engine, &existing_key).map_err(|e| engine_error(e, table))? else {
-                    return Err(SqlError::new("40001", "could not serialize access: the conflicting row was deleted concurrently"));
+                let Some(old) = txn
+                    .get_for_update(&table.engine, &existing_key)
+                    .map_err(|e| engine_error(e, table))?
+                else {
+                    return Err(SqlError::new(
+                        "40001",
+                        "could not serialize access: the conflicting row was deleted concurrently",
+                    ));
                 };
                 let mut old_values = Vec::new();
                 decode_row(old, &table.types, &[], &mut old_values)?;
@@ -702,9 +777,11 @@ pub fn run_insert(txn: &mut Txn<'_>, plan: &InsertPlan, env: &Env<'_>) -> SqlRes
                 encode_row(table.schema.version, &table.types, &new_values, &mut bytes);
                 if new_key != existing_key && !table.schema.primary_key.is_empty() {
                     txn.delete(&table.engine, &existing_key).map_err(|e| engine_error(e, table))?;
-                    txn.insert(&table.engine, &new_key, &bytes).map_err(|e| engine_error(e, table))?;
+                    txn.insert(&table.engine, &new_key, &bytes)
+                        .map_err(|e| engine_error(e, table))?;
                 } else {
-                    txn.update(&table.engine, &existing_key, &bytes).map_err(|e| engine_error(e, table))?;
+                    txn.update(&table.engine, &existing_key, &bytes)
+                        .map_err(|e| engine_error(e, table))?;
                 }
                 produced.affected += 1;
                 returning(&plan.returning, &new_values, &cx, &mut produced.rows)?;
@@ -715,7 +792,12 @@ pub fn run_insert(txn: &mut Txn<'_>, plan: &InsertPlan, env: &Env<'_>) -> SqlRes
     Ok(produced)
 }
 
-fn returning(exprs: &[BExpr], row: &[Value], cx: &Context<'_>, out: &mut Vec<Vec<Value>>) -> SqlResult<()> {
+fn returning(
+    exprs: &[BExpr],
+    row: &[Value],
+    cx: &Context<'_>,
+    out: &mut Vec<Vec<Value>>,
+) -> SqlResult<()> {
     if exprs.is_empty() {
         return Ok(());
     }
@@ -732,7 +814,8 @@ fn returning(exprs: &[BExpr], row: &[Value], cx: &Context<'_>, out: &mut Vec<Vec
 /// transaction instead of being lost), re-testing the WHERE clause on the row it writes.
 pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlResult<Produced> {
     let subqueries = run_subqueries(txn, &plan.subqueries, env)?;
-    let cx = Context { params: env.params, subqueries: &subqueries, now: env.now, reserve: env.reserve };
+    let cx =
+        Context { params: env.params, subqueries: &subqueries, now: env.now, reserve: env.reserve };
     let table = &plan.access.table;
     let mut targets: Vec<Vec<u8>> = Vec::new();
     fetch(txn, &plan.access, &[], &cx, false, &mut |key, columns| {
@@ -745,7 +828,9 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
     let mut values = Vec::new();
     let mut bytes = Vec::new();
     for key in targets {
-        let Some(current) = txn.get_for_update(&table.engine, &key).map_err(|e| engine_error(e, table))? else {
+        let Some(current) =
+            txn.get_for_update(&table.engine, &key).map_err(|e| engine_error(e, table))?
+        else {
             continue;
         };
         decode_row(current, &table.types, &[], &mut values)?;

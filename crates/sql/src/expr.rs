@@ -45,22 +45,65 @@ pub enum BExpr {
     Negate(Box<BExpr>, Type),
     Not(Box<BExpr>),
     /// Arithmetic or concatenation computed in type `ty`.
-    Arith { op: BinaryOp, left: Box<BExpr>, right: Box<BExpr>, ty: Type },
-    Compare { op: BinaryOp, left: Box<BExpr>, right: Box<BExpr> },
+    Arith {
+        op: BinaryOp,
+        left: Box<BExpr>,
+        right: Box<BExpr>,
+        ty: Type,
+    },
+    Compare {
+        op: BinaryOp,
+        left: Box<BExpr>,
+        right: Box<BExpr>,
+    },
     And(Box<BExpr>, Box<BExpr>),
     Or(Box<BExpr>, Box<BExpr>),
-    IsNull { expr: Box<BExpr>, negated: bool },
-    IsBool { expr: Box<BExpr>, value: bool, negated: bool },
-    InList { expr: Box<BExpr>, list: Vec<BExpr>, negated: bool },
+    IsNull {
+        expr: Box<BExpr>,
+        negated: bool,
+    },
+    IsBool {
+        expr: Box<BExpr>,
+        value: bool,
+        negated: bool,
+    },
+    InList {
+        expr: Box<BExpr>,
+        list: Vec<BExpr>,
+        negated: bool,
+    },
     /// `expr IN (subquery)`: the subquery's rows, computed once per statement.
-    InSubquery { expr: Box<BExpr>, subquery: usize, negated: bool },
-    Exists { subquery: usize, negated: bool },
+    InSubquery {
+        expr: Box<BExpr>,
+        subquery: usize,
+        negated: bool,
+    },
+    Exists {
+        subquery: usize,
+        negated: bool,
+    },
     /// A scalar subquery.
     Subquery(usize),
-    Like { expr: Box<BExpr>, pattern: Box<BExpr>, negated: bool, case_insensitive: bool },
-    Cast { expr: Box<BExpr>, ty: Type },
-    Call { func: Func, args: Vec<BExpr>, ty: Type },
-    Case { operand: Option<Box<BExpr>>, whens: Vec<(BExpr, BExpr)>, otherwise: Option<Box<BExpr>> },
+    Like {
+        expr: Box<BExpr>,
+        pattern: Box<BExpr>,
+        negated: bool,
+        case_insensitive: bool,
+    },
+    Cast {
+        expr: Box<BExpr>,
+        ty: Type,
+    },
+    Call {
+        func: Func,
+        args: Vec<BExpr>,
+        ty: Type,
+    },
+    Case {
+        operand: Option<Box<BExpr>>,
+        whens: Vec<(BExpr, BExpr)>,
+        otherwise: Option<Box<BExpr>>,
+    },
     NextVal(Arc<Sequence>),
 }
 
@@ -87,12 +130,19 @@ impl BExpr {
     pub fn columns(&self, visit: &mut impl FnMut(usize)) {
         match self {
             BExpr::Column(at) => visit(*at),
-            BExpr::Const(_) | BExpr::Param(_) | BExpr::Exists { .. } | BExpr::Subquery(_) | BExpr::NextVal(_) => {}
+            BExpr::Const(_)
+            | BExpr::Param(_)
+            | BExpr::Exists { .. }
+            | BExpr::Subquery(_)
+            | BExpr::NextVal(_) => {}
             BExpr::Negate(e, _) | BExpr::Not(e) | BExpr::Cast { expr: e, .. } => e.columns(visit),
-            BExpr::IsNull { expr, .. } | BExpr::IsBool { expr, .. } | BExpr::InSubquery { expr, .. } => {
-                expr.columns(visit)
-            }
-            BExpr::Arith { left, right, .. } | BExpr::Compare { left, right, .. } | BExpr::And(left, right) | BExpr::Or(left, right) => {
+            BExpr::IsNull { expr, .. }
+            | BExpr::IsBool { expr, .. }
+            | BExpr::InSubquery { expr, .. } => expr.columns(visit),
+            BExpr::Arith { left, right, .. }
+            | BExpr::Compare { left, right, .. }
+            | BExpr::And(left, right)
+            | BExpr::Or(left, right) => {
                 left.columns(visit);
                 right.columns(visit);
             }
@@ -141,10 +191,17 @@ impl BExpr {
             })?,
             BExpr::Negate(inner, ty) => match inner.eval(row, cx)? {
                 Value::Null => Value::Null,
-                Value::Int(v) => check_int(v.checked_neg().ok_or_else(|| SqlError::out_of_range(&ty.name()))?, *ty)?,
+                Value::Int(v) => check_int(
+                    v.checked_neg().ok_or_else(|| SqlError::out_of_range(&ty.name()))?,
+                    *ty,
+                )?,
                 Value::Float(v) => Value::Float(-v),
                 Value::Numeric(v) => Value::Numeric(-v),
-                other => return Err(SqlError::undefined_function(format!("operator does not exist: - {other:?}"))),
+                other => {
+                    return Err(SqlError::undefined_function(format!(
+                        "operator does not exist: - {other:?}"
+                    )));
+                }
             },
             BExpr::Not(inner) => match inner.eval(row, cx)?.truth()? {
                 None => Value::Null,
@@ -185,7 +242,9 @@ impl BExpr {
                 let r = right.eval(row, cx)?;
                 arith(*op, l, r, *ty)?
             }
-            BExpr::IsNull { expr, negated } => Value::Bool(expr.eval(row, cx)?.is_null() != *negated),
+            BExpr::IsNull { expr, negated } => {
+                Value::Bool(expr.eval(row, cx)?.is_null() != *negated)
+            }
             BExpr::IsBool { expr, value, negated } => {
                 let truth = expr.eval(row, cx)?.truth()?;
                 Value::Bool((truth == Some(*value)) != *negated)
@@ -216,7 +275,9 @@ impl BExpr {
                 }
             },
             BExpr::Like { expr, pattern, negated, case_insensitive } => {
-                let (Value::Text(text), Value::Text(pattern)) = (expr.eval(row, cx)?, pattern.eval(row, cx)?) else {
+                let (Value::Text(text), Value::Text(pattern)) =
+                    (expr.eval(row, cx)?, pattern.eval(row, cx)?)
+                else {
                     return Ok(Value::Null);
                 };
                 let matched = if *case_insensitive {
@@ -313,13 +374,12 @@ pub fn like(text: &str, pattern: &str) -> bool {
                     p += 1;
                     continue;
                 }
-                '\\' if p + 1 < pattern.len() => {
-                    if pattern[p + 1] == text[t] {
-                        t += 1;
-                        p += 2;
-                        continue;
-                    }
+                '\\' if p + 1 < pattern.len() && pattern[p + 1] == text[t] => {
+                    t += 1;
+                    p += 2;
+                    continue;
                 }
+                '\\' if p + 1 < pattern.len() => {}
                 c if c == text[t] => {
                     t += 1;
                     p += 1;
@@ -370,7 +430,8 @@ pub fn arith(op: BinaryOp, left: Value, right: Value, ty: Type) -> SqlResult<Val
     }
     // Date arithmetic: date + integer days, date - date.
     match (&left, &right, op) {
-        (Value::Date(d), Value::Int(n), BinaryOp::Add) | (Value::Int(n), Value::Date(d), BinaryOp::Add) => {
+        (Value::Date(d), Value::Int(n), BinaryOp::Add)
+        | (Value::Int(n), Value::Date(d), BinaryOp::Add) => {
             return Ok(Value::Date(
                 i32::try_from(i64::from(*d) + n).map_err(|_| SqlError::out_of_range("date"))?,
             ));
@@ -380,7 +441,9 @@ pub fn arith(op: BinaryOp, left: Value, right: Value, ty: Type) -> SqlResult<Val
                 i32::try_from(i64::from(*d) - n).map_err(|_| SqlError::out_of_range("date"))?,
             ));
         }
-        (Value::Date(a), Value::Date(b), BinaryOp::Subtract) => return Ok(Value::Int(i64::from(*a) - i64::from(*b))),
+        (Value::Date(a), Value::Date(b), BinaryOp::Subtract) => {
+            return Ok(Value::Int(i64::from(*a) - i64::from(*b)));
+        }
         (Value::Timestamp(a), Value::Timestamp(b), BinaryOp::Subtract) => {
             // No interval type: the difference in days, as a float.
             return Ok(Value::Float((a - b) as f64 / MICROS_PER_DAY as f64));
@@ -533,7 +596,10 @@ fn call(func: Func, args: &[BExpr], ty: Type, row: &[Value], cx: &Context<'_>) -
     for arg in args {
         values.push(arg.eval(row, cx)?);
     }
-    if func != Func::Concat && values.iter().any(Value::is_null) && !matches!(func, Func::Greatest | Func::Least) {
+    if func != Func::Concat
+        && values.iter().any(Value::is_null)
+        && !matches!(func, Func::Greatest | Func::Least)
+    {
         return Ok(Value::Null);
     }
     let text = |at: usize| values[at].to_text(Type::Text).unwrap_or_default();
@@ -549,7 +615,10 @@ fn call(func: Func, args: &[BExpr], ty: Type, row: &[Value], cx: &Context<'_>) -
                 Some(length) => {
                     let length = length.as_int().unwrap_or(0);
                     if length < 0 {
-                        return Err(SqlError::new("22011", "negative substring length not allowed"));
+                        return Err(SqlError::new(
+                            "22011",
+                            "negative substring length not allowed",
+                        ));
                     }
                     start.saturating_add(length)
                 }
@@ -568,7 +637,9 @@ fn call(func: Func, args: &[BExpr], ty: Type, row: &[Value], cx: &Context<'_>) -
             }
         }
         Func::Abs => match &values[0] {
-            Value::Int(v) => check_int(v.checked_abs().ok_or_else(|| SqlError::out_of_range(&ty.name()))?, ty)?,
+            Value::Int(v) => {
+                check_int(v.checked_abs().ok_or_else(|| SqlError::out_of_range(&ty.name()))?, ty)?
+            }
             Value::Float(v) => Value::Float(v.abs()),
             Value::Numeric(v) => Value::Numeric(v.abs()),
             _ => Value::Null,
@@ -585,7 +656,9 @@ fn call(func: Func, args: &[BExpr], ty: Type, row: &[Value], cx: &Context<'_>) -
             }
         }
         Func::Floor | Func::Ceil => match &values[0] {
-            Value::Numeric(v) => Value::Numeric(if func == Func::Floor { v.floor() } else { v.ceil() }),
+            Value::Numeric(v) => {
+                Value::Numeric(if func == Func::Floor { v.floor() } else { v.ceil() })
+            }
             Value::Float(v) => Value::Float(if func == Func::Floor { v.floor() } else { v.ceil() }),
             other => other.clone(),
         },
@@ -597,7 +670,11 @@ fn call(func: Func, args: &[BExpr], ty: Type, row: &[Value], cx: &Context<'_>) -
                     None => true,
                     Some(b) => {
                         let ordering = value.compare(b);
-                        if func == Func::Greatest { ordering == Ordering::Greater } else { ordering == Ordering::Less }
+                        if func == Func::Greatest {
+                            ordering == Ordering::Greater
+                        } else {
+                            ordering == Ordering::Less
+                        }
                     }
                 };
                 if better {
@@ -606,7 +683,14 @@ fn call(func: Func, args: &[BExpr], ty: Type, row: &[Value], cx: &Context<'_>) -
             }
             cast(best.unwrap_or(Value::Null), ty, false)?
         }
-        Func::Coalesce | Func::Now | Func::CurrentDate | Func::Version | Func::CurrentDatabase | Func::CurrentSchema | Func::CurrentUser | Func::Random => {
+        Func::Coalesce
+        | Func::Now
+        | Func::CurrentDate
+        | Func::Version
+        | Func::CurrentDatabase
+        | Func::CurrentSchema
+        | Func::CurrentUser
+        | Func::Random => {
             unreachable!("handled above")
         }
     })

@@ -81,10 +81,17 @@ impl SqlDb {
         let mut entries: Vec<(String, Vec<u8>)> = Vec::new();
         system.transaction(Isolation::Serializable, |txn| {
             entries.clear();
-            txn.scan(&catalog_table, Bound::Unbounded, Bound::Unbounded, Direction::Forward, usize::MAX, |key, value| {
-                entries.push((String::from_utf8_lossy(key).into_owned(), value.to_vec()));
-                true
-            })?;
+            txn.scan(
+                &catalog_table,
+                Bound::Unbounded,
+                Bound::Unbounded,
+                Direction::Forward,
+                usize::MAX,
+                |key, value| {
+                    entries.push((String::from_utf8_lossy(key).into_owned(), value.to_vec()));
+                    true
+                },
+            )?;
             Ok(())
         })?;
         let mut catalog = Catalog::default();
@@ -93,7 +100,10 @@ impl SqlDb {
         for (key, value) in entries {
             if let Some(name) = key.strip_prefix("table:") {
                 let schema: TableSchema = serde_json::from_slice(&value).map_err(|error| {
-                    SqlError::new("XX001", format!("catalog entry for table \"{name}\" does not parse: {error}"))
+                    SqlError::new(
+                        "XX001",
+                        format!("catalog entry for table \"{name}\" does not parse: {error}"),
+                    )
                 })?;
                 schemas.push(schema);
             } else if let Some(sequence) = key.strip_prefix("seq:") {
@@ -104,7 +114,13 @@ impl SqlDb {
         let mut referenced = std::collections::HashSet::new();
         for schema in schemas {
             let engine = db.table(&schema.engine_name).map_err(|_| {
-                SqlError::new("XX001", format!("table \"{}\" has no engine table \"{}\"", schema.name, schema.engine_name))
+                SqlError::new(
+                    "XX001",
+                    format!(
+                        "table \"{}\" has no engine table \"{}\"",
+                        schema.name, schema.engine_name
+                    ),
+                )
             })?;
             referenced.insert(schema.engine_name.clone());
             let mut sequences = Vec::new();
@@ -117,7 +133,11 @@ impl SqlDb {
                     sequence
                 }));
             }
-            let rowid = if schema.primary_key.is_empty() { max_rowid(&mut system, &engine)? + 1 } else { 1 };
+            let rowid = if schema.primary_key.is_empty() {
+                max_rowid(&mut system, &engine)? + 1
+            } else {
+                1
+            };
             let info = TableInfo {
                 types: schema.types(),
                 engine,
@@ -176,7 +196,9 @@ impl SqlDb {
         let key = format!("seq:{}", sequence.key);
         let value = limit.to_string();
         let mut worker = self.system.lock();
-        worker.transaction(Isolation::Serializable, |txn| txn.put(&self.catalog_table, key.as_bytes(), value.as_bytes()))?;
+        worker.transaction(Isolation::Serializable, |txn| {
+            txn.put(&self.catalog_table, key.as_bytes(), value.as_bytes())
+        })?;
         Ok(())
     }
 }

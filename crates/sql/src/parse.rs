@@ -57,7 +57,8 @@ fn split_utilities(sql: &str) -> Vec<Piece<'_>> {
             .unwrap_or("")
             .to_ascii_uppercase()
     };
-    let is_utility = |text: &str| matches!(first_word(text).as_str(), "VACUUM" | "ANALYZE" | "CHECKPOINT");
+    let is_utility =
+        |text: &str| matches!(first_word(text).as_str(), "VACUUM" | "ANALYZE" | "CHECKPOINT");
     if !sql.split(';').any(is_utility) {
         return vec![Piece::Sql(sql)];
     }
@@ -84,7 +85,9 @@ fn split_utilities(sql: &str) -> Vec<Piece<'_>> {
         .map(|piece| {
             let word = first_word(piece);
             match word.as_str() {
-                "VACUUM" | "ANALYZE" => Piece::Utility(Statement::Utility { tag: word, checkpoint: false }),
+                "VACUUM" | "ANALYZE" => {
+                    Piece::Utility(Statement::Utility { tag: word, checkpoint: false })
+                }
                 "CHECKPOINT" => Piece::Utility(Statement::Utility { tag: word, checkpoint: true }),
                 _ => Piece::Sql(piece),
             }
@@ -159,12 +162,19 @@ fn statement_from(statement: sp::Statement) -> SqlResult<Statement> {
         S::AlterTable(alter) => {
             let table = object_name(&alter.name)?;
             match alter.operations.as_slice() {
-                [sp::AlterTableOperation::AddConstraint { constraint: sp::TableConstraint::PrimaryKey(pk), .. }] => {
-                    Statement::AddPrimaryKey {
-                        table,
-                        columns: pk.columns.iter().map(|c| index_column(&c.column)).collect::<SqlResult<_>>()?,
-                    }
-                }
+                [
+                    sp::AlterTableOperation::AddConstraint {
+                        constraint: sp::TableConstraint::PrimaryKey(pk),
+                        ..
+                    },
+                ] => Statement::AddPrimaryKey {
+                    table,
+                    columns: pk
+                        .columns
+                        .iter()
+                        .map(|c| index_column(&c.column))
+                        .collect::<SqlResult<_>>()?,
+                },
                 _ => return Err(SqlError::unsupported("this ALTER TABLE (only ADD PRIMARY KEY)")),
             }
         }
@@ -181,9 +191,9 @@ fn statement_from(statement: sp::Statement) -> SqlResult<Statement> {
             return Err(SqlError::unsupported("SAVEPOINT"));
         }
         S::Set(set) => set_from(set)?,
-        S::ShowVariable { variable } => Statement::Show {
-            name: variable.iter().map(ident).collect::<Vec<_>>().join(" "),
-        },
+        S::ShowVariable { variable } => {
+            Statement::Show { name: variable.iter().map(ident).collect::<Vec<_>>().join(" ") }
+        }
         S::Prepare { name, data_types, statement } => Statement::Prepare {
             name: ident(&name),
             types: data_types.iter().map(type_from).collect::<SqlResult<_>>()?,
@@ -219,9 +229,8 @@ fn index_column(column: &sp::OrderByExpr) -> SqlResult<String> {
 fn isolation_from(level: &sp::TransactionIsolationLevel) -> Isolation {
     match level {
         // PostgreSQL runs READ UNCOMMITTED as READ COMMITTED.
-        sp::TransactionIsolationLevel::ReadUncommitted | sp::TransactionIsolationLevel::ReadCommitted => {
-            Isolation::ReadCommitted
-        }
+        sp::TransactionIsolationLevel::ReadUncommitted
+        | sp::TransactionIsolationLevel::ReadCommitted => Isolation::ReadCommitted,
         sp::TransactionIsolationLevel::RepeatableRead => Isolation::RepeatableRead,
         sp::TransactionIsolationLevel::Serializable => Isolation::Serializable,
         sp::TransactionIsolationLevel::Snapshot => Isolation::Snapshot,
@@ -234,8 +243,12 @@ fn transaction_modes(modes: &[sp::TransactionMode]) -> SqlResult<(Option<Isolati
     for mode in modes {
         match mode {
             sp::TransactionMode::IsolationLevel(level) => isolation = Some(isolation_from(level)),
-            sp::TransactionMode::AccessMode(sp::TransactionAccessMode::ReadOnly) => read_only = true,
-            sp::TransactionMode::AccessMode(sp::TransactionAccessMode::ReadWrite) => read_only = false,
+            sp::TransactionMode::AccessMode(sp::TransactionAccessMode::ReadOnly) => {
+                read_only = true
+            }
+            sp::TransactionMode::AccessMode(sp::TransactionAccessMode::ReadWrite) => {
+                read_only = false
+            }
         }
     }
     Ok((isolation, read_only))
@@ -285,7 +298,10 @@ pub fn type_from(ty: &sp::DataType) -> SqlResult<Type> {
             None => Ok(default),
             Some(sp::CharacterLength::IntegerLength { length, .. }) => {
                 if *length == 0 || *length > 10_485_760 {
-                    Err(SqlError::new("22023", format!("length for type must be between 1 and 10485760, not {length}")))
+                    Err(SqlError::new(
+                        "22023",
+                        format!("length for type must be between 1 and 10485760, not {length}"),
+                    ))
                 } else {
                     Ok(*length as u32)
                 }
@@ -308,25 +324,29 @@ pub fn type_from(ty: &sp::DataType) -> SqlResult<Type> {
             sp::ExactNumberInfo::PrecisionAndScale(p, s) => numeric(*p, *s)?,
         },
         D::Char(len) | D::Character(len) => Type::Char(length(len, 1)?),
-        D::Varchar(len) | D::CharacterVarying(len) | D::CharVarying(len) => Type::Varchar(length(len, 0)?),
+        D::Varchar(len) | D::CharacterVarying(len) | D::CharVarying(len) => {
+            Type::Varchar(length(len, 0)?)
+        }
         D::Text | D::String(None) => Type::Text,
         D::Bytea => Type::Bytea,
         D::Date => Type::Date,
-        D::Timestamp(_, sp::TimezoneInfo::None | sp::TimezoneInfo::WithoutTimeZone) | D::Datetime(_) => {
-            Type::Timestamp
-        }
-        D::Custom(name, modifiers) if modifiers.is_empty() => {
-            match object_name(name)?.as_str() {
-                "int" | "int4" | "integer" => Type::Int4,
-                "int2" | "smallint" => Type::Int2,
-                "int8" | "bigint" => Type::Int8,
-                "float4" => Type::Float4,
-                "float8" => Type::Float8,
-                "bpchar" => Type::Char(1),
-                "text" | "name" => Type::Text,
-                other => return Err(SqlError::new("42704", format!("type \"{other}\" does not exist or is not supported"))),
+        D::Timestamp(_, sp::TimezoneInfo::None | sp::TimezoneInfo::WithoutTimeZone)
+        | D::Datetime(_) => Type::Timestamp,
+        D::Custom(name, modifiers) if modifiers.is_empty() => match object_name(name)?.as_str() {
+            "int" | "int4" | "integer" => Type::Int4,
+            "int2" | "smallint" => Type::Int2,
+            "int8" | "bigint" => Type::Int8,
+            "float4" => Type::Float4,
+            "float8" => Type::Float8,
+            "bpchar" => Type::Char(1),
+            "text" | "name" => Type::Text,
+            other => {
+                return Err(SqlError::new(
+                    "42704",
+                    format!("type \"{other}\" does not exist or is not supported"),
+                ));
             }
-        }
+        },
         other => return Err(SqlError::unsupported(format!("the type {other}"))),
     })
 }
@@ -410,9 +430,9 @@ fn create_table_from(create: sp::CreateTable) -> SqlResult<CreateTable> {
                 table.primary_key =
                     pk.columns.iter().map(|c| index_column(&c.column)).collect::<SqlResult<_>>()?;
             }
-            sp::TableConstraint::Unique(unique) => table
-                .uniques
-                .push(unique.columns.iter().map(|c| index_column(&c.column)).collect::<SqlResult<_>>()?),
+            sp::TableConstraint::Unique(unique) => table.uniques.push(
+                unique.columns.iter().map(|c| index_column(&c.column)).collect::<SqlResult<_>>()?,
+            ),
             other => return Err(SqlError::unsupported(format!("the constraint {other}"))),
         }
     }
@@ -462,7 +482,9 @@ fn query_from(query: sp::Query) -> SqlResult<Query> {
             if query.order_by.is_none() && query.limit_clause.is_none() {
                 return Ok(inner);
             }
-            return Err(SqlError::unsupported("a parenthesized query with its own ORDER BY or LIMIT"));
+            return Err(SqlError::unsupported(
+                "a parenthesized query with its own ORDER BY or LIMIT",
+            ));
         }
         sp::SetExpr::SetOperation { op, .. } => {
             return Err(SqlError::unsupported(format!("{op} (set operations)")));
@@ -521,14 +543,17 @@ fn select_from(select: sp::Select) -> SqlResult<Select> {
         .into_iter()
         .map(|item| {
             Ok(match item {
-                sp::SelectItem::UnnamedExpr(expr) => SelectItem::Expr { expr: expr_from(expr)?, alias: None },
+                sp::SelectItem::UnnamedExpr(expr) => {
+                    SelectItem::Expr { expr: expr_from(expr)?, alias: None }
+                }
                 sp::SelectItem::ExprWithAlias { expr, alias } => {
                     SelectItem::Expr { expr: expr_from(expr)?, alias: Some(ident(&alias)) }
                 }
                 sp::SelectItem::Wildcard(_) => SelectItem::Wildcard,
-                sp::SelectItem::QualifiedWildcard(sp::SelectItemQualifiedWildcardKind::ObjectName(name), _) => {
-                    SelectItem::QualifiedWildcard(object_name(&name)?)
-                }
+                sp::SelectItem::QualifiedWildcard(
+                    sp::SelectItemQualifiedWildcardKind::ObjectName(name),
+                    _,
+                ) => SelectItem::QualifiedWildcard(object_name(&name)?),
                 other => return Err(SqlError::unsupported(format!("the select item {other}"))),
             })
         })
@@ -541,12 +566,18 @@ fn select_from(select: sp::Select) -> SqlResult<Select> {
                 sp::JoinOperator::Join(c) | sp::JoinOperator::Inner(c) => (JoinKind::Inner, c),
                 sp::JoinOperator::Left(c) | sp::JoinOperator::LeftOuter(c) => (JoinKind::Left, c),
                 sp::JoinOperator::CrossJoin(c) => (JoinKind::Inner, c),
-                other => return Err(SqlError::unsupported(format!("the join {other:?}").replace("(None)", ""))),
+                other => {
+                    return Err(SqlError::unsupported(
+                        format!("the join {other:?}").replace("(None)", ""),
+                    ));
+                }
             };
             let on = match constraint {
                 sp::JoinConstraint::On(expr) => Some(expr_from(expr)?),
                 sp::JoinConstraint::None => None,
-                sp::JoinConstraint::Using(_) => return Err(SqlError::unsupported("JOIN ... USING")),
+                sp::JoinConstraint::Using(_) => {
+                    return Err(SqlError::unsupported("JOIN ... USING"));
+                }
                 sp::JoinConstraint::Natural => return Err(SqlError::unsupported("NATURAL JOIN")),
             };
             joins.push(Join { table: table_ref(&join.relation)?, kind, on });
@@ -578,7 +609,9 @@ fn returning(items: Option<Vec<sp::SelectItem>>) -> SqlResult<Vec<SelectItem>> {
         .into_iter()
         .map(|item| {
             Ok(match item {
-                sp::SelectItem::UnnamedExpr(expr) => SelectItem::Expr { expr: expr_from(expr)?, alias: None },
+                sp::SelectItem::UnnamedExpr(expr) => {
+                    SelectItem::Expr { expr: expr_from(expr)?, alias: None }
+                }
                 sp::SelectItem::ExprWithAlias { expr, alias } => {
                     SelectItem::Expr { expr: expr_from(expr)?, alias: Some(ident(&alias)) }
                 }
@@ -695,10 +728,20 @@ pub fn expr_from(expr: sp::Expr) -> SqlResult<Expr> {
                 let lower = id.value.to_lowercase();
                 match lower.as_str() {
                     "current_timestamp" | "localtimestamp" => {
-                        return Ok(Expr::Function { name: "now".into(), args: vec![], distinct: false, star: false });
+                        return Ok(Expr::Function {
+                            name: "now".into(),
+                            args: vec![],
+                            distinct: false,
+                            star: false,
+                        });
                     }
                     "current_date" => {
-                        return Ok(Expr::Function { name: "current_date".into(), args: vec![], distinct: false, star: false });
+                        return Ok(Expr::Function {
+                            name: "current_date".into(),
+                            args: vec![],
+                            distinct: false,
+                            star: false,
+                        });
                     }
                     "default" => return Ok(Expr::Default),
                     _ => {}
@@ -711,11 +754,18 @@ pub fn expr_from(expr: sp::Expr) -> SqlResult<Expr> {
             [schema, table, column] if ident(schema) == "public" => {
                 Expr::Column { table: Some(ident(table)), name: ident(column) }
             }
-            _ => return Err(SqlError::unsupported(format!("the name {}", E::CompoundIdentifier(ids)))),
+            _ => {
+                return Err(SqlError::unsupported(format!(
+                    "the name {}",
+                    E::CompoundIdentifier(ids)
+                )));
+            }
         },
         E::Value(value) => match value.value {
             sp::Value::Number(text, _) => Expr::Literal(Literal::Number(text)),
-            sp::Value::SingleQuotedString(s) | sp::Value::EscapedStringLiteral(s) | sp::Value::DollarQuotedString(sp::DollarQuotedString { value: s, .. }) => {
+            sp::Value::SingleQuotedString(s)
+            | sp::Value::EscapedStringLiteral(s)
+            | sp::Value::DollarQuotedString(sp::DollarQuotedString { value: s, .. }) => {
                 Expr::Literal(Literal::String(s))
             }
             sp::Value::Boolean(b) => Expr::Literal(Literal::Bool(b)),
@@ -781,23 +831,36 @@ pub fn expr_from(expr: sp::Expr) -> SqlResult<Expr> {
             list: list.into_iter().map(expr_from).collect::<SqlResult<_>>()?,
             negated,
         },
-        E::InSubquery { expr, subquery, negated } => {
-            Expr::InSubquery { expr: boxed(*expr)?, query: Box::new(query_from(*subquery)?), negated }
+        E::InSubquery { expr, subquery, negated } => Expr::InSubquery {
+            expr: boxed(*expr)?,
+            query: Box::new(query_from(*subquery)?),
+            negated,
+        },
+        E::Exists { subquery, negated } => {
+            Expr::Exists { query: Box::new(query_from(*subquery)?), negated }
         }
-        E::Exists { subquery, negated } => Expr::Exists { query: Box::new(query_from(*subquery)?), negated },
         E::Subquery(query) => Expr::Subquery(Box::new(query_from(*query)?)),
         E::Between { expr, negated, low, high } => {
             Expr::Between { expr: boxed(*expr)?, low: boxed(*low)?, high: boxed(*high)?, negated }
         }
-        E::Like { negated, any: false, expr, pattern, escape_char: None } => {
-            Expr::Like { expr: boxed(*expr)?, pattern: boxed(*pattern)?, negated, case_insensitive: false }
-        }
-        E::ILike { negated, any: false, expr, pattern, escape_char: None } => {
-            Expr::Like { expr: boxed(*expr)?, pattern: boxed(*pattern)?, negated, case_insensitive: true }
-        }
-        E::Cast { kind: sp::CastKind::Cast | sp::CastKind::DoubleColon, expr, data_type, format: None } => {
-            Expr::Cast { expr: boxed(*expr)?, ty: type_from(&data_type)? }
-        }
+        E::Like { negated, any: false, expr, pattern, escape_char: None } => Expr::Like {
+            expr: boxed(*expr)?,
+            pattern: boxed(*pattern)?,
+            negated,
+            case_insensitive: false,
+        },
+        E::ILike { negated, any: false, expr, pattern, escape_char: None } => Expr::Like {
+            expr: boxed(*expr)?,
+            pattern: boxed(*pattern)?,
+            negated,
+            case_insensitive: true,
+        },
+        E::Cast {
+            kind: sp::CastKind::Cast | sp::CastKind::DoubleColon,
+            expr,
+            data_type,
+            format: None,
+        } => Expr::Cast { expr: boxed(*expr)?, ty: type_from(&data_type)? },
         E::Substring { expr, substring_from, substring_for, .. } => {
             let mut args = vec![expr_from(*expr)?];
             args.push(match substring_from {
@@ -843,7 +906,9 @@ fn function_from(function: sp::Function) -> SqlResult<Expr> {
     let mut args = Vec::new();
     match function.args {
         sp::FunctionArguments::None => {}
-        sp::FunctionArguments::Subquery(_) => return Err(SqlError::unsupported("a subquery as function arguments")),
+        sp::FunctionArguments::Subquery(_) => {
+            return Err(SqlError::unsupported("a subquery as function arguments"));
+        }
         sp::FunctionArguments::List(list) => {
             distinct = matches!(list.duplicate_treatment, Some(sp::DuplicateTreatment::Distinct));
             if !list.clauses.is_empty() {
@@ -851,7 +916,9 @@ fn function_from(function: sp::Function) -> SqlResult<Expr> {
             }
             for arg in list.args {
                 match arg {
-                    sp::FunctionArg::Unnamed(sp::FunctionArgExpr::Expr(expr)) => args.push(expr_from(expr)?),
+                    sp::FunctionArg::Unnamed(sp::FunctionArgExpr::Expr(expr)) => {
+                        args.push(expr_from(expr)?)
+                    }
                     sp::FunctionArg::Unnamed(sp::FunctionArgExpr::Wildcard) => star = true,
                     other => return Err(SqlError::unsupported(format!("the argument {other}"))),
                 }

@@ -102,7 +102,10 @@ pub struct QueryPlan {
 pub enum ConflictAction {
     Nothing,
     /// Assignments over the row `existing columns ++ excluded columns`.
-    Update { assignments: Vec<(usize, BExpr)>, filter: Option<BExpr> },
+    Update {
+        assignments: Vec<(usize, BExpr)>,
+        filter: Option<BExpr>,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -181,7 +184,10 @@ impl Scope {
 
     fn push(&mut self, name: String, columns: Vec<(String, Type)>) -> SqlResult<usize> {
         if self.tables.iter().any(|t| t.name == name) {
-            return Err(SqlError::new("42712", format!("table name \"{name}\" specified more than once")));
+            return Err(SqlError::new(
+                "42712",
+                format!("table name \"{name}\" specified more than once"),
+            ));
         }
         let offset = self.width();
         self.tables.push(ScopeTable { name, columns, offset });
@@ -196,17 +202,19 @@ impl Scope {
             }
             if let Some(at) = scope_table.columns.iter().position(|(c, _)| c == name) {
                 if found.is_some() {
-                    return Err(SqlError::new("42702", format!("column reference \"{name}\" is ambiguous")));
+                    return Err(SqlError::new(
+                        "42702",
+                        format!("column reference \"{name}\" is ambiguous"),
+                    ));
                 }
                 found = Some((scope_table.offset + at, scope_table.columns[at].1));
             }
         }
         match (found, table) {
             (Some(found), _) => Ok(found),
-            (None, Some(table)) if !self.tables.iter().any(|t| t.name == table) => Err(SqlError::new(
-                "42P01",
-                format!("missing FROM-clause entry for table \"{table}\""),
-            )),
+            (None, Some(table)) if !self.tables.iter().any(|t| t.name == table) => Err(
+                SqlError::new("42P01", format!("missing FROM-clause entry for table \"{table}\"")),
+            ),
             (None, Some(table)) => Err(SqlError::undefined_column(&format!("{table}.{name}"))),
             (None, None) => Err(SqlError::undefined_column(name)),
         }
@@ -238,13 +246,21 @@ fn is_aggregate(name: &str) -> bool {
 
 fn contains_aggregate(expr: &Expr) -> bool {
     match expr {
-        Expr::Function { name, args, .. } => is_aggregate(name) || args.iter().any(contains_aggregate),
-        Expr::Negate(e) | Expr::Not(e) | Expr::Cast { expr: e, .. } | Expr::IsNull { expr: e, .. } | Expr::IsBool { expr: e, .. } => {
-            contains_aggregate(e)
+        Expr::Function { name, args, .. } => {
+            is_aggregate(name) || args.iter().any(contains_aggregate)
         }
+        Expr::Negate(e)
+        | Expr::Not(e)
+        | Expr::Cast { expr: e, .. }
+        | Expr::IsNull { expr: e, .. }
+        | Expr::IsBool { expr: e, .. } => contains_aggregate(e),
         Expr::Binary { left, right, .. } => contains_aggregate(left) || contains_aggregate(right),
-        Expr::Between { expr, low, high, .. } => contains_aggregate(expr) || contains_aggregate(low) || contains_aggregate(high),
-        Expr::InList { expr, list, .. } => contains_aggregate(expr) || list.iter().any(contains_aggregate),
+        Expr::Between { expr, low, high, .. } => {
+            contains_aggregate(expr) || contains_aggregate(low) || contains_aggregate(high)
+        }
+        Expr::InList { expr, list, .. } => {
+            contains_aggregate(expr) || list.iter().any(contains_aggregate)
+        }
         Expr::Like { expr, pattern, .. } => contains_aggregate(expr) || contains_aggregate(pattern),
         Expr::Case { operand, whens, otherwise } => {
             operand.as_deref().is_some_and(contains_aggregate)
@@ -274,7 +290,9 @@ fn join_conjuncts(conjuncts: Vec<BExpr>) -> Option<BExpr> {
 fn key_compatible(column: Type, from: Type) -> bool {
     match column {
         Type::Int2 | Type::Int4 | Type::Int8 => from.is_integer(),
-        Type::Numeric { precision: 0, .. } => from.is_integer() || matches!(from, Type::Numeric { .. }),
+        Type::Numeric { precision: 0, .. } => {
+            from.is_integer() || matches!(from, Type::Numeric { .. })
+        }
         Type::Numeric { .. } => from.is_integer(),
         Type::Float4 => false,
         Type::Float8 => from.is_numeric(),
@@ -328,7 +346,12 @@ impl<'a> Binder<'a> {
         self.bind_in(expr, scope, &mut None)
     }
 
-    fn bind_in(&mut self, expr: &Expr, scope: &Scope, group: &mut Option<GroupBinding>) -> SqlResult<(BExpr, Type)> {
+    fn bind_in(
+        &mut self,
+        expr: &Expr,
+        scope: &Scope,
+        group: &mut Option<GroupBinding>,
+    ) -> SqlResult<(BExpr, Type)> {
         if group.is_some() {
             if let Expr::Function { name, .. } = expr
                 && is_aggregate(name)
@@ -340,7 +363,8 @@ impl<'a> Binder<'a> {
                 let mut none = None;
                 if let Ok((bound, ty)) = self.bind_in(expr, scope, &mut none) {
                     let text = format!("{bound:?}");
-                    let keys = &group.as_ref().map(|g| &g.keys).into_iter().flatten().collect::<Vec<_>>();
+                    let keys =
+                        &group.as_ref().map(|g| &g.keys).into_iter().flatten().collect::<Vec<_>>();
                     if let Some(at) = keys.iter().position(|key| format!("{key:?}") == text) {
                         let key_type = group.as_ref().map_or(ty, |g| g.key_types[at]);
                         return Ok((BExpr::Column(at), key_type));
@@ -352,7 +376,9 @@ impl<'a> Binder<'a> {
                 if let Expr::Column { name, .. } = expr {
                     return Err(SqlError::new(
                         "42803",
-                        format!("column \"{name}\" must appear in the GROUP BY clause or be used in an aggregate function"),
+                        format!(
+                            "column \"{name}\" must appear in the GROUP BY clause or be used in an aggregate function"
+                        ),
                     ));
                 }
             }
@@ -372,7 +398,9 @@ impl<'a> Binder<'a> {
                         (BExpr::Const(parse_text(text, ty)?), ty)
                     } else {
                         match text.parse::<i64>() {
-                            Ok(v) if i32::try_from(v).is_ok() => (BExpr::Const(Value::Int(v)), Type::Int4),
+                            Ok(v) if i32::try_from(v).is_ok() => {
+                                (BExpr::Const(Value::Int(v)), Type::Int4)
+                            }
                             Ok(v) => (BExpr::Const(Value::Int(v)), Type::Int8),
                             Err(_) => {
                                 let ty = Type::Numeric { precision: 0, scale: 0 };
@@ -390,7 +418,10 @@ impl<'a> Binder<'a> {
             Expr::Negate(inner) => {
                 let (inner, ty) = self.bind_in(inner, scope, group)?;
                 if !ty.is_numeric() && ty != Type::Unknown {
-                    return Err(SqlError::undefined_function(format!("operator does not exist: - {}", ty.name())));
+                    return Err(SqlError::undefined_function(format!(
+                        "operator does not exist: - {}",
+                        ty.name()
+                    )));
                 }
                 (BExpr::Negate(Box::new(inner), ty), ty)
             }
@@ -411,7 +442,10 @@ impl<'a> Binder<'a> {
             Expr::IsBool { expr, value, negated } => {
                 let (inner, ty) = self.bind_in(expr, scope, group)?;
                 let (inner, _) = self.expect_bool(inner, ty, "IS TRUE / IS FALSE")?;
-                (BExpr::IsBool { expr: Box::new(inner), value: *value, negated: *negated }, Type::Bool)
+                (
+                    BExpr::IsBool { expr: Box::new(inner), value: *value, negated: *negated },
+                    Type::Bool,
+                )
             }
             Expr::InList { expr, list, negated } => {
                 let (inner, mut ty) = self.bind_in(expr, scope, group)?;
@@ -420,7 +454,11 @@ impl<'a> Binder<'a> {
                 for item in list {
                     let (bound, item_ty) = self.bind_in(item, scope, group)?;
                     ty = Type::common(ty, item_ty).ok_or_else(|| {
-                        SqlError::mismatch(format!("IN types {} and {} cannot be matched", ty.name(), item_ty.name()))
+                        SqlError::mismatch(format!(
+                            "IN types {} and {} cannot be matched",
+                            ty.name(),
+                            item_ty.name()
+                        ))
                     })?;
                     items.push(bound);
                     types.push(item_ty);
@@ -430,13 +468,19 @@ impl<'a> Binder<'a> {
                 for (item, item_ty) in items.into_iter().zip(types) {
                     coerced.push(self.coerce(item, item_ty, ty)?.0);
                 }
-                (BExpr::InList { expr: Box::new(inner), list: coerced, negated: *negated }, Type::Bool)
+                (
+                    BExpr::InList { expr: Box::new(inner), list: coerced, negated: *negated },
+                    Type::Bool,
+                )
             }
             Expr::InSubquery { expr, query, negated } => {
                 let (inner, ty) = self.bind_in(expr, scope, group)?;
                 let (index, sub_ty) = self.subquery(query)?;
                 let (inner, _) = self.coerce(inner, ty, sub_ty)?;
-                (BExpr::InSubquery { expr: Box::new(inner), subquery: index, negated: *negated }, Type::Bool)
+                (
+                    BExpr::InSubquery { expr: Box::new(inner), subquery: index, negated: *negated },
+                    Type::Bool,
+                )
             }
             Expr::Exists { query, negated } => {
                 let (index, _) = self.subquery(query)?;
@@ -468,7 +512,12 @@ impl<'a> Binder<'a> {
                     )));
                 }
                 (
-                    BExpr::Like { expr: Box::new(e), pattern: Box::new(p), negated: *negated, case_insensitive: *case_insensitive },
+                    BExpr::Like {
+                        expr: Box::new(e),
+                        pattern: Box::new(p),
+                        negated: *negated,
+                        case_insensitive: *case_insensitive,
+                    },
                     Type::Bool,
                 )
             }
@@ -486,10 +535,15 @@ impl<'a> Binder<'a> {
             }
             Expr::Function { name, args, distinct, star } => {
                 if is_aggregate(name) {
-                    return Err(SqlError::new("42803", format!("aggregate function {name} is not allowed here")));
+                    return Err(SqlError::new(
+                        "42803",
+                        format!("aggregate function {name} is not allowed here"),
+                    ));
                 }
                 if *distinct || *star {
-                    return Err(SqlError::syntax(format!("{name}(DISTINCT ...) or {name}(*) is only valid for aggregates")));
+                    return Err(SqlError::syntax(format!(
+                        "{name}(DISTINCT ...) or {name}(*) is only valid for aggregates"
+                    )));
                 }
                 self.function(name, args, scope, group)?
             }
@@ -507,37 +561,63 @@ impl<'a> Binder<'a> {
                         None => self.expect_bool(w, wt, "CASE WHEN")?.0,
                     };
                     let (t, tt) = self.bind_in(then, scope, group)?;
-                    result_ty = Type::common(result_ty, tt)
-                        .ok_or_else(|| SqlError::mismatch(format!("CASE types {} and {} cannot be matched", result_ty.name(), tt.name())))?;
+                    result_ty = Type::common(result_ty, tt).ok_or_else(|| {
+                        SqlError::mismatch(format!(
+                            "CASE types {} and {} cannot be matched",
+                            result_ty.name(),
+                            tt.name()
+                        ))
+                    })?;
                     bound_whens.push((w, t));
                 }
                 let otherwise = match otherwise {
                     Some(o) => {
                         let (e, et) = self.bind_in(o, scope, group)?;
-                        result_ty = Type::common(result_ty, et)
-                            .ok_or_else(|| SqlError::mismatch(format!("CASE types {} and {} cannot be matched", result_ty.name(), et.name())))?;
+                        result_ty = Type::common(result_ty, et).ok_or_else(|| {
+                            SqlError::mismatch(format!(
+                                "CASE types {} and {} cannot be matched",
+                                result_ty.name(),
+                                et.name()
+                            ))
+                        })?;
                         Some(Box::new(e))
                     }
                     None => None,
                 };
                 (
-                    BExpr::Case { operand: operand.map(|(o, _)| Box::new(o)), whens: bound_whens, otherwise },
+                    BExpr::Case {
+                        operand: operand.map(|(o, _)| Box::new(o)),
+                        whens: bound_whens,
+                        otherwise,
+                    },
                     if result_ty == Type::Unknown { Type::Text } else { result_ty },
                 )
             }
-            Expr::Default => return Err(SqlError::syntax("DEFAULT is not allowed in this context")),
+            Expr::Default => {
+                return Err(SqlError::syntax("DEFAULT is not allowed in this context"));
+            }
         })
     }
 
     fn expect_bool(&mut self, expr: BExpr, ty: Type, what: &str) -> SqlResult<(BExpr, Type)> {
         let (expr, ty) = self.coerce(expr, ty, Type::Bool)?;
         if ty != Type::Bool {
-            return Err(SqlError::mismatch(format!("argument of {what} must be type boolean, not type {}", ty.name())));
+            return Err(SqlError::mismatch(format!(
+                "argument of {what} must be type boolean, not type {}",
+                ty.name()
+            )));
         }
         Ok((expr, ty))
     }
 
-    fn binary(&mut self, op: BinaryOp, l: BExpr, lt: Type, r: BExpr, rt: Type) -> SqlResult<(BExpr, Type)> {
+    fn binary(
+        &mut self,
+        op: BinaryOp,
+        l: BExpr,
+        lt: Type,
+        r: BExpr,
+        rt: Type,
+    ) -> SqlResult<(BExpr, Type)> {
         match op {
             BinaryOp::And | BinaryOp::Or => {
                 let (l, _) = self.expect_bool(l, lt, op.symbol())?;
@@ -552,7 +632,10 @@ impl<'a> Binder<'a> {
             BinaryOp::Concat => {
                 let (l, _) = self.coerce(l, lt, Type::Text)?;
                 let (r, _) = self.coerce(r, rt, Type::Text)?;
-                Ok((BExpr::Arith { op, left: Box::new(l), right: Box::new(r), ty: Type::Text }, Type::Text))
+                Ok((
+                    BExpr::Arith { op, left: Box::new(l), right: Box::new(r), ty: Type::Text },
+                    Type::Text,
+                ))
             }
             op if op.is_comparison() => {
                 let (l, lt) = self.coerce(l, lt, rt)?;
@@ -574,7 +657,9 @@ impl<'a> Binder<'a> {
                 let (l, lt) = self.coerce(l, lt, rt)?;
                 let (r, rt) = self.coerce(r, rt, lt)?;
                 let date_math = matches!((lt, rt), (Type::Date, t) | (t, Type::Date) if t.is_integer())
-                    || (lt == rt && matches!(lt, Type::Date | Type::Timestamp) && op == BinaryOp::Subtract);
+                    || (lt == rt
+                        && matches!(lt, Type::Date | Type::Timestamp)
+                        && op == BinaryOp::Subtract);
                 if date_math {
                     let ty = if lt == Type::Timestamp {
                         Type::Float8
@@ -583,7 +668,10 @@ impl<'a> Binder<'a> {
                     } else {
                         Type::Date
                     };
-                    return Ok((BExpr::Arith { op, left: Box::new(l), right: Box::new(r), ty }, ty));
+                    return Ok((
+                        BExpr::Arith { op, left: Box::new(l), right: Box::new(r), ty },
+                        ty,
+                    ));
                 }
                 let (l, lt) = self.coerce(l, lt, Type::Numeric { precision: 0, scale: 0 })?;
                 let (r, rt) = self.coerce(r, rt, Type::Numeric { precision: 0, scale: 0 })?;
@@ -607,7 +695,13 @@ impl<'a> Binder<'a> {
         }
     }
 
-    fn function(&mut self, name: &str, args: &[Expr], scope: &Scope, group: &mut Option<GroupBinding>) -> SqlResult<(BExpr, Type)> {
+    fn function(
+        &mut self,
+        name: &str,
+        args: &[Expr],
+        scope: &Scope,
+        group: &mut Option<GroupBinding>,
+    ) -> SqlResult<(BExpr, Type)> {
         let mut bound = Vec::new();
         for arg in args {
             bound.push(self.bind_in(arg, scope, group)?);
@@ -645,8 +739,9 @@ impl<'a> Binder<'a> {
                 arity(1, 100)?;
                 let mut ty = Type::Unknown;
                 for (_, t) in &bound {
-                    ty = Type::common(ty, *t)
-                        .ok_or_else(|| SqlError::mismatch(format!("{name} types cannot be matched")))?;
+                    ty = Type::common(ty, *t).ok_or_else(|| {
+                        SqlError::mismatch(format!("{name} types cannot be matched"))
+                    })?;
                 }
                 let ty = if ty == Type::Unknown { Type::Text } else { ty };
                 let func = match name {
@@ -676,7 +771,11 @@ impl<'a> Binder<'a> {
                 arity(2, 2)?;
                 (Func::Mod, Type::common(bound[0].1, bound[1].1).unwrap_or(Type::Int8))
             }
-            "now" | "current_timestamp" | "localtimestamp" | "transaction_timestamp" | "statement_timestamp" => {
+            "now"
+            | "current_timestamp"
+            | "localtimestamp"
+            | "transaction_timestamp"
+            | "statement_timestamp" => {
                 arity(0, 0)?;
                 (Func::Now, Type::Timestamp)
             }
@@ -689,7 +788,11 @@ impl<'a> Binder<'a> {
             "nextval" => {
                 return Err(SqlError::unsupported("nextval() outside a SERIAL column's default"));
             }
-            _ => return Err(SqlError::undefined_function(format!("function {name} does not exist"))),
+            _ => {
+                return Err(SqlError::undefined_function(format!(
+                    "function {name} does not exist"
+                )));
+            }
         };
         let mut args = Vec::new();
         for (expr, t) in bound {
@@ -704,8 +807,15 @@ impl<'a> Binder<'a> {
         Ok((BExpr::Call { func, args, ty }, ty))
     }
 
-    fn bind_aggregate(&mut self, expr: &Expr, scope: &Scope, group: &mut Option<GroupBinding>) -> SqlResult<(BExpr, Type)> {
-        let Expr::Function { name, args, distinct, star } = expr else { unreachable!("checked by the caller") };
+    fn bind_aggregate(
+        &mut self,
+        expr: &Expr,
+        scope: &Scope,
+        group: &mut Option<GroupBinding>,
+    ) -> SqlResult<(BExpr, Type)> {
+        let Expr::Function { name, args, distinct, star } = expr else {
+            unreachable!("checked by the caller")
+        };
         let (func, arg, ty) = if *star {
             if name != "count" {
                 return Err(SqlError::syntax(format!("{name}(*) is not valid; only count(*)")));
@@ -713,7 +823,9 @@ impl<'a> Binder<'a> {
             (AggFunc::CountStar, None, Type::Int8)
         } else {
             let [arg] = args.as_slice() else {
-                return Err(SqlError::undefined_function(format!("function {name} takes one argument")));
+                return Err(SqlError::undefined_function(format!(
+                    "function {name} takes one argument"
+                )));
             };
             if contains_aggregate(arg) {
                 return Err(SqlError::new("42803", "aggregate function calls cannot be nested"));
@@ -741,7 +853,9 @@ impl<'a> Binder<'a> {
             };
             (func, Some(bound), ty)
         };
-        let binding = group.as_mut().ok_or_else(|| SqlError::new("42803", "aggregate functions are not allowed here"))?;
+        let binding = group
+            .as_mut()
+            .ok_or_else(|| SqlError::new("42803", "aggregate functions are not allowed here"))?;
         binding.aggregates.push(Aggregate { func, arg, distinct: *distinct, ty });
         Ok((BExpr::Column(binding.keys.len() + binding.aggregates.len() - 1), ty))
     }
@@ -765,11 +879,22 @@ impl<'a> Binder<'a> {
                 Plan::Query(plan)
             }
             ast::Statement::Insert(insert) => Plan::Insert(self.insert(insert)?),
-            ast::Statement::Update(update) => Plan::Modify(self.modify(&update.table, update.filter.as_ref(), Some(&update.assignments), &update.returning)?),
-            ast::Statement::Delete(delete) => Plan::Modify(self.modify(&delete.table, delete.filter.as_ref(), None, &delete.returning)?),
+            ast::Statement::Update(update) => Plan::Modify(self.modify(
+                &update.table,
+                update.filter.as_ref(),
+                Some(&update.assignments),
+                &update.returning,
+            )?),
+            ast::Statement::Delete(delete) => Plan::Modify(self.modify(
+                &delete.table,
+                delete.filter.as_ref(),
+                None,
+                &delete.returning,
+            )?),
             _ => return Err(SqlError::new("XX000", "not a statement with a plan")),
         };
-        let params = self.params.iter().map(|t| if *t == Type::Unknown { Type::Text } else { *t }).collect();
+        let params =
+            self.params.iter().map(|t| if *t == Type::Unknown { Type::Text } else { *t }).collect();
         Ok((plan, params))
     }
 
@@ -816,7 +941,8 @@ impl<'a> Binder<'a> {
             split_conjuncts(self.expect_bool(bound, ty, "WHERE")?.0, &mut conjuncts);
         }
         let width = scope.width();
-        let row_types: Vec<Type> = scope.tables.iter().flat_map(|t| t.columns.iter().map(|(_, ty)| *ty)).collect();
+        let row_types: Vec<Type> =
+            scope.tables.iter().flat_map(|t| t.columns.iter().map(|(_, ty)| *ty)).collect();
         // Access paths, in FROM order: each table may use conjuncts over earlier tables.
         let mut accesses = Vec::new();
         for (position, (table, offset, kind)) in tables.iter().enumerate() {
@@ -852,9 +978,18 @@ impl<'a> Binder<'a> {
             for key in &select.group_by {
                 // GROUP BY may name an output column by position.
                 let key = match key {
-                    Expr::Literal(Literal::Number(n)) => match n.parse::<usize>().ok().and_then(|n| n.checked_sub(1)).and_then(|n| select.items.get(n)) {
+                    Expr::Literal(Literal::Number(n)) => match n
+                        .parse::<usize>()
+                        .ok()
+                        .and_then(|n| n.checked_sub(1))
+                        .and_then(|n| select.items.get(n))
+                    {
                         Some(ast::SelectItem::Expr { expr, .. }) => expr,
-                        _ => return Err(SqlError::syntax(format!("GROUP BY position {n} is not in select list"))),
+                        _ => {
+                            return Err(SqlError::syntax(format!(
+                                "GROUP BY position {n} is not in select list"
+                            )));
+                        }
                     },
                     other => other,
                 };
@@ -870,10 +1005,15 @@ impl<'a> Binder<'a> {
             match item {
                 ast::SelectItem::Wildcard | ast::SelectItem::QualifiedWildcard(_) => {
                     if grouped {
-                        return Err(SqlError::new("42803", "SELECT * is not allowed with GROUP BY or aggregates"));
+                        return Err(SqlError::new(
+                            "42803",
+                            "SELECT * is not allowed with GROUP BY or aggregates",
+                        ));
                     }
                     if scope.tables.is_empty() {
-                        return Err(SqlError::syntax("SELECT * with no tables specified is not valid"));
+                        return Err(SqlError::syntax(
+                            "SELECT * with no tables specified is not valid",
+                        ));
                     }
                     let only = match item {
                         ast::SelectItem::QualifiedWildcard(name) => Some(name),
@@ -891,14 +1031,23 @@ impl<'a> Binder<'a> {
                         }
                     }
                     if !matched {
-                        return Err(SqlError::new("42P01", format!("missing FROM-clause entry for table \"{}\"", only.map_or("", |s| s))));
+                        return Err(SqlError::new(
+                            "42P01",
+                            format!(
+                                "missing FROM-clause entry for table \"{}\"",
+                                only.map_or("", |s| s)
+                            ),
+                        ));
                     }
                 }
                 ast::SelectItem::Expr { expr, alias } => {
                     let (bound, ty) = self.bind_in(expr, &scope, &mut group)?;
                     let (bound, ty) = self.coerce(bound, ty, Type::Text)?;
                     output.push(bound);
-                    columns.push(OutputColumn { name: alias.clone().unwrap_or_else(|| column_name(expr)), ty });
+                    columns.push(OutputColumn {
+                        name: alias.clone().unwrap_or_else(|| column_name(expr)),
+                        ty,
+                    });
                 }
             }
         }
@@ -912,14 +1061,30 @@ impl<'a> Binder<'a> {
         for item in &query.order_by {
             let by_output = match &item.expr {
                 Expr::Literal(Literal::Number(n)) => {
-                    let at = n.parse::<usize>().ok().and_then(|n| n.checked_sub(1)).filter(|n| *n < output.len());
-                    Some(at.ok_or_else(|| SqlError::syntax(format!("ORDER BY position {n} is not in select list")))?)
+                    let at = n
+                        .parse::<usize>()
+                        .ok()
+                        .and_then(|n| n.checked_sub(1))
+                        .filter(|n| *n < output.len());
+                    Some(at.ok_or_else(|| {
+                        SqlError::syntax(format!("ORDER BY position {n} is not in select list"))
+                    })?)
                 }
                 Expr::Column { table: None, name } => {
-                    let named: Vec<usize> = columns.iter().enumerate().filter(|(_, c)| c.name == *name).map(|(i, _)| i).collect();
+                    let named: Vec<usize> = columns
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, c)| c.name == *name)
+                        .map(|(i, _)| i)
+                        .collect();
                     let in_scope = scope.resolve(None, name).is_ok();
                     match named.as_slice() {
-                        [one] if !in_scope || matches!(&select.items[..], items if items.iter().any(|i| matches!(i, ast::SelectItem::Expr { alias: Some(a), .. } if a == name))) => Some(*one),
+                        [one]
+                            if !in_scope
+                                || matches!(&select.items[..], items if items.iter().any(|i| matches!(i, ast::SelectItem::Expr { alias: Some(a), .. } if a == name))) =>
+                        {
+                            Some(*one)
+                        }
                         _ => None,
                     }
                 }
@@ -932,7 +1097,10 @@ impl<'a> Binder<'a> {
                         let (bound, _) = self.bind_in(&item.expr, &scope, &mut group)?;
                         let text = format!("{bound:?}");
                         if !output.iter().any(|o| format!("{o:?}") == text) {
-                            return Err(SqlError::new("42P10", "for SELECT DISTINCT, ORDER BY expressions must appear in select list"));
+                            return Err(SqlError::new(
+                                "42P10",
+                                "for SELECT DISTINCT, ORDER BY expressions must appear in select list",
+                            ));
                         }
                         bound
                     } else {
@@ -940,7 +1108,11 @@ impl<'a> Binder<'a> {
                     }
                 }
             };
-            sort.push(SortKey { expr, descending: item.descending, nulls_first: item.nulls_first.unwrap_or(item.descending) });
+            sort.push(SortKey {
+                expr,
+                descending: item.descending,
+                nulls_first: item.nulls_first.unwrap_or(item.descending),
+            });
         }
         let limit = query.limit.as_ref().map(|e| self.bind_count(e)).transpose()?;
         let offset = query.offset.as_ref().map(|e| self.bind_count(e)).transpose()?;
@@ -974,7 +1146,10 @@ impl<'a> Binder<'a> {
         let (bound, ty) = self.bind(expr, &Scope::default())?;
         let (bound, ty) = self.coerce(bound, ty, Type::Int8)?;
         if !ty.is_integer() {
-            return Err(SqlError::mismatch(format!("argument of LIMIT/OFFSET must be type bigint, not type {}", ty.name())));
+            return Err(SqlError::mismatch(format!(
+                "argument of LIMIT/OFFSET must be type bigint, not type {}",
+                ty.name()
+            )));
         }
         Ok(bound)
     }
@@ -993,32 +1168,53 @@ impl<'a> Binder<'a> {
                 if types.len() <= i {
                     types.push(t);
                 } else {
-                    types[i] = Type::common(types[i], t).ok_or_else(|| SqlError::mismatch("VALUES types cannot be matched"))?;
+                    types[i] = Type::common(types[i], t)
+                        .ok_or_else(|| SqlError::mismatch("VALUES types cannot be matched"))?;
                 }
                 bound.push(e);
             }
             bound_rows.push(bound);
         }
-        let types: Vec<Type> = types.into_iter().map(|t| if t == Type::Unknown { Type::Text } else { t }).collect();
+        let types: Vec<Type> =
+            types.into_iter().map(|t| if t == Type::Unknown { Type::Text } else { t }).collect();
         let mut coerced_rows = Vec::new();
         for row in bound_rows {
             let mut coerced = Vec::new();
             for (e, ty) in row.into_iter().zip(&types) {
-                coerced.push(self.coerce(e, Type::Unknown, *ty).map(|(e, _)| e).unwrap_or_else(|_| BExpr::Const(Value::Null)));
+                coerced.push(
+                    self.coerce(e, Type::Unknown, *ty)
+                        .map(|(e, _)| e)
+                        .unwrap_or_else(|_| BExpr::Const(Value::Null)),
+                );
             }
             coerced_rows.push(coerced);
         }
-        let columns: Vec<OutputColumn> =
-            types.iter().enumerate().map(|(i, ty)| OutputColumn { name: format!("column{}", i + 1), ty: *ty }).collect();
+        let columns: Vec<OutputColumn> = types
+            .iter()
+            .enumerate()
+            .map(|(i, ty)| OutputColumn { name: format!("column{}", i + 1), ty: *ty })
+            .collect();
         let output = (0..columns.len()).map(BExpr::Column).collect();
         let mut sort = Vec::new();
         for item in &query.order_by {
             let Expr::Literal(Literal::Number(n)) = &item.expr else {
-                return Err(SqlError::unsupported("ORDER BY an expression over VALUES (use a position)"));
+                return Err(SqlError::unsupported(
+                    "ORDER BY an expression over VALUES (use a position)",
+                ));
             };
-            let at = n.parse::<usize>().ok().and_then(|n| n.checked_sub(1)).filter(|n| *n < columns.len())
-                .ok_or_else(|| SqlError::syntax(format!("ORDER BY position {n} is not in select list")))?;
-            sort.push(SortKey { expr: BExpr::Column(at), descending: item.descending, nulls_first: item.nulls_first.unwrap_or(item.descending) });
+            let at = n
+                .parse::<usize>()
+                .ok()
+                .and_then(|n| n.checked_sub(1))
+                .filter(|n| *n < columns.len())
+                .ok_or_else(|| {
+                    SqlError::syntax(format!("ORDER BY position {n} is not in select list"))
+                })?;
+            sort.push(SortKey {
+                expr: BExpr::Column(at),
+                descending: item.descending,
+                nulls_first: item.nulls_first.unwrap_or(item.descending),
+            });
         }
         Ok(QueryPlan {
             tables: Vec::new(),
@@ -1037,7 +1233,12 @@ impl<'a> Binder<'a> {
         })
     }
 
-    fn returning(&mut self, items: &[ast::SelectItem], table: &TableInfo, scope: &Scope) -> SqlResult<(Vec<BExpr>, Vec<OutputColumn>)> {
+    fn returning(
+        &mut self,
+        items: &[ast::SelectItem],
+        table: &TableInfo,
+        scope: &Scope,
+    ) -> SqlResult<(Vec<BExpr>, Vec<OutputColumn>)> {
         let mut output = Vec::new();
         let mut columns = Vec::new();
         for item in items {
@@ -1052,7 +1253,10 @@ impl<'a> Binder<'a> {
                     let (bound, ty) = self.bind(expr, scope)?;
                     let (bound, ty) = self.coerce(bound, ty, Type::Text)?;
                     output.push(bound);
-                    columns.push(OutputColumn { name: alias.clone().unwrap_or_else(|| column_name(expr)), ty });
+                    columns.push(OutputColumn {
+                        name: alias.clone().unwrap_or_else(|| column_name(expr)),
+                        ty,
+                    });
                 }
             }
         }
@@ -1104,7 +1308,10 @@ impl<'a> Binder<'a> {
                     SqlError::undefined_column(&format!("{name}\" of relation \"{}", schema.name))
                 })?;
                 if targets.contains(&at) {
-                    return Err(SqlError::new("42701", format!("column \"{name}\" specified more than once")));
+                    return Err(SqlError::new(
+                        "42701",
+                        format!("column \"{name}\" specified more than once"),
+                    ));
                 }
                 targets.push(at);
             }
@@ -1112,15 +1319,21 @@ impl<'a> Binder<'a> {
         };
         let defaults = self.defaults(&table)?;
         let rows = match &insert.source {
-            ast::InsertSource::DefaultValues => InsertRows::Values(vec![vec![None; schema.columns.len()]]),
+            ast::InsertSource::DefaultValues => {
+                InsertRows::Values(vec![vec![None; schema.columns.len()]])
+            }
             ast::InsertSource::Values(rows) => {
                 let mut bound_rows = Vec::new();
                 for row in rows {
                     if row.len() > targets.len() {
-                        return Err(SqlError::syntax("INSERT has more expressions than target columns"));
+                        return Err(SqlError::syntax(
+                            "INSERT has more expressions than target columns",
+                        ));
                     }
                     if row.len() < targets.len() {
-                        return Err(SqlError::syntax("INSERT has more target columns than expressions"));
+                        return Err(SqlError::syntax(
+                            "INSERT has more target columns than expressions",
+                        ));
                     }
                     let mut bound = vec![None; schema.columns.len()];
                     for (expr, &column) in row.iter().zip(&targets) {
@@ -1138,7 +1351,9 @@ impl<'a> Binder<'a> {
             ast::InsertSource::Query(query) => {
                 let plan = self.query(query, &Scope::default())?;
                 if plan.columns.len() != targets.len() {
-                    return Err(SqlError::syntax("INSERT has a different number of target columns than the query returns"));
+                    return Err(SqlError::syntax(
+                        "INSERT has a different number of target columns than the query returns",
+                    ));
                 }
                 for (column, &target) in plan.columns.iter().zip(&targets) {
                     let col = &schema.columns[target];
@@ -1164,7 +1379,10 @@ impl<'a> Binder<'a> {
                     .collect::<SqlResult<_>>()?;
                 let index = if columns.is_empty() || columns == schema.primary_key {
                     if schema.primary_key.is_empty() {
-                        return Err(SqlError::new("42P10", "there is no unique or exclusion constraint matching the ON CONFLICT specification"));
+                        return Err(SqlError::new(
+                            "42P10",
+                            "there is no unique or exclusion constraint matching the ON CONFLICT specification",
+                        ));
                     }
                     None
                 } else {
@@ -1177,10 +1395,16 @@ impl<'a> Binder<'a> {
                     ast::ConflictAction::Nothing => ConflictAction::Nothing,
                     ast::ConflictAction::Update { assignments, filter } => {
                         if conflict.columns.is_empty() {
-                            return Err(SqlError::new("42601", "ON CONFLICT DO UPDATE requires inference specification or constraint name"));
+                            return Err(SqlError::new(
+                                "42601",
+                                "ON CONFLICT DO UPDATE requires inference specification or constraint name",
+                            ));
                         }
                         let mut scope = Scope::default();
-                        scope.push(insert.table.alias.clone().unwrap_or_else(|| schema.name.clone()), table_columns(&table))?;
+                        scope.push(
+                            insert.table.alias.clone().unwrap_or_else(|| schema.name.clone()),
+                            table_columns(&table),
+                        )?;
                         scope.push("excluded".into(), table_columns(&table))?;
                         let assignments = self.assignments(assignments, &table, &scope)?;
                         let filter = match filter {
@@ -1197,7 +1421,10 @@ impl<'a> Binder<'a> {
             }
         };
         let mut scope = Scope::default();
-        scope.push(insert.table.alias.clone().unwrap_or_else(|| schema.name.clone()), table_columns(&table))?;
+        scope.push(
+            insert.table.alias.clone().unwrap_or_else(|| schema.name.clone()),
+            table_columns(&table),
+        )?;
         let (returning, columns) = self.returning(&insert.returning, &table, &scope)?;
         Ok(InsertPlan {
             table: Arc::clone(&table),
@@ -1210,7 +1437,12 @@ impl<'a> Binder<'a> {
         })
     }
 
-    fn assignments(&mut self, list: &[(String, Expr)], table: &TableInfo, scope: &Scope) -> SqlResult<Vec<(usize, BExpr)>> {
+    fn assignments(
+        &mut self,
+        list: &[(String, Expr)],
+        table: &TableInfo,
+        scope: &Scope,
+    ) -> SqlResult<Vec<(usize, BExpr)>> {
         let defaults = self.defaults(table)?;
         let mut out: Vec<(usize, BExpr)> = Vec::new();
         for (name, expr) in list {
@@ -1218,7 +1450,10 @@ impl<'a> Binder<'a> {
                 SqlError::undefined_column(&format!("{name}\" of relation \"{}", table.schema.name))
             })?;
             if out.iter().any(|(c, _)| *c == at) {
-                return Err(SqlError::new("42601", format!("multiple assignments to same column \"{name}\"")));
+                return Err(SqlError::new(
+                    "42601",
+                    format!("multiple assignments to same column \"{name}\""),
+                ));
             }
             let column = &table.schema.columns[at];
             let bound = if matches!(expr, Expr::Default) {
@@ -1241,7 +1476,10 @@ impl<'a> Binder<'a> {
     ) -> SqlResult<ModifyPlan> {
         let table = self.catalog.table(&table_ref.name)?;
         let mut scope = Scope::default();
-        scope.push(table_ref.alias.clone().unwrap_or_else(|| table.schema.name.clone()), table_columns(&table))?;
+        scope.push(
+            table_ref.alias.clone().unwrap_or_else(|| table.schema.name.clone()),
+            table_columns(&table),
+        )?;
         let mut conjuncts = Vec::new();
         if let Some(filter) = filter {
             let (bound, ty) = self.bind(filter, &scope)?;
@@ -1302,18 +1540,31 @@ fn column_name(expr: &Expr) -> String {
 }
 
 /// Chooses how to find the rows of `table` given the conjuncts usable for it.
-fn choose_path(table: &TableInfo, offset: usize, conjuncts: &[BExpr], params: &[Type], row_types: &[Type]) -> Path {
+fn choose_path(
+    table: &TableInfo,
+    offset: usize,
+    conjuncts: &[BExpr],
+    params: &[Type],
+    row_types: &[Type],
+) -> Path {
     let width = table.schema.columns.len();
     let mut bounds = vec![ColumnBounds::default(); width];
     for conjunct in conjuncts {
         let BExpr::Compare { op, left, right } = conjunct else { continue };
         let (column, other, op) = match (left.as_ref(), right.as_ref()) {
-            (BExpr::Column(c), other) if (offset..offset + width).contains(c) => (*c - offset, other, *op),
-            (other, BExpr::Column(c)) if (offset..offset + width).contains(c) => (*c - offset, other, op.flipped()),
+            (BExpr::Column(c), other) if (offset..offset + width).contains(c) => {
+                (*c - offset, other, *op)
+            }
+            (other, BExpr::Column(c)) if (offset..offset + width).contains(c) => {
+                (*c - offset, other, op.flipped())
+            }
             _ => continue,
         };
         // The other side may read only earlier tables (an index join) or nothing.
-        if other.column_bound() > offset || matches!(other, BExpr::NextVal(_)) || contains_volatile(other) {
+        if other.column_bound() > offset
+            || matches!(other, BExpr::NextVal(_))
+            || contains_volatile(other)
+        {
             continue;
         }
         let column_ty = table.schema.columns[column].ty;
@@ -1333,14 +1584,21 @@ fn choose_path(table: &TableInfo, offset: usize, conjuncts: &[BExpr], params: &[
     }
     let score = |columns: &[usize]| -> (usize, bool) {
         let eq = columns.iter().take_while(|c| bounds[**c].eq.is_some()).count();
-        let range = columns.get(eq).is_some_and(|c| bounds[*c].low.is_some() || bounds[*c].high.is_some());
+        let range =
+            columns.get(eq).is_some_and(|c| bounds[*c].low.is_some() || bounds[*c].high.is_some());
         (eq, range)
     };
     let primary = &table.schema.primary_key;
     if !primary.is_empty() && score(primary).0 == primary.len() {
-        return Path::Point(primary.iter().map(|c| bounds[*c].eq.clone().unwrap_or(BExpr::Const(Value::Null))).collect());
+        return Path::Point(
+            primary
+                .iter()
+                .map(|c| bounds[*c].eq.clone().unwrap_or(BExpr::Const(Value::Null)))
+                .collect(),
+        );
     }
-    let mut best: (Option<usize>, (usize, bool)) = (None, if primary.is_empty() { (0, false) } else { score(primary) });
+    let mut best: (Option<usize>, (usize, bool)) =
+        (None, if primary.is_empty() { (0, false) } else { score(primary) });
     for (i, index) in table.schema.indexes.iter().enumerate() {
         let s = score(&index.columns);
         // A unique index leaves out rows with NULLs: use it only when every column is bound.
@@ -1360,7 +1618,10 @@ fn choose_path(table: &TableInfo, offset: usize, conjuncts: &[BExpr], params: &[
     let next = columns.get(eq);
     Path::Range {
         index,
-        eq: columns[..eq].iter().map(|c| bounds[*c].eq.clone().unwrap_or(BExpr::Const(Value::Null))).collect(),
+        eq: columns[..eq]
+            .iter()
+            .map(|c| bounds[*c].eq.clone().unwrap_or(BExpr::Const(Value::Null)))
+            .collect(),
         low: next.and_then(|c| bounds[*c].low.clone()),
         high: next.and_then(|c| bounds[*c].high.clone()),
         descending: false,
@@ -1392,7 +1653,10 @@ fn expr_type_hint(expr: &BExpr, params: &[Type], row_types: &[Type]) -> Option<T
             Value::Timestamp(_) => Some(Type::Timestamp),
             Value::Null => None,
         },
-        BExpr::Cast { ty, .. } | BExpr::Arith { ty, .. } | BExpr::Call { ty, .. } | BExpr::Negate(_, ty) => Some(*ty),
+        BExpr::Cast { ty, .. }
+        | BExpr::Arith { ty, .. }
+        | BExpr::Call { ty, .. }
+        | BExpr::Negate(_, ty) => Some(*ty),
         // A column of an earlier table (an index join).
         BExpr::Column(at) => row_types.get(*at).copied(),
         _ => None,
@@ -1441,11 +1705,13 @@ fn eliminate_sort(plan: &mut QueryPlan) {
 /// Marks the columns each table must decode.
 fn mark_wanted(plan: &mut QueryPlan) {
     let mut used = vec![false; plan.width];
-    let mut mark = |expr: &BExpr| expr.columns(&mut |at| {
-        if at < used.len() {
-            used[at] = true;
-        }
-    });
+    let mut mark = |expr: &BExpr| {
+        expr.columns(&mut |at| {
+            if at < used.len() {
+                used[at] = true;
+            }
+        })
+    };
     if let Some(filter) = &plan.filter {
         mark(filter);
     }
@@ -1496,7 +1762,12 @@ pub fn explain(plan: &Plan) -> Vec<String> {
             lines.push(format!("Insert on {}", insert.table.schema.name));
             if let Some(conflict) = &insert.on_conflict {
                 let target = match conflict.index {
-                    None => insert.table.schema.primary_name.clone().unwrap_or_else(|| "primary key".into()),
+                    None => insert
+                        .table
+                        .schema
+                        .primary_name
+                        .clone()
+                        .unwrap_or_else(|| "primary key".into()),
                     Some(i) => insert.table.schema.indexes[i].name.clone(),
                 };
                 let action = match conflict.action {
@@ -1506,7 +1777,9 @@ pub fn explain(plan: &Plan) -> Vec<String> {
                 lines.push(format!("  Conflict Resolution: {action} on {target}"));
             }
             match &insert.rows {
-                InsertRows::Values(rows) => lines.push(format!("  ->  Values ({} rows)", rows.len())),
+                InsertRows::Values(rows) => {
+                    lines.push(format!("  ->  Values ({} rows)", rows.len()))
+                }
                 InsertRows::Query(query, _) => explain_query(query, 1, &mut lines),
             }
         }
@@ -1523,7 +1796,9 @@ pub fn explain(plan: &Plan) -> Vec<String> {
 }
 
 fn explain_query(query: &QueryPlan, depth: usize, lines: &mut Vec<String>) {
-    let pad = |depth: usize| if depth == 0 { String::new() } else { format!("{}->  ", "  ".repeat(depth * 2 - 1)) };
+    let pad = |depth: usize| {
+        if depth == 0 { String::new() } else { format!("{}->  ", "  ".repeat(depth * 2 - 1)) }
+    };
     let mut depth = depth;
     if query.limit.is_some() || query.offset.is_some() {
         lines.push(format!("{}Limit", pad(depth)));
@@ -1551,7 +1826,11 @@ fn explain_query(query: &QueryPlan, depth: usize, lines: &mut Vec<String>) {
         return;
     }
     if query.tables.len() > 1 {
-        let kind = if query.tables.iter().any(|t| t.kind == JoinKind::Left) { "Nested Loop Left Join" } else { "Nested Loop" };
+        let kind = if query.tables.iter().any(|t| t.kind == JoinKind::Left) {
+            "Nested Loop Left Join"
+        } else {
+            "Nested Loop"
+        };
         lines.push(format!("{}{kind}", pad(depth)));
         depth += 1;
     }
@@ -1571,7 +1850,12 @@ fn describe_access(access: &Access) -> String {
     let schema = &access.table.schema;
     let name = &schema.name;
     let column_names = |columns: &[usize], n: usize| -> String {
-        columns.iter().take(n).map(|c| schema.columns[*c].name.clone()).collect::<Vec<_>>().join(", ")
+        columns
+            .iter()
+            .take(n)
+            .map(|c| schema.columns[*c].name.clone())
+            .collect::<Vec<_>>()
+            .join(", ")
     };
     match &access.path {
         Path::Point(_) => format!(
@@ -1582,7 +1866,10 @@ fn describe_access(access: &Access) -> String {
         Path::Range { index, eq, low, high, descending } => {
             let (label, columns) = match index {
                 None if schema.primary_key.is_empty() => return format!("Seq Scan on {name}"),
-                None => (schema.primary_name.clone().unwrap_or_else(|| "primary key".into()), &schema.primary_key),
+                None => (
+                    schema.primary_name.clone().unwrap_or_else(|| "primary key".into()),
+                    &schema.primary_key,
+                ),
                 Some(i) => (schema.indexes[*i].name.clone(), &schema.indexes[*i].columns),
             };
             let bounded = eq.len() + usize::from(low.is_some() || high.is_some());
@@ -1590,8 +1877,7 @@ fn describe_access(access: &Access) -> String {
                 return format!("Seq Scan on {name}{}", if *descending { " Backward" } else { "" });
             }
             format!(
-                "{}Index Scan{} on {name} using {label} ({})",
-                if *descending { "" } else { "" },
+                "Index Scan{} on {name} using {label} ({})",
                 if *descending { " Backward" } else { "" },
                 column_names(columns, bounded.max(1))
             )

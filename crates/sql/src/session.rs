@@ -1,6 +1,7 @@
 //! Sessions: transaction state (idle, in a block, failed), isolation levels, autocommit,
 //! settings and prepared statements with cached plans.
 
+use crate::SqlDb;
 use crate::ast::Statement;
 use crate::catalog::TableInfo;
 use crate::error::{SqlError, SqlResult};
@@ -8,7 +9,6 @@ use crate::exec::{Env, Produced, run_insert, run_modify, run_query};
 use crate::parse::parse;
 use crate::plan::{Binder, OutputColumn, Plan, explain};
 use crate::types::{Type, Value, cast, now_micros};
-use crate::SqlDb;
 use engram_engine::{CommitInfo, Isolation, Worker};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
@@ -222,13 +222,28 @@ impl Session {
         let statement = match statements.len() {
             0 => Statement::Utility { tag: "EMPTY".into(), checkpoint: false },
             1 => statements.remove(0),
-            _ => return Err(SqlError::syntax("cannot insert multiple commands into a prepared statement")),
+            _ => {
+                return Err(SqlError::syntax(
+                    "cannot insert multiple commands into a prepared statement",
+                ));
+            }
         };
         self.prepare_statement(sql, statement, param_types)
     }
 
-    fn prepare_statement(&mut self, sql: &str, statement: Statement, param_types: &[Type]) -> SqlResult<Arc<Prepared>> {
-        let plannable = matches!(statement, Statement::Query(_) | Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_));
+    fn prepare_statement(
+        &mut self,
+        sql: &str,
+        statement: Statement,
+        param_types: &[Type],
+    ) -> SqlResult<Arc<Prepared>> {
+        let plannable = matches!(
+            statement,
+            Statement::Query(_)
+                | Statement::Insert(_)
+                | Statement::Update(_)
+                | Statement::Delete(_)
+        );
         let (param_types, columns, plan) = if plannable {
             let (version, plan, params) = self.with_catalog(|catalog| {
                 let binder = Binder::new(catalog, param_types);
@@ -240,11 +255,20 @@ impl Session {
         } else {
             (param_types.to_vec(), Vec::new(), None)
         };
-        Ok(Arc::new(Prepared { sql: sql.to_string(), statement, param_types, columns, plan: Mutex::new(plan) }))
+        Ok(Arc::new(Prepared {
+            sql: sql.to_string(),
+            statement,
+            param_types,
+            columns,
+            plan: Mutex::new(plan),
+        }))
     }
 
     /// Runs `body` with the catalog read under the schema lock (shared), as planning does.
-    fn with_catalog<T>(&mut self, body: impl FnOnce(&crate::catalog::Catalog) -> SqlResult<T>) -> SqlResult<T> {
+    fn with_catalog<T>(
+        &mut self,
+        body: impl FnOnce(&crate::catalog::Catalog) -> SqlResult<T>,
+    ) -> SqlResult<T> {
         let take = !self.holds_shared;
         if take {
             self.db.schema_lock.lock_shared(self.id)?;
@@ -258,7 +282,12 @@ impl Session {
 
     /// Runs a prepared statement with parameter values (converted to the parameter types).
     /// `max_rows` > 0 stops after that many rows.
-    pub fn execute_prepared(&mut self, prepared: &Prepared, params: &[Value], max_rows: usize) -> SqlResult<Outcome> {
+    pub fn execute_prepared(
+        &mut self,
+        prepared: &Prepared,
+        params: &[Value],
+        max_rows: usize,
+    ) -> SqlResult<Outcome> {
         if params.len() != prepared.param_types.len() {
             return Err(SqlError::new(
                 "08P01",
@@ -388,8 +417,16 @@ impl Session {
         result
     }
 
-    fn run(&mut self, statement: &Statement, params: &[Value], max_rows: usize, prepared: Option<&Prepared>) -> SqlResult<Outcome> {
-        if self.status == TransactionStatus::Failed && !matches!(statement, Statement::Rollback | Statement::Commit) {
+    fn run(
+        &mut self,
+        statement: &Statement,
+        params: &[Value],
+        max_rows: usize,
+        prepared: Option<&Prepared>,
+    ) -> SqlResult<Outcome> {
+        if self.status == TransactionStatus::Failed
+            && !matches!(statement, Statement::Rollback | Statement::Commit)
+        {
             return Err(SqlError::in_failed_transaction());
         }
         match statement {
@@ -435,9 +472,14 @@ impl Session {
                         self.default_isolation = *level;
                     } else {
                         if self.status == TransactionStatus::Idle {
-                            self.notices.push("SET TRANSACTION can only be used in transaction blocks".into());
+                            self.notices.push(
+                                "SET TRANSACTION can only be used in transaction blocks".into(),
+                            );
                         } else if self.engine_open {
-                            return self.fail(SqlError::new("25001", "SET TRANSACTION ISOLATION LEVEL must be called before any query"));
+                            return self.fail(SqlError::new(
+                                "25001",
+                                "SET TRANSACTION ISOLATION LEVEL must be called before any query",
+                            ));
                         }
                         self.txn_isolation = Some(*level);
                     }
@@ -451,10 +493,18 @@ impl Session {
             Statement::Show { name } => {
                 let name = name.to_ascii_lowercase();
                 let value = match name.as_str() {
-                    "transaction isolation level" | "transaction_isolation" => isolation_sql(self.isolation()).to_string(),
-                    "default_transaction_isolation" => isolation_sql(self.default_isolation).to_string(),
+                    "transaction isolation level" | "transaction_isolation" => {
+                        isolation_sql(self.isolation()).to_string()
+                    }
+                    "default_transaction_isolation" => {
+                        isolation_sql(self.default_isolation).to_string()
+                    }
                     "all" => {
-                        let rows = self.settings.iter().map(|(k, v)| vec![Value::Text(k.clone()), Value::Text(v.clone())]).collect::<Vec<_>>();
+                        let rows = self
+                            .settings
+                            .iter()
+                            .map(|(k, v)| vec![Value::Text(k.clone()), Value::Text(v.clone())])
+                            .collect::<Vec<_>>();
                         return Ok(Outcome::Rows {
                             columns: vec![
                                 OutputColumn { name: "name".into(), ty: Type::Text },
@@ -465,7 +515,10 @@ impl Session {
                         });
                     }
                     other => self.settings.get(other).cloned().ok_or_else(|| {
-                        SqlError::new("42704", format!("unrecognized configuration parameter \"{other}\""))
+                        SqlError::new(
+                            "42704",
+                            format!("unrecognized configuration parameter \"{other}\""),
+                        )
                     })?,
                 };
                 let column = name.replace(' ', "_");
@@ -477,9 +530,16 @@ impl Session {
             }
             Statement::Prepare { name, types, statement } => {
                 if self.prepared.contains_key(name) {
-                    return self.fail(SqlError::new("42P05", format!("prepared statement \"{name}\" already exists")));
+                    return self.fail(SqlError::new(
+                        "42P05",
+                        format!("prepared statement \"{name}\" already exists"),
+                    ));
                 }
-                let prepared = match self.prepare_statement(&format!("{statement:?}"), (**statement).clone(), types) {
+                let prepared = match self.prepare_statement(
+                    &format!("{statement:?}"),
+                    (**statement).clone(),
+                    types,
+                ) {
                     Ok(prepared) => prepared,
                     Err(error) => return self.fail(error),
                 };
@@ -488,16 +548,31 @@ impl Session {
             }
             Statement::Execute { name, params: exprs } => {
                 let Some(prepared) = self.prepared.get(name).cloned() else {
-                    return self.fail(SqlError::new("26000", format!("prepared statement \"{name}\" does not exist")));
+                    return self.fail(SqlError::new(
+                        "26000",
+                        format!("prepared statement \"{name}\" does not exist"),
+                    ));
                 };
                 let mut values = Vec::new();
                 for expr in exprs {
                     let value = match expr {
-                        crate::ast::Expr::Literal(crate::ast::Literal::Number(n)) => crate::types::parse_text(n, Type::Numeric { precision: 0, scale: 0 })
-                            .map(|v| if n.contains(['.', 'e', 'E']) { v } else { Value::Int(n.parse().unwrap_or(0)) }),
-                        crate::ast::Expr::Literal(crate::ast::Literal::String(s)) => Ok(Value::Text(s.clone())),
+                        crate::ast::Expr::Literal(crate::ast::Literal::Number(n)) => {
+                            crate::types::parse_text(n, Type::Numeric { precision: 0, scale: 0 })
+                                .map(|v| {
+                                    if n.contains(['.', 'e', 'E']) {
+                                        v
+                                    } else {
+                                        Value::Int(n.parse().unwrap_or(0))
+                                    }
+                                })
+                        }
+                        crate::ast::Expr::Literal(crate::ast::Literal::String(s)) => {
+                            Ok(Value::Text(s.clone()))
+                        }
                         crate::ast::Expr::Literal(crate::ast::Literal::Null) => Ok(Value::Null),
-                        crate::ast::Expr::Literal(crate::ast::Literal::Bool(b)) => Ok(Value::Bool(*b)),
+                        crate::ast::Expr::Literal(crate::ast::Literal::Bool(b)) => {
+                            Ok(Value::Bool(*b))
+                        }
                         _ => Err(SqlError::unsupported("EXECUTE arguments other than constants")),
                     };
                     match value {
@@ -514,7 +589,10 @@ impl Session {
                 match name {
                     Some(name) => {
                         if self.prepared.remove(name).is_none() {
-                            return self.fail(SqlError::new("26000", format!("prepared statement \"{name}\" does not exist")));
+                            return self.fail(SqlError::new(
+                                "26000",
+                                format!("prepared statement \"{name}\" does not exist"),
+                            ));
                         }
                     }
                     None => self.prepared.clear(),
@@ -536,16 +614,18 @@ impl Session {
                 })
             }
             Statement::Utility { tag, checkpoint } => {
-                if *checkpoint && self.db.db.config().data_dir.is_some() {
-                    if let Err(error) = self.db.db.checkpoint() {
-                        return self.fail(error.into());
-                    }
+                if *checkpoint
+                    && self.db.db.config().data_dir.is_some()
+                    && let Err(error) = self.db.db.checkpoint()
+                {
+                    return self.fail(error.into());
                 }
                 Ok(Outcome::Command { tag: tag.clone() })
             }
-            Statement::Query(_) | Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
-                self.data_statement(statement, params, max_rows, prepared)
-            }
+            Statement::Query(_)
+            | Statement::Insert(_)
+            | Statement::Update(_)
+            | Statement::Delete(_) => self.data_statement(statement, params, max_rows, prepared),
             Statement::CreateTable(_)
             | Statement::DropTable { .. }
             | Statement::CreateIndex(_)
@@ -565,7 +645,9 @@ impl Session {
         let name = name.to_ascii_lowercase();
         match name.as_str() {
             "transaction_isolation" => {
-                let level = value.and_then(parse_isolation).ok_or_else(|| SqlError::new("22023", "invalid value for transaction_isolation"))?;
+                let level = value.and_then(parse_isolation).ok_or_else(|| {
+                    SqlError::new("22023", "invalid value for transaction_isolation")
+                })?;
                 self.txn_isolation = Some(level);
             }
             "default_transaction_isolation" => {
@@ -577,7 +659,10 @@ impl Session {
                 };
             }
             "synchronous_commit" => {
-                let on = !matches!(value.map(str::to_ascii_lowercase).as_deref(), Some("off" | "false" | "0" | "local"));
+                let on = !matches!(
+                    value.map(str::to_ascii_lowercase).as_deref(),
+                    Some("off" | "false" | "0" | "local")
+                );
                 self.wait_durable = on;
                 self.settings.insert(name, if on { "on" } else { "off" }.into());
             }
@@ -603,7 +688,12 @@ impl Session {
 
     /// The plan of a statement: a prepared statement's cached plan while the catalog has not
     /// changed, else planned now.
-    fn plan_for(&mut self, statement: &Statement, params: &[Value], prepared: Option<&Prepared>) -> SqlResult<(Arc<Plan>, Vec<Type>)> {
+    fn plan_for(
+        &mut self,
+        statement: &Statement,
+        params: &[Value],
+        prepared: Option<&Prepared>,
+    ) -> SqlResult<(Arc<Plan>, Vec<Type>)> {
         let version = self.db.catalog.read().version;
         if let Some(prepared) = prepared {
             let cached = prepared.plan.lock();
@@ -626,7 +716,13 @@ impl Session {
         Ok((plan, types))
     }
 
-    fn data_statement(&mut self, statement: &Statement, params: &[Value], max_rows: usize, prepared: Option<&Prepared>) -> SqlResult<Outcome> {
+    fn data_statement(
+        &mut self,
+        statement: &Statement,
+        params: &[Value],
+        max_rows: usize,
+        prepared: Option<&Prepared>,
+    ) -> SqlResult<Outcome> {
         let autocommit = self.status == TransactionStatus::Idle;
         let mut attempt = 0;
         loop {
@@ -637,7 +733,9 @@ impl Session {
                     if autocommit {
                         match self.finish(true) {
                             Ok(()) => return Ok(outcome),
-                            Err(error) if error.is_retryable() && attempt < AUTOCOMMIT_RETRIES => continue,
+                            Err(error) if error.is_retryable() && attempt < AUTOCOMMIT_RETRIES => {
+                                continue;
+                            }
                             Err(error) => return Err(error),
                         }
                     }
@@ -657,20 +755,31 @@ impl Session {
         }
     }
 
-    fn data_attempt(&mut self, statement: &Statement, params: &[Value], max_rows: usize, prepared: Option<&Prepared>) -> SqlResult<Outcome> {
+    fn data_attempt(
+        &mut self,
+        statement: &Statement,
+        params: &[Value],
+        max_rows: usize,
+        prepared: Option<&Prepared>,
+    ) -> SqlResult<Outcome> {
         self.ensure_transaction()?;
         let (plan, types) = self.plan_for(statement, params, prepared)?;
         // Parameters take their types.
         let mut converted = Vec::with_capacity(params.len());
-        for (value, ty) in params.iter().zip(types.iter().chain(std::iter::repeat(&Type::Unknown))) {
+        for (value, ty) in params.iter().zip(types.iter().chain(std::iter::repeat(&Type::Unknown)))
+        {
             converted.push(cast(value.clone(), *ty, false)?);
         }
         let writes = !matches!(plan.as_ref(), Plan::Query(q) if !q.for_update);
         if writes && (self.read_only || self.isolation() == Isolation::Snapshot) {
-            return Err(SqlError::new("25006", "cannot execute a write in a read-only transaction"));
+            return Err(SqlError::new(
+                "25006",
+                "cannot execute a write in a read-only transaction",
+            ));
         }
         let db = Arc::clone(&self.db);
-        let reserve = move |sequence: &crate::catalog::Sequence, limit: i64| db.reserve(sequence, limit);
+        let reserve =
+            move |sequence: &crate::catalog::Sequence, limit: i64| db.reserve(sequence, limit);
         let env = Env { params: &converted, now: now_micros(), reserve: &reserve, max_rows };
         let mut txn = self.worker.txn()?;
         let produced: Produced = match plan.as_ref() {
@@ -682,9 +791,15 @@ impl Session {
         let columns = plan.columns().to_vec();
         let (tag, returns_rows) = match plan.as_ref() {
             Plan::Query(_) => (format!("SELECT {}", produced.rows.len()), true),
-            Plan::Insert(insert) => (format!("INSERT 0 {}", produced.affected), !insert.returning.is_empty()),
+            Plan::Insert(insert) => {
+                (format!("INSERT 0 {}", produced.affected), !insert.returning.is_empty())
+            }
             Plan::Modify(modify) => (
-                format!("{} {}", if modify.delete { "DELETE" } else { "UPDATE" }, produced.affected),
+                format!(
+                    "{} {}",
+                    if modify.delete { "DELETE" } else { "UPDATE" },
+                    produced.affected
+                ),
                 !modify.returning.is_empty(),
             ),
         };

@@ -110,7 +110,12 @@ impl Type {
     pub fn is_numeric(self) -> bool {
         matches!(
             self,
-            Type::Int2 | Type::Int4 | Type::Int8 | Type::Float4 | Type::Float8 | Type::Numeric { .. }
+            Type::Int2
+                | Type::Int4
+                | Type::Int8
+                | Type::Float4
+                | Type::Float8
+                | Type::Numeric { .. }
         )
     }
 
@@ -268,7 +273,9 @@ impl Value {
             (Value::Timestamp(a), Value::Date(b)) => a.cmp(&(i64::from(*b) * MICROS_PER_DAY)),
             (a, b) => match (a.as_f64(), b.as_f64()) {
                 // PostgreSQL orders NaN above every other float.
-                (Some(x), Some(y)) => x.partial_cmp(&y).unwrap_or_else(|| x.is_nan().cmp(&y.is_nan())),
+                (Some(x), Some(y)) => {
+                    x.partial_cmp(&y).unwrap_or_else(|| x.is_nan().cmp(&y.is_nan()))
+                }
                 _ => a.kind_rank().cmp(&b.kind_rank()),
             },
         }
@@ -530,9 +537,7 @@ pub fn parse_text(text: &str, ty: Type) -> SqlResult<Value> {
         }
         Type::Bytea => Value::Bytes(parse_bytea(text).ok_or_else(invalid)?),
         Type::Date => Value::Date(
-            parse_date(text)
-                .and_then(|days| i32::try_from(days).ok())
-                .ok_or_else(invalid)?,
+            parse_date(text).and_then(|days| i32::try_from(days).ok()).ok_or_else(invalid)?,
         ),
         Type::Timestamp => Value::Timestamp(parse_timestamp(text).ok_or_else(invalid)?),
     })
@@ -569,8 +574,10 @@ pub fn fit_numeric(value: Decimal, ty: Type) -> SqlResult<Value> {
     if precision == 0 {
         return Ok(Value::Numeric(value));
     }
-    let mut rounded =
-        value.round_dp_with_strategy(u32::from(scale), rust_decimal::RoundingStrategy::MidpointAwayFromZero);
+    let mut rounded = value.round_dp_with_strategy(
+        u32::from(scale),
+        rust_decimal::RoundingStrategy::MidpointAwayFromZero,
+    );
     rounded.rescale(u32::from(scale));
     let integer_digits = rounded.trunc().abs().to_string().trim_start_matches('0').len();
     if integer_digits > usize::from(precision - scale) || rounded.scale() != u32::from(scale) {
@@ -600,7 +607,8 @@ pub fn fit_text(mut text: String, ty: Type, explicit: bool) -> SqlResult<Value> 
     if limit > 0 {
         let chars = text.chars().count();
         if chars > limit as usize {
-            let keep: usize = text.char_indices().nth(limit as usize).map_or(text.len(), |(at, _)| at);
+            let keep: usize =
+                text.char_indices().nth(limit as usize).map_or(text.len(), |(at, _)| at);
             // PostgreSQL accepts an over-long value whose excess is all blanks.
             if explicit || text[keep..].bytes().all(|b| b == b' ') {
                 text.truncate(keep);
@@ -626,10 +634,7 @@ pub fn cast(value: Value, to: Type, explicit: bool) -> SqlResult<Value> {
         return Ok(value);
     }
     let mismatch = |value: &Value| {
-        SqlError::new(
-            "42846",
-            format!("cannot cast type {} to {}", value.kind_name(), to.name()),
-        )
+        SqlError::new("42846", format!("cannot cast type {} to {}", value.kind_name(), to.name()))
     };
     Ok(match (value, to) {
         (Value::Text(text), to) if !to.is_text() => parse_text(&text, to)?,
@@ -661,18 +666,21 @@ pub fn cast(value: Value, to: Type, explicit: bool) -> SqlResult<Value> {
         }
         (Value::Float(value), Type::Float8) => Value::Float(value),
         (Value::Float(value), to @ Type::Numeric { .. }) => {
-            let decimal = Decimal::from_f64_retain(value)
-                .ok_or_else(|| SqlError::out_of_range("numeric"))?;
+            let decimal =
+                Decimal::from_f64_retain(value).ok_or_else(|| SqlError::out_of_range("numeric"))?;
             // Floats carry about 15 significant digits; do not invent more.
             fit_numeric(decimal.round_sf(15).unwrap_or(decimal).normalize(), to)?
         }
         (Value::Numeric(value), to) if to.is_integer() => {
             use rust_decimal::prelude::ToPrimitive;
-            let rounded = value.round_dp_with_strategy(0, rust_decimal::RoundingStrategy::MidpointAwayFromZero);
+            let rounded = value
+                .round_dp_with_strategy(0, rust_decimal::RoundingStrategy::MidpointAwayFromZero);
             let integer = rounded.to_i64().ok_or_else(|| SqlError::out_of_range(&to.name()))?;
             check_int(integer, to)?
         }
-        (Value::Numeric(value), Type::Float4) => Value::Float(f64::from(decimal_to_f64(value) as f32)),
+        (Value::Numeric(value), Type::Float4) => {
+            Value::Float(f64::from(decimal_to_f64(value) as f32))
+        }
         (Value::Numeric(value), Type::Float8) => Value::Float(decimal_to_f64(value)),
         (Value::Numeric(value), to @ Type::Numeric { .. }) => fit_numeric(value, to)?,
         (Value::Bytes(bytes), Type::Bytea) => Value::Bytes(bytes),
@@ -688,9 +696,8 @@ pub fn cast(value: Value, to: Type, explicit: bool) -> SqlResult<Value> {
 
 /// The current time as a timestamp.
 pub fn now_micros() -> i64 {
-    let since = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
+    let since =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     since.as_micros() as i64
 }
 
@@ -722,7 +729,9 @@ mod tests {
     #[test]
     fn text_limits() {
         assert_eq!(parse_text("abcd", Type::Varchar(3)).unwrap_err().code, "22001");
-        assert!(matches!(cast(Value::Text("abcd".into()), Type::Varchar(3), true), Ok(Value::Text(t)) if t == "abc"));
+        assert!(
+            matches!(cast(Value::Text("abcd".into()), Type::Varchar(3), true), Ok(Value::Text(t)) if t == "abc")
+        );
         assert_eq!(Value::Text("ab".into()).to_text(Type::Char(4)).unwrap(), "ab  ");
     }
 }

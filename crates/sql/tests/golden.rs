@@ -33,11 +33,17 @@ fn run_script(path: &std::path::Path) -> Vec<String> {
     let mut failures = Vec::new();
     let bless = std::env::var_os("ENGRAM_BLESS").is_some();
     for block in text.split("\n\n") {
-        let lines: Vec<&str> = block.lines().filter(|l| !l.trim_start().starts_with("--") || l.starts_with("----")).collect();
+        let lines: Vec<&str> = block
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("--") || l.starts_with("----"))
+            .collect();
         if lines.iter().all(|l| l.trim().is_empty()) {
             continue;
         }
-        let split = lines.iter().position(|l| *l == "----").unwrap_or_else(|| panic!("{}: block without ----: {block}", path.display()));
+        let split = lines
+            .iter()
+            .position(|l| *l == "----")
+            .unwrap_or_else(|| panic!("{}: block without ----: {block}", path.display()));
         let mut sql = lines[..split].join("\n");
         // `@name` at the start selects a session (default `a`).
         let mut session_name = "a".to_string();
@@ -53,7 +59,10 @@ fn run_script(path: &std::path::Path) -> Vec<String> {
         if bless {
             println!("{sql}\n----\n{actual}\n");
         } else if actual != expected {
-            failures.push(format!("{}:\n{sql}\nexpected:\n{expected}\nactual:\n{actual}\n{result:?}", path.display()));
+            failures.push(format!(
+                "{}:\n{sql}\nexpected:\n{expected}\nactual:\n{actual}\n{result:?}",
+                path.display()
+            ));
         }
     }
     failures

@@ -1,0 +1,105 @@
+//! CPU per execution of a prepared point SELECT by primary key, against the same lookup
+//! through the engine's API, on one thread (so wall time is CPU time; the process's user +
+//! system time is printed too).
+//!
+//! `cargo run --release -p engram-sql --example point_select [rows] [executions]`
+
+use engram_engine::Isolation;
+use engram_sql::{SqlDb, Type, Value};
+use std::time::Instant;
+
+fn cpu_seconds() -> f64 {
+    let mut usage = std::mem::MaybeUninit::<libc_rusage::Rusage>::zeroed();
+    // SAFETY: getrusage writes the struct it is given.
+    unsafe { libc_rusage::getrusage(0, usage.as_mut_ptr()) };
+    // SAFETY: initialised by getrusage.
+    let usage = unsafe { usage.assume_init() };
+    let seconds = |t: libc_rusage::Timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    seconds(usage.ru_utime) + seconds(usage.ru_stime)
+}
+
+mod libc_rusage {
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    pub struct Timeval {
+        pub tv_sec: i64,
+        pub tv_usec: i64,
+    }
+    #[repr(C)]
+    pub struct Rusage {
+        pub ru_utime: Timeval,
+        pub ru_stime: Timeval,
+        pub rest: [i64; 14],
+    }
+    unsafe extern "C" {
+        pub fn getrusage(who: i32, usage: *mut Rusage) -> i32;
+    }
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let rows: i64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(100_000);
+    let executions: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(2_000_000);
+    let db = SqlDb::open(engram_engine::Config::default()).unwrap();
+    let mut session = db.session().unwrap();
+    session.execute_one("CREATE TABLE sbtest (id INT PRIMARY KEY, k INT NOT NULL, c CHAR(120) NOT NULL, pad CHAR(60) NOT NULL)").unwrap();
+    let insert = session.prepare("INSERT INTO sbtest VALUES ($1, $2, $3, $4)", &[]).unwrap();
+    session.execute_one("BEGIN").unwrap();
+    for id in 0..rows {
+        let params = [
+            Value::Int(id),
+            Value::Int(id * 7 % rows),
+            Value::Text(format!("{id:0>110}")),
+            Value::Text("pad".into()),
+        ];
+        session.execute_prepared(&insert, &params, 0).unwrap();
+    }
+    session.execute_one("COMMIT").unwrap();
+    let select = session.prepare("SELECT c FROM sbtest WHERE id = $1", &[Type::Int4]).unwrap();
+    let mut random = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = || {
+        random ^= random << 13;
+        random ^= random >> 7;
+        random ^= random << 17;
+        (random % rows as u64) as i64
+    };
+    let mut found = 0usize;
+    let (cpu, start) = (cpu_seconds(), Instant::now());
+    for _ in 0..executions {
+        let outcome = session.execute_prepared(&select, &[Value::Int(next())], 0).unwrap();
+        found += outcome.rows().len();
+    }
+    let sql_wall = start.elapsed().as_secs_f64();
+    let sql_cpu = cpu_seconds() - cpu;
+    assert_eq!(found, executions);
+    // The same lookups through the engine (a stored procedure reading the row).
+    let table = db.database().table(&db.table_schema("sbtest").unwrap().engine_name).unwrap();
+    let mut worker = db.database().worker().unwrap();
+    let (cpu, start) = (cpu_seconds(), Instant::now());
+    let mut bytes = 0usize;
+    for _ in 0..executions {
+        let id = next() as i32;
+        // The SQL key encoding of an INT: big-endian with the sign bit flipped.
+        let key = ((id as u32) ^ 0x8000_0000).to_be_bytes();
+        bytes += worker
+            .transaction(Isolation::ReadCommitted, |txn| {
+                Ok(txn.get(&table, &key)?.map_or(0, <[u8]>::len))
+            })
+            .unwrap();
+    }
+    let raw_wall = start.elapsed().as_secs_f64();
+    let raw_cpu = cpu_seconds() - cpu;
+    assert!(bytes > 0);
+    println!("rows {rows}, executions {executions}");
+    println!(
+        "prepared SQL point select: {:.3} us CPU ({:.3} us wall) per execution",
+        sql_cpu * 1e6 / executions as f64,
+        sql_wall * 1e6 / executions as f64
+    );
+    println!(
+        "engine get in a transaction: {:.3} us CPU ({:.3} us wall) per execution",
+        raw_cpu * 1e6 / executions as f64,
+        raw_wall * 1e6 / executions as f64
+    );
+    println!("SQL / engine CPU: {:.2}", sql_cpu / raw_cpu);
+}
