@@ -19,7 +19,8 @@ fn render(result: &Result<Outcome, engram_sql::SqlError>) -> String {
                     .zip(columns)
                     .map(|(v, c)| v.to_text(c.ty).unwrap_or_else(|| "NULL".into()))
                     .collect();
-                let _ = writeln!(out, "{}", cells.join(" | "));
+                // Trailing blanks (CHAR padding) are not compared.
+                let _ = writeln!(out, "{}", cells.join(" | ").trim_end());
             }
             out.trim_end().to_string()
         }
