@@ -448,7 +448,8 @@ impl<'a> Binder<'a> {
                 )
             }
             Expr::InList { expr, list, negated } => {
-                let (inner, mut ty) = self.bind_in(expr, scope, group)?;
+                let (inner, inner_ty) = self.bind_in(expr, scope, group)?;
+                let mut ty = inner_ty;
                 let mut items = Vec::new();
                 let mut types = Vec::new();
                 for item in list {
@@ -463,7 +464,7 @@ impl<'a> Binder<'a> {
                     items.push(bound);
                     types.push(item_ty);
                 }
-                let (inner, _) = self.coerce(inner, Type::Unknown.max_known(ty), ty)?;
+                let (inner, _) = self.coerce(inner, inner_ty, ty)?;
                 let mut coerced = Vec::new();
                 for (item, item_ty) in items.into_iter().zip(types) {
                     coerced.push(self.coerce(item, item_ty, ty)?.0);
@@ -861,7 +862,7 @@ impl<'a> Binder<'a> {
     }
 
     fn subquery(&mut self, query: &ast::Query) -> SqlResult<(usize, Type)> {
-        let plan = self.query(query, &Scope::default())?;
+        let plan = self.query(query)?;
         if plan.columns.len() != 1 {
             return Err(SqlError::syntax("subquery must return only one column"));
         }
@@ -874,7 +875,7 @@ impl<'a> Binder<'a> {
     pub fn statement(mut self, statement: &ast::Statement) -> SqlResult<(Plan, Vec<Type>)> {
         let plan = match statement {
             ast::Statement::Query(query) => {
-                let mut plan = self.query(query, &Scope::default())?;
+                let mut plan = self.query(query)?;
                 plan.subqueries.append(&mut self.subqueries);
                 Plan::Query(plan)
             }
@@ -898,8 +899,7 @@ impl<'a> Binder<'a> {
         Ok((plan, params))
     }
 
-    fn query(&mut self, query: &ast::Query, outer: &Scope) -> SqlResult<QueryPlan> {
-        let _ = outer;
+    fn query(&mut self, query: &ast::Query) -> SqlResult<QueryPlan> {
         let select = match &query.body {
             ast::QueryBody::Values(rows) => return self.values_query(rows, query),
             ast::QueryBody::Select(select) => select,
@@ -1349,7 +1349,7 @@ impl<'a> Binder<'a> {
                 InsertRows::Values(bound_rows)
             }
             ast::InsertSource::Query(query) => {
-                let plan = self.query(query, &Scope::default())?;
+                let plan = self.query(query)?;
                 if plan.columns.len() != targets.len() {
                     return Err(SqlError::syntax(
                         "INSERT has a different number of target columns than the query returns",
@@ -1511,16 +1511,6 @@ impl<'a> Binder<'a> {
             subqueries: std::mem::take(&mut self.subqueries),
             changes_key,
         })
-    }
-}
-
-trait MaxKnown {
-    fn max_known(self, other: Type) -> Type;
-}
-
-impl MaxKnown for Type {
-    fn max_known(self, other: Type) -> Type {
-        if self == Type::Unknown { other } else { self }
     }
 }
 

@@ -557,14 +557,13 @@ impl Session {
                 for expr in exprs {
                     let value = match expr {
                         crate::ast::Expr::Literal(crate::ast::Literal::Number(n)) => {
-                            crate::types::parse_text(n, Type::Numeric { precision: 0, scale: 0 })
-                                .map(|v| {
-                                    if n.contains(['.', 'e', 'E']) {
-                                        v
-                                    } else {
-                                        Value::Int(n.parse().unwrap_or(0))
-                                    }
-                                })
+                            match n.parse::<i64>() {
+                                Ok(integer) => Ok(Value::Int(integer)),
+                                Err(_) => crate::types::parse_text(
+                                    n,
+                                    Type::Numeric { precision: 0, scale: 0 },
+                                ),
+                            }
                         }
                         crate::ast::Expr::Literal(crate::ast::Literal::String(s)) => {
                             Ok(Value::Text(s.clone()))
@@ -580,10 +579,7 @@ impl Session {
                         Err(error) => return self.fail(error),
                     }
                 }
-                match self.execute_prepared(&prepared, &values, 0) {
-                    Ok(outcome) => Ok(outcome),
-                    Err(error) => Err(error),
-                }
+                self.execute_prepared(&prepared, &values, 0)
             }
             Statement::Deallocate { name } => {
                 match name {

@@ -96,6 +96,19 @@ EXECUTE get (2)
 ----
 100
 
+PREPARE pick AS SELECT id FROM acct WHERE $1 IN (1, 2) AND balance < $2 ORDER BY id
+----
+ok PREPARE
+
+EXECUTE pick (2, 10000000000)
+----
+1
+2
+
+EXECUTE pick (2, 99999999999999999999)
+----
+error 22003
+
 DEALLOCATE get
 ----
 ok DEALLOCATE
