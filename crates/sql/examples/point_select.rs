@@ -8,32 +8,15 @@ use engram_engine::Isolation;
 use engram_sql::{SqlDb, Type, Value};
 use std::time::Instant;
 
+/// User plus system CPU seconds of this process.
 fn cpu_seconds() -> f64 {
-    let mut usage = std::mem::MaybeUninit::<libc_rusage::Rusage>::zeroed();
-    // SAFETY: getrusage writes the struct it is given.
-    unsafe { libc_rusage::getrusage(0, usage.as_mut_ptr()) };
-    // SAFETY: initialised by getrusage.
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage fills the struct it is given.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) };
+    // SAFETY: zeroed, then filled by getrusage.
     let usage = unsafe { usage.assume_init() };
-    let seconds = |t: libc_rusage::Timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     seconds(usage.ru_utime) + seconds(usage.ru_stime)
-}
-
-mod libc_rusage {
-    #[repr(C)]
-    #[derive(Clone, Copy)]
-    pub struct Timeval {
-        pub tv_sec: i64,
-        pub tv_usec: i64,
-    }
-    #[repr(C)]
-    pub struct Rusage {
-        pub ru_utime: Timeval,
-        pub ru_stime: Timeval,
-        pub rest: [i64; 14],
-    }
-    unsafe extern "C" {
-        pub fn getrusage(who: i32, usage: *mut Rusage) -> i32;
-    }
 }
 
 fn main() {

@@ -215,7 +215,6 @@ pub struct SchemaLock {
 struct LockState {
     readers: usize,
     writer: Option<u64>,
-    writers_waiting: usize,
 }
 
 /// How long DDL waits for other transactions before giving up (PostgreSQL's `lock_timeout`
@@ -252,17 +251,14 @@ impl SchemaLock {
             return Ok(());
         }
         let deadline = Instant::now() + SCHEMA_LOCK_WAIT;
-        state.writers_waiting += 1;
         while state.writer.is_some() || state.readers > 1 {
             if self.changed.wait_until(&mut state, deadline).timed_out() {
-                state.writers_waiting -= 1;
                 return Err(SqlError::new(
                     "55P03",
                     "could not obtain the schema lock for DDL: other transactions stayed open",
                 ));
             }
         }
-        state.writers_waiting -= 1;
         state.writer = Some(session);
         Ok(())
     }

@@ -135,35 +135,24 @@ pub fn decode_row(
     Ok(())
 }
 
+/// The first `N` bytes (the caller checked the width).
+fn le<const N: usize>(bytes: &[u8]) -> [u8; N] {
+    let mut array = [0u8; N];
+    array.copy_from_slice(&bytes[..N]);
+    array
+}
+
 fn decode_fixed(ty: Type, bytes: &[u8]) -> Value {
-    let array = |n: usize| -> [u8; 16] {
-        let mut buffer = [0u8; 16];
-        buffer[..n].copy_from_slice(&bytes[..n]);
-        buffer
-    };
     match ty {
         Type::Bool => Value::Bool(bytes[0] != 0),
-        Type::Int2 => Value::Int(i64::from(i16::from_le_bytes([bytes[0], bytes[1]]))),
-        Type::Int4 => {
-            let b = array(4);
-            Value::Int(i64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]])))
-        }
-        Type::Int8 => Value::Int(i64::from_le_bytes(array(8)[..8].try_into().unwrap_or_default())),
-        Type::Float4 => {
-            let b = array(4);
-            Value::Float(f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])))
-        }
-        Type::Float8 => {
-            Value::Float(f64::from_le_bytes(array(8)[..8].try_into().unwrap_or_default()))
-        }
-        Type::Numeric { .. } => Value::Numeric(Decimal::deserialize(array(16))),
-        Type::Date => {
-            let b = array(4);
-            Value::Date(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        }
-        Type::Timestamp => {
-            Value::Timestamp(i64::from_le_bytes(array(8)[..8].try_into().unwrap_or_default()))
-        }
+        Type::Int2 => Value::Int(i64::from(i16::from_le_bytes(le(bytes)))),
+        Type::Int4 => Value::Int(i64::from(i32::from_le_bytes(le(bytes)))),
+        Type::Int8 => Value::Int(i64::from_le_bytes(le(bytes))),
+        Type::Float4 => Value::Float(f64::from(f32::from_le_bytes(le(bytes)))),
+        Type::Float8 => Value::Float(f64::from_le_bytes(le(bytes))),
+        Type::Numeric { .. } => Value::Numeric(Decimal::deserialize(le(bytes))),
+        Type::Date => Value::Date(i32::from_le_bytes(le(bytes))),
+        Type::Timestamp => Value::Timestamp(i64::from_le_bytes(le(bytes))),
         _ => Value::Null,
     }
 }

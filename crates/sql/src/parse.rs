@@ -541,22 +541,7 @@ fn select_from(select: sp::Select) -> SqlResult<Select> {
     let items = select
         .projection
         .into_iter()
-        .map(|item| {
-            Ok(match item {
-                sp::SelectItem::UnnamedExpr(expr) => {
-                    SelectItem::Expr { expr: expr_from(expr)?, alias: None }
-                }
-                sp::SelectItem::ExprWithAlias { expr, alias } => {
-                    SelectItem::Expr { expr: expr_from(expr)?, alias: Some(ident(&alias)) }
-                }
-                sp::SelectItem::Wildcard(_) => SelectItem::Wildcard,
-                sp::SelectItem::QualifiedWildcard(
-                    sp::SelectItemQualifiedWildcardKind::ObjectName(name),
-                    _,
-                ) => SelectItem::QualifiedWildcard(object_name(&name)?),
-                other => return Err(SqlError::unsupported(format!("the select item {other}"))),
-            })
-        })
+        .map(|item| select_item(item, "the select item"))
         .collect::<SqlResult<_>>()?;
     let mut from = Vec::new();
     for item in select.from {
@@ -603,23 +588,26 @@ fn select_from(select: sp::Select) -> SqlResult<Select> {
     })
 }
 
+fn select_item(item: sp::SelectItem, context: &str) -> SqlResult<SelectItem> {
+    Ok(match item {
+        sp::SelectItem::UnnamedExpr(expr) => {
+            SelectItem::Expr { expr: expr_from(expr)?, alias: None }
+        }
+        sp::SelectItem::ExprWithAlias { expr, alias } => {
+            SelectItem::Expr { expr: expr_from(expr)?, alias: Some(ident(&alias)) }
+        }
+        sp::SelectItem::Wildcard(_) => SelectItem::Wildcard,
+        sp::SelectItem::QualifiedWildcard(
+            sp::SelectItemQualifiedWildcardKind::ObjectName(name),
+            _,
+        ) => SelectItem::QualifiedWildcard(object_name(&name)?),
+        other => return Err(SqlError::unsupported(format!("{context} {other}"))),
+    })
+}
+
 fn returning(items: Option<Vec<sp::SelectItem>>) -> SqlResult<Vec<SelectItem>> {
     let Some(items) = items else { return Ok(Vec::new()) };
-    items
-        .into_iter()
-        .map(|item| {
-            Ok(match item {
-                sp::SelectItem::UnnamedExpr(expr) => {
-                    SelectItem::Expr { expr: expr_from(expr)?, alias: None }
-                }
-                sp::SelectItem::ExprWithAlias { expr, alias } => {
-                    SelectItem::Expr { expr: expr_from(expr)?, alias: Some(ident(&alias)) }
-                }
-                sp::SelectItem::Wildcard(_) => SelectItem::Wildcard,
-                other => return Err(SqlError::unsupported(format!("RETURNING {other}"))),
-            })
-        })
-        .collect()
+    items.into_iter().map(|item| select_item(item, "RETURNING")).collect()
 }
 
 fn assignments(list: Vec<sp::Assignment>) -> SqlResult<Vec<(String, Expr)>> {

@@ -34,6 +34,18 @@ impl Outcome {
             Outcome::Command { .. } => &[],
         }
     }
+
+    /// The rows in PostgreSQL's text format (what psql prints, and the wire protocol's text
+    /// results); `None` is NULL.
+    pub fn text_rows(&self) -> Vec<Vec<Option<String>>> {
+        match self {
+            Outcome::Rows { columns, rows, .. } => rows
+                .iter()
+                .map(|row| row.iter().zip(columns).map(|(v, c)| v.to_text(c.ty)).collect())
+                .collect(),
+            Outcome::Command { .. } => Vec::new(),
+        }
+    }
 }
 
 /// The transaction state a client sees (PostgreSQL's ReadyForQuery status).

@@ -165,7 +165,7 @@ impl Type {
         from == Type::Unknown
             || self == from
             || (self.is_numeric() && from.is_numeric())
-            || (self.is_text() && from.is_text())
+            // Every type but bytea has a text form to store.
             || (self.is_text() && from != Type::Bytea)
             || (matches!(self, Type::Date | Type::Timestamp)
                 && matches!(from, Type::Date | Type::Timestamp))

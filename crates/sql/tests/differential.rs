@@ -36,13 +36,13 @@ fn predicate(rng: &mut SmallRng, depth: u32) -> String {
 }
 
 fn engram_rows(outcome: Outcome) -> Vec<String> {
-    let Outcome::Rows { columns, rows, .. } = outcome else { panic!("no rows") };
-    let mut out: Vec<String> = rows
-        .iter()
+    assert!(matches!(outcome, Outcome::Rows { .. }), "no rows: {outcome:?}");
+    let mut out: Vec<String> = outcome
+        .text_rows()
+        .into_iter()
         .map(|row| {
-            row.iter()
-                .zip(&columns)
-                .map(|(v, c)| v.to_text(c.ty).unwrap_or_else(|| "NULL".into()))
+            row.into_iter()
+                .map(|v| v.unwrap_or_else(|| "NULL".into()))
                 .collect::<Vec<_>>()
                 .join("|")
         })

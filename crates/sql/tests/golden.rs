@@ -11,14 +11,11 @@ fn render(result: &Result<Outcome, engram_sql::SqlError>) -> String {
     match result {
         Err(error) => format!("error {}", error.code),
         Ok(Outcome::Command { tag }) => format!("ok {tag}"),
-        Ok(Outcome::Rows { columns, rows, .. }) => {
+        Ok(outcome) => {
             let mut out = String::new();
-            for row in rows {
-                let cells: Vec<String> = row
-                    .iter()
-                    .zip(columns)
-                    .map(|(v, c)| v.to_text(c.ty).unwrap_or_else(|| "NULL".into()))
-                    .collect();
+            for row in outcome.text_rows() {
+                let cells: Vec<String> =
+                    row.into_iter().map(|v| v.unwrap_or_else(|| "NULL".into())).collect();
                 // Trailing blanks (CHAR padding) are not compared.
                 let _ = writeln!(out, "{}", cells.join(" | ").trim_end());
             }

@@ -8,16 +8,18 @@ fn config(dir: &std::path::Path) -> engram_engine::Config {
 }
 
 fn texts(outcome: Outcome) -> Vec<String> {
-    let Outcome::Rows { columns, rows, .. } = outcome else { panic!("no rows") };
-    rows.iter()
+    assert!(matches!(outcome, Outcome::Rows { .. }), "no rows: {outcome:?}");
+    let out: Vec<String> = outcome
+        .text_rows()
+        .into_iter()
         .map(|row| {
-            row.iter()
-                .zip(&columns)
-                .map(|(v, c)| v.to_text(c.ty).unwrap_or_else(|| "NULL".into()))
+            row.into_iter()
+                .map(|v| v.unwrap_or_else(|| "NULL".into()))
                 .collect::<Vec<_>>()
                 .join("|")
         })
-        .collect()
+        .collect();
+    out
 }
 
 #[test]
