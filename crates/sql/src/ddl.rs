@@ -179,6 +179,7 @@ impl Session {
             None => catalog.tables.remove(name),
         };
         catalog.version += 1;
+        self.db.catalog_version.store(catalog.version, std::sync::atomic::Ordering::Release);
         self.undo.push(Undo::Table { name: name.to_string(), previous, created_engine });
     }
 

@@ -2,7 +2,7 @@
 
 use crate::ast::{BinaryOp, JoinKind};
 use crate::catalog::{Sequence, TableInfo};
-use crate::codec::{decode_row, encode_key, encode_row};
+use crate::codec::{decode_row, encode_key, encode_row, patch_row};
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{BExpr, Context};
 use crate::plan::{
@@ -130,7 +130,7 @@ fn bounds(access: &Access, row: &[Value], cx: &Context<'_>) -> SqlResult<Bounds>
         Some(i) => (&schema.indexes[*i].columns, true),
     };
     let types = &access.table.types;
-    let mut prefix = Vec::new();
+    let mut prefix = Vec::with_capacity(32);
     for (expr, column) in eq.iter().zip(columns) {
         match key_part(types[*column], expr.eval(row, cx)?, marker, &mut prefix) {
             None => return Ok(Bounds::Full),
@@ -176,8 +176,69 @@ fn bounds(access: &Access, row: &[Value], cx: &Context<'_>) -> SqlResult<Bounds>
     Ok(Bounds::Scan { low: low_key, high: high_key })
 }
 
-/// Receives `(primary key, decoded columns)`; returns whether to go on.
-type Sink<'a> = dyn FnMut(&[u8], &[Value]) -> SqlResult<bool> + 'a;
+/// The primary key a point lookup reads.
+enum PointKey {
+    Key(Vec<u8>),
+    /// A key value is NULL: no row can match.
+    NoRow,
+    /// A key value does not convert to its column's type: scan and filter instead.
+    Unconvertible,
+}
+
+fn point_key(
+    table: &TableInfo,
+    exprs: &[BExpr],
+    row: &[Value],
+    cx: &Context<'_>,
+) -> SqlResult<PointKey> {
+    let mut key = Vec::with_capacity(32);
+    for (expr, column) in exprs.iter().zip(&table.schema.primary_key) {
+        match key_part(table.types[*column], expr.eval(row, cx)?, false, &mut key) {
+            None => return Ok(PointKey::Unconvertible),
+            Some(None) => return Ok(PointKey::NoRow),
+            Some(Some(())) => {}
+        }
+    }
+    Ok(PointKey::Key(key))
+}
+
+/// Receives `(primary key, decoded columns)`; returns whether to go on. The columns are the
+/// sink's to take (the next row is decoded afresh).
+type Sink<'a> = dyn FnMut(&[u8], &mut [Value]) -> SqlResult<bool> + 'a;
+
+/// The rows one table access visits, resolved from the current row (the key expressions of
+/// an index join read earlier tables' columns).
+enum Target {
+    Empty,
+    Key(Vec<u8>),
+    Range {
+        low: Option<Vec<u8>>,
+        high: Option<Vec<u8>>,
+    },
+    /// A key value did not convert to its column's type: scan the whole table and test the
+    /// conjuncts the path would have decided, over this joined row.
+    Full(Vec<Value>),
+}
+
+fn resolve(access: &Access, row: &[Value], cx: &Context<'_>) -> SqlResult<Target> {
+    let full = || {
+        let mut joined = row.to_vec();
+        joined.resize(joined.len().max(access.offset + access.table.types.len()), Value::Null);
+        Target::Full(joined)
+    };
+    Ok(match &access.path {
+        Path::Point(exprs) => match point_key(&access.table, exprs, row, cx)? {
+            PointKey::Key(key) => Target::Key(key),
+            PointKey::NoRow => Target::Empty,
+            PointKey::Unconvertible => full(),
+        },
+        Path::Range { .. } => match bounds(access, row, cx)? {
+            Bounds::Empty => Target::Empty,
+            Bounds::Full => full(),
+            Bounds::Scan { low, high } => Target::Range { low, high },
+        },
+    })
+}
 
 /// Visits the rows of one table access: `sink(key, columns)` returns whether to go on.
 fn fetch(
@@ -188,19 +249,24 @@ fn fetch(
     for_update: bool,
     sink: &mut Sink<'_>,
 ) -> SqlResult<()> {
+    let target = resolve(access, row, cx)?;
+    visit(txn, access, target, cx, for_update, sink)
+}
+
+fn visit(
+    txn: &mut Txn<'_>,
+    access: &Access,
+    target: Target,
+    cx: &Context<'_>,
+    for_update: bool,
+    sink: &mut Sink<'_>,
+) -> SqlResult<()> {
     let table = &access.table;
     let types = &table.types;
     let mut decoded = Vec::new();
-    match &access.path {
-        Path::Point(exprs) => {
-            let mut key = Vec::new();
-            for (expr, column) in exprs.iter().zip(&table.schema.primary_key) {
-                match key_part(types[*column], expr.eval(row, cx)?, false, &mut key) {
-                    None => return fetch_full(txn, access, for_update, sink),
-                    Some(None) => return Ok(()),
-                    Some(Some(())) => {}
-                }
-            }
+    let (low, high, index, descending, wanted) = match target {
+        Target::Empty => return Ok(()),
+        Target::Key(key) => {
             let found = if for_update {
                 txn.get_for_update(&table.engine, &key)
             } else {
@@ -209,73 +275,77 @@ fn fetch(
             .map_err(|e| engine_error(e, table))?;
             if let Some(bytes) = found {
                 decode_row(bytes, types, &access.wanted, &mut decoded)?;
-                sink(&key, &decoded)?;
+                sink(&key, &mut decoded)?;
             }
-            Ok(())
+            return Ok(());
         }
-        Path::Range { index, descending, .. } => {
-            let (low, high) = match bounds(access, row, cx)? {
-                Bounds::Empty => return Ok(()),
-                Bounds::Full => return fetch_full(txn, access, for_update, sink),
-                Bounds::Scan { low, high } => (low, high),
-            };
-            let low = low.as_deref().map_or(Bound::Unbounded, Bound::Included);
-            let high = high.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
-            let direction = if *descending { Direction::Reverse } else { Direction::Forward };
-            let mut failure = None;
-            let mut keys: Vec<Vec<u8>> = Vec::new();
-            let mut visit = |key: &[u8], bytes: &[u8]| -> bool {
-                if let Err(error) = decode_row(bytes, types, &access.wanted, &mut decoded) {
-                    failure = Some(error);
-                    return false;
-                }
-                if for_update {
-                    keys.push(key.to_vec());
-                }
-                match sink(key, &decoded) {
-                    Ok(go_on) => go_on,
-                    Err(error) => {
-                        failure = Some(error);
-                        false
+        Target::Full(mut joined) => {
+            // Decode everything: the implied conjuncts read key columns the query may not want.
+            let (offset, width) = (access.offset, types.len());
+            let mut test_implied = |key: &[u8], columns: &mut [Value]| -> SqlResult<bool> {
+                if let Some(implied) = &access.implied {
+                    joined[offset..offset + width].clone_from_slice(columns);
+                    if !implied.test(&joined, cx)? {
+                        return Ok(true);
                     }
                 }
+                sink(key, columns)
             };
-            let scanned = match index {
-                None => txn.scan(&table.engine, low, high, direction, usize::MAX, &mut visit),
-                Some(i) => {
-                    txn.scan_index(&table.engine, *i, low, high, direction, usize::MAX, &mut visit)
-                }
+            let everything = Target::Range { low: None, high: None };
+            let whole = Access {
+                path: Path::Range {
+                    index: None,
+                    eq: Vec::new(),
+                    low: None,
+                    high: None,
+                    descending: false,
+                },
+                wanted: Vec::new(),
+                implied: None,
+                ..access.clone()
             };
-            scanned.map_err(|e| engine_error(e, table))?;
-            if let Some(error) = failure {
-                return Err(error);
-            }
-            for key in keys {
-                txn.get_for_update(&table.engine, &key).map_err(|e| engine_error(e, table))?;
-            }
-            Ok(())
+            return visit(txn, &whole, everything, cx, for_update, &mut test_implied);
         }
-    }
-}
-
-fn fetch_full(
-    txn: &mut Txn<'_>,
-    access: &Access,
-    for_update: bool,
-    sink: &mut Sink<'_>,
-) -> SqlResult<()> {
-    let full = Access {
-        path: Path::Range { index: None, eq: Vec::new(), low: None, high: None, descending: false },
-        ..access.clone()
+        Target::Range { low, high } => {
+            let Path::Range { index, descending, .. } = &access.path else {
+                unreachable!("a range comes from a range path")
+            };
+            (low, high, *index, *descending, &access.wanted)
+        }
     };
-    fetch(
-        txn,
-        &full,
-        &[],
-        &Context { params: &[], subqueries: &[], now: 0, reserve: &|_, _| Ok(()) },
-        for_update,
-        sink,
-    )
+    let low = low.as_deref().map_or(Bound::Unbounded, Bound::Included);
+    let high = high.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+    let direction = if descending { Direction::Reverse } else { Direction::Forward };
+    let mut failure = None;
+    let mut keys: Vec<Vec<u8>> = Vec::new();
+    let mut step = |key: &[u8], bytes: &[u8]| -> bool {
+        if let Err(error) = decode_row(bytes, types, wanted, &mut decoded) {
+            failure = Some(error);
+            return false;
+        }
+        if for_update {
+            keys.push(key.to_vec());
+        }
+        match sink(key, &mut decoded) {
+            Ok(go_on) => go_on,
+            Err(error) => {
+                failure = Some(error);
+                false
+            }
+        }
+    };
+    let scanned = match index {
+        None => txn.scan(&table.engine, low, high, direction, usize::MAX, &mut step),
+        Some(i) => txn.scan_index(&table.engine, i, low, high, direction, usize::MAX, &mut step),
+    };
+    scanned.map_err(|e| engine_error(e, table))?;
+    if let Some(error) = failure {
+        return Err(error);
+    }
+    for key in keys {
+        txn.get_for_update(&table.engine, &key).map_err(|e| engine_error(e, table))?;
+    }
+    Ok(())
 }
 
 /// What a query accumulates as rows arrive.
@@ -357,6 +427,23 @@ fn accumulate(state: &mut AggState, aggregate: &Aggregate, value: Value) -> SqlR
     Ok(())
 }
 
+/// Adds one row to each aggregate of its group.
+fn accumulate_row(
+    states: &mut [AggState],
+    aggregates: &[Aggregate],
+    row: &[Value],
+    cx: &Context<'_>,
+) -> SqlResult<()> {
+    for (state, aggregate) in states.iter_mut().zip(aggregates) {
+        let value = match &aggregate.arg {
+            Some(arg) => arg.eval(row, cx)?,
+            None => Value::Null,
+        };
+        accumulate(state, aggregate, value)?;
+    }
+    Ok(())
+}
+
 fn finish(state: AggState, aggregate: &Aggregate) -> SqlResult<Value> {
     Ok(match state {
         AggState::Count(n) => Value::Int(n),
@@ -384,6 +471,14 @@ impl Collector<'_> {
     fn take(&mut self, row: &[Value], cx: &Context<'_>) -> SqlResult<bool> {
         let plan = self.plan;
         if let Some(grouping) = &plan.grouping {
+            if grouping.keys.is_empty() {
+                // One group: no key to hash.
+                if self.group_states.is_empty() {
+                    self.group_states.push((Vec::new(), new_states(&grouping.aggregates)));
+                }
+                accumulate_row(&mut self.group_states[0].1, &grouping.aggregates, row, cx)?;
+                return Ok(true);
+            }
             let mut keys = Vec::with_capacity(grouping.keys.len());
             for key in &grouping.keys {
                 keys.push(key.eval(row, cx)?);
@@ -397,14 +492,7 @@ impl Collector<'_> {
                     self.group_states.len() - 1
                 }
             };
-            let states = &mut self.group_states[at].1;
-            for (state, aggregate) in states.iter_mut().zip(&grouping.aggregates) {
-                let value = match &aggregate.arg {
-                    Some(arg) => arg.eval(row, cx)?,
-                    None => Value::Null,
-                };
-                accumulate(state, aggregate, value)?;
-            }
+            accumulate_row(&mut self.group_states[at].1, &grouping.aggregates, row, cx)?;
             return Ok(true);
         }
         self.emit(row, cx)?;
@@ -559,28 +647,40 @@ fn join(
     let last = level + 1 == plan.tables.len();
     let width = access.table.types.len();
     let offset = access.offset;
-    if last && level == 0 {
-        // One table: filter and collect inside the scan, stopping early when enough.
+    let target = resolve(access, row, cx)?;
+    let mut matched_any = false;
+    if last {
+        // The innermost table: filter and collect inside the scan, stopping early when enough.
         let mut go_on = true;
-        fetch(txn, access, &row.clone(), cx, plan.for_update, &mut |_, columns| {
-            row[offset..offset + width].clone_from_slice(columns);
+        visit(txn, access, target, cx, plan.for_update, &mut |_, columns| {
+            row[offset..offset + width].swap_with_slice(columns);
+            if let Some(on) = &access.on
+                && !on.test(row, cx)?
+            {
+                return Ok(true);
+            }
+            matched_any = true;
             if plan.filter.as_ref().map_or(Ok(true), |f| f.test(row, cx))? {
                 go_on = collector.take(row, cx)?;
             }
             Ok(go_on)
         })?;
+        if go_on && !matched_any && access.kind == JoinKind::Left {
+            for value in &mut row[offset..offset + width] {
+                *value = Value::Null;
+            }
+            return descend(txn, plan, level, last, row, cx, collector);
+        }
         return Ok(go_on);
     }
-    // Collect this level's rows first: the scan borrows the transaction.
+    // Collect this level's rows first: the inner levels need the transaction too.
     let mut matches: Vec<Vec<Value>> = Vec::new();
-    let current = row.clone();
-    fetch(txn, access, &current, cx, plan.for_update, &mut |_, columns| {
+    visit(txn, access, target, cx, plan.for_update, &mut |_, columns| {
         matches.push(columns.to_vec());
         Ok(true)
     })?;
-    let mut matched_any = false;
-    for columns in matches {
-        row[offset..offset + width].clone_from_slice(&columns);
+    for mut columns in matches {
+        row[offset..offset + width].swap_with_slice(&mut columns);
         if let Some(on) = &access.on
             && !on.test(row, cx)?
         {
@@ -623,23 +723,28 @@ fn descend(
 
 /// Casts values to the table's column types and checks NOT NULL.
 fn conform(table: &TableInfo, values: &mut [Value]) -> SqlResult<()> {
-    for (i, value) in values.iter_mut().enumerate() {
-        let column = &table.schema.columns[i];
-        if value.is_null() {
-            if column.not_null || table.schema.primary_key.contains(&i) {
-                return Err(SqlError::new(
-                    "23502",
-                    format!(
-                        "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
-                        column.name, table.schema.name
-                    ),
-                ));
-            }
-            continue;
-        }
-        *value = cast(std::mem::replace(value, Value::Null), column.ty, false)?;
+    for (column, value) in values.iter_mut().enumerate() {
+        *value = conform_column(table, column, std::mem::replace(value, Value::Null))?;
     }
     Ok(())
+}
+
+/// A value for `column`: cast to its type, and not NULL where the column forbids it.
+fn conform_column(table: &TableInfo, column: usize, value: Value) -> SqlResult<Value> {
+    let schema = &table.schema.columns[column];
+    if value.is_null() {
+        if schema.not_null || table.schema.primary_key.contains(&column) {
+            return Err(SqlError::new(
+                "23502",
+                format!(
+                    "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
+                    schema.name, table.schema.name
+                ),
+            ));
+        }
+        return Ok(Value::Null);
+    }
+    cast(value, schema.ty, false)
 }
 
 fn row_key(table: &TableInfo, values: &[Value], key: &mut Vec<u8>) {
@@ -658,38 +763,13 @@ pub fn run_insert(txn: &mut Txn<'_>, plan: &InsertPlan, env: &Env<'_>) -> SqlRes
         Context { params: env.params, subqueries: &subqueries, now: env.now, reserve: env.reserve };
     let table = &plan.table;
     let width = table.types.len();
-    // Source rows as per-column values, `None` for defaults.
-    let mut sources: Vec<Vec<Option<Value>>> = Vec::new();
-    match &plan.rows {
-        InsertRows::Values(rows) => {
-            for exprs in rows {
-                let mut values = Vec::with_capacity(width);
-                for expr in exprs {
-                    values.push(match expr {
-                        Some(expr) => Some(expr.eval(&[], &cx)?),
-                        None => None,
-                    });
-                }
-                sources.push(values);
-            }
-        }
-        InsertRows::Query(query, targets) => {
-            let inner = Env { params: env.params, now: env.now, reserve: env.reserve, max_rows: 0 };
-            for row in run_query(txn, query, &inner)?.rows {
-                let mut values = vec![None; width];
-                for (value, &target) in row.into_iter().zip(targets) {
-                    values[target] = Some(value);
-                }
-                sources.push(values);
-            }
-        }
-    }
     let mut produced = Produced::default();
     let mut key = Vec::new();
     let mut bytes = Vec::new();
-    for source in sources {
+    // A source value per column; `None` takes the column's default.
+    let complete = |source: &mut dyn Iterator<Item = Option<Value>>| -> SqlResult<Vec<Value>> {
         let mut values = Vec::with_capacity(width);
-        for (i, value) in source.into_iter().enumerate() {
+        for (i, value) in source.enumerate() {
             values.push(match value {
                 Some(value) => value,
                 None => match &plan.defaults[i] {
@@ -698,98 +778,143 @@ pub fn run_insert(txn: &mut Txn<'_>, plan: &InsertPlan, env: &Env<'_>) -> SqlRes
                 },
             });
         }
-        conform(table, &mut values)?;
-        row_key(table, &values, &mut key);
-        encode_row(table.schema.version, &table.types, &values, &mut bytes);
-        match txn.insert(&table.engine, &key, &bytes) {
-            Ok(()) => {
-                produced.affected += 1;
-                returning(&plan.returning, &values, &cx, &mut produced.rows)?;
-            }
-            Err(Error::DuplicateKey { index, .. })
-                if plan.on_conflict.as_ref().is_some_and(|c| {
-                    c.index.map(|i| &table.schema.indexes[i].name) == index.as_ref()
-                }) =>
-            {
-                let Some(conflict) = &plan.on_conflict else {
-                    unreachable!("checked by the guard")
-                };
-                let ConflictAction::Update { assignments, filter } = &conflict.action else {
-                    continue;
-                };
-                // Find the existing row: by primary key, or through the unique index.
-                let existing_key = match conflict.index {
-                    None => key.clone(),
-                    Some(i) => {
-                        let mut prefix = Vec::new();
-                        for &column in &table.schema.indexes[i].columns {
-                            prefix.push(1);
-                            encode_key(table.types[column], &values[column], &mut prefix);
+        Ok(values)
+    };
+    match &plan.rows {
+        InsertRows::Values(rows) => {
+            for exprs in rows {
+                let mut failure = None;
+                let mut source = exprs.iter().map(|expr| match expr {
+                    Some(expr) => match expr.eval(&[], &cx) {
+                        Ok(value) => Some(value),
+                        Err(error) => {
+                            failure.get_or_insert(error);
+                            Some(Value::Null)
                         }
-                        let mut found = None;
-                        let high = successor(prefix.clone());
-                        txn.scan_index(
-                            &table.engine,
-                            i,
-                            Bound::Included(&prefix),
-                            high.as_deref().map_or(Bound::Unbounded, Bound::Excluded),
-                            Direction::Forward,
-                            1,
-                            |pk, _| {
-                                found = Some(pk.to_vec());
-                                false
-                            },
-                        )
-                        .map_err(|e| engine_error(e, table))?;
-                        found.ok_or_else(|| {
-                            SqlError::new(
-                                "40001",
-                                "could not serialize access: the conflicting row changed",
-                            )
-                        })?
-                    }
-                };
-                let Some(old) = txn
-                    .get_for_update(&table.engine, &existing_key)
-                    .map_err(|e| engine_error(e, table))?
-                else {
-                    return Err(SqlError::new(
-                        "40001",
-                        "could not serialize access: the conflicting row was deleted concurrently",
-                    ));
-                };
-                let mut old_values = Vec::new();
-                decode_row(old, &table.types, &[], &mut old_values)?;
-                let mut both = old_values.clone();
-                both.extend(values.iter().cloned());
-                if let Some(filter) = filter
-                    && !filter.test(&both, &cx)?
-                {
-                    continue;
+                    },
+                    None => None,
+                });
+                let values = complete(&mut source)?;
+                if let Some(error) = failure {
+                    return Err(error);
                 }
-                let mut new_values = old_values;
-                for (column, expr) in assignments {
-                    new_values[*column] = expr.eval(&both, &cx)?;
-                }
-                conform(table, &mut new_values)?;
-                let mut new_key = Vec::new();
-                primary_key(table, &new_values, &mut new_key);
-                encode_row(table.schema.version, &table.types, &new_values, &mut bytes);
-                if new_key != existing_key && !table.schema.primary_key.is_empty() {
-                    txn.delete(&table.engine, &existing_key).map_err(|e| engine_error(e, table))?;
-                    txn.insert(&table.engine, &new_key, &bytes)
-                        .map_err(|e| engine_error(e, table))?;
-                } else {
-                    txn.update(&table.engine, &existing_key, &bytes)
-                        .map_err(|e| engine_error(e, table))?;
-                }
-                produced.affected += 1;
-                returning(&plan.returning, &new_values, &cx, &mut produced.rows)?;
+                insert_row(txn, plan, &cx, values, &mut produced, &mut key, &mut bytes)?;
             }
-            Err(error) => return Err(engine_error(error, table)),
+        }
+        InsertRows::Query(query, targets) => {
+            let inner = Env { params: env.params, now: env.now, reserve: env.reserve, max_rows: 0 };
+            for row in run_query(txn, query, &inner)?.rows {
+                let mut source = vec![None; width];
+                for (value, &target) in row.into_iter().zip(targets) {
+                    source[target] = Some(value);
+                }
+                let values = complete(&mut source.into_iter())?;
+                insert_row(txn, plan, &cx, values, &mut produced, &mut key, &mut bytes)?;
+            }
         }
     }
     Ok(produced)
+}
+
+/// Inserts one row of an INSERT (its values complete), or resolves its conflict.
+fn insert_row(
+    txn: &mut Txn<'_>,
+    plan: &InsertPlan,
+    cx: &Context<'_>,
+    mut values: Vec<Value>,
+    produced: &mut Produced,
+    key: &mut Vec<u8>,
+    bytes: &mut Vec<u8>,
+) -> SqlResult<()> {
+    let table = &plan.table;
+    conform(table, &mut values)?;
+    row_key(table, &values, key);
+    encode_row(table.schema.version, &table.types, &values, bytes);
+    match txn.insert(&table.engine, key, bytes) {
+        Ok(()) => {
+            produced.affected += 1;
+            returning(&plan.returning, &values, cx, &mut produced.rows)?;
+        }
+        Err(Error::DuplicateKey { index, .. })
+            if plan.on_conflict.as_ref().is_some_and(|c| {
+                c.index.map(|i| &table.schema.indexes[i].name) == index.as_ref()
+            }) =>
+        {
+            let Some(conflict) = &plan.on_conflict else { unreachable!("checked by the guard") };
+            let ConflictAction::Update { assignments, filter } = &conflict.action else {
+                return Ok(());
+            };
+            // Find the existing row: by primary key, or through the unique index.
+            let existing_key = match conflict.index {
+                None => key.clone(),
+                Some(i) => {
+                    let mut prefix = Vec::new();
+                    for &column in &table.schema.indexes[i].columns {
+                        prefix.push(1);
+                        encode_key(table.types[column], &values[column], &mut prefix);
+                    }
+                    let mut found = None;
+                    let high = successor(prefix.clone());
+                    txn.scan_index(
+                        &table.engine,
+                        i,
+                        Bound::Included(&prefix),
+                        high.as_deref().map_or(Bound::Unbounded, Bound::Excluded),
+                        Direction::Forward,
+                        1,
+                        |pk, _| {
+                            found = Some(pk.to_vec());
+                            false
+                        },
+                    )
+                    .map_err(|e| engine_error(e, table))?;
+                    found.ok_or_else(|| {
+                        SqlError::new(
+                            "40001",
+                            "could not serialize access: the conflicting row changed",
+                        )
+                    })?
+                }
+            };
+            let Some(old) = txn
+                .get_for_update(&table.engine, &existing_key)
+                .map_err(|e| engine_error(e, table))?
+            else {
+                return Err(SqlError::new(
+                    "40001",
+                    "could not serialize access: the conflicting row was deleted concurrently",
+                ));
+            };
+            let mut old_values = Vec::new();
+            decode_row(old, &table.types, &[], &mut old_values)?;
+            let mut both = old_values.clone();
+            both.extend(values.iter().cloned());
+            if let Some(filter) = filter
+                && !filter.test(&both, cx)?
+            {
+                return Ok(());
+            }
+            let mut new_values = old_values;
+            for (column, expr) in assignments {
+                new_values[*column] = expr.eval(&both, cx)?;
+            }
+            conform(table, &mut new_values)?;
+            let mut new_key = Vec::new();
+            primary_key(table, &new_values, &mut new_key);
+            encode_row(table.schema.version, &table.types, &new_values, bytes);
+            if new_key != existing_key && !table.schema.primary_key.is_empty() {
+                txn.delete(&table.engine, &existing_key).map_err(|e| engine_error(e, table))?;
+                txn.insert(&table.engine, &new_key, bytes).map_err(|e| engine_error(e, table))?;
+            } else {
+                txn.update(&table.engine, &existing_key, bytes)
+                    .map_err(|e| engine_error(e, table))?;
+            }
+            produced.affected += 1;
+            returning(&plan.returning, &new_values, cx, &mut produced.rows)?;
+        }
+        Err(error) => return Err(engine_error(error, table)),
+    }
+    Ok(())
 }
 
 fn returning(
@@ -818,23 +943,37 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
         Context { params: env.params, subqueries: &subqueries, now: env.now, reserve: env.reserve };
     let table = &plan.access.table;
     let mut targets: Vec<Vec<u8>> = Vec::new();
-    fetch(txn, &plan.access, &[], &cx, false, &mut |key, columns| {
-        if plan.filter.as_ref().map_or(Ok(true), |f| f.test(columns, &cx))? {
-            targets.push(key.to_vec());
+    let point = match &plan.access.path {
+        Path::Point(exprs) => point_key(table, exprs, &[], &cx)?,
+        Path::Range { .. } => PointKey::Unconvertible,
+    };
+    match point {
+        // One row by its primary key: read it once, for update, below.
+        PointKey::Key(key) => targets.push(key),
+        PointKey::NoRow => {}
+        PointKey::Unconvertible => {
+            fetch(txn, &plan.access, &[], &cx, false, &mut |key, columns| {
+                if plan.filter.as_ref().map_or(Ok(true), |f| f.test(columns, &cx))? {
+                    targets.push(key.to_vec());
+                }
+                Ok(true)
+            })?;
         }
-        Ok(true)
-    })?;
+    }
     let mut produced = Produced::default();
     let mut values = Vec::new();
+    let mut changes: Vec<(usize, Value)> = Vec::with_capacity(plan.assignments.len());
     let mut bytes = Vec::new();
+    let recheck = plan.recheck.as_ref().or(plan.filter.as_ref());
     for key in targets {
         let Some(current) =
             txn.get_for_update(&table.engine, &key).map_err(|e| engine_error(e, table))?
         else {
             continue;
         };
-        decode_row(current, &table.types, &[], &mut values)?;
-        if !plan.filter.as_ref().map_or(Ok(true), |f| f.test(&values, &cx))? {
+        // Only the columns the statement reads; the others are copied as bytes.
+        decode_row(current, &table.types, &plan.decode, &mut values)?;
+        if !recheck.map_or(Ok(true), |f| f.test(&values, &cx))? {
             continue;
         }
         if plan.delete {
@@ -843,26 +982,37 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
             returning(&plan.returning, &values, &cx, &mut produced.rows)?;
             continue;
         }
-        let mut new_values = values.clone();
+        // Every assignment reads the old row.
+        changes.clear();
         for (column, expr) in &plan.assignments {
-            new_values[*column] = expr.eval(&values, &cx)?;
+            let value = conform_column(table, *column, expr.eval(&values, &cx)?)?;
+            changes.push((*column, value));
         }
-        conform(table, &mut new_values)?;
-        encode_row(table.schema.version, &table.types, &new_values, &mut bytes);
+        if !patch_row(current, table.schema.version, &table.types, &changes, &mut bytes)? {
+            // Written before a column was added: decode and encode it whole.
+            decode_row(current, &table.types, &[], &mut values)?;
+            for (column, value) in &changes {
+                values[*column] = value.clone();
+            }
+            encode_row(table.schema.version, &table.types, &values, &mut bytes);
+        }
+        for (column, value) in changes.drain(..) {
+            values[column] = value;
+        }
         if plan.changes_key {
             let mut new_key = Vec::new();
-            primary_key(table, &new_values, &mut new_key);
+            primary_key(table, &values, &mut new_key);
             if new_key != key {
                 txn.delete(&table.engine, &key).map_err(|e| engine_error(e, table))?;
                 txn.insert(&table.engine, &new_key, &bytes).map_err(|e| engine_error(e, table))?;
                 produced.affected += 1;
-                returning(&plan.returning, &new_values, &cx, &mut produced.rows)?;
+                returning(&plan.returning, &values, &cx, &mut produced.rows)?;
                 continue;
             }
         }
         txn.update(&table.engine, &key, &bytes).map_err(|e| engine_error(e, table))?;
         produced.affected += 1;
-        returning(&plan.returning, &new_values, &cx, &mut produced.rows)?;
+        returning(&plan.returning, &values, &cx, &mut produced.rows)?;
     }
     Ok(produced)
 }

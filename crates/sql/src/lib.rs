@@ -35,6 +35,8 @@ pub mod types;
 
 pub use error::{SqlError, SqlResult};
 pub use plan::OutputColumn;
+/// NUMERIC values are `rust_decimal` decimals ([`Value::Numeric`]).
+pub use rust_decimal::Decimal;
 pub use session::{Outcome, Prepared, Session, TransactionStatus};
 pub use types::{Type, Value};
 
@@ -49,6 +51,9 @@ use std::sync::atomic::{AtomicI64, AtomicU64};
 pub struct SqlDb {
     db: Arc<Database>,
     catalog: RwLock<Catalog>,
+    /// `catalog.version`, readable without the lock: a prepared statement checks it on every
+    /// execution (the schema lock a session holds keeps it from changing under a statement).
+    catalog_version: AtomicU64,
     schema_lock: SchemaLock,
     catalog_table: TableRef,
     /// A worker for the database's own small transactions (sequence reservations).
@@ -160,6 +165,7 @@ impl SqlDb {
         }
         Ok(Arc::new(SqlDb {
             db,
+            catalog_version: AtomicU64::new(catalog.version),
             catalog: RwLock::new(catalog),
             schema_lock: SchemaLock::default(),
             catalog_table,

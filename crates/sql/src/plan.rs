@@ -44,6 +44,9 @@ pub struct Access {
     pub on: Option<BExpr>,
     /// Columns to decode.
     pub wanted: Vec<bool>,
+    /// The conjuncts the path decides exactly (left out of the filter). A lookup that falls
+    /// back to a full scan (a key value that does not convert) tests them itself.
+    pub implied: Option<BExpr>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,6 +150,13 @@ pub struct ModifyPlan {
     pub subqueries: Vec<QueryPlan>,
     /// Whether an assignment changes a primary-key column.
     pub changes_key: bool,
+    /// The columns the statement reads from each row it changes (filters, assignments,
+    /// RETURNING, the key when it may change); the others are copied as bytes.
+    pub decode: Vec<bool>,
+    /// The whole WHERE clause when the path reads a secondary index, whose columns may have
+    /// changed between the scan and the locking re-read; `None` when `filter` suffices (a
+    /// row found again by its primary key still satisfies what the path decided).
+    pub recheck: Option<BExpr>,
 }
 
 #[derive(Debug, Clone)]
@@ -308,9 +318,11 @@ fn key_compatible(column: Type, from: Type) -> bool {
 
 #[derive(Default, Clone)]
 struct ColumnBounds {
-    eq: Option<BExpr>,
-    low: Option<(BExpr, bool)>,
-    high: Option<(BExpr, bool)>,
+    /// Each bound with the position of the conjunct it came from, and whether the key lookup
+    /// decides that conjunct exactly (so the filter need not test it again).
+    eq: Option<(BExpr, usize, bool)>,
+    low: Option<(BExpr, bool, usize, bool)>,
+    high: Option<(BExpr, bool, usize, bool)>,
 }
 
 impl<'a> Binder<'a> {
@@ -945,6 +957,7 @@ impl<'a> Binder<'a> {
             scope.tables.iter().flat_map(|t| t.columns.iter().map(|(_, ty)| *ty)).collect();
         // Access paths, in FROM order: each table may use conjuncts over earlier tables.
         let mut accesses = Vec::new();
+        let mut decided = vec![false; conjuncts.len()];
         for (position, (table, offset, kind)) in tables.iter().enumerate() {
             let on = left_ons.iter().find(|(at, _)| *at == position).and_then(|(_, on)| on.clone());
             let mut usable = Vec::new();
@@ -956,7 +969,15 @@ impl<'a> Binder<'a> {
                     }
                 }
             }
-            let path = choose_path(table, *offset, &usable, &self.params, &row_types);
+            let (path, mut implied) =
+                choose_path(table, *offset, &usable, &self.params, &row_types);
+            if *kind == JoinKind::Left {
+                // ON conditions stay whole: they decide which rows are NULL-extended.
+                implied.clear();
+            }
+            for &at in &implied {
+                decided[at] = true;
+            }
             accesses.push(Access {
                 table: Arc::clone(table),
                 offset: *offset,
@@ -964,8 +985,16 @@ impl<'a> Binder<'a> {
                 kind: *kind,
                 on,
                 wanted: vec![false; table.schema.columns.len()],
+                implied: join_conjuncts(implied.iter().map(|at| usable[*at].clone()).collect()),
             });
         }
+        // What the access paths do not decide is tested on every joined row.
+        let conjuncts: Vec<BExpr> = conjuncts
+            .into_iter()
+            .zip(&decided)
+            .filter(|(_, decided)| !**decided)
+            .map(|(conjunct, _)| conjunct)
+            .collect();
         // Projection, grouping, ordering.
         let grouped = !select.group_by.is_empty()
             || select.having.is_some()
@@ -1120,7 +1149,7 @@ impl<'a> Binder<'a> {
         if query.for_update && (grouping.is_some() || select.distinct) {
             return Err(SqlError::unsupported("FOR UPDATE with GROUP BY, aggregates or DISTINCT"));
         }
-        // The residual filter: every conjunct (access paths only narrow the rows visited).
+        // The residual filter: the conjuncts the access paths do not decide.
         let filter = join_conjuncts(conjuncts);
         let mut plan = QueryPlan {
             tables: accesses,
@@ -1485,15 +1514,49 @@ impl<'a> Binder<'a> {
             let (bound, ty) = self.bind(filter, &scope)?;
             split_conjuncts(self.expect_bool(bound, ty, "WHERE")?.0, &mut conjuncts);
         }
-        let path = choose_path(&table, 0, &conjuncts, &self.params, &table.types);
+        let (path, implied) = choose_path(&table, 0, &conjuncts, &self.params, &table.types);
         let assignments_given = assignments;
         let assignments = match assignments {
             Some(list) => self.assignments(list, &table, &scope)?,
             None => Vec::new(),
         };
         let changes_key = assignments.iter().any(|(c, _)| table.schema.primary_key.contains(c));
+        let uses_primary_key = matches!(path, Path::Point(_) | Path::Range { index: None, .. });
         let (returning, columns) = self.returning(returning, &table, &scope)?;
         let width = table.schema.columns.len();
+        let filter = join_conjuncts(
+            conjuncts
+                .iter()
+                .enumerate()
+                .filter(|(at, _)| !implied.contains(at))
+                .map(|(_, conjunct)| conjunct.clone())
+                .collect(),
+        );
+        let recheck = if uses_primary_key { None } else { join_conjuncts(conjuncts.clone()) };
+        // The scan reads the filter's columns; each changed row, what the statement reads.
+        let mut wanted = vec![false; width];
+        let mut decode = vec![false; width];
+        let mark = |expr: &BExpr, into: &mut Vec<bool>| {
+            expr.columns(&mut |at| {
+                if at < width {
+                    into[at] = true;
+                }
+            })
+        };
+        for expr in filter.iter() {
+            mark(expr, &mut wanted);
+        }
+        for expr in filter.iter().chain(&recheck).chain(&returning) {
+            mark(expr, &mut decode);
+        }
+        for (_, expr) in &assignments {
+            mark(expr, &mut decode);
+        }
+        if changes_key {
+            for &column in &table.schema.primary_key {
+                decode[column] = true;
+            }
+        }
         Ok(ModifyPlan {
             access: Access {
                 table: Arc::clone(&table),
@@ -1501,9 +1564,12 @@ impl<'a> Binder<'a> {
                 path,
                 kind: JoinKind::Inner,
                 on: None,
-                wanted: vec![true; width],
+                wanted,
+                implied: join_conjuncts(implied.iter().map(|at| conjuncts[*at].clone()).collect()),
             },
-            filter: join_conjuncts(conjuncts),
+            filter,
+            recheck,
+            decode,
             delete: assignments_given.is_none(),
             assignments,
             returning,
@@ -1529,17 +1595,26 @@ fn column_name(expr: &Expr) -> String {
     }
 }
 
-/// Chooses how to find the rows of `table` given the conjuncts usable for it.
+/// Whether a key built from a value of type `from` converted to the column's type finds
+/// exactly the rows for which the comparison is true (a conversion either is exact or fails,
+/// and a failure makes the access fall back to a full scan that tests every conjunct).
+fn key_exact(column: Type, from: Type) -> bool {
+    key_compatible(column, from) && column != Type::Float8
+}
+
+/// Chooses how to find the rows of `table` given the conjuncts usable for it. Also returns
+/// the positions (in `conjuncts`) of the conjuncts the path decides exactly: rows the path
+/// yields satisfy them, so the filter leaves them out.
 fn choose_path(
     table: &TableInfo,
     offset: usize,
     conjuncts: &[BExpr],
     params: &[Type],
     row_types: &[Type],
-) -> Path {
+) -> (Path, Vec<usize>) {
     let width = table.schema.columns.len();
     let mut bounds = vec![ColumnBounds::default(); width];
-    for conjunct in conjuncts {
+    for (position, conjunct) in conjuncts.iter().enumerate() {
         let BExpr::Compare { op, left, right } = conjunct else { continue };
         let (column, other, op) = match (left.as_ref(), right.as_ref()) {
             (BExpr::Column(c), other) if (offset..offset + width).contains(c) => {
@@ -1558,17 +1633,18 @@ fn choose_path(
             continue;
         }
         let column_ty = table.schema.columns[column].ty;
-        let other_ty = expr_type_hint(other, params, row_types);
-        if !other_ty.is_some_and(|t| key_compatible(column_ty, t)) {
+        let Some(other_ty) = expr_type_hint(other, params, row_types) else { continue };
+        if !key_compatible(column_ty, other_ty) {
             continue;
         }
+        let exact = key_exact(column_ty, other_ty);
         let entry = &mut bounds[column];
         match op {
-            BinaryOp::Eq => entry.eq = Some(other.clone()),
-            BinaryOp::Gt => entry.low = Some((other.clone(), false)),
-            BinaryOp::GtEq => entry.low = Some((other.clone(), true)),
-            BinaryOp::Lt => entry.high = Some((other.clone(), false)),
-            BinaryOp::LtEq => entry.high = Some((other.clone(), true)),
+            BinaryOp::Eq => entry.eq = Some((other.clone(), position, exact)),
+            BinaryOp::Gt => entry.low = Some((other.clone(), false, position, exact)),
+            BinaryOp::GtEq => entry.low = Some((other.clone(), true, position, exact)),
+            BinaryOp::Lt => entry.high = Some((other.clone(), false, position, exact)),
+            BinaryOp::LtEq => entry.high = Some((other.clone(), true, position, exact)),
             _ => {}
         }
     }
@@ -1578,14 +1654,22 @@ fn choose_path(
             columns.get(eq).is_some_and(|c| bounds[*c].low.is_some() || bounds[*c].high.is_some());
         (eq, range)
     };
+    let mut implied = Vec::new();
+    let take_eq = |column: &usize, implied: &mut Vec<usize>| -> BExpr {
+        match &bounds[*column].eq {
+            Some((expr, position, exact)) => {
+                if *exact {
+                    implied.push(*position);
+                }
+                expr.clone()
+            }
+            None => BExpr::Const(Value::Null),
+        }
+    };
     let primary = &table.schema.primary_key;
     if !primary.is_empty() && score(primary).0 == primary.len() {
-        return Path::Point(
-            primary
-                .iter()
-                .map(|c| bounds[*c].eq.clone().unwrap_or(BExpr::Const(Value::Null)))
-                .collect(),
-        );
+        let key = primary.iter().map(|c| take_eq(c, &mut implied)).collect();
+        return (Path::Point(key), implied);
     }
     let mut best: (Option<usize>, (usize, bool)) =
         (None, if primary.is_empty() { (0, false) } else { score(primary) });
@@ -1605,17 +1689,19 @@ fn choose_path(
         None => primary,
         Some(i) => &table.schema.indexes[i].columns,
     };
+    let eq_exprs = columns[..eq].iter().map(|c| take_eq(c, &mut implied)).collect();
+    let mut bound = |side: &Option<(BExpr, bool, usize, bool)>| {
+        side.as_ref().map(|(expr, inclusive, position, exact)| {
+            if *exact {
+                implied.push(*position);
+            }
+            (expr.clone(), *inclusive)
+        })
+    };
     let next = columns.get(eq);
-    Path::Range {
-        index,
-        eq: columns[..eq]
-            .iter()
-            .map(|c| bounds[*c].eq.clone().unwrap_or(BExpr::Const(Value::Null)))
-            .collect(),
-        low: next.and_then(|c| bounds[*c].low.clone()),
-        high: next.and_then(|c| bounds[*c].high.clone()),
-        descending: false,
-    }
+    let low = next.and_then(|c| bound(&bounds[*c].low));
+    let high = next.and_then(|c| bound(&bounds[*c].high));
+    (Path::Range { index, eq: eq_exprs, low, high, descending: false }, implied)
 }
 
 fn contains_volatile(expr: &BExpr) -> bool {

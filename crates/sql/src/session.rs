@@ -17,7 +17,7 @@ use std::sync::Arc;
 /// What a statement returned.
 #[derive(Debug, Clone)]
 pub enum Outcome {
-    Rows { columns: Vec<OutputColumn>, rows: Vec<Vec<Value>>, tag: String },
+    Rows { columns: Arc<[OutputColumn]>, rows: Vec<Vec<Value>>, tag: String },
     Command { tag: String },
 }
 
@@ -41,7 +41,7 @@ impl Outcome {
         match self {
             Outcome::Rows { columns, rows, .. } => rows
                 .iter()
-                .map(|row| row.iter().zip(columns).map(|(v, c)| v.to_text(c.ty)).collect())
+                .map(|row| row.iter().zip(columns.iter()).map(|(v, c)| v.to_text(c.ty)).collect())
                 .collect(),
             Outcome::Command { .. } => Vec::new(),
         }
@@ -66,7 +66,23 @@ pub struct Prepared {
     pub param_types: Vec<Type>,
     /// Result columns (empty for statements without rows).
     pub columns: Vec<OutputColumn>,
-    plan: Mutex<Option<(u64, Arc<Plan>)>>,
+    plan: Mutex<Option<CachedPlan>>,
+}
+
+/// A plan, the catalog version it was made for, and its result columns as every execution
+/// returns them (shared, not copied).
+#[derive(Debug, Clone)]
+struct CachedPlan {
+    version: u64,
+    plan: Arc<Plan>,
+    columns: Arc<[OutputColumn]>,
+}
+
+impl CachedPlan {
+    fn new(version: u64, plan: Plan) -> Self {
+        let columns = plan.columns().into();
+        CachedPlan { version, plan: Arc::new(plan), columns }
+    }
 }
 
 /// DDL to undo if the transaction rolls back.
@@ -263,7 +279,7 @@ impl Session {
                 Ok((catalog.version, plan, params))
             })?;
             let columns = plan.columns().to_vec();
-            (params, columns, Some((version, Arc::new(plan))))
+            (params, columns, Some(CachedPlan::new(version, plan)))
         } else {
             (param_types.to_vec(), Vec::new(), None)
         };
@@ -374,6 +390,7 @@ impl Session {
             }
         }
         catalog.version += 1;
+        self.db.catalog_version.store(catalog.version, std::sync::atomic::Ordering::Release);
     }
 
     fn isolation(&self) -> Isolation {
@@ -518,10 +535,10 @@ impl Session {
                             .map(|(k, v)| vec![Value::Text(k.clone()), Value::Text(v.clone())])
                             .collect::<Vec<_>>();
                         return Ok(Outcome::Rows {
-                            columns: vec![
+                            columns: Arc::new([
                                 OutputColumn { name: "name".into(), ty: Type::Text },
                                 OutputColumn { name: "setting".into(), ty: Type::Text },
-                            ],
+                            ]),
                             tag: format!("SHOW {}", rows.len()),
                             rows,
                         });
@@ -535,7 +552,7 @@ impl Session {
                 };
                 let column = name.replace(' ', "_");
                 Ok(Outcome::Rows {
-                    columns: vec![OutputColumn { name: column, ty: Type::Text }],
+                    columns: Arc::new([OutputColumn { name: column, ty: Type::Text }]),
                     rows: vec![vec![Value::Text(value)]],
                     tag: "SHOW".into(),
                 })
@@ -616,7 +633,7 @@ impl Session {
                     Err(error) => return self.fail(error),
                 };
                 Ok(Outcome::Rows {
-                    columns: vec![OutputColumn { name: "QUERY PLAN".into(), ty: Type::Text }],
+                    columns: Arc::new([OutputColumn { name: "QUERY PLAN".into(), ty: Type::Text }]),
                     rows: lines.into_iter().map(|l| vec![Value::Text(l)]).collect(),
                     tag: "EXPLAIN".into(),
                 })
@@ -696,19 +713,21 @@ impl Session {
 
     /// The plan of a statement: a prepared statement's cached plan while the catalog has not
     /// changed, else planned now.
+    /// The plan of a statement: a prepared statement's cached one while the catalog has not
+    /// changed, else a new one. Also the parameter types, when not the prepared statement's.
     fn plan_for(
         &mut self,
         statement: &Statement,
         params: &[Value],
         prepared: Option<&Prepared>,
-    ) -> SqlResult<(Arc<Plan>, Vec<Type>)> {
-        let version = self.db.catalog.read().version;
+    ) -> SqlResult<(CachedPlan, Option<Vec<Type>>)> {
+        let version = self.db.catalog_version.load(std::sync::atomic::Ordering::Acquire);
         if let Some(prepared) = prepared {
             let cached = prepared.plan.lock();
-            if let Some((at, plan)) = cached.as_ref()
-                && *at == version
+            if let Some(cached) = cached.as_ref()
+                && cached.version == version
             {
-                return Ok((Arc::clone(plan), prepared.param_types.clone()));
+                return Ok((cached.clone(), None));
             }
         }
         let given: Vec<Type> = prepared.map_or_else(
@@ -717,11 +736,11 @@ impl Session {
         );
         let catalog = self.db.catalog.read();
         let (plan, types) = Binder::new(&catalog, &given).statement(statement)?;
-        let plan = Arc::new(plan);
+        let cached = CachedPlan::new(catalog.version, plan);
         if let Some(prepared) = prepared {
-            *prepared.plan.lock() = Some((catalog.version, Arc::clone(&plan)));
+            *prepared.plan.lock() = Some(cached.clone());
         }
-        Ok((plan, types))
+        Ok((cached, Some(types)))
     }
 
     fn data_statement(
@@ -771,7 +790,13 @@ impl Session {
         prepared: Option<&Prepared>,
     ) -> SqlResult<Outcome> {
         self.ensure_transaction()?;
-        let (plan, types) = self.plan_for(statement, params, prepared)?;
+        let (CachedPlan { plan, columns, .. }, inferred) =
+            self.plan_for(statement, params, prepared)?;
+        let types = match (&inferred, prepared) {
+            (Some(types), _) => types.as_slice(),
+            (None, Some(prepared)) => prepared.param_types.as_slice(),
+            (None, None) => &[],
+        };
         // Parameters take their types.
         let mut converted = Vec::with_capacity(params.len());
         for (value, ty) in params.iter().zip(types.iter().chain(std::iter::repeat(&Type::Unknown)))
@@ -796,7 +821,6 @@ impl Session {
             Plan::Modify(modify) => run_modify(&mut txn, modify, &env)?,
         };
         drop(txn);
-        let columns = plan.columns().to_vec();
         let (tag, returns_rows) = match plan.as_ref() {
             Plan::Query(_) => (format!("SELECT {}", produced.rows.len()), true),
             Plan::Insert(insert) => {

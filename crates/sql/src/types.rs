@@ -604,7 +604,8 @@ pub fn fit_text(mut text: String, ty: Type, explicit: bool) -> SqlResult<Value> 
         let trimmed = text.trim_end_matches(' ').len();
         text.truncate(trimmed);
     }
-    if limit > 0 {
+    // A string of at most `limit` bytes has at most `limit` characters: no need to count.
+    if limit > 0 && text.len() > limit as usize {
         let chars = text.chars().count();
         if chars > limit as usize {
             let keep: usize =

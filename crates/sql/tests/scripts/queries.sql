@@ -100,7 +100,6 @@ ok CREATE INDEX
 EXPLAIN SELECT name FROM emp WHERE dept_id = 2 ORDER BY salary
 ----
 Index Scan on emp using emp_by_dept (dept_id)
-    Filter: (WHERE clause)
 
 SELECT name FROM emp WHERE dept_id = 2 ORDER BY salary DESC, name
 ----
@@ -114,14 +113,12 @@ ann
 EXPLAIN SELECT name FROM emp WHERE id = $1
 ----
 Point Lookup on emp using emp_pkey (id)
-    Filter: (WHERE clause)
 
 EXPLAIN SELECT * FROM emp WHERE name > 'b' ORDER BY id LIMIT 1
 ----
 Limit
   ->  Sort (1 keys)
       ->  Index Scan on emp using emp_name_key (name)
-            Filter: (WHERE clause)
 
 EXPLAIN SELECT count(*) FROM emp e JOIN dept d ON d.id = e.dept_id WHERE e.salary > 10
 ----
@@ -130,6 +127,41 @@ Aggregate
       ->  Seq Scan on emp
       ->  Point Lookup on dept using dept_pkey (id)
             Filter: (WHERE clause)
+
+-- Conditions an access path decides are not tested again; those it cannot decide are.
+SELECT count(*) FROM emp WHERE id = 2 AND id = 3
+----
+0
+
+SELECT name FROM emp WHERE id > 1 AND id > 3 AND id < 10 ORDER BY id
+----
+dan
+eve
+
+SELECT count(*) FROM emp WHERE id = 3000000000
+----
+0
+
+SELECT count(*) FROM emp WHERE id < 3000000000
+----
+5
+
+SELECT name FROM emp WHERE id = 2.0
+----
+bob
+
+SELECT count(*) FROM emp WHERE id = 2.5
+----
+0
+
+SELECT e.name FROM emp e JOIN dept d ON d.id = e.dept_id AND d.name = 'ops' ORDER BY e.name
+----
+cid
+eve
+
+SELECT count(*) FROM emp e JOIN dept d ON d.id = e.dept_id + 0.5
+----
+0
 
 DROP INDEX emp_by_dept
 ----
