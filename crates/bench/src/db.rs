@@ -40,3 +40,51 @@ pub trait Db: Send + Sync {
         None
     }
 }
+
+/// One of two databases, so that different adapters can be measured in alternating rounds
+/// of one run (`--db engram,engram-sql`). A connection belongs to the database that made it.
+#[derive(Debug)]
+pub enum Either<A, B> {
+    First(A),
+    Second(B),
+}
+
+impl<A: Db, B: Db> Db for Either<A, B> {
+    type Conn = Either<A::Conn, B::Conn>;
+
+    fn name(&self) -> String {
+        match self {
+            Either::First(db) => db.name(),
+            Either::Second(db) => db.name(),
+        }
+    }
+
+    fn settings(&self) -> String {
+        match self {
+            Either::First(db) => db.settings(),
+            Either::Second(db) => db.settings(),
+        }
+    }
+
+    fn connect(&self) -> Result<Self::Conn, String> {
+        Ok(match self {
+            Either::First(db) => Either::First(db.connect()?),
+            Either::Second(db) => Either::Second(db.connect()?),
+        })
+    }
+
+    fn durable_epoch(&self) -> Option<u64> {
+        match self {
+            Either::First(db) => db.durable_epoch(),
+            Either::Second(db) => db.durable_epoch(),
+        }
+    }
+
+    fn last_commit_epoch(&self, conn: &Self::Conn) -> Option<u64> {
+        match (self, conn) {
+            (Either::First(db), Either::First(conn)) => db.last_commit_epoch(conn),
+            (Either::Second(db), Either::Second(conn)) => db.last_commit_epoch(conn),
+            _ => panic!("a connection used with another database"),
+        }
+    }
+}

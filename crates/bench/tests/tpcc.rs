@@ -1,12 +1,13 @@
 //! TPC-C on a tiny database: each transaction's effects, the two adapters agreeing on a long
 //! deterministic sequence, and concurrent runs passing the consistency conditions.
 
-use engram_bench::db::{Db, Outcome};
+use engram_bench::db::Outcome;
 use engram_bench::tpcc::engram::{EngramTpcc, ReadOnlyLevels};
 use engram_bench::tpcc::spec::{
     Constants, CustomerSelector, DeliveryInput, NewOrderInput, OrderLineInput, OrderStatusInput,
     Output, PaymentInput, Scale, StockLevelInput,
 };
+use engram_bench::tpcc::sql::SqlTpcc;
 use engram_bench::tpcc::sqlite::SqliteTpcc;
 use engram_bench::tpcc::{self, Kind, Mix, Options, TpccDb, Warehouses};
 use rand::{RngExt, SeedableRng, rngs::SmallRng};
@@ -30,6 +31,10 @@ fn engram(warehouses: u16) -> EngramTpcc {
 
 fn sqlite(warehouses: u16) -> SqliteTpcc {
     loaded(SqliteTpcc::create().unwrap(), warehouses)
+}
+
+fn sql(warehouses: u16) -> SqlTpcc {
+    loaded(SqlTpcc::open(ReadOnlyLevels::Serializable, 0, Default::default()).unwrap(), warehouses)
 }
 
 /// The effects of each transaction, checked through the facts and the other transactions.
@@ -146,12 +151,15 @@ fn transaction_effects_on_sqlite() {
     effects(sqlite(1));
 }
 
-/// One deterministic stream of transactions over two warehouses (remote payments and supply
-/// included), run on both adapters: every outcome and output must be the same.
 #[test]
-fn engram_and_sqlite_agree_transaction_by_transaction() {
-    let (engram, sqlite) = (engram(2), sqlite(2));
-    let (mut engram_conn, mut sqlite_conn) = (engram.connect().unwrap(), sqlite.connect().unwrap());
+fn transaction_effects_through_sql() {
+    effects(sql(1));
+}
+
+/// One deterministic stream of transactions over two warehouses (remote payments and supply
+/// included), run on two adapters: every outcome and output must be the same.
+fn agree<A: TpccDb, B: TpccDb>(first: A, second: B) {
+    let (mut first_conn, mut second_conn) = (first.connect().unwrap(), second.connect().unwrap());
     let scale = Scale::tiny(2);
     let constants = constants();
     let mut random = SmallRng::seed_from_u64(9);
@@ -166,36 +174,36 @@ fn engram_and_sqlite_agree_transaction_by_transaction() {
             Kind::NewOrder => {
                 let input = NewOrderInput::generate(&mut random, &scale, &constants, home);
                 (
-                    engram.new_order(&mut engram_conn, &input, &mut ours),
-                    sqlite.new_order(&mut sqlite_conn, &input, &mut theirs),
+                    first.new_order(&mut first_conn, &input, &mut ours),
+                    second.new_order(&mut second_conn, &input, &mut theirs),
                 )
             }
             Kind::Payment => {
                 let input = PaymentInput::generate(&mut random, &scale, &constants, home);
                 (
-                    engram.payment(&mut engram_conn, &input, &mut ours),
-                    sqlite.payment(&mut sqlite_conn, &input, &mut theirs),
+                    first.payment(&mut first_conn, &input, &mut ours),
+                    second.payment(&mut second_conn, &input, &mut theirs),
                 )
             }
             Kind::OrderStatus => {
                 let input = OrderStatusInput::generate(&mut random, &scale, &constants, home);
                 (
-                    engram.order_status(&mut engram_conn, &input, &mut ours),
-                    sqlite.order_status(&mut sqlite_conn, &input, &mut theirs),
+                    first.order_status(&mut first_conn, &input, &mut ours),
+                    second.order_status(&mut second_conn, &input, &mut theirs),
                 )
             }
             Kind::Delivery => {
                 let input = DeliveryInput::generate(&mut random, home);
                 (
-                    engram.delivery(&mut engram_conn, &input, &mut ours),
-                    sqlite.delivery(&mut sqlite_conn, &input, &mut theirs),
+                    first.delivery(&mut first_conn, &input, &mut ours),
+                    second.delivery(&mut second_conn, &input, &mut theirs),
                 )
             }
             Kind::StockLevel => {
                 let input = StockLevelInput::generate(&mut random, home);
                 (
-                    engram.stock_level(&mut engram_conn, &input, &mut ours),
-                    sqlite.stock_level(&mut sqlite_conn, &input, &mut theirs),
+                    first.stock_level(&mut first_conn, &input, &mut ours),
+                    second.stock_level(&mut second_conn, &input, &mut theirs),
                 )
             }
         };
@@ -208,9 +216,19 @@ fn engram_and_sqlite_agree_transaction_by_transaction() {
         "every transaction type ran, and some NewOrders rolled back: {seen:?}"
     );
     let (ours, theirs) =
-        (engram.facts(&mut engram_conn).unwrap(), sqlite.facts(&mut sqlite_conn).unwrap());
+        (first.facts(&mut first_conn).unwrap(), second.facts(&mut second_conn).unwrap());
     assert_eq!(ours, theirs, "the final states agree");
     assert!(ours.violations().is_empty());
+}
+
+#[test]
+fn engram_and_sqlite_agree_transaction_by_transaction() {
+    agree(engram(2), sqlite(2));
+}
+
+#[test]
+fn stored_procedures_and_sql_agree_transaction_by_transaction() {
+    agree(engram(2), sql(2));
 }
 
 fn concurrent_run<D: TpccDb>(open: impl FnMut() -> Result<D, String>) {
@@ -248,6 +266,12 @@ fn concurrent_runs_on_engram_pass_the_consistency_checks() {
 #[test]
 fn concurrent_runs_with_snapshot_readers_pass_the_consistency_checks() {
     concurrent_run(|| EngramTpcc::open(ReadOnlyLevels::Snapshot, 0, Default::default()));
+}
+
+#[test]
+fn concurrent_runs_through_sql_pass_the_consistency_checks() {
+    concurrent_run(|| SqlTpcc::open(ReadOnlyLevels::Specification, 0, Default::default()));
+    concurrent_run(|| SqlTpcc::open(ReadOnlyLevels::Snapshot, 0, Default::default()));
 }
 
 #[test]

@@ -6,7 +6,8 @@ use engram_bench::tpcc::engram::{EngramTpcc, Persistence, ReadOnlyLevels};
 use engram_engine::Durability;
 
 mod crash;
-use engram_bench::tpcc::{self, spec::Scale, sqlite::SqliteTpcc};
+use engram_bench::db::Either;
+use engram_bench::tpcc::{self, spec::Scale, sql::SqlTpcc, sqlite::SqliteTpcc};
 use engram_bench::{index, plot, ycsb};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -160,7 +161,8 @@ struct TpccArgs {
     /// Run Wu et al.'s StockScan (scan STOCK, count items per warehouse) on one extra thread.
     #[arg(long)]
     stock_scan: bool,
-    /// engram | sqlite
+    /// engram (stored procedures) | engram-sql (prepared SQL in process) | sqlite, or two of
+    /// them separated by a comma, measured in alternating rounds of one run.
     #[arg(long, default_value = "engram")]
     db: String,
     /// Isolation of OrderStatus and StockLevel on Engram: specification (repeatable read and
@@ -491,26 +493,27 @@ fn tpcc_command(args: TpccArgs) -> Result<(), String> {
     if modes.len() > 1 && thread_counts.len() > 1 {
         return Err("compare durability modes at one thread count".into());
     }
-    let reports = match args.db.as_str() {
-        "engram" => {
-            // Every configuration runs for its share of the duration.
-            let configurations = thread_counts.len().max(modes.len());
-            let thread_seconds = thread_counts.iter().sum::<usize>() as f64 * args.duration
-                / configurations as f64
-                * modes.len() as f64;
-            let reserve_mib =
-                args.reserve_memory_mib.unwrap_or_else(|| default_tpcc_reserve_mib(thread_seconds));
+    let names: Vec<&str> = args.db.split(',').map(str::trim).collect();
+    // Every configuration runs for its share of the duration.
+    let configurations = thread_counts.len().max(modes.len()).max(names.len());
+    let thread_seconds = thread_counts.iter().sum::<usize>() as f64 * args.duration
+        / configurations as f64
+        * modes.len().max(names.len()) as f64;
+    let reserve_mib =
+        args.reserve_memory_mib.unwrap_or_else(|| default_tpcc_reserve_mib(thread_seconds));
+    if names.len() > 1 && modes.len() > 1 {
+        return Err("compare durability modes on one database".into());
+    }
+    let databases = if layout == tpcc::Warehouses::PerThread { thread_counts.len() } else { 1 };
+    let reports = match &names[..] {
+        ["engram"] => {
             if let [mode] = &modes[..] {
-                let databases =
-                    if layout == tpcc::Warehouses::PerThread { thread_counts.len() } else { 1 };
-                let mut opened = 0;
+                let mut name = database_names(databases);
                 let open = || {
-                    let name = (databases > 1).then(|| format!("db{opened}"));
-                    opened += 1;
                     EngramTpcc::open(
                         read_only,
                         reserve_mib << 20,
-                        args.durability.persistence(*mode, name.as_deref())?,
+                        args.durability.persistence(*mode, name().as_deref())?,
                     )
                 };
                 tpcc::run(open, &options, &thread_counts, args.rounds, layout)?
@@ -539,8 +542,57 @@ fn tpcc_command(args: TpccArgs) -> Result<(), String> {
                 tpcc::run_configured(dbs, &configured, &options, args.rounds)?
             }
         }
-        "sqlite" => tpcc::run(SqliteTpcc::create, &options, &thread_counts, args.rounds, layout)?,
-        other => return Err(format!("unknown database {other:?}: use engram or sqlite")),
+        [single] if modes.len() > 1 => {
+            return Err(format!("durability modes are compared on engram, not {single}"));
+        }
+        ["engram-sql"] => {
+            let mut name = database_names(databases);
+            let open = || {
+                SqlTpcc::open(
+                    read_only,
+                    reserve_mib << 20,
+                    args.durability.persistence(modes[0], name().as_deref())?,
+                )
+            };
+            tpcc::run(open, &options, &thread_counts, args.rounds, layout)?
+        }
+        ["sqlite"] => tpcc::run(SqliteTpcc::create, &options, &thread_counts, args.rounds, layout)?,
+        [first, second] => {
+            let [threads] = thread_counts[..] else {
+                return Err("compare two databases at one thread count".into());
+            };
+            let scale = match layout {
+                tpcc::Warehouses::PerThread => {
+                    Scale { warehouses: threads as u16, ..options.scale }
+                }
+                tpcc::Warehouses::Shared => options.scale,
+            };
+            let dbs = [first, second]
+                .iter()
+                .map(|name| {
+                    let persistence = || args.durability.persistence(modes[0], Some(name));
+                    Ok(match **name {
+                        "engram" => Either::First(EngramTpcc::open(
+                            read_only,
+                            reserve_mib << 20,
+                            persistence()?,
+                        )?),
+                        "engram-sql" => Either::Second(Either::First(SqlTpcc::open(
+                            read_only,
+                            reserve_mib << 20,
+                            persistence()?,
+                        )?)),
+                        "sqlite" => Either::Second(Either::Second(SqliteTpcc::create()?)),
+                        other => return Err(unknown_tpcc_db(other)),
+                    })
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            let configured =
+                [0, 1].map(|index| (tpcc::Options { threads, scale, ..options.clone() }, index));
+            tpcc::run_configured(dbs, &configured, &options, args.rounds)?
+        }
+        [other] => return Err(unknown_tpcc_db(other)),
+        _ => return Err("--db names one database, or two to compare".into()),
     };
     for report in &reports {
         print_tpcc(report);
@@ -574,6 +626,20 @@ fn tpcc_command(args: TpccArgs) -> Result<(), String> {
             report.threads, report.consistency
         )),
     }
+}
+
+/// Names the databases of a run under --data: db0, db1, ... when there are several.
+fn database_names(databases: usize) -> impl FnMut() -> Option<String> {
+    let mut opened = 0;
+    move || {
+        let name = (databases > 1).then(|| format!("db{opened}"));
+        opened += 1;
+        name
+    }
+}
+
+fn unknown_tpcc_db(name: &str) -> String {
+    format!("unknown database {name:?}: use engram, engram-sql or sqlite")
 }
 
 fn plot_command(args: PlotArgs) -> Result<(), String> {

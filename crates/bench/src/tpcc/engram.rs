@@ -10,6 +10,7 @@
 //! not wade through rows deleted but not yet collected. The scan itself is transactional; the
 //! hint only chooses where it starts.
 
+use super::load::BatchSink;
 use super::schema::*;
 use super::spec::{
     Constants, CustomerSelector, DISTRICTS, DeliveryInput, NewOrderInput, ORDER_LINES_MAX,
@@ -140,6 +141,25 @@ fn error_outcome(result: Result<(), Error>) -> Outcome {
         Err(Error::Rollback) => Outcome::RolledBack,
         Err(error) => panic!("TPC-C transaction failed: {error}"),
     }
+}
+
+/// After a load: reserves `reserve_bytes` of memory for the run to grow into, then waits
+/// until snapshots include the load (snapshot transactions read a past epoch: StockScan, and
+/// OrderStatus and StockLevel when configured so; bounded by the ticker, about
+/// `snapshot_interval_epochs` epochs).
+pub fn settle_after_load(db: &Database, reserve_bytes: usize) -> Result<(), String> {
+    if reserve_bytes > 0 {
+        db.reserve_memory(reserve_bytes).map_err(|error| error.to_string())?;
+    }
+    let loaded = db.epochs().global();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while db.epochs().snapshot() <= loaded {
+        if std::time::Instant::now() > deadline {
+            return Err("snapshots did not catch up with the load within a minute".into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    Ok(())
 }
 
 /// The seed of warehouse `w`'s data (0: the items), the same for every adapter.
@@ -353,7 +373,9 @@ impl Loader<'_> {
         }
         Ok(())
     }
+}
 
+impl load::BatchSink for Loader<'_> {
     fn flush(&mut self) -> Result<(), Error> {
         let Loader { worker, tables, pending, bytes, .. } = self;
         worker.transaction(Isolation::Serializable, |txn| {
@@ -428,54 +450,9 @@ impl TpccDb for EngramTpcc {
                 row: Vec::new(),
             })
         };
-        let now = super::spec::now();
-        let mut items = loader(&tables)?;
-        load::items(scale, load_seed(constants, 0), &mut items)
-            .and_then(|()| items.flush())
-            .map_err(|error| error.to_string())?;
-        let next = AtomicU32::new(1);
-        std::thread::scope(|scope| -> Result<(), String> {
-            let handles: Vec<_> = (0..threads.max(1))
-                .map(|_| {
-                    let (tables, next) = (&tables, &next);
-                    scope.spawn(move || -> Result<(), String> {
-                        let mut sink = loader(tables)?;
-                        loop {
-                            let w = next.fetch_add(1, Ordering::Relaxed);
-                            if w > u32::from(scale.warehouses) {
-                                return sink.flush().map_err(|error| error.to_string());
-                            }
-                            load::warehouse(
-                                scale,
-                                constants,
-                                w as u16,
-                                load_seed(constants, w),
-                                now,
-                                &mut sink,
-                            )
-                            .map_err(|error| error.to_string())?;
-                        }
-                    })
-                })
-                .collect();
-            handles.into_iter().try_for_each(|handle| handle.join().expect("loader"))
-        })?;
+        load::all(scale, constants, threads, || loader(&tables))?;
         self.tables = Some(tables);
-        if self.reserve_bytes > 0 {
-            db.reserve_memory(self.reserve_bytes).map_err(|error| error.to_string())?;
-        }
-        // Snapshot transactions (StockScan, and OrderStatus and StockLevel when configured so)
-        // read a past epoch: wait until snapshots include the load (bounded by the ticker:
-        // about `snapshot_interval_epochs` epochs).
-        let loaded = db.epochs().global();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        while db.epochs().snapshot() <= loaded {
-            if std::time::Instant::now() > deadline {
-                return Err("snapshots did not catch up with the load within a minute".into());
-            }
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        Ok(())
+        settle_after_load(db, self.reserve_bytes)
     }
 
     fn new_order(&self, conn: &mut Conn, input: &NewOrderInput, output: &mut Output) -> Outcome {

@@ -1,6 +1,7 @@
 //! The initial population (clause 4.3.3.1), generated once and handed to an adapter's sink, so
 //! that every database under test gets the same rules (and, for one seed, the same data).
 
+use super::engram::load_seed;
 use super::schema::*;
 use super::spec::{
     Constants, DISTRICTS, Scale, astring, data_string, last_name, nstring, nurand, state, zip,
@@ -20,6 +21,57 @@ pub trait Sink {
     fn order(&mut self, row: &Order) -> Result<(), Self::Error>;
     fn order_line(&mut self, row: &OrderLine) -> Result<(), Self::Error>;
     fn new_order(&mut self, row: &NewOrder) -> Result<(), Self::Error>;
+}
+
+/// A sink that holds rows back in batches: `flush` writes the last ones.
+pub trait BatchSink: Sink {
+    fn flush(&mut self) -> Result<(), Self::Error>;
+}
+
+/// Loads ITEM, then every warehouse on `threads` threads (each takes the next warehouse not
+/// yet loaded), each thread writing through its own sink from `make`.
+pub fn all<S: BatchSink>(
+    scale: &Scale,
+    constants: &Constants,
+    threads: usize,
+    make: impl Fn() -> Result<S, String> + Sync,
+) -> Result<(), String>
+where
+    S::Error: std::fmt::Display,
+{
+    let fail = |error: S::Error| error.to_string();
+    let now = super::spec::now();
+    let mut items = make()?;
+    self::items(scale, load_seed(constants, 0), &mut items)
+        .and_then(|()| items.flush())
+        .map_err(fail)?;
+    let next = std::sync::atomic::AtomicU32::new(1);
+    std::thread::scope(|scope| -> Result<(), String> {
+        let handles: Vec<_> = (0..threads.max(1))
+            .map(|_| {
+                let (next, make) = (&next, &make);
+                scope.spawn(move || -> Result<(), String> {
+                    let mut sink = make()?;
+                    loop {
+                        let w = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        if w > u32::from(scale.warehouses) {
+                            return sink.flush().map_err(fail);
+                        }
+                        warehouse(
+                            scale,
+                            constants,
+                            w as u16,
+                            load_seed(constants, w),
+                            now,
+                            &mut sink,
+                        )
+                        .map_err(fail)?;
+                    }
+                })
+            })
+            .collect();
+        handles.into_iter().try_for_each(|handle| handle.join().expect("loader"))
+    })
 }
 
 fn text<const N: usize>(

@@ -5,6 +5,7 @@
 //! - `spec`: scale, NURand and the other random rules, transaction inputs;
 //! - `schema`: the nine tables as rows and keys, for the engine adapter;
 //! - `engram`: the engine adapter, one closure per transaction (stored-procedure style);
+//! - `sql`: the same transactions as SQL statements through Engram's SQL front end;
 //! - `sqlite`: the same transactions in SQL on SQLite, the embedded peer;
 //! - this file: the driver (mix, warehouse assignment, retries, tallies), consistency and
 //!   reports.
@@ -13,9 +14,10 @@ pub mod engram;
 pub mod load;
 pub mod schema;
 pub mod spec;
+pub mod sql;
 pub mod sqlite;
 
-use crate::db::{Db, Outcome};
+use crate::db::{Db, Either, Outcome};
 use crate::report::{Latency, Machine, PaddedCounter, Percentiles, Progress};
 use rand::{RngExt, SeedableRng, rngs::SmallRng};
 use serde::Serialize;
@@ -60,6 +62,67 @@ pub trait TpccDb: Db {
     fn stock_scan(&self, conn: &mut Self::Conn) -> Result<Vec<u64>, String>;
     /// The aggregates the consistency conditions compare.
     fn facts(&self, conn: &mut Self::Conn) -> Result<Facts, String>;
+}
+
+/// Calls `$method` on whichever database `$self` is, with its own kind of connection.
+macro_rules! either {
+    ($self:ident, $conn:ident, $method:ident ($($arg:expr),*)) => {
+        match ($self, $conn) {
+            (Either::First(db), Either::First(conn)) => db.$method(conn $(, $arg)*),
+            (Either::Second(db), Either::Second(conn)) => db.$method(conn $(, $arg)*),
+            _ => panic!("a connection used with another database"),
+        }
+    };
+}
+
+impl<A: TpccDb, B: TpccDb> TpccDb for Either<A, B> {
+    fn load(&mut self, scale: &Scale, constants: &Constants, threads: usize) -> Result<(), String> {
+        match self {
+            Either::First(db) => db.load(scale, constants, threads),
+            Either::Second(db) => db.load(scale, constants, threads),
+        }
+    }
+    fn new_order(
+        &self,
+        conn: &mut Self::Conn,
+        input: &NewOrderInput,
+        output: &mut Output,
+    ) -> Outcome {
+        either!(self, conn, new_order(input, output))
+    }
+    fn payment(&self, conn: &mut Self::Conn, input: &PaymentInput, output: &mut Output) -> Outcome {
+        either!(self, conn, payment(input, output))
+    }
+    fn order_status(
+        &self,
+        conn: &mut Self::Conn,
+        input: &OrderStatusInput,
+        output: &mut Output,
+    ) -> Outcome {
+        either!(self, conn, order_status(input, output))
+    }
+    fn delivery(
+        &self,
+        conn: &mut Self::Conn,
+        input: &DeliveryInput,
+        output: &mut Output,
+    ) -> Outcome {
+        either!(self, conn, delivery(input, output))
+    }
+    fn stock_level(
+        &self,
+        conn: &mut Self::Conn,
+        input: &StockLevelInput,
+        output: &mut Output,
+    ) -> Outcome {
+        either!(self, conn, stock_level(input, output))
+    }
+    fn stock_scan(&self, conn: &mut Self::Conn) -> Result<Vec<u64>, String> {
+        either!(self, conn, stock_scan())
+    }
+    fn facts(&self, conn: &mut Self::Conn) -> Result<Facts, String> {
+        either!(self, conn, facts())
+    }
 }
 
 /// Per-warehouse and per-district aggregates for consistency conditions 1 to 4.
@@ -126,6 +189,52 @@ impl Facts {
             }
         }
         violations
+    }
+}
+
+impl Facts {
+    /// The facts through SQL, for the SQL adapters: `query` runs a statement and returns its
+    /// rows with every column as an integer (money in cents, NULL as 0).
+    pub fn from_sql(
+        mut query: impl FnMut(&str) -> Result<Vec<Vec<i64>>, String>,
+    ) -> Result<Facts, String> {
+        let mut facts = Facts::default();
+        for row in query("SELECT w_id, w_ytd FROM warehouse ORDER BY w_id")? {
+            facts.warehouses.push((row[0] as u16, row[1]));
+        }
+        for row in
+            query("SELECT d_w_id, d_id, d_ytd, d_next_o_id FROM district ORDER BY d_w_id, d_id")?
+        {
+            facts.districts.push(DistrictFacts {
+                w_id: row[0] as u16,
+                d_id: row[1] as u8,
+                ytd_cents: row[2],
+                next_o_id: row[3] as u32,
+                ..DistrictFacts::default()
+            });
+        }
+        let districts = usize::from(spec::DISTRICTS);
+        let index_of = |w: i64, d: i64| (w as usize - 1) * districts + d as usize - 1;
+        for row in query(
+            "SELECT o_w_id, o_d_id, MAX(o_id), SUM(o_ol_cnt) FROM orders GROUP BY o_w_id, o_d_id",
+        )? {
+            let district = &mut facts.districts[index_of(row[0], row[1])];
+            district.max_o_id = row[2] as u32;
+            district.sum_ol_cnt = row[3] as u64;
+        }
+        for row in query(
+            "SELECT no_w_id, no_d_id, MIN(no_o_id), MAX(no_o_id), COUNT(*) FROM new_order \
+             GROUP BY no_w_id, no_d_id",
+        )? {
+            facts.districts[index_of(row[0], row[1])].new_orders =
+                Some((row[2] as u32, row[3] as u32, row[4] as u64));
+        }
+        for row in
+            query("SELECT ol_w_id, ol_d_id, COUNT(*) FROM order_line GROUP BY ol_w_id, ol_d_id")?
+        {
+            facts.districts[index_of(row[0], row[1])].order_lines = row[2] as u64;
+        }
+        Ok(facts)
     }
 }
 

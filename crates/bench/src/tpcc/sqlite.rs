@@ -20,7 +20,7 @@ use super::spec::{
     Constants, CustomerSelector, DISTRICTS, DeliveryInput, NewOrderInput, OrderStatusInput, Output,
     PaymentInput, STOCK_LEVEL_ORDERS, Scale, StockLevelInput,
 };
-use super::{DistrictFacts, Facts, TpccDb, load};
+use super::{Facts, TpccDb, load};
 use crate::db::{Db, Outcome};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 use std::path::PathBuf;
@@ -728,54 +728,17 @@ impl TpccDb for SqliteTpcc {
 
     fn facts(&self, conn: &mut SqliteConn) -> Result<Facts, String> {
         let c = &conn.connection;
-        let query = |sql: &str| -> rusqlite::Result<Vec<Vec<i64>>> {
-            let mut statement = c.prepare(sql)?;
+        Facts::from_sql(|sql| {
+            let mut statement = c.prepare(sql).map_err(|error| error.to_string())?;
             let width = statement.column_count();
-            let rows = statement.query_map([], |row| {
-                (0..width)
-                    .map(|index| row.get::<_, Option<i64>>(index).map(|v| v.unwrap_or(0)))
-                    .collect()
-            })?;
-            rows.collect()
-        };
-        let mut facts = Facts::default();
-        let fail = |error: rusqlite::Error| error.to_string();
-        for row in query("SELECT w_id, w_ytd FROM warehouse ORDER BY w_id").map_err(fail)? {
-            facts.warehouses.push((row[0] as u16, row[1]));
-        }
-        for row in
-            query("SELECT d_w_id, d_id, d_ytd, d_next_o_id FROM district ORDER BY d_w_id, d_id")
-                .map_err(fail)?
-        {
-            facts.districts.push(DistrictFacts {
-                w_id: row[0] as u16,
-                d_id: row[1] as u8,
-                ytd_cents: row[2],
-                next_o_id: row[3] as u32,
-                ..DistrictFacts::default()
-            });
-        }
-        let index_of = |w: i64, d: i64| (w as usize - 1) * usize::from(DISTRICTS) + d as usize - 1;
-        for row in query(
-            "SELECT o_w_id, o_d_id, MAX(o_id), SUM(o_ol_cnt) FROM orders GROUP BY o_w_id, o_d_id",
-        )
-        .map_err(fail)?
-        {
-            let district = &mut facts.districts[index_of(row[0], row[1])];
-            district.max_o_id = row[2] as u32;
-            district.sum_ol_cnt = row[3] as u64;
-        }
-        for row in query("SELECT no_w_id, no_d_id, MIN(no_o_id), MAX(no_o_id), COUNT(*) FROM new_order GROUP BY no_w_id, no_d_id")
-            .map_err(fail)?
-        {
-            facts.districts[index_of(row[0], row[1])].new_orders = Some((row[2] as u32, row[3] as u32, row[4] as u64));
-        }
-        for row in
-            query("SELECT ol_w_id, ol_d_id, COUNT(*) FROM order_line GROUP BY ol_w_id, ol_d_id")
-                .map_err(fail)?
-        {
-            facts.districts[index_of(row[0], row[1])].order_lines = row[2] as u64;
-        }
-        Ok(facts)
+            let rows = statement
+                .query_map([], |row| {
+                    (0..width)
+                        .map(|index| row.get::<_, Option<i64>>(index).map(|v| v.unwrap_or(0)))
+                        .collect()
+                })
+                .map_err(|error| error.to_string())?;
+            rows.collect::<rusqlite::Result<_>>().map_err(|error| error.to_string())
+        })
     }
 }

@@ -1,0 +1,1014 @@
+//! TPC-C through Engram's SQL front end (`engram-sql`), in the same process: each driver thread
+//! holds a [`Session`] and runs every transaction as the SQL statements a client would send,
+//! each one prepared once per connection (parsed and planned once; executions bind values).
+//!
+//! The schema is the specification's in SQL types: money in NUMERIC (W_YTD NUMERIC(12,2),
+//! I_PRICE NUMERIC(5,2), taxes and discounts NUMERIC(4,4)), dates in TIMESTAMP, names in
+//! VARCHAR, fixed codes in CHAR, composite primary keys, and the two secondary indexes TPC-C
+//! needs (customers by last name, orders by customer). HISTORY has no primary key and gets
+//! the hidden row id.
+//!
+//! Isolation as in the stored-procedure adapter: NewOrder, Payment and Delivery run in
+//! `BEGIN ISOLATION LEVEL SERIALIZABLE` blocks, OrderStatus and StockLevel at the levels
+//! [`ReadOnlyLevels`] chooses. Serialization failures (SQLSTATE 40001) end the attempt as an
+//! abort that the driver retries, with the engine's reason taken from the message.
+//!
+//! The results the driver compares (order ids, amounts in cents, counts) are computed the same
+//! way as in the other adapters, so a deterministic stream gives identical outputs on all
+//! three.
+
+use super::engram::{Persistence, ReadOnlyLevels};
+use super::load::BatchSink;
+use super::schema::{
+    Customer, District, History, Item, NewOrder, Order, OrderLine, Stock, Warehouse,
+};
+use super::spec::{
+    Constants, CustomerSelector, DISTRICTS, DeliveryInput, NewOrderInput, OrderStatusInput, Output,
+    PaymentInput, STOCK_LEVEL_ORDERS, Scale, StockLevelInput,
+};
+use super::{Facts, TpccDb, load};
+use crate::db::{Db, Outcome};
+use engram_engine::{AbortReason, Config, Durability};
+use engram_sql::{Decimal, Prepared, Session, SqlDb, SqlError, Value};
+use std::sync::Arc;
+
+/// The nine tables and two indexes, as the load creates them.
+pub const SCHEMA: &str = "
+CREATE TABLE warehouse (
+  w_id INTEGER NOT NULL PRIMARY KEY, w_name VARCHAR(10), w_street_1 VARCHAR(20),
+  w_street_2 VARCHAR(20), w_city VARCHAR(20), w_state CHAR(2), w_zip CHAR(9),
+  w_tax NUMERIC(4,4), w_ytd NUMERIC(12,2));
+CREATE TABLE district (
+  d_id INTEGER NOT NULL, d_w_id INTEGER NOT NULL, d_name VARCHAR(10), d_street_1 VARCHAR(20),
+  d_street_2 VARCHAR(20), d_city VARCHAR(20), d_state CHAR(2), d_zip CHAR(9),
+  d_tax NUMERIC(4,4), d_ytd NUMERIC(12,2), d_next_o_id INTEGER,
+  PRIMARY KEY (d_w_id, d_id));
+CREATE TABLE customer (
+  c_id INTEGER NOT NULL, c_d_id INTEGER NOT NULL, c_w_id INTEGER NOT NULL,
+  c_first VARCHAR(16), c_middle CHAR(2), c_last VARCHAR(16), c_street_1 VARCHAR(20),
+  c_street_2 VARCHAR(20), c_city VARCHAR(20), c_state CHAR(2), c_zip CHAR(9),
+  c_phone CHAR(16), c_since TIMESTAMP, c_credit CHAR(2), c_credit_lim NUMERIC(12,2),
+  c_discount NUMERIC(4,4), c_balance NUMERIC(12,2), c_ytd_payment NUMERIC(12,2),
+  c_payment_cnt INTEGER, c_delivery_cnt INTEGER, c_data VARCHAR(500),
+  PRIMARY KEY (c_w_id, c_d_id, c_id));
+CREATE INDEX customer_by_name ON customer (c_w_id, c_d_id, c_last, c_first);
+CREATE TABLE history (
+  h_c_id INTEGER, h_c_d_id INTEGER, h_c_w_id INTEGER, h_d_id INTEGER, h_w_id INTEGER,
+  h_date TIMESTAMP, h_amount NUMERIC(6,2), h_data VARCHAR(24));
+CREATE TABLE new_order (
+  no_o_id INTEGER NOT NULL, no_d_id INTEGER NOT NULL, no_w_id INTEGER NOT NULL,
+  PRIMARY KEY (no_w_id, no_d_id, no_o_id));
+CREATE TABLE orders (
+  o_id INTEGER NOT NULL, o_d_id INTEGER NOT NULL, o_w_id INTEGER NOT NULL, o_c_id INTEGER,
+  o_entry_d TIMESTAMP, o_carrier_id INTEGER, o_ol_cnt INTEGER, o_all_local INTEGER,
+  PRIMARY KEY (o_w_id, o_d_id, o_id));
+CREATE INDEX orders_by_customer ON orders (o_w_id, o_d_id, o_c_id, o_id);
+CREATE TABLE order_line (
+  ol_o_id INTEGER NOT NULL, ol_d_id INTEGER NOT NULL, ol_w_id INTEGER NOT NULL,
+  ol_number INTEGER NOT NULL, ol_i_id INTEGER, ol_supply_w_id INTEGER,
+  ol_delivery_d TIMESTAMP, ol_quantity INTEGER, ol_amount NUMERIC(6,2), ol_dist_info CHAR(24),
+  PRIMARY KEY (ol_w_id, ol_d_id, ol_o_id, ol_number));
+CREATE TABLE item (
+  i_id INTEGER NOT NULL PRIMARY KEY, i_im_id INTEGER, i_name VARCHAR(24),
+  i_price NUMERIC(5,2), i_data VARCHAR(50));
+CREATE TABLE stock (
+  s_i_id INTEGER NOT NULL, s_w_id INTEGER NOT NULL, s_quantity INTEGER,
+  s_dist_01 CHAR(24), s_dist_02 CHAR(24), s_dist_03 CHAR(24), s_dist_04 CHAR(24),
+  s_dist_05 CHAR(24), s_dist_06 CHAR(24), s_dist_07 CHAR(24), s_dist_08 CHAR(24),
+  s_dist_09 CHAR(24), s_dist_10 CHAR(24), s_ytd INTEGER, s_order_cnt INTEGER,
+  s_remote_cnt INTEGER, s_data VARCHAR(50),
+  PRIMARY KEY (s_w_id, s_i_id));
+";
+
+/// Rows inserted per load transaction.
+const LOAD_BATCH_ROWS: usize = 500;
+
+#[derive(Debug)]
+pub struct SqlTpcc {
+    db: Arc<SqlDb>,
+    scale: Scale,
+    read_only: ReadOnlyLevels,
+    /// Memory to reserve after loading.
+    reserve_bytes: usize,
+}
+
+/// A driver thread's session and its prepared statements.
+#[derive(Debug)]
+pub struct SqlConn {
+    session: Session,
+    statements: Statements,
+}
+
+/// Every statement the five transactions, the load and the checks send, prepared once.
+#[derive(Debug)]
+struct Statements {
+    begin_serializable: Arc<Prepared>,
+    begin_order_status: Arc<Prepared>,
+    begin_stock_level: Arc<Prepared>,
+    commit: Arc<Prepared>,
+    rollback: Arc<Prepared>,
+    // NewOrder
+    warehouse_tax: Arc<Prepared>,
+    district_next: Arc<Prepared>,
+    district_advance: Arc<Prepared>,
+    customer_discount: Arc<Prepared>,
+    insert_order: Arc<Prepared>,
+    insert_new_order: Arc<Prepared>,
+    item: Arc<Prepared>,
+    /// One per district: each reads its own S_DIST_xx column.
+    stock: Vec<Arc<Prepared>>,
+    stock_update: Arc<Prepared>,
+    insert_order_line: Arc<Prepared>,
+    // Payment
+    warehouse_pay: Arc<Prepared>,
+    warehouse_address: Arc<Prepared>,
+    district_pay: Arc<Prepared>,
+    district_address: Arc<Prepared>,
+    customers_by_name: Arc<Prepared>,
+    customer_for_payment: Arc<Prepared>,
+    customer_pay_bad_credit: Arc<Prepared>,
+    customer_pay: Arc<Prepared>,
+    insert_history: Arc<Prepared>,
+    // OrderStatus
+    customer_balance: Arc<Prepared>,
+    last_order: Arc<Prepared>,
+    order_lines: Arc<Prepared>,
+    // Delivery
+    oldest_new_order: Arc<Prepared>,
+    delete_new_order: Arc<Prepared>,
+    order_customer: Arc<Prepared>,
+    order_carrier: Arc<Prepared>,
+    order_lines_delivered: Arc<Prepared>,
+    order_total: Arc<Prepared>,
+    customer_deliver: Arc<Prepared>,
+    // StockLevel
+    district_next_read: Arc<Prepared>,
+    stock_low: Arc<Prepared>,
+}
+
+fn isolation_sql(level: engram_engine::Isolation) -> &'static str {
+    match level {
+        engram_engine::Isolation::ReadCommitted => "READ COMMITTED",
+        engram_engine::Isolation::RepeatableRead => "REPEATABLE READ",
+        engram_engine::Isolation::Serializable => "SERIALIZABLE",
+        engram_engine::Isolation::Snapshot => "SNAPSHOT",
+    }
+}
+
+impl Statements {
+    fn prepare(session: &mut Session, read_only: ReadOnlyLevels) -> Result<Statements, SqlError> {
+        let mut p = |sql: &str| session.prepare(sql, &[]);
+        let (order_status, stock_level) = levels(read_only);
+        Ok(Statements {
+            begin_serializable: p("BEGIN ISOLATION LEVEL SERIALIZABLE")?,
+            begin_order_status: p(&format!(
+                "BEGIN ISOLATION LEVEL {} READ ONLY",
+                isolation_sql(order_status)
+            ))?,
+            begin_stock_level: p(&format!(
+                "BEGIN ISOLATION LEVEL {} READ ONLY",
+                isolation_sql(stock_level)
+            ))?,
+            commit: p("COMMIT")?,
+            rollback: p("ROLLBACK")?,
+            warehouse_tax: p("SELECT w_tax FROM warehouse WHERE w_id = $1")?,
+            district_next: p(
+                "SELECT d_tax, d_next_o_id FROM district WHERE d_w_id = $1 AND d_id = $2",
+            )?,
+            district_advance: p(
+                "UPDATE district SET d_next_o_id = $3 WHERE d_w_id = $1 AND d_id = $2",
+            )?,
+            customer_discount: p(
+                "SELECT c_discount, c_last, c_credit FROM customer \
+                 WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3",
+            )?,
+            insert_order: p("INSERT INTO orders VALUES ($1, $2, $3, $4, $5, NULL, $6, $7)")?,
+            insert_new_order: p("INSERT INTO new_order VALUES ($1, $2, $3)")?,
+            item: p("SELECT i_price, i_name, i_data FROM item WHERE i_id = $1")?,
+            stock: (1..=DISTRICTS)
+                .map(|d| {
+                    p(&format!(
+                        "SELECT s_quantity, s_ytd, s_order_cnt, s_remote_cnt, s_dist_{d:02}, s_data \
+                         FROM stock WHERE s_w_id = $1 AND s_i_id = $2"
+                    ))
+                })
+                .collect::<Result<_, _>>()?,
+            stock_update: p(
+                "UPDATE stock SET s_quantity = $3, s_ytd = $4, s_order_cnt = $5, s_remote_cnt = $6 \
+                 WHERE s_w_id = $1 AND s_i_id = $2",
+            )?,
+            insert_order_line: p(
+                "INSERT INTO order_line VALUES ($1, $2, $3, $4, $5, $6, NULL, $7, $8, $9)",
+            )?,
+            warehouse_pay: p("UPDATE warehouse SET w_ytd = w_ytd + $2 WHERE w_id = $1")?,
+            warehouse_address: p(
+                "SELECT w_name, w_street_1, w_street_2, w_city, w_state, w_zip FROM warehouse \
+                 WHERE w_id = $1",
+            )?,
+            district_pay: p(
+                "UPDATE district SET d_ytd = d_ytd + $3 WHERE d_w_id = $1 AND d_id = $2",
+            )?,
+            district_address: p(
+                "SELECT d_name, d_street_1, d_street_2, d_city, d_state, d_zip FROM district \
+                 WHERE d_w_id = $1 AND d_id = $2",
+            )?,
+            customers_by_name: p(
+                "SELECT c_id FROM customer WHERE c_w_id = $1 AND c_d_id = $2 AND c_last = $3 \
+                 ORDER BY c_first",
+            )?,
+            customer_for_payment: p(
+                "SELECT c_balance, c_ytd_payment, c_payment_cnt, c_credit, c_data FROM customer \
+                 WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3",
+            )?,
+            customer_pay_bad_credit: p(
+                "UPDATE customer SET c_balance = $4, c_ytd_payment = $5, c_payment_cnt = $6, \
+                 c_data = $7 WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3",
+            )?,
+            customer_pay: p(
+                "UPDATE customer SET c_balance = $4, c_ytd_payment = $5, c_payment_cnt = $6 \
+                 WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3",
+            )?,
+            insert_history: p("INSERT INTO history VALUES ($1, $2, $3, $4, $5, $6, $7, $8)")?,
+            customer_balance: p(
+                "SELECT c_balance, c_first, c_middle, c_last FROM customer \
+                 WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3",
+            )?,
+            last_order: p(
+                "SELECT o_id, o_entry_d, o_carrier_id FROM orders \
+                 WHERE o_w_id = $1 AND o_d_id = $2 AND o_c_id = $3 ORDER BY o_id DESC LIMIT 1",
+            )?,
+            order_lines: p(
+                "SELECT ol_i_id, ol_supply_w_id, ol_quantity, ol_amount, ol_delivery_d \
+                 FROM order_line WHERE ol_w_id = $1 AND ol_d_id = $2 AND ol_o_id = $3",
+            )?,
+            oldest_new_order: p(
+                "SELECT no_o_id FROM new_order WHERE no_w_id = $1 AND no_d_id = $2 \
+                 ORDER BY no_o_id LIMIT 1",
+            )?,
+            delete_new_order: p(
+                "DELETE FROM new_order WHERE no_w_id = $1 AND no_d_id = $2 AND no_o_id = $3",
+            )?,
+            order_customer: p(
+                "SELECT o_c_id FROM orders WHERE o_w_id = $1 AND o_d_id = $2 AND o_id = $3",
+            )?,
+            order_carrier: p(
+                "UPDATE orders SET o_carrier_id = $4 WHERE o_w_id = $1 AND o_d_id = $2 AND o_id = $3",
+            )?,
+            order_lines_delivered: p(
+                "UPDATE order_line SET ol_delivery_d = $4 \
+                 WHERE ol_w_id = $1 AND ol_d_id = $2 AND ol_o_id = $3",
+            )?,
+            order_total: p(
+                "SELECT SUM(ol_amount) FROM order_line \
+                 WHERE ol_w_id = $1 AND ol_d_id = $2 AND ol_o_id = $3",
+            )?,
+            customer_deliver: p(
+                "UPDATE customer SET c_balance = c_balance + $4, \
+                 c_delivery_cnt = c_delivery_cnt + 1 \
+                 WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3",
+            )?,
+            district_next_read: p(
+                "SELECT d_next_o_id FROM district WHERE d_w_id = $1 AND d_id = $2",
+            )?,
+            stock_low: p(
+                "SELECT COUNT(DISTINCT s_i_id) FROM order_line, stock \
+                 WHERE ol_w_id = $1 AND ol_d_id = $2 AND ol_o_id < $3 AND ol_o_id >= $4 \
+                 AND s_w_id = $1 AND s_i_id = ol_i_id AND s_quantity < $5",
+            )?,
+        })
+    }
+}
+
+/// The engine isolation of OrderStatus and StockLevel.
+fn levels(read_only: ReadOnlyLevels) -> (engram_engine::Isolation, engram_engine::Isolation) {
+    use engram_engine::Isolation;
+    match read_only {
+        ReadOnlyLevels::Specification => (Isolation::RepeatableRead, Isolation::ReadCommitted),
+        ReadOnlyLevels::Serializable => (Isolation::Serializable, Isolation::Serializable),
+        ReadOnlyLevels::Snapshot => (Isolation::Snapshot, Isolation::Snapshot),
+    }
+}
+
+impl SqlTpcc {
+    /// A fresh database kept as `persistence` says. After loading, `reserve_bytes` of memory
+    /// are mapped and faulted in for the run to grow into, as in the engine adapter.
+    pub fn open(
+        read_only: ReadOnlyLevels,
+        reserve_bytes: usize,
+        persistence: Persistence,
+    ) -> Result<SqlTpcc, String> {
+        let config: Config = persistence.config();
+        let db = SqlDb::open(config).map_err(|error| error.to_string())?;
+        Ok(SqlTpcc { db, scale: Scale::standard(1), read_only, reserve_bytes })
+    }
+
+    pub fn database(&self) -> &Arc<SqlDb> {
+        &self.db
+    }
+
+    fn logs(&self) -> bool {
+        let config = self.db.database().config();
+        config.data_dir.is_some() && config.durability == Durability::Epoch
+    }
+
+    fn session(&self) -> Result<Session, String> {
+        let mut session = self.db.session().map_err(|error| error.to_string())?;
+        // The driver tracks durability itself (as a server acknowledges asynchronously).
+        session.set_wait_durable(false);
+        Ok(session)
+    }
+}
+
+impl Db for SqlTpcc {
+    type Conn = SqlConn;
+
+    fn name(&self) -> String {
+        if self.logs() { "engram-sql-epoch".into() } else { "engram-sql".into() }
+    }
+
+    fn settings(&self) -> String {
+        let (order_status, stock_level) = levels(self.read_only);
+        let config = self.db.database().config();
+        format!(
+            "in-process SQL sessions, prepared statements; NewOrder, Payment, Delivery serializable, \
+             OrderStatus {}, StockLevel {}; NUMERIC money; epoch {} ms; {} MiB reserved after loading; {}",
+            order_status.name(),
+            stock_level.name(),
+            config.epoch_interval_ms,
+            self.reserve_bytes >> 20,
+            match (&config.data_dir, config.durability) {
+                (Some(dir), Durability::Epoch) =>
+                    format!("durability epoch: log in {}", dir.display()),
+                (Some(dir), Durability::Off) =>
+                    format!("durability off (data in {})", dir.display()),
+                (None, _) => "durability off: nothing logged".into(),
+            }
+        )
+    }
+
+    fn connect(&self) -> Result<SqlConn, String> {
+        let mut session = self.session()?;
+        let statements =
+            Statements::prepare(&mut session, self.read_only).map_err(|error| error.to_string())?;
+        Ok(SqlConn { session, statements })
+    }
+
+    fn durable_epoch(&self) -> Option<u64> {
+        self.logs().then(|| self.db.database().durable_epoch().0)
+    }
+
+    fn last_commit_epoch(&self, conn: &SqlConn) -> Option<u64> {
+        self.logs().then(|| conn.session.last_commit().epoch.0)
+    }
+}
+
+// ----- values in and out ---------------------------------------------------------------------
+
+fn int(value: impl Into<i64>) -> Value {
+    Value::Int(value.into())
+}
+
+fn text(bytes: &[u8]) -> Value {
+    Value::Text(String::from_utf8_lossy(bytes).into_owned())
+}
+
+fn money(cents: i64) -> Value {
+    Value::Numeric(Decimal::new(cents, 2))
+}
+
+/// A rate such as a tax in basis points (0.1234 is 1234).
+fn rate(basis_points: u16) -> Value {
+    Value::Numeric(Decimal::new(i64::from(basis_points), 4))
+}
+
+fn timestamp(seconds: u64) -> Value {
+    Value::Timestamp(seconds as i64 * 1_000_000)
+}
+
+/// Why a transaction attempt ended early.
+enum Stop {
+    Rollback,
+    Sql(SqlError),
+}
+
+impl From<SqlError> for Stop {
+    fn from(error: SqlError) -> Self {
+        Stop::Sql(error)
+    }
+}
+
+/// A value the statement's types guarantee, in the unit asked for.
+fn as_int(value: &Value) -> Result<i64, Stop> {
+    match value {
+        Value::Int(v) => Ok(*v),
+        Value::Null => Ok(0),
+        other => Err(unexpected(other)),
+    }
+}
+
+/// A NUMERIC scaled by `10^digits` and truncated: cents for money (2), basis points (4).
+fn as_scaled(value: &Value, digits: u32) -> Result<i64, Stop> {
+    match value {
+        Value::Numeric(decimal) => {
+            let scaled = (*decimal * Decimal::from(10i64.pow(digits))).trunc();
+            i64::try_from(scaled).map_err(|_| unexpected(value))
+        }
+        Value::Int(v) => Ok(v * 10i64.pow(digits)),
+        Value::Null => Ok(0),
+        other => Err(unexpected(other)),
+    }
+}
+
+fn as_text(value: &Value) -> Result<&str, Stop> {
+    match value {
+        Value::Text(text) => Ok(text),
+        Value::Null => Ok(""),
+        other => Err(unexpected(other)),
+    }
+}
+
+fn unexpected(value: &Value) -> Stop {
+    Stop::Sql(SqlError::new("XX000", format!("unexpected value {value:?}")))
+}
+
+/// Runs a prepared statement and returns its rows.
+fn rows(
+    session: &mut Session,
+    statement: &Prepared,
+    params: &[Value],
+) -> Result<Vec<Vec<Value>>, Stop> {
+    match session.execute_prepared(statement, params, 0)? {
+        engram_sql::Outcome::Rows { rows, .. } => Ok(rows),
+        engram_sql::Outcome::Command { .. } => Ok(Vec::new()),
+    }
+}
+
+/// The first row, if any.
+fn optional(
+    session: &mut Session,
+    statement: &Prepared,
+    params: &[Value],
+) -> Result<Option<Vec<Value>>, Stop> {
+    Ok(rows(session, statement, params)?.into_iter().next())
+}
+
+/// The one row the load and the transaction's logic guarantee.
+fn one(session: &mut Session, statement: &Prepared, params: &[Value]) -> Result<Vec<Value>, Stop> {
+    optional(session, statement, params)?.ok_or_else(|| {
+        Stop::Sql(SqlError::new("P0002", format!("no row for {} {params:?}", statement.sql)))
+    })
+}
+
+/// Runs a statement that changes rows; returns how many.
+fn change(session: &mut Session, statement: &Prepared, params: &[Value]) -> Result<u64, Stop> {
+    let outcome = session.execute_prepared(statement, params, 0)?;
+    Ok(outcome.tag().rsplit(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0))
+}
+
+/// The engine's name for the abort a 40001 message reports.
+fn abort_reason(error: &SqlError) -> &'static str {
+    AbortReason::ALL
+        .iter()
+        .map(|reason| reason.name())
+        .find(|name| error.message.contains(name))
+        .unwrap_or("serialization_failure")
+}
+
+/// Runs `body` between `begin` and COMMIT, rolling back on any stop.
+fn run(
+    conn: &mut SqlConn,
+    begin: fn(&Statements) -> &Arc<Prepared>,
+    body: impl FnOnce(&mut Session, &Statements) -> Result<(), Stop>,
+) -> Outcome {
+    let SqlConn { session, statements } = conn;
+    let result = session
+        .execute_prepared(begin(statements), &[], 0)
+        .map_err(Stop::from)
+        .and_then(|_| body(session, statements))
+        .and_then(|()| session.execute_prepared(&statements.commit, &[], 0).map_err(Stop::from));
+    match result {
+        Ok(_) => Outcome::Committed,
+        Err(stop) => {
+            let _ = session.execute_prepared(&statements.rollback, &[], 0);
+            match stop {
+                Stop::Rollback => Outcome::RolledBack,
+                Stop::Sql(error) if error.is_retryable() => Outcome::Aborted(abort_reason(&error)),
+                Stop::Sql(error) => panic!("SQL TPC-C transaction failed: {error}"),
+            }
+        }
+    }
+}
+
+/// The customer a Payment or OrderStatus names (clause 2.5.2.2): by id, or the one in the
+/// middle of those with the last name, ordered by first name.
+fn find_customer(
+    session: &mut Session,
+    statements: &Statements,
+    w: u16,
+    d: u8,
+    selector: &CustomerSelector,
+) -> Result<u32, Stop> {
+    match selector {
+        CustomerSelector::Id(c) => Ok(*c),
+        CustomerSelector::LastName(last) => {
+            let found =
+                rows(session, &statements.customers_by_name, &[int(w), int(d), text(last)])?;
+            if found.is_empty() {
+                return Err(Stop::Sql(SqlError::new(
+                    "P0002",
+                    format!("no customer named {:?}", String::from_utf8_lossy(last)),
+                )));
+            }
+            Ok(as_int(&found[found.len().div_ceil(2) - 1][0])? as u32)
+        }
+    }
+}
+
+// ----- the load ------------------------------------------------------------------------------
+
+/// The load's INSERTs, prepared once per loading session.
+struct LoadStatements {
+    item: Arc<Prepared>,
+    warehouse: Arc<Prepared>,
+    stock: Arc<Prepared>,
+    district: Arc<Prepared>,
+    customer: Arc<Prepared>,
+    history: Arc<Prepared>,
+    order: Arc<Prepared>,
+    order_line: Arc<Prepared>,
+    new_order: Arc<Prepared>,
+}
+
+/// Inserts a load's rows through prepared INSERTs, `LOAD_BATCH_ROWS` per transaction.
+struct Loader {
+    session: Session,
+    statements: LoadStatements,
+    pending: usize,
+}
+
+impl Loader {
+    fn new(mut session: Session) -> Result<Loader, SqlError> {
+        let mut p = |table: &str, columns: usize| {
+            let values: Vec<String> = (1..=columns).map(|n| format!("${n}")).collect();
+            session.prepare(&format!("INSERT INTO {table} VALUES ({})", values.join(", ")), &[])
+        };
+        let statements = LoadStatements {
+            item: p("item", 5)?,
+            warehouse: p("warehouse", 9)?,
+            stock: p("stock", 17)?,
+            district: p("district", 11)?,
+            customer: p("customer", 21)?,
+            history: p("history", 8)?,
+            order: p("orders", 8)?,
+            order_line: p("order_line", 10)?,
+            new_order: p("new_order", 3)?,
+        };
+        Ok(Loader { session, statements, pending: 0 })
+    }
+
+    fn insert(
+        &mut self,
+        which: fn(&LoadStatements) -> &Arc<Prepared>,
+        row: &[Value],
+    ) -> Result<(), SqlError> {
+        if self.pending == 0 {
+            self.session.execute_one("BEGIN")?;
+        }
+        self.session.execute_prepared(which(&self.statements), row, 0)?;
+        self.pending += 1;
+        if self.pending >= LOAD_BATCH_ROWS {
+            self.flush()?;
+        }
+        Ok(())
+    }
+}
+
+impl load::BatchSink for Loader {
+    fn flush(&mut self) -> Result<(), SqlError> {
+        if self.pending > 0 {
+            self.session.execute_one("COMMIT")?;
+            self.pending = 0;
+        }
+        Ok(())
+    }
+}
+
+impl load::Sink for Loader {
+    type Error = SqlError;
+
+    fn item(&mut self, r: &Item) -> Result<(), SqlError> {
+        let row = [
+            int(r.i_id),
+            int(r.im_id),
+            text(r.name.as_bytes()),
+            money(r.price_cents),
+            text(r.data.as_bytes()),
+        ];
+        self.insert(|s| &s.item, &row)
+    }
+    fn warehouse(&mut self, r: &Warehouse) -> Result<(), SqlError> {
+        let row = [
+            int(r.w_id),
+            text(r.name.as_bytes()),
+            text(r.street_1.as_bytes()),
+            text(r.street_2.as_bytes()),
+            text(r.city.as_bytes()),
+            text(&r.state),
+            text(&r.zip),
+            rate(r.tax),
+            money(r.ytd_cents),
+        ];
+        self.insert(|s| &s.warehouse, &row)
+    }
+    fn stock(&mut self, r: &Stock) -> Result<(), SqlError> {
+        let mut row = vec![int(r.i_id), int(r.w_id), int(r.quantity)];
+        row.extend(r.dist.iter().map(|dist| text(dist)));
+        row.extend([int(r.ytd), int(r.order_cnt), int(r.remote_cnt), text(r.data.as_bytes())]);
+        self.insert(|s| &s.stock, &row)
+    }
+    fn district(&mut self, r: &District) -> Result<(), SqlError> {
+        let row = [
+            int(r.d_id),
+            int(r.w_id),
+            text(r.name.as_bytes()),
+            text(r.street_1.as_bytes()),
+            text(r.street_2.as_bytes()),
+            text(r.city.as_bytes()),
+            text(&r.state),
+            text(&r.zip),
+            rate(r.tax),
+            money(r.ytd_cents),
+            int(r.next_o_id),
+        ];
+        self.insert(|s| &s.district, &row)
+    }
+    fn customer(&mut self, r: &Customer) -> Result<(), SqlError> {
+        let row = [
+            int(r.c_id),
+            int(r.d_id),
+            int(r.w_id),
+            text(r.first.as_bytes()),
+            text(&r.middle),
+            text(r.last.as_bytes()),
+            text(r.street_1.as_bytes()),
+            text(r.street_2.as_bytes()),
+            text(r.city.as_bytes()),
+            text(&r.state),
+            text(&r.zip),
+            text(&r.phone),
+            timestamp(r.since),
+            text(&r.credit),
+            money(r.credit_lim_cents),
+            rate(r.discount),
+            money(r.balance_cents),
+            money(r.ytd_payment_cents),
+            int(r.payment_cnt),
+            int(r.delivery_cnt),
+            text(r.data.as_bytes()),
+        ];
+        self.insert(|s| &s.customer, &row)
+    }
+    fn history(&mut self, r: &History, _sequence: u64) -> Result<(), SqlError> {
+        let row = [
+            int(r.c_id),
+            int(r.c_d_id),
+            int(r.c_w_id),
+            int(r.d_id),
+            int(r.w_id),
+            timestamp(r.date),
+            money(r.amount_cents),
+            text(r.data.as_bytes()),
+        ];
+        self.insert(|s| &s.history, &row)
+    }
+    fn order(&mut self, r: &Order) -> Result<(), SqlError> {
+        let carrier = if r.carrier_id == 0 { Value::Null } else { int(r.carrier_id) };
+        let row = [
+            int(r.o_id),
+            int(r.d_id),
+            int(r.w_id),
+            int(r.c_id),
+            timestamp(r.entry_d),
+            carrier,
+            int(r.ol_cnt),
+            int(r.all_local),
+        ];
+        self.insert(|s| &s.order, &row)
+    }
+    fn order_line(&mut self, r: &OrderLine) -> Result<(), SqlError> {
+        let delivered = if r.delivery_d == 0 { Value::Null } else { timestamp(r.delivery_d) };
+        let row = [
+            int(r.o_id),
+            int(r.d_id),
+            int(r.w_id),
+            int(r.number),
+            int(r.i_id),
+            int(r.supply_w_id),
+            delivered,
+            int(r.quantity),
+            money(r.amount_cents),
+            text(&r.dist_info),
+        ];
+        self.insert(|s| &s.order_line, &row)
+    }
+    fn new_order(&mut self, r: &NewOrder) -> Result<(), SqlError> {
+        self.insert(|s| &s.new_order, &[int(r.o_id), int(r.d_id), int(r.w_id)])
+    }
+}
+
+impl TpccDb for SqlTpcc {
+    fn load(&mut self, scale: &Scale, constants: &Constants, threads: usize) -> Result<(), String> {
+        let fail = |error: SqlError| error.to_string();
+        self.scale = *scale;
+        let mut session = self.session()?;
+        for result in session.execute(SCHEMA) {
+            result.map_err(fail)?;
+        }
+        let this = &*self;
+        load::all(scale, constants, threads, || Loader::new(this.session()?).map_err(fail))?;
+        super::engram::settle_after_load(self.db.database(), self.reserve_bytes)
+    }
+
+    fn new_order(&self, conn: &mut SqlConn, input: &NewOrderInput, output: &mut Output) -> Outcome {
+        run(
+            conn,
+            |s| &s.begin_serializable,
+            |session, s| {
+                let (w, d) = (input.warehouse, input.district);
+                let w_tax = as_scaled(&one(session, &s.warehouse_tax, &[int(w)])?[0], 4)?;
+                let district = one(session, &s.district_next, &[int(w), int(d)])?;
+                let (d_tax, o) = (as_scaled(&district[0], 4)?, as_int(&district[1])?);
+                change(session, &s.district_advance, &[int(w), int(d), int(o + 1)])?;
+                let customer =
+                    one(session, &s.customer_discount, &[int(w), int(d), int(input.customer)])?;
+                let discount = as_scaled(&customer[0], 4)?;
+                let all_local = input.lines.iter().all(|line| line.supply_warehouse == w);
+                change(
+                    session,
+                    &s.insert_order,
+                    &[
+                        int(o),
+                        int(d),
+                        int(w),
+                        int(input.customer),
+                        timestamp(input.entry_date),
+                        int(input.lines.len() as i64),
+                        int(i64::from(all_local)),
+                    ],
+                )?;
+                change(session, &s.insert_new_order, &[int(o), int(d), int(w)])?;
+                let (mut total, mut original) = (0i64, 0);
+                for (number, line) in input.lines.iter().enumerate() {
+                    // An unused item id (1% of NewOrders) rolls the transaction back.
+                    let Some(item) = optional(session, &s.item, &[int(line.item)])? else {
+                        return Err(Stop::Rollback);
+                    };
+                    let price = as_scaled(&item[0], 2)?;
+                    let stock = one(
+                        session,
+                        &s.stock[usize::from(d) - 1],
+                        &[int(line.supply_warehouse), int(line.item)],
+                    )?;
+                    let [quantity, ytd, order_cnt, remote_cnt] =
+                        [&stock[0], &stock[1], &stock[2], &stock[3]].map(as_int);
+                    let (quantity, ytd, order_cnt, remote_cnt) =
+                        (quantity?, ytd?, order_cnt?, remote_cnt?);
+                    original += u32::from(
+                        as_text(&item[2])?.contains("ORIGINAL")
+                            && as_text(&stock[5])?.contains("ORIGINAL"),
+                    );
+                    let ordered = i64::from(line.quantity);
+                    let quantity = if quantity >= ordered + 10 {
+                        quantity - ordered
+                    } else {
+                        quantity - ordered + 91
+                    };
+                    let remote = i64::from(line.supply_warehouse != w);
+                    change(
+                        session,
+                        &s.stock_update,
+                        &[
+                            int(line.supply_warehouse),
+                            int(line.item),
+                            int(quantity),
+                            int(ytd + ordered),
+                            int(order_cnt + 1),
+                            int(remote_cnt + remote),
+                        ],
+                    )?;
+                    let amount = ordered * price;
+                    total += amount;
+                    change(
+                        session,
+                        &s.insert_order_line,
+                        &[
+                            int(o),
+                            int(d),
+                            int(w),
+                            int(number as i64 + 1),
+                            int(line.item),
+                            int(line.supply_warehouse),
+                            int(line.quantity),
+                            money(amount),
+                            stock[4].clone(),
+                        ],
+                    )?;
+                }
+                let taxed = total * (10_000 + w_tax + d_tax) / 10_000;
+                output.amount_cents = taxed * (10_000 - discount) / 10_000;
+                output.order = o as u32;
+                output.customer = input.customer;
+                output.count = input.lines.len() as u32;
+                output.original = original;
+                Ok(())
+            },
+        )
+    }
+
+    fn payment(&self, conn: &mut SqlConn, input: &PaymentInput, output: &mut Output) -> Outcome {
+        run(
+            conn,
+            |s| &s.begin_serializable,
+            |session, s| {
+                let (w, d) = (input.warehouse, input.district);
+                let amount = money(input.amount_cents);
+                change(session, &s.warehouse_pay, &[int(w), amount.clone()])?;
+                let warehouse = one(session, &s.warehouse_address, &[int(w)])?;
+                change(session, &s.district_pay, &[int(w), int(d), amount.clone()])?;
+                let district = one(session, &s.district_address, &[int(w), int(d)])?;
+                let (cw, cd) = (input.customer_warehouse, input.customer_district);
+                let customer = find_customer(session, s, cw, cd, &input.customer)?;
+                let row =
+                    one(session, &s.customer_for_payment, &[int(cw), int(cd), int(customer)])?;
+                let balance = as_scaled(&row[0], 2)? - input.amount_cents;
+                let ytd = as_scaled(&row[1], 2)? + input.amount_cents;
+                let count = as_int(&row[2])? + 1;
+                let key = [int(cw), int(cd), int(customer)];
+                if as_text(&row[3])? == "BC" {
+                    let mut data = format!(
+                        "{} {} {} {} {} {}.{:02}|{}",
+                        customer,
+                        cd,
+                        cw,
+                        d,
+                        w,
+                        input.amount_cents / 100,
+                        input.amount_cents % 100,
+                        as_text(&row[4])?
+                    );
+                    data.truncate(500);
+                    let mut params = key.to_vec();
+                    params.extend([money(balance), money(ytd), int(count), Value::Text(data)]);
+                    change(session, &s.customer_pay_bad_credit, &params)?;
+                } else {
+                    let mut params = key.to_vec();
+                    params.extend([money(balance), money(ytd), int(count)]);
+                    change(session, &s.customer_pay, &params)?;
+                }
+                let history = format!("{}    {}", as_text(&warehouse[0])?, as_text(&district[0])?);
+                change(
+                    session,
+                    &s.insert_history,
+                    &[
+                        int(customer),
+                        int(cd),
+                        int(cw),
+                        int(d),
+                        int(w),
+                        timestamp(input.date),
+                        amount,
+                        Value::Text(history),
+                    ],
+                )?;
+                output.customer = customer;
+                output.amount_cents = balance;
+                Ok(())
+            },
+        )
+    }
+
+    fn order_status(
+        &self,
+        conn: &mut SqlConn,
+        input: &OrderStatusInput,
+        output: &mut Output,
+    ) -> Outcome {
+        run(
+            conn,
+            |s| &s.begin_order_status,
+            |session, s| {
+                let (w, d) = (input.warehouse, input.district);
+                let customer = find_customer(session, s, w, d, &input.customer)?;
+                let key = [int(w), int(d), int(customer)];
+                let balance = as_scaled(&one(session, &s.customer_balance, &key)?[0], 2)?;
+                let order = match optional(session, &s.last_order, &key)? {
+                    Some(row) => Some(as_int(&row[0])?),
+                    None => None,
+                };
+                let mut lines = 0;
+                if let Some(o) = order {
+                    lines = rows(session, &s.order_lines, &[int(w), int(d), int(o)])?.len() as u32;
+                }
+                output.customer = customer;
+                output.amount_cents = balance;
+                output.order = order.unwrap_or(0) as u32;
+                output.count = lines;
+                Ok(())
+            },
+        )
+    }
+
+    fn delivery(&self, conn: &mut SqlConn, input: &DeliveryInput, output: &mut Output) -> Outcome {
+        run(
+            conn,
+            |s| &s.begin_serializable,
+            |session, s| {
+                let w = input.warehouse;
+                let mut delivered = 0;
+                for d in 1..=DISTRICTS {
+                    let Some(oldest) = optional(session, &s.oldest_new_order, &[int(w), int(d)])?
+                    else {
+                        continue;
+                    };
+                    let key = [int(w), int(d), oldest[0].clone()];
+                    change(session, &s.delete_new_order, &key)?;
+                    let customer = one(session, &s.order_customer, &key)?[0].clone();
+                    let mut params = key.to_vec();
+                    params.push(int(input.carrier));
+                    change(session, &s.order_carrier, &params)?;
+                    params[3] = timestamp(input.date);
+                    change(session, &s.order_lines_delivered, &params)?;
+                    let total = one(session, &s.order_total, &key)?[0].clone();
+                    change(session, &s.customer_deliver, &[int(w), int(d), customer, total])?;
+                    delivered += 1;
+                }
+                output.count = delivered;
+                Ok(())
+            },
+        )
+    }
+
+    fn stock_level(
+        &self,
+        conn: &mut SqlConn,
+        input: &StockLevelInput,
+        output: &mut Output,
+    ) -> Outcome {
+        run(
+            conn,
+            |s| &s.begin_stock_level,
+            |session, s| {
+                let (w, d) = (input.warehouse, input.district);
+                let next = as_int(&one(session, &s.district_next_read, &[int(w), int(d)])?[0])?;
+                let low = one(
+                    session,
+                    &s.stock_low,
+                    &[
+                        int(w),
+                        int(d),
+                        int(next),
+                        int((next - i64::from(STOCK_LEVEL_ORDERS)).max(0)),
+                        int(input.threshold),
+                    ],
+                )?;
+                output.count = as_int(&low[0])? as u32;
+                Ok(())
+            },
+        )
+    }
+
+    fn stock_scan(&self, conn: &mut SqlConn) -> Result<Vec<u64>, String> {
+        let mut counts = vec![0u64; usize::from(self.scale.warehouses)];
+        let outcome = conn
+            .session
+            .execute_one("SELECT s_w_id, COUNT(*) FROM stock GROUP BY s_w_id")
+            .map_err(|error| error.to_string())?;
+        for row in outcome.rows() {
+            let (Value::Int(w), Value::Int(count)) = (&row[0], &row[1]) else {
+                return Err(format!("unexpected row {row:?}"));
+            };
+            counts[*w as usize - 1] = *count as u64;
+        }
+        Ok(counts)
+    }
+
+    fn facts(&self, conn: &mut SqlConn) -> Result<Facts, String> {
+        let session = &mut conn.session;
+        Facts::from_sql(|sql| {
+            let outcome = session.execute_one(sql).map_err(|error| error.to_string())?;
+            outcome
+                .rows()
+                .iter()
+                .map(|row| {
+                    row.iter()
+                        .map(|value| match value {
+                            Value::Numeric(_) => as_scaled(value, 2),
+                            other => as_int(other),
+                        })
+                        .collect::<Result<Vec<i64>, Stop>>()
+                        .map_err(|_| format!("unexpected row {row:?}"))
+                })
+                .collect()
+        })
+    }
+}
