@@ -29,6 +29,11 @@
 //! `none`, `ok`, `false` (no such row), `duplicate`, `abort(reason)`, or `-` for a step of a
 //! transaction that already ended. The witness holds at a level when every labelled step had
 //! the given outcome; it must hold exactly at the `allowed` levels.
+//!
+//! Run through SQL (`engram-sql`'s tests), a step may expect something else: an alternative
+//! `sql rc: value` applies only there, before the plain ones, and `sql-allowed: rc rr` replaces
+//! `allowed` (SQL has no blind write: `put` is an upsert that reads the row, so at READ
+//! COMMITTED a second writer aborts where the engine's blind write would overwrite).
 
 use engram_engine::{Database, Direction, Error, Isolation, TableRef, TableSpec, Worker};
 use std::collections::BTreeMap;
@@ -42,6 +47,8 @@ pub struct Script {
     pub row: String,
     pub levels: Vec<Isolation>,
     pub allowed: Vec<Isolation>,
+    /// Where the anomaly may happen through SQL, when not where `allowed` says.
+    pub sql_allowed: Option<Vec<Isolation>>,
     pub setup: Vec<(String, String)>,
     pub steps: Vec<Step>,
     pub witness: Vec<(String, String)>,
@@ -53,8 +60,18 @@ pub struct Step {
     pub actor: Actor,
     pub operation: Vec<String>,
     pub label: Option<String>,
-    /// Expected outcome per level; `None` when the step states no expectation.
-    pub expected: Option<Vec<(Vec<Isolation>, String)>>,
+    /// Expected outcomes; `None` when the step states no expectation.
+    pub expected: Option<Vec<Expectation>>,
+}
+
+/// One alternative of a step's expected outcome.
+#[derive(Debug, Clone)]
+pub struct Expectation {
+    /// The levels it applies to; empty: every level.
+    pub levels: Vec<Isolation>,
+    /// Whether it applies only to runs through SQL.
+    pub sql: bool,
+    pub value: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,6 +128,7 @@ impl Script {
                 Isolation::Serializable,
             ],
             allowed: Vec::new(),
+            sql_allowed: None,
             setup: Vec::new(),
             steps: Vec::new(),
             witness: Vec::new(),
@@ -130,6 +148,7 @@ impl Script {
                     "row" => script.row = rest.to_string(),
                     "levels" => script.levels = levels(rest, line)?,
                     "allowed" => script.allowed = levels(rest, line)?,
+                    "sql-allowed" => script.sql_allowed = Some(levels(rest, line)?),
                     "setup" => script.setup = pairs(rest, line)?,
                     "witness" => script.witness = pairs(rest, line)?,
                     other => return Err(format!("line {line}: unknown header {other}")),
@@ -162,14 +181,30 @@ impl Script {
                     let mut alternatives = Vec::new();
                     for alternative in text.split('|') {
                         let alternative = alternative.trim();
-                        match alternative.split_once(':') {
-                            Some((names, value))
-                                if names.split_whitespace().all(|n| level_alias(n).is_some()) =>
-                            {
-                                alternatives.push((levels(names, line)?, value.trim().to_string()));
-                            }
-                            _ => alternatives.push((Vec::new(), alternative.to_string())),
-                        }
+                        let tagged = alternative.split_once(':').and_then(|(names, value)| {
+                            let (sql, names) = match names.trim().strip_prefix("sql") {
+                                Some(rest) if rest.is_empty() || rest.starts_with(' ') => {
+                                    (true, rest)
+                                }
+                                _ => (false, names),
+                            };
+                            names
+                                .split_whitespace()
+                                .all(|n| level_alias(n).is_some())
+                                .then_some((sql, names, value))
+                        });
+                        alternatives.push(match tagged {
+                            Some((sql, names, value)) => Expectation {
+                                levels: levels(names, line)?,
+                                sql,
+                                value: value.trim().to_string(),
+                            },
+                            None => Expectation {
+                                levels: Vec::new(),
+                                sql: false,
+                                value: alternative.to_string(),
+                            },
+                        });
                     }
                     Some(alternatives)
                 }
@@ -182,43 +217,30 @@ impl Script {
         Ok(script)
     }
 
-    /// Runs the script at `level` on a fresh database.
+    /// Whether the anomaly may happen at `level` (through SQL when `sql`).
+    pub fn allows(&self, level: Isolation, sql: bool) -> bool {
+        match (&self.sql_allowed, sql) {
+            (Some(levels), true) => levels.contains(&level),
+            _ => self.allowed.contains(&level),
+        }
+    }
+
+    /// Runs the script at `level` on a fresh engine database.
     pub fn run(&self, level: Isolation) -> Run {
-        let db = Database::open(engram_engine::Config {
-            epoch_interval_ms: 0,
-            snapshot_interval_epochs: 1,
-            ..engram_engine::Config::default()
-        })
-        .expect("open");
-        let table = db.create_table(TableSpec::new("t")).expect("table");
-        let mut setup = db.worker().expect("worker");
-        setup
-            .transaction(Isolation::Serializable, |txn| {
-                for (key, value) in &self.setup {
-                    txn.insert(&table, key.as_bytes(), value.as_bytes())?;
-                }
-                Ok(())
-            })
-            .expect("setup commits");
-        // Make the setup visible to snapshot transactions.
-        db.advance_epoch();
-        db.advance_epoch();
-        let mut workers: BTreeMap<usize, Worker> = BTreeMap::new();
+        self.run_on(level, &mut EngineExecutor::new(&self.setup))
+    }
+
+    /// Runs the script at `level` through `executor`, which holds the setup rows already.
+    pub fn run_on(&self, level: Isolation, executor: &mut dyn Executor) -> Run {
         let mut outcomes: BTreeMap<String, String> = BTreeMap::new();
         let mut run =
             Run { level, transcript: String::new(), mismatches: Vec::new(), witnessed: false };
         for step in &self.steps {
-            let outcome = match step.actor {
-                Actor::Check => {
-                    let mut worker = db.worker().expect("worker");
-                    execute(&mut worker, &table, level, &step.operation)
-                }
-                Actor::Transaction(number) => {
-                    let worker =
-                        workers.entry(number).or_insert_with(|| db.worker().expect("worker"));
-                    execute(worker, &table, level, &step.operation)
-                }
+            let actor_number = match step.actor {
+                Actor::Check => None,
+                Actor::Transaction(number) => Some(number),
             };
+            let outcome = executor.execute(actor_number, level, &step.operation);
             let actor = match step.actor {
                 Actor::Check => "check".to_string(),
                 Actor::Transaction(number) => format!("T{number}"),
@@ -228,10 +250,14 @@ impl Script {
                 outcomes.insert(label.clone(), outcome.clone());
             }
             if let Some(alternatives) = &step.expected {
+                let applies = |e: &&Expectation| e.levels.is_empty() || e.levels.contains(&level);
+                let sql = executor.is_sql();
                 let wanted = alternatives
                     .iter()
-                    .find(|(levels, _)| levels.is_empty() || levels.contains(&level))
-                    .map(|(_, value)| value.as_str());
+                    .filter(|e| sql && e.sql)
+                    .find(applies)
+                    .or_else(|| alternatives.iter().filter(|e| !e.sql).find(applies))
+                    .map(|e| e.value.as_str());
                 match wanted {
                     Some(wanted) if wanted == outcome => {}
                     Some(wanted) => run.mismatches.push(format!(
@@ -245,15 +271,90 @@ impl Script {
                 }
             }
         }
-        for (number, worker) in workers.iter_mut() {
-            if worker.in_transaction() {
-                run.mismatches.push(format!("T{number} never ended"));
-                let _ = worker.rollback();
-            }
+        for number in executor.end_open() {
+            run.mismatches.push(format!("T{number} never ended"));
         }
         run.witnessed = !self.witness.is_empty()
             && self.witness.iter().all(|(label, value)| outcomes.get(label) == Some(value));
         run
+    }
+}
+
+/// What runs a script's steps: the engine's API here, SQL sessions in `engram-sql`'s tests.
+pub trait Executor {
+    /// Runs one step's operation (`begin [level]`, `get k`, `put k v`, ..., `commit`) for
+    /// transaction `actor`, or for a check (`None`: a read in a transaction of its own), and
+    /// describes the outcome in the script's words (a value, `none`, `ok`, `false`,
+    /// `duplicate`, `abort(reason)`, `-`).
+    fn execute(&mut self, actor: Option<usize>, level: Isolation, operation: &[String]) -> String;
+
+    /// Rolls back the transactions still open; returns their numbers.
+    fn end_open(&mut self) -> Vec<usize>;
+
+    /// Whether steps run as SQL statements (`sql` expectations apply).
+    fn is_sql(&self) -> bool {
+        false
+    }
+}
+
+/// Runs scripts through the engine's API, one worker per transaction, on table `t`.
+pub struct EngineExecutor {
+    db: Database,
+    table: TableRef,
+    workers: BTreeMap<usize, Worker>,
+}
+
+impl EngineExecutor {
+    /// A fresh database holding `setup`, visible to snapshot transactions.
+    pub fn new(setup: &[(String, String)]) -> Self {
+        let db = Database::open(engram_engine::Config {
+            epoch_interval_ms: 0,
+            snapshot_interval_epochs: 1,
+            ..engram_engine::Config::default()
+        })
+        .expect("open");
+        let table = db.create_table(TableSpec::new("t")).expect("table");
+        let mut worker = db.worker().expect("worker");
+        worker
+            .transaction(Isolation::Serializable, |txn| {
+                for (key, value) in setup {
+                    txn.insert(&table, key.as_bytes(), value.as_bytes())?;
+                }
+                Ok(())
+            })
+            .expect("setup commits");
+        // Make the setup visible to snapshot transactions.
+        db.advance_epoch();
+        db.advance_epoch();
+        EngineExecutor { db, table, workers: BTreeMap::new() }
+    }
+}
+
+impl Executor for EngineExecutor {
+    fn execute(&mut self, actor: Option<usize>, level: Isolation, operation: &[String]) -> String {
+        match actor {
+            None => {
+                let mut worker = self.db.worker().expect("worker");
+                execute(&mut worker, &self.table, level, operation)
+            }
+            Some(number) => {
+                let db = &self.db;
+                let worker =
+                    self.workers.entry(number).or_insert_with(|| db.worker().expect("worker"));
+                execute(worker, &self.table, level, operation)
+            }
+        }
+    }
+
+    fn end_open(&mut self) -> Vec<usize> {
+        let mut open = Vec::new();
+        for (number, worker) in self.workers.iter_mut() {
+            if worker.in_transaction() {
+                open.push(*number);
+                let _ = worker.rollback();
+            }
+        }
+        open
     }
 }
 
