@@ -1,25 +1,11 @@
 //! Runs every anomaly script at every level it names, and checks that docs/isolation.md's
 //! table says exactly what the scripts show.
 
-use engram_testkit::script::{Script, parse_table};
+use engram_testkit::script::{Script, load_folder, parse_table};
 use std::path::Path;
 
 fn scripts() -> Vec<(String, Script)> {
-    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/anomalies");
-    let mut scripts: Vec<(String, Script)> = std::fs::read_dir(&folder)
-        .expect("anomaly scripts")
-        .map(|entry| entry.expect("entry").path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "txt"))
-        .map(|path| {
-            let text = std::fs::read_to_string(&path).expect("read script");
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            let script = Script::parse(&text).unwrap_or_else(|error| panic!("{name}: {error}"));
-            (name, script)
-        })
-        .collect();
-    scripts.sort_by(|a, b| a.0.cmp(&b.0));
-    assert!(scripts.len() >= 10, "the anomaly scripts are missing");
-    scripts
+    load_folder(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/anomalies"))
 }
 
 #[test]

@@ -7,7 +7,7 @@
 
 use engram_engine::{AbortReason, Isolation};
 use engram_sql::{Outcome, Prepared, Session, SqlDb, SqlError, TransactionStatus, Value};
-use engram_testkit::script::{Executor, Script};
+use engram_testkit::script::{Executor, Script, load_folder};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -192,21 +192,7 @@ impl Executor for SqlExecutor {
 }
 
 fn scripts() -> Vec<(String, Script)> {
-    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("../engine/tests/anomalies");
-    let mut scripts: Vec<(String, Script)> = std::fs::read_dir(&folder)
-        .expect("anomaly scripts")
-        .map(|entry| entry.expect("entry").path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "txt"))
-        .map(|path| {
-            let text = std::fs::read_to_string(&path).expect("read script");
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            let script = Script::parse(&text).unwrap_or_else(|error| panic!("{name}: {error}"));
-            (name, script)
-        })
-        .collect();
-    scripts.sort_by(|a, b| a.0.cmp(&b.0));
-    assert!(scripts.len() >= 10, "the anomaly scripts are missing");
-    scripts
+    load_folder(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../engine/tests/anomalies"))
 }
 
 #[test]

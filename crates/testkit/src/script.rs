@@ -456,6 +456,24 @@ fn execute(
     }
 }
 
+/// Every `*.txt` script in `folder`, parsed, with its file name, in name order.
+pub fn load_folder(folder: &std::path::Path) -> Vec<(String, Script)> {
+    let mut scripts: Vec<(String, Script)> = std::fs::read_dir(folder)
+        .expect("anomaly scripts")
+        .map(|entry| entry.expect("entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "txt"))
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).expect("read script");
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let script = Script::parse(&text).unwrap_or_else(|error| panic!("{name}: {error}"));
+            (name, script)
+        })
+        .collect();
+    scripts.sort_by(|a, b| a.0.cmp(&b.0));
+    assert!(scripts.len() >= 10, "the anomaly scripts are missing");
+    scripts
+}
+
 /// The anomaly table of docs/isolation.md: row name -> level -> allowed.
 pub fn parse_table(markdown: &str) -> BTreeMap<String, BTreeMap<Isolation, bool>> {
     let mut table = BTreeMap::new();
