@@ -113,7 +113,7 @@ pub struct Context<'a> {
     pub params: &'a [Value],
     /// Results of uncorrelated subqueries: rows of one column each.
     pub subqueries: &'a [Vec<Value>],
-    /// Statement start time (`now()` is stable within a statement).
+    /// Transaction start time (`now()` is stable within a transaction, as in PostgreSQL).
     pub now: i64,
     pub reserve: &'a dyn Fn(&Sequence, i64) -> SqlResult<()>,
 }

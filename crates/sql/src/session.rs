@@ -114,6 +114,8 @@ pub struct Session {
     /// Wait for the commit's epoch to be durable before COMMIT returns.
     wait_durable: bool,
     last_commit: CommitInfo,
+    /// When the open transaction began: `now()` (PostgreSQL's transaction timestamp).
+    txn_started: i64,
 }
 
 impl std::fmt::Debug for Session {
@@ -185,6 +187,7 @@ impl Session {
             notices: Vec::new(),
             wait_durable: true,
             last_commit: CommitInfo::NOTHING,
+            txn_started: 0,
         }
     }
 
@@ -406,6 +409,7 @@ impl Session {
         if !self.engine_open {
             self.worker.begin(self.isolation())?;
             self.engine_open = true;
+            self.txn_started = now_micros();
         }
         Ok(())
     }
@@ -813,7 +817,7 @@ impl Session {
         let db = Arc::clone(&self.db);
         let reserve =
             move |sequence: &crate::catalog::Sequence, limit: i64| db.reserve(sequence, limit);
-        let env = Env { params: &converted, now: now_micros(), reserve: &reserve, max_rows };
+        let env = Env { params: &converted, now: self.txn_started, reserve: &reserve, max_rows };
         let mut txn = self.worker.txn()?;
         let produced: Produced = match plan.as_ref() {
             Plan::Query(query) => run_query(&mut txn, query, &env)?,

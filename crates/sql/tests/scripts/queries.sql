@@ -185,6 +185,31 @@ SELECT msg, at IS NOT NULL FROM log ORDER BY msg
 a | t
 b | t
 
+-- now() is the transaction's start time: the same in every statement of a block.
+BEGIN
+----
+ok BEGIN
+
+INSERT INTO log (msg) VALUES ('c')
+----
+ok INSERT 0 1
+
+INSERT INTO log (msg, at) VALUES ('d', now())
+----
+ok INSERT 0 1
+
+SELECT count(DISTINCT at), min(at) = now() FROM log WHERE msg IN ('c', 'd')
+----
+1 | t
+
+COMMIT
+----
+ok COMMIT
+
+DELETE FROM log WHERE msg IN ('c', 'd')
+----
+ok DELETE 2
+
 ALTER TABLE log ADD PRIMARY KEY (msg)
 ----
 ok ALTER TABLE
