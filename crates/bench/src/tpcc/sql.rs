@@ -979,10 +979,20 @@ impl TpccDb for SqlTpcc {
 
     fn stock_scan(&self, conn: &mut SqlConn) -> Result<Vec<u64>, String> {
         let mut counts = vec![0u64; usize::from(self.scale.warehouses)];
-        let outcome = conn
-            .session
-            .execute_one("SELECT s_w_id, COUNT(*) FROM stock GROUP BY s_w_id")
-            .map_err(|error| error.to_string())?;
+        // A snapshot transaction, as the engine adapter's: a long scan that never aborts and
+        // never waits for the rows NewOrder is updating.
+        let results = conn.session.execute(
+            "BEGIN ISOLATION LEVEL SNAPSHOT READ ONLY; \
+             SELECT s_w_id, COUNT(*) FROM stock GROUP BY s_w_id; COMMIT",
+        );
+        let outcomes = match results.into_iter().collect::<Result<Vec<_>, _>>() {
+            Ok(outcomes) => outcomes,
+            Err(error) => {
+                let _ = conn.session.execute_one("ROLLBACK");
+                return Err(error.to_string());
+            }
+        };
+        let outcome = &outcomes[1];
         for row in outcome.rows() {
             let (Value::Int(w), Value::Int(count)) = (&row[0], &row[1]) else {
                 return Err(format!("unexpected row {row:?}"));
