@@ -8,13 +8,16 @@ pub struct SqlError {
     /// The five-character SQLSTATE PostgreSQL gives for the same mistake.
     pub code: &'static str,
     pub message: String,
+    /// Why concurrency control aborted the transaction, when it did (SQLSTATE 40001 from the
+    /// engine).
+    pub abort: Option<engram_engine::AbortReason>,
 }
 
 pub type SqlResult<T> = Result<T, SqlError>;
 
 impl SqlError {
     pub fn new(code: &'static str, message: impl Into<String>) -> Self {
-        SqlError { code, message: message.into() }
+        SqlError { code, message: message.into(), abort: None }
     }
 
     pub fn syntax(message: impl Into<String>) -> Self {
@@ -77,6 +80,10 @@ impl std::error::Error for SqlError {}
 
 impl From<engram_engine::Error> for SqlError {
     fn from(error: engram_engine::Error) -> Self {
-        SqlError::new(error.sqlstate(), error.to_string())
+        let abort = match error {
+            engram_engine::Error::Aborted(reason) => Some(reason),
+            _ => None,
+        };
+        SqlError { abort, ..SqlError::new(error.sqlstate(), error.to_string()) }
     }
 }

@@ -148,7 +148,8 @@ fn default_settings() -> BTreeMap<String, String> {
     .collect()
 }
 
-fn isolation_sql(level: Isolation) -> &'static str {
+/// The SQL name of an isolation level, as `BEGIN ISOLATION LEVEL` and `SHOW` spell it.
+pub fn isolation_sql(level: Isolation) -> &'static str {
     match level {
         Isolation::ReadCommitted => "read committed",
         Isolation::RepeatableRead => "repeatable read",

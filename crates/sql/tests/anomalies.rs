@@ -5,8 +5,10 @@
 //! is read back as the engine's abort reason. Every script must give the outcomes it states
 //! at every level it names, and its anomaly must happen exactly where it says.
 
-use engram_engine::{AbortReason, Isolation};
-use engram_sql::{Outcome, Prepared, Session, SqlDb, SqlError, TransactionStatus, Value};
+use engram_engine::Isolation;
+use engram_sql::{
+    Outcome, Prepared, Session, SqlDb, SqlError, TransactionStatus, Value, isolation_sql,
+};
 use engram_testkit::script::{Executor, Script, load_folder};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -73,28 +75,12 @@ impl SqlExecutor {
 /// The script's word for a failed statement.
 fn outcome_of(error: &SqlError) -> String {
     match error.code {
-        "40001" => {
-            let reason = AbortReason::ALL
-                .iter()
-                .map(|reason| reason.name())
-                .find(|name| error.message.contains(name))
-                .unwrap_or("unknown");
-            format!("abort({reason})")
-        }
+        "40001" => format!("abort({})", error.abort.map_or("unknown", |reason| reason.name())),
         "23505" => "duplicate".into(),
         "25006" => "read-only".into(),
         // The transaction already ended (aborted by an earlier step).
         "25P02" => "-".into(),
         other => format!("error({other}: {})", error.message),
-    }
-}
-
-fn level_sql(level: Isolation) -> &'static str {
-    match level {
-        Isolation::ReadCommitted => "READ COMMITTED",
-        Isolation::RepeatableRead => "REPEATABLE READ",
-        Isolation::Serializable => "SERIALIZABLE",
-        Isolation::Snapshot => "SNAPSHOT",
     }
 }
 
@@ -108,7 +94,7 @@ fn step(client: &mut Client, level: Isolation, operation: &[String]) -> String {
     let result = match word(0) {
         "begin" => {
             let level = engram_testkit::script::level_alias(word(1)).unwrap_or(level);
-            client.session.execute_one(&format!("BEGIN ISOLATION LEVEL {}", level_sql(level)))
+            client.session.execute_one(&format!("BEGIN ISOLATION LEVEL {}", isolation_sql(level)))
         }
         "rollback" => client.session.execute_one("ROLLBACK"),
         name => {
@@ -203,23 +189,7 @@ fn every_anomaly_script_behaves_as_written_through_sql() {
         for &level in &script.levels {
             let run = script.run_on(level, &mut SqlExecutor::new(&script.setup));
             runs += 1;
-            for mismatch in &run.mismatches {
-                failures.push(format!(
-                    "{file} at {}: {mismatch}\n{}",
-                    level.name(),
-                    run.transcript
-                ));
-            }
-            let allowed = script.allows(level, true);
-            if run.witnessed != allowed {
-                failures.push(format!(
-                    "{file} at {}: the anomaly {} but the script says it is {}\n{}",
-                    level.name(),
-                    if run.witnessed { "happened" } else { "did not happen" },
-                    if allowed { "possible" } else { "prevented" },
-                    run.transcript
-                ));
-            }
+            failures.extend(script.failures(&file, &run, true));
         }
     }
     assert!(runs >= 30, "only {runs} runs");

@@ -225,6 +225,28 @@ impl Script {
         }
     }
 
+    /// What went wrong in `run` of the script from `file`: each step that gave another outcome
+    /// than the script states, and the anomaly happening where it is prevented or not where
+    /// it is possible (through SQL when `sql`). Empty when the run behaved as written.
+    pub fn failures(&self, file: &str, run: &Run, sql: bool) -> Vec<String> {
+        let level = run.level.name();
+        let mut failures: Vec<String> = run
+            .mismatches
+            .iter()
+            .map(|mismatch| format!("{file} at {level}: {mismatch}\n{}", run.transcript))
+            .collect();
+        let allowed = self.allows(run.level, sql);
+        if run.witnessed != allowed {
+            failures.push(format!(
+                "{file} at {level}: the anomaly {} but the script says it is {}\n{}",
+                if run.witnessed { "happened" } else { "did not happen" },
+                if allowed { "possible" } else { "prevented" },
+                run.transcript
+            ));
+        }
+        failures
+    }
+
     /// Runs the script at `level` on a fresh engine database.
     pub fn run(&self, level: Isolation) -> Run {
         self.run_on(level, &mut EngineExecutor::new(&self.setup))

@@ -60,6 +60,15 @@ impl ReadOnlyLevels {
             _ => None,
         }
     }
+
+    /// The isolation of OrderStatus and of StockLevel.
+    pub fn isolations(self) -> (Isolation, Isolation) {
+        match self {
+            ReadOnlyLevels::Specification => (Isolation::RepeatableRead, Isolation::ReadCommitted),
+            ReadOnlyLevels::Serializable => (Isolation::Serializable, Isolation::Serializable),
+            ReadOnlyLevels::Snapshot => (Isolation::Snapshot, Isolation::Snapshot),
+        }
+    }
 }
 
 /// How an Engram TPC-C database keeps its commits.
@@ -185,11 +194,7 @@ impl EngramTpcc {
 
     /// TPC-C over an open database (a recovered one: see [`EngramTpcc::attach`]).
     pub fn over(db: Arc<Database>, read_only: ReadOnlyLevels) -> EngramTpcc {
-        let (order_status_isolation, stock_level_isolation) = match read_only {
-            ReadOnlyLevels::Specification => (Isolation::RepeatableRead, Isolation::ReadCommitted),
-            ReadOnlyLevels::Serializable => (Isolation::Serializable, Isolation::Serializable),
-            ReadOnlyLevels::Snapshot => (Isolation::Snapshot, Isolation::Snapshot),
-        };
+        let (order_status_isolation, stock_level_isolation) = read_only.isolations();
         EngramTpcc {
             db,
             tables: None,

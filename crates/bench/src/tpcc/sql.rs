@@ -28,8 +28,8 @@ use super::spec::{
 };
 use super::{Facts, TpccDb, load};
 use crate::db::{Db, Outcome};
-use engram_engine::{AbortReason, Config, Durability};
-use engram_sql::{Decimal, Prepared, Session, SqlDb, SqlError, Value};
+use engram_engine::{Config, Durability};
+use engram_sql::{Decimal, Prepared, Session, SqlDb, SqlError, Value, isolation_sql};
 use std::sync::Arc;
 
 /// The nine tables and two indexes, as the load creates them.
@@ -146,19 +146,10 @@ struct Statements {
     stock_low: Arc<Prepared>,
 }
 
-fn isolation_sql(level: engram_engine::Isolation) -> &'static str {
-    match level {
-        engram_engine::Isolation::ReadCommitted => "READ COMMITTED",
-        engram_engine::Isolation::RepeatableRead => "REPEATABLE READ",
-        engram_engine::Isolation::Serializable => "SERIALIZABLE",
-        engram_engine::Isolation::Snapshot => "SNAPSHOT",
-    }
-}
-
 impl Statements {
     fn prepare(session: &mut Session, read_only: ReadOnlyLevels) -> Result<Statements, SqlError> {
         let mut p = |sql: &str| session.prepare(sql, &[]);
-        let (order_status, stock_level) = levels(read_only);
+        let (order_status, stock_level) = read_only.isolations();
         Ok(Statements {
             begin_serializable: p("BEGIN ISOLATION LEVEL SERIALIZABLE")?,
             begin_order_status: p(&format!(
@@ -279,16 +270,6 @@ impl Statements {
     }
 }
 
-/// The engine isolation of OrderStatus and StockLevel.
-fn levels(read_only: ReadOnlyLevels) -> (engram_engine::Isolation, engram_engine::Isolation) {
-    use engram_engine::Isolation;
-    match read_only {
-        ReadOnlyLevels::Specification => (Isolation::RepeatableRead, Isolation::ReadCommitted),
-        ReadOnlyLevels::Serializable => (Isolation::Serializable, Isolation::Serializable),
-        ReadOnlyLevels::Snapshot => (Isolation::Snapshot, Isolation::Snapshot),
-    }
-}
-
 impl SqlTpcc {
     /// A fresh database kept as `persistence` says. After loading, `reserve_bytes` of memory
     /// are mapped and faulted in for the run to grow into, as in the engine adapter.
@@ -327,7 +308,7 @@ impl Db for SqlTpcc {
     }
 
     fn settings(&self) -> String {
-        let (order_status, stock_level) = levels(self.read_only);
+        let (order_status, stock_level) = self.read_only.isolations();
         let config = self.db.database().config();
         format!(
             "in-process SQL sessions, prepared statements; NewOrder, Payment, Delivery serializable, \
@@ -459,19 +440,10 @@ fn one(session: &mut Session, statement: &Prepared, params: &[Value]) -> Result<
     })
 }
 
-/// Runs a statement that changes rows; returns how many.
-fn change(session: &mut Session, statement: &Prepared, params: &[Value]) -> Result<u64, Stop> {
-    let outcome = session.execute_prepared(statement, params, 0)?;
-    Ok(outcome.tag().rsplit(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0))
-}
-
-/// The engine's name for the abort a 40001 message reports.
-fn abort_reason(error: &SqlError) -> &'static str {
-    AbortReason::ALL
-        .iter()
-        .map(|reason| reason.name())
-        .find(|name| error.message.contains(name))
-        .unwrap_or("serialization_failure")
+/// Runs a statement that changes rows.
+fn change(session: &mut Session, statement: &Prepared, params: &[Value]) -> Result<(), Stop> {
+    session.execute_prepared(statement, params, 0)?;
+    Ok(())
 }
 
 /// Runs `body` between `begin` and COMMIT, rolling back on any stop.
@@ -492,7 +464,9 @@ fn run(
             let _ = session.execute_prepared(&statements.rollback, &[], 0);
             match stop {
                 Stop::Rollback => Outcome::RolledBack,
-                Stop::Sql(error) if error.is_retryable() => Outcome::Aborted(abort_reason(&error)),
+                Stop::Sql(error) if error.is_retryable() => {
+                    Outcome::Aborted(error.abort.map_or("serialization_failure", |r| r.name()))
+                }
                 Stop::Sql(error) => panic!("SQL TPC-C transaction failed: {error}"),
             }
         }
