@@ -59,6 +59,8 @@ pub enum Statement {
         name: Option<String>,
     },
     Explain(Box<Statement>),
+    /// `COPY table FROM STDIN`: the data comes through [`crate::Session::copy_in`].
+    Copy(Box<crate::copy::CopyFrom>),
     /// A statement Engram accepts and does nothing for (`VACUUM`, `ANALYZE`, `CHECKPOINT`
     /// runs a checkpoint): the command tag to answer.
     Utility {

@@ -24,6 +24,7 @@
 pub mod ast;
 pub mod catalog;
 pub mod codec;
+pub mod copy;
 mod ddl;
 pub mod error;
 pub mod exec;

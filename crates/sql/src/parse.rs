@@ -15,6 +15,7 @@ pub fn parse(sql: &str) -> SqlResult<Vec<Statement>> {
     for piece in split_utilities(sql) {
         match piece {
             Piece::Utility(statement) => statements.push(statement),
+            Piece::Error(error) => return Err(error),
             Piece::Sql(text) => {
                 let parsed = Parser::parse_sql(&PostgreSqlDialect {}, text)
                     .map_err(|error| SqlError::syntax(syntax_message(&error.to_string())))?;
@@ -44,10 +45,11 @@ fn syntax_message(message: &str) -> String {
 enum Piece<'a> {
     Sql(&'a str),
     Utility(Statement),
+    Error(SqlError),
 }
 
 /// Statements sqlparser does not take in PostgreSQL's form (`VACUUM`, `ANALYZE`, `CHECKPOINT`,
-/// sent by pgbench and maintenance scripts) are recognised here; they must be alone in their
+/// `COPY ... WITH (...)`, sent by pgbench and maintenance scripts) are recognised here; they must be alone in their
 /// string or separated by semicolons outside quotes.
 fn split_utilities(sql: &str) -> Vec<Piece<'_>> {
     let first_word = |text: &str| {
@@ -57,14 +59,15 @@ fn split_utilities(sql: &str) -> Vec<Piece<'_>> {
             .unwrap_or("")
             .to_ascii_uppercase()
     };
-    let is_utility =
-        |text: &str| matches!(first_word(text).as_str(), "VACUUM" | "ANALYZE" | "CHECKPOINT");
+    let is_utility = |text: &str| {
+        matches!(first_word(text).as_str(), "VACUUM" | "ANALYZE" | "CHECKPOINT" | "COPY")
+    };
     if !sql.split(';').any(is_utility) {
         return vec![Piece::Sql(sql)];
     }
     // Only simple strings mix utilities with other statements; split on semicolons outside
     // quotes.
-    let mut pieces = Vec::new();
+    let mut pieces: Vec<&str> = Vec::new();
     let mut start = 0;
     let mut quote: Option<char> = None;
     for (at, c) in sql.char_indices() {
@@ -89,6 +92,10 @@ fn split_utilities(sql: &str) -> Vec<Piece<'_>> {
                     Piece::Utility(Statement::Utility { tag: word, checkpoint: false })
                 }
                 "CHECKPOINT" => Piece::Utility(Statement::Utility { tag: word, checkpoint: true }),
+                "COPY" => match crate::copy::parse_copy(piece) {
+                    Ok(statement) => Piece::Utility(statement),
+                    Err(error) => Piece::Error(error),
+                },
                 _ => Piece::Sql(piece),
             }
         })

@@ -4,6 +4,7 @@
 use crate::SqlDb;
 use crate::ast::Statement;
 use crate::catalog::TableInfo;
+use crate::copy::{CopyFrom, CopyIn};
 use crate::error::{SqlError, SqlResult};
 use crate::exec::{Env, Produced, run_insert, run_modify, run_query};
 use crate::parse::parse;
@@ -222,16 +223,13 @@ impl Session {
 
     /// Runs every statement of `sql`, stopping at the first error (whose result is last).
     pub fn execute(&mut self, sql: &str) -> Vec<SqlResult<Outcome>> {
-        let statements = match parse(sql) {
+        let statements = match self.parse(sql) {
             Ok(statements) => statements,
-            Err(error) => {
-                self.fail_block();
-                return vec![Err(error)];
-            }
+            Err(error) => return vec![Err(error)],
         };
         let mut results = Vec::new();
         for statement in statements {
-            let result = self.run(&statement, &[], 0, None);
+            let result = self.execute_statement(&statement);
             let failed = result.is_err();
             results.push(result);
             if failed {
@@ -239,6 +237,67 @@ impl Session {
             }
         }
         results
+    }
+
+    /// Parses a string of statements (a syntax error fails the open block, as running it
+    /// would).
+    pub fn parse(&mut self, sql: &str) -> SqlResult<Vec<Statement>> {
+        parse(sql).inspect_err(|_| self.fail_block())
+    }
+
+    /// Runs one parsed statement (a server runs a simple-query string statement by
+    /// statement, because `COPY FROM STDIN` needs the client's data before the next one).
+    pub fn execute_statement(&mut self, statement: &Statement) -> SqlResult<Outcome> {
+        self.run(statement, &[], 0, None)
+    }
+
+    /// Starts `COPY ... FROM STDIN`: feed the data to the returned [`CopyIn`], then finish it.
+    pub fn copy_in(&mut self, copy: &CopyFrom) -> SqlResult<CopyIn> {
+        if self.status == TransactionStatus::Failed {
+            return Err(SqlError::in_failed_transaction());
+        }
+        CopyIn::begin(self, copy).inspect_err(|_| self.fail_block())
+    }
+
+    /// Prepares a statement built in the crate (COPY's INSERT).
+    pub(crate) fn prepare_parsed(
+        &mut self,
+        sql: &str,
+        statement: Statement,
+    ) -> SqlResult<Arc<Prepared>> {
+        self.prepare_statement(sql, statement, &[])
+    }
+
+    /// Opens the transaction a COPY inserts in; `true` when it is the COPY's own (the session
+    /// was idle) and COPY commits it.
+    pub(crate) fn begin_copy_transaction(&mut self) -> SqlResult<bool> {
+        if self.read_only || self.isolation() == Isolation::Snapshot {
+            return Err(SqlError::new(
+                "25006",
+                "cannot execute COPY FROM in a read-only transaction",
+            ));
+        }
+        let own = self.status == TransactionStatus::Idle;
+        self.ensure_transaction()?;
+        Ok(own)
+    }
+
+    /// Inserts one COPY record inside the COPY's transaction.
+    pub(crate) fn copy_row(&mut self, insert: &Prepared, values: &[Value]) -> SqlResult<()> {
+        self.data_attempt(&insert.statement, values, 0, Some(insert)).map(|_| ())
+    }
+
+    /// Ends a COPY: commits or rolls back its own transaction; a failed COPY inside a block
+    /// fails the block.
+    pub(crate) fn end_copy(&mut self, own_transaction: bool, commit: bool) -> SqlResult<()> {
+        if own_transaction {
+            self.finish(commit)
+        } else {
+            if !commit {
+                self.fail_block();
+            }
+            Ok(())
+        }
     }
 
     /// Runs a string that holds one statement (or several: the last one's outcome).
@@ -629,6 +688,9 @@ impl Session {
                 }
                 Ok(Outcome::Command { tag: "DEALLOCATE".into() })
             }
+            Statement::Copy(_) => self.fail(SqlError::unsupported(
+                "COPY FROM STDIN outside the wire protocol (use Session::copy_in)",
+            )),
             Statement::Explain(inner) => {
                 let lines = match self.with_catalog(|catalog| {
                     let (plan, _) = Binder::new(catalog, &[]).statement(inner)?;

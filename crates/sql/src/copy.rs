@@ -1,0 +1,696 @@
+//! `COPY table [(columns)] FROM STDIN`: the statement (sqlparser does not take PostgreSQL's
+//! option list, e.g. pgbench's `with (freeze on)`) and the two data formats, text and CSV.
+//!
+//! The data arrives in chunks that split records anywhere; [`CopyIn`] keeps the unfinished
+//! tail and inserts each complete record through one prepared INSERT, inside one transaction
+//! (the session's block, or one of its own when none is open), so a COPY is all or nothing.
+
+use crate::ast::{Expr, Insert, InsertSource, Statement, TableRef};
+use crate::error::{SqlError, SqlResult};
+use crate::session::{Prepared, Session};
+use crate::types::{Type, Value, parse_text};
+use std::sync::Arc;
+
+/// A parsed `COPY ... FROM STDIN`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CopyFrom {
+    pub table: String,
+    /// Empty: every column in table order.
+    pub columns: Vec<String>,
+    pub options: CopyOptions,
+}
+
+/// The format options PostgreSQL's COPY takes (those that change how data is read).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CopyOptions {
+    pub csv: bool,
+    pub delimiter: u8,
+    /// The string that stands for NULL (`\N` in text, the empty unquoted string in CSV).
+    pub null: String,
+    /// CSV: the first line is a header and is skipped.
+    pub header: bool,
+    pub quote: u8,
+    pub escape: u8,
+}
+
+impl CopyOptions {
+    fn text() -> Self {
+        CopyOptions {
+            csv: false,
+            delimiter: b'\t',
+            null: "\\N".into(),
+            header: false,
+            quote: b'"',
+            escape: b'"',
+        }
+    }
+}
+
+/// Parses `COPY name [(col, ...)] FROM STDIN [[WITH] (option [value], ...)]` and the older
+/// option spellings (`CSV`, `HEADER`, `DELIMITER 'x'`, `NULL 'x'`, `BINARY` is refused).
+pub fn parse_copy(sql: &str) -> SqlResult<Statement> {
+    let tokens = tokenize(sql)?;
+    let mut at = 0;
+    let next = |at: &mut usize| -> Option<Token> {
+        let token = tokens.get(*at).cloned();
+        *at += 1;
+        token
+    };
+    let word = |token: &Option<Token>, expected: &str| matches!(token, Some(Token::Word(w)) if w.eq_ignore_ascii_case(expected));
+    if !word(&next(&mut at), "copy") {
+        return Err(SqlError::syntax("syntax error: COPY expected"));
+    }
+    let table = match next(&mut at) {
+        Some(Token::Word(name)) | Some(Token::Quoted(name)) => name,
+        _ => return Err(SqlError::syntax("syntax error: a table name is expected after COPY")),
+    };
+    let table = match table.split_once('.') {
+        Some(("public", name)) => name.to_string(),
+        Some(_) => return Err(SqlError::unsupported("COPY of a table in another schema")),
+        None => table,
+    };
+    let mut columns = Vec::new();
+    let mut token = next(&mut at);
+    if token == Some(Token::Punct('(')) {
+        loop {
+            match next(&mut at) {
+                Some(Token::Word(name)) => columns.push(name.to_ascii_lowercase()),
+                Some(Token::Quoted(name)) => columns.push(name),
+                _ => return Err(SqlError::syntax("syntax error: a column name is expected")),
+            }
+            match next(&mut at) {
+                Some(Token::Punct(',')) => continue,
+                Some(Token::Punct(')')) => break,
+                _ => return Err(SqlError::syntax("syntax error: ',' or ')' expected")),
+            }
+        }
+        token = next(&mut at);
+    }
+    if word(&token, "to") {
+        return Err(SqlError::unsupported("COPY TO (only COPY FROM STDIN)"));
+    }
+    if !word(&token, "from") {
+        return Err(SqlError::syntax("syntax error: FROM expected in COPY"));
+    }
+    let source = next(&mut at);
+    if !word(&source, "stdin") {
+        return Err(SqlError::unsupported(
+            "COPY FROM a file or program (only COPY FROM STDIN, as psql's \\copy sends)",
+        ));
+    }
+    let mut options = CopyOptions::text();
+    let mut token = next(&mut at);
+    if word(&token, "with") {
+        token = next(&mut at);
+    }
+    let mut set = |name: &str, value: Option<Token>| -> SqlResult<()> {
+        let text = |value: Option<Token>| match value {
+            Some(Token::String(s) | Token::Word(s)) => Ok(s),
+            _ => Err(SqlError::syntax(format!("syntax error: COPY option {name} needs a value"))),
+        };
+        let single_byte = |value: String, what: &str| {
+            let bytes = value.as_bytes();
+            if bytes.len() == 1 {
+                Ok(bytes[0])
+            } else {
+                Err(SqlError::new(
+                    "22023",
+                    format!("COPY {what} must be a single one-byte character"),
+                ))
+            }
+        };
+        match name.to_ascii_lowercase().as_str() {
+            "format" => match text(value)?.to_ascii_lowercase().as_str() {
+                "csv" => set_csv(&mut options),
+                "text" => {}
+                "binary" => return Err(SqlError::unsupported("COPY in binary format")),
+                other => {
+                    return Err(SqlError::new(
+                        "22023",
+                        format!("COPY format \"{other}\" not recognized"),
+                    ));
+                }
+            },
+            "csv" => set_csv(&mut options),
+            "binary" => return Err(SqlError::unsupported("COPY in binary format")),
+            "delimiter" => options.delimiter = single_byte(text(value)?, "delimiter")?,
+            "null" => options.null = text(value)?,
+            "header" => {
+                options.header = match value {
+                    None => true,
+                    Some(value) => {
+                        matches!(
+                            text(Some(value))?.to_ascii_lowercase().as_str(),
+                            "true" | "on" | "1"
+                        )
+                    }
+                }
+            }
+            "quote" => options.quote = single_byte(text(value)?, "quote")?,
+            "escape" => options.escape = single_byte(text(value)?, "escape")?,
+            // Hints that change nothing in memory (FREEZE: pgbench -i), or encodings (UTF-8 only).
+            "freeze" | "encoding" => {}
+            other => return Err(SqlError::unsupported(format!("the COPY option \"{other}\""))),
+        }
+        Ok(())
+    };
+    if token == Some(Token::Punct('(')) {
+        loop {
+            let name = match next(&mut at) {
+                Some(Token::Word(name)) => name,
+                _ => return Err(SqlError::syntax("syntax error: a COPY option is expected")),
+            };
+            let value = match tokens.get(at) {
+                Some(Token::Punct(',' | ')')) | None => None,
+                Some(_) => next(&mut at),
+            };
+            set(&name, value)?;
+            match next(&mut at) {
+                Some(Token::Punct(',')) => continue,
+                Some(Token::Punct(')')) => break,
+                _ => {
+                    return Err(SqlError::syntax(
+                        "syntax error: ',' or ')' expected in COPY options",
+                    ));
+                }
+            }
+        }
+    } else {
+        // The pre-9.0 spelling: `CSV HEADER DELIMITER ',' NULL ''`.
+        while let Some(Token::Word(name)) = token {
+            let takes_value = matches!(
+                name.to_ascii_lowercase().as_str(),
+                "delimiter" | "null" | "quote" | "escape" | "encoding"
+            );
+            let value = if takes_value {
+                let mut value = next(&mut at);
+                if word(&value, "as") {
+                    value = next(&mut at);
+                }
+                value
+            } else {
+                None
+            };
+            set(&name, value)?;
+            token = next(&mut at);
+        }
+        if token.is_some() {
+            return Err(SqlError::syntax("syntax error at the end of COPY"));
+        }
+    }
+    if at < tokens.len() {
+        return Err(SqlError::syntax("syntax error at the end of COPY"));
+    }
+    if options.csv && options.null.is_empty() && options.delimiter == options.quote {
+        return Err(SqlError::new("22023", "COPY delimiter and quote must be different"));
+    }
+    Ok(Statement::Copy(Box::new(CopyFrom { table, columns, options })))
+}
+
+fn set_csv(options: &mut CopyOptions) {
+    if !options.csv {
+        options.csv = true;
+        if options.delimiter == b'\t' {
+            options.delimiter = b',';
+        }
+        if options.null == "\\N" {
+            options.null = String::new();
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Token {
+    Word(String),
+    Quoted(String),
+    String(String),
+    Punct(char),
+}
+
+fn tokenize(sql: &str) -> SqlResult<Vec<Token>> {
+    let mut tokens = Vec::new();
+    let mut chars = sql.trim().trim_end_matches(';').chars().peekable();
+    while let Some(&c) = chars.peek() {
+        if c.is_whitespace() {
+            chars.next();
+        } else if c.is_alphanumeric() || c == '_' {
+            let mut word = String::new();
+            while let Some(&c) = chars.peek() {
+                if c.is_alphanumeric() || c == '_' || c == '.' {
+                    word.push(c);
+                    chars.next();
+                } else {
+                    break;
+                }
+            }
+            tokens.push(Token::Word(word.to_ascii_lowercase()));
+        } else if c == '\'' || c == '"' || c == 'E' {
+            chars.next();
+            let mut text = String::new();
+            loop {
+                match chars.next() {
+                    Some(q) if q == c => {
+                        if chars.peek() == Some(&c) {
+                            text.push(c);
+                            chars.next();
+                        } else {
+                            break;
+                        }
+                    }
+                    Some(other) => text.push(other),
+                    None => return Err(SqlError::syntax("unterminated quoted string in COPY")),
+                }
+            }
+            tokens.push(if c == '"' { Token::Quoted(text) } else { Token::String(text) });
+        } else if matches!(c, '(' | ')' | ',') {
+            tokens.push(Token::Punct(c));
+            chars.next();
+        } else {
+            return Err(SqlError::syntax(format!("syntax error at or near \"{c}\" in COPY")));
+        }
+    }
+    Ok(tokens)
+}
+
+/// Splits one complete record off the front of `data`: its fields (`None` is NULL) and the
+/// bytes it took, or `None` when the record is not complete yet (`last`: no more data comes,
+/// so a final line without a newline is complete). `\.` alone on a line ends the data.
+pub fn next_record(
+    data: &[u8],
+    options: &CopyOptions,
+    last: bool,
+) -> SqlResult<Option<(Option<Vec<Option<String>>>, usize)>> {
+    if data.is_empty() {
+        return Ok(None);
+    }
+    if options.csv { csv_record(data, options, last) } else { text_record(data, options, last) }
+}
+
+fn line_end(data: &[u8], last: bool) -> Option<(usize, usize)> {
+    match data.iter().position(|&b| b == b'\n') {
+        Some(at) => {
+            let end = if at > 0 && data[at - 1] == b'\r' { at - 1 } else { at };
+            Some((end, at + 1))
+        }
+        None if last => Some((data.len(), data.len())),
+        None => None,
+    }
+}
+
+fn utf8(bytes: Vec<u8>) -> SqlResult<String> {
+    String::from_utf8(bytes).map_err(|_| {
+        SqlError::new("22021", "invalid byte sequence for encoding \"UTF8\" in COPY data")
+    })
+}
+
+type Record = Option<(Option<Vec<Option<String>>>, usize)>;
+
+fn text_record(data: &[u8], options: &CopyOptions, last: bool) -> SqlResult<Record> {
+    let Some((end, consumed)) = line_end(data, last) else { return Ok(None) };
+    let line = &data[..end];
+    if line == b"\\." {
+        return Ok(Some((None, consumed)));
+    }
+    let mut fields = Vec::new();
+    let mut field = Vec::new();
+    let mut raw_start = 0;
+    let mut i = 0;
+    let finish = |field: &mut Vec<u8>, raw: &[u8], fields: &mut Vec<Option<String>>| {
+        let value =
+            if raw == options.null.as_bytes() { None } else { Some(utf8(std::mem::take(field))?) };
+        field.clear();
+        fields.push(value);
+        Ok::<(), SqlError>(())
+    };
+    while i < line.len() {
+        let b = line[i];
+        if b == options.delimiter {
+            finish(&mut field, &line[raw_start..i], &mut fields)?;
+            i += 1;
+            raw_start = i;
+            continue;
+        }
+        if b == b'\\' && i + 1 < line.len() {
+            let e = line[i + 1];
+            i += 2;
+            match e {
+                b'b' => field.push(8),
+                b'f' => field.push(12),
+                b'n' => field.push(b'\n'),
+                b'r' => field.push(b'\r'),
+                b't' => field.push(b'\t'),
+                b'v' => field.push(11),
+                b'0'..=b'7' => {
+                    let mut value = u32::from(e - b'0');
+                    for _ in 0..2 {
+                        match line.get(i) {
+                            Some(&d @ b'0'..=b'7') => {
+                                value = value * 8 + u32::from(d - b'0');
+                                i += 1;
+                            }
+                            _ => break,
+                        }
+                    }
+                    field.push(value as u8);
+                }
+                b'x' => {
+                    let mut value = 0u32;
+                    let mut digits = 0;
+                    while digits < 2 {
+                        match line.get(i).and_then(|d| (*d as char).to_digit(16)) {
+                            Some(d) => {
+                                value = value * 16 + d;
+                                i += 1;
+                                digits += 1;
+                            }
+                            None => break,
+                        }
+                    }
+                    if digits == 0 {
+                        field.push(b'x');
+                    } else {
+                        field.push(value as u8);
+                    }
+                }
+                other => field.push(other),
+            }
+            continue;
+        }
+        field.push(b);
+        i += 1;
+    }
+    finish(&mut field, &line[raw_start..], &mut fields)?;
+    Ok(Some((Some(fields), consumed)))
+}
+
+fn csv_record(data: &[u8], options: &CopyOptions, last: bool) -> SqlResult<Record> {
+    let mut fields = Vec::new();
+    let mut field = Vec::new();
+    let mut quoted_field = false;
+    let mut in_quotes = false;
+    let mut i = 0;
+    // `\.` alone on a line ends CSV data too.
+    if let Some((end, consumed)) = line_end(data, last)
+        && &data[..end] == b"\\."
+    {
+        return Ok(Some((None, consumed)));
+    }
+    loop {
+        let Some(&b) = data.get(i) else {
+            if !last {
+                return Ok(None);
+            }
+            if in_quotes {
+                return Err(SqlError::new("22P04", "unterminated CSV quoted field"));
+            }
+            push_csv(&mut fields, &mut field, quoted_field, options)?;
+            return Ok(Some((Some(fields), i)));
+        };
+        if in_quotes {
+            if b == options.escape && data.get(i + 1) == Some(&options.quote) {
+                field.push(options.quote);
+                i += 2;
+            } else if b == options.escape && i + 1 == data.len() && !last {
+                // Cannot tell an escape from a closing quote before the next byte arrives.
+                return Ok(None);
+            } else if b == options.quote {
+                in_quotes = false;
+                i += 1;
+            } else {
+                field.push(b);
+                i += 1;
+            }
+            continue;
+        }
+        if b == options.quote {
+            in_quotes = true;
+            quoted_field = true;
+            i += 1;
+        } else if b == options.delimiter {
+            push_csv(&mut fields, &mut field, quoted_field, options)?;
+            quoted_field = false;
+            i += 1;
+        } else if b == b'\n' || (b == b'\r' && data.get(i + 1) == Some(&b'\n')) {
+            push_csv(&mut fields, &mut field, quoted_field, options)?;
+            let consumed = if b == b'\r' { i + 2 } else { i + 1 };
+            return Ok(Some((Some(fields), consumed)));
+        } else {
+            field.push(b);
+            i += 1;
+        }
+    }
+}
+
+fn push_csv(
+    fields: &mut Vec<Option<String>>,
+    field: &mut Vec<u8>,
+    quoted: bool,
+    options: &CopyOptions,
+) -> SqlResult<()> {
+    let bytes = std::mem::take(field);
+    if !quoted && bytes == options.null.as_bytes() {
+        fields.push(None);
+    } else {
+        fields.push(Some(utf8(bytes)?));
+    }
+    Ok(())
+}
+
+/// A COPY FROM STDIN in progress: rows are inserted as their records complete.
+#[derive(Debug)]
+pub struct CopyIn {
+    copy: CopyFrom,
+    insert: Arc<Prepared>,
+    types: Vec<Type>,
+    pending: Vec<u8>,
+    /// The COPY opened its own transaction (the session was idle).
+    own_transaction: bool,
+    rows: u64,
+    line: u64,
+    header_skipped: bool,
+    ended: bool,
+    /// A record failed; the COPY's transaction is already rolled back (or its block failed).
+    failed: bool,
+    values: Vec<Value>,
+}
+
+impl CopyIn {
+    /// Prepares the INSERT a COPY runs per record and opens its transaction.
+    pub(crate) fn begin(session: &mut Session, copy: &CopyFrom) -> SqlResult<CopyIn> {
+        let insert = Statement::Insert(Box::new(Insert {
+            table: TableRef { name: copy.table.clone(), alias: None },
+            columns: copy.columns.clone(),
+            source: InsertSource::Values(vec![
+                (1..=copy_width(session, copy)?).map(Expr::Param).collect(),
+            ]),
+            on_conflict: None,
+            returning: Vec::new(),
+        }));
+        let prepared = session.prepare_parsed("COPY", insert)?;
+        let types = prepared.param_types.clone();
+        let own_transaction = session.begin_copy_transaction()?;
+        Ok(CopyIn {
+            copy: copy.clone(),
+            insert: prepared,
+            types,
+            pending: Vec::new(),
+            own_transaction,
+            rows: 0,
+            line: 0,
+            header_skipped: false,
+            ended: false,
+            failed: false,
+            values: Vec::new(),
+        })
+    }
+
+    /// Rows inserted so far.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Takes the next chunk of data. An error ends the COPY (rolled back).
+    pub fn feed(&mut self, session: &mut Session, data: &[u8]) -> SqlResult<()> {
+        self.pending.extend_from_slice(data);
+        if self.failed {
+            return Err(SqlError::new("57014", "COPY has already failed"));
+        }
+        let result = self.drain(session, false);
+        if result.is_err() {
+            self.failed = true;
+            // A rollback has nothing to report.
+            let _ = session.end_copy(self.own_transaction, false);
+        }
+        result
+    }
+
+    /// The end of the data: inserts the last record and commits (when the COPY has its own
+    /// transaction). Returns the command tag.
+    pub fn finish(mut self, session: &mut Session) -> SqlResult<String> {
+        if self.failed {
+            return Err(SqlError::new("57014", "COPY has already failed"));
+        }
+        let result = self.drain(session, true);
+        if let Err(error) = result {
+            let _ = session.end_copy(self.own_transaction, false);
+            return Err(error);
+        }
+        session.end_copy(self.own_transaction, true).map(|()| format!("COPY {}", self.rows))
+    }
+
+    /// The client gave up (`CopyFail`) or went away.
+    pub fn fail(self, session: &mut Session, message: &str) -> SqlError {
+        if !self.failed {
+            let _ = session.end_copy(self.own_transaction, false);
+        }
+        SqlError::new("57014", format!("COPY from stdin failed: {message}"))
+    }
+
+    fn drain(&mut self, session: &mut Session, last: bool) -> SqlResult<()> {
+        let mut start = 0;
+        let result = loop {
+            if self.ended {
+                break Ok(());
+            }
+            let record = match next_record(&self.pending[start..], &self.copy.options, last) {
+                Ok(Some(record)) => record,
+                Ok(None) => break Ok(()),
+                Err(error) => break Err(error),
+            };
+            let (fields, consumed) = record;
+            start += consumed;
+            self.line += 1;
+            let Some(fields) = fields else {
+                self.ended = true;
+                break Ok(());
+            };
+            if self.copy.options.header && !self.header_skipped {
+                self.header_skipped = true;
+                continue;
+            }
+            if let Err(error) = self.insert_record(session, fields) {
+                break Err(error);
+            }
+        };
+        self.pending.drain(..start);
+        result.map_err(|error| SqlError {
+            message: format!("{} (COPY {}, line {})", error.message, self.copy.table, self.line),
+            ..error
+        })
+    }
+
+    fn insert_record(
+        &mut self,
+        session: &mut Session,
+        fields: Vec<Option<String>>,
+    ) -> SqlResult<()> {
+        if fields.len() != self.types.len() {
+            return Err(SqlError::new(
+                "22P04",
+                if fields.len() < self.types.len() {
+                    "missing data for a column".to_string()
+                } else {
+                    "extra data after last expected column".to_string()
+                },
+            ));
+        }
+        self.values.clear();
+        for (field, ty) in fields.into_iter().zip(&self.types) {
+            self.values.push(match field {
+                None => Value::Null,
+                Some(text) => parse_text(&text, *ty)?,
+            });
+        }
+        session.copy_row(&self.insert, &self.values)?;
+        self.rows += 1;
+        Ok(())
+    }
+}
+
+/// How many values a record of `copy` holds.
+fn copy_width(session: &Session, copy: &CopyFrom) -> SqlResult<usize> {
+    if !copy.columns.is_empty() {
+        return Ok(copy.columns.len());
+    }
+    let table = session.database().catalog.read().table(&copy.table)?;
+    Ok(table.schema.columns.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn records(data: &[u8], options: &CopyOptions) -> Vec<Vec<Option<String>>> {
+        let mut out = Vec::new();
+        let mut at = 0;
+        while let Some((fields, consumed)) = next_record(&data[at..], options, true).unwrap() {
+            at += consumed;
+            match fields {
+                Some(fields) => out.push(fields),
+                None => break,
+            }
+        }
+        out
+    }
+
+    fn copy_of(sql: &str) -> CopyFrom {
+        match parse_copy(sql).unwrap() {
+            Statement::Copy(copy) => *copy,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn statements_parse_with_both_option_spellings() {
+        let copy = copy_of("copy pgbench_accounts from stdin with (freeze on)");
+        assert_eq!(copy.table, "pgbench_accounts");
+        assert!(!copy.options.csv);
+        let copy =
+            copy_of("COPY t (a, \"B\") FROM STDIN WITH (FORMAT csv, HEADER true, DELIMITER ';')");
+        assert_eq!(copy.columns, vec!["a".to_string(), "B".to_string()]);
+        assert!(copy.options.csv && copy.options.header);
+        assert_eq!(copy.options.delimiter, b';');
+        assert_eq!(copy.options.null, "");
+        let copy = copy_of("copy public.t from stdin csv header null 'NA'");
+        assert!(copy.options.csv && copy.options.header);
+        assert_eq!(copy.options.null, "NA");
+        assert_eq!(parse_copy("copy t to stdout").unwrap_err().code, "0A000");
+        assert_eq!(parse_copy("copy t from '/etc/passwd'").unwrap_err().code, "0A000");
+        assert_eq!(parse_copy("copy t from stdin (format binary)").unwrap_err().code, "0A000");
+        assert_eq!(parse_copy("copy t from stdin (bogus 1)").unwrap_err().code, "0A000");
+        assert_eq!(parse_copy("copy t (a from stdin").unwrap_err().code, "42601");
+    }
+
+    #[test]
+    fn text_format_escapes_and_nulls() {
+        let options = CopyOptions::text();
+        let data = b"1\tone\t\\N\n2\ta\\tb\\nc\\\\\t\\101\\x41\r\n\\.\nignored\n";
+        assert_eq!(
+            records(data, &options),
+            vec![
+                vec![Some("1".into()), Some("one".into()), None],
+                vec![Some("2".into()), Some("a\tb\nc\\".into()), Some("AA".into())],
+            ]
+        );
+        // An empty field is the empty string, not NULL.
+        assert_eq!(records(b"1\t\n", &options), vec![vec![Some("1".into()), Some(String::new())]]);
+    }
+
+    #[test]
+    fn csv_quotes_span_lines_and_chunks() {
+        let mut options = CopyOptions::text();
+        set_csv(&mut options);
+        let data = b"1,\"a,b\",\n2,\"line\nbreak \"\"q\"\"\",\"\"\n";
+        assert_eq!(
+            records(data, &options),
+            vec![
+                vec![Some("1".into()), Some("a,b".into()), None],
+                vec![Some("2".into()), Some("line\nbreak \"q\"".into()), Some(String::new())],
+            ]
+        );
+        // A record split inside quotes is not complete until its end arrives.
+        assert_eq!(next_record(b"3,\"open", &options, false).unwrap(), None);
+        assert_eq!(next_record(b"3,\"open\"", &options, false).unwrap(), None);
+        assert!(next_record(b"3,\"open", &options, true).is_err());
+    }
+}
