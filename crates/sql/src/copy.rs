@@ -279,7 +279,7 @@ pub fn next_record(
     data: &[u8],
     options: &CopyOptions,
     last: bool,
-) -> SqlResult<Option<(Option<Vec<Option<String>>>, usize)>> {
+) -> SqlResult<Record> {
     if data.is_empty() {
         return Ok(None);
     }
@@ -303,7 +303,9 @@ fn utf8(bytes: Vec<u8>) -> SqlResult<String> {
     })
 }
 
-type Record = Option<(Option<Vec<Option<String>>>, usize)>;
+/// One record's fields (`None` is NULL; no fields: the `\.` end marker) and the bytes it
+/// took, or `None` when incomplete.
+pub type Record = Option<(Option<Vec<Option<String>>>, usize)>;
 
 fn text_record(data: &[u8], options: &CopyOptions, last: bool) -> SqlResult<Record> {
     let Some((end, consumed)) = line_end(data, last) else { return Ok(None) };
