@@ -6,6 +6,7 @@ use engram_bench::tpcc::engram::{EngramTpcc, Persistence, ReadOnlyLevels};
 use engram_engine::Durability;
 
 mod crash;
+mod serve;
 use engram_bench::db::Either;
 use engram_bench::tpcc::{self, spec::Scale, sql::SqlTpcc, sqlite::SqliteTpcc};
 use engram_bench::{index, plot, ycsb};
@@ -27,6 +28,8 @@ enum Command {
         #[command(subcommand)]
         benchmark: Benchmark,
     },
+    /// Serve the database to PostgreSQL clients (psql, pgbench, sysbench, drivers).
+    Serve(serve::ServeArgs),
     /// Verify a data directory without changing it: checksums of every checkpoint and log
     /// block, record structure, the catalog.
     Check {
@@ -875,6 +878,7 @@ fn main() -> ExitCode {
         Command::Bench { benchmark: Benchmark::Plot(args) } => plot_command(args),
         Command::Bench { benchmark: Benchmark::Recovery(args) } => recovery_command(args),
         Command::Check { data } => check_command(data),
+        Command::Serve(args) => serve::run(args),
         Command::CrashTest(args) => crash::run(args),
         Command::CrashChild(args) => crash::child(args),
     };

@@ -69,6 +69,21 @@ pub enum Statement {
     },
 }
 
+impl Statement {
+    /// DDL takes the schema lock exclusively and may wait for other transactions.
+    pub fn is_ddl(&self) -> bool {
+        matches!(
+            self,
+            Statement::CreateTable(_)
+                | Statement::DropTable { .. }
+                | Statement::CreateIndex(_)
+                | Statement::DropIndex { .. }
+                | Statement::Truncate { .. }
+                | Statement::AddPrimaryKey { .. }
+        )
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Query {
     pub body: QueryBody,

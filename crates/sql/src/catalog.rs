@@ -263,6 +263,12 @@ impl SchemaLock {
         Ok(())
     }
 
+    /// Whether a DDL transaction holds (or is about to hold) the lock: taking it shared may
+    /// then wait, and a server runs the statement where waiting blocks no event loop.
+    pub fn ddl_active(&self) -> bool {
+        self.state.lock().writer.is_some()
+    }
+
     pub fn unlock_exclusive(&self, session: u64) {
         let mut state = self.state.lock();
         if state.writer == Some(session) {

@@ -275,11 +275,7 @@ fn tokenize(sql: &str) -> SqlResult<Vec<Token>> {
 /// Splits one complete record off the front of `data`: its fields (`None` is NULL) and the
 /// bytes it took, or `None` when the record is not complete yet (`last`: no more data comes,
 /// so a final line without a newline is complete). `\.` alone on a line ends the data.
-pub fn next_record(
-    data: &[u8],
-    options: &CopyOptions,
-    last: bool,
-) -> SqlResult<Record> {
+pub fn next_record(data: &[u8], options: &CopyOptions, last: bool) -> SqlResult<Record> {
     if data.is_empty() {
         return Ok(None);
     }
@@ -506,6 +502,11 @@ impl CopyIn {
         })
     }
 
+    /// Columns per record (what CopyInResponse announces).
+    pub fn columns(&self) -> usize {
+        self.types.len()
+    }
+
     /// Rows inserted so far.
     pub fn rows(&self) -> u64 {
         self.rows
@@ -542,9 +543,10 @@ impl CopyIn {
 
     /// The client gave up (`CopyFail`) or went away.
     pub fn fail(self, session: &mut Session, message: &str) -> SqlError {
-        if !self.failed {
-            let _ = session.end_copy(self.own_transaction, false);
+        if self.failed {
+            return SqlError::new("57014", format!("COPY from stdin failed: {message}"));
         }
+        let _ = session.end_copy(self.own_transaction, false);
         SqlError::new("57014", format!("COPY from stdin failed: {message}"))
     }
 

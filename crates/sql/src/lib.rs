@@ -180,6 +180,11 @@ impl SqlDb {
     }
 
     /// A new session with its own engine worker.
+    /// Whether a DDL transaction is running (see [`SchemaLock::ddl_active`]).
+    pub fn ddl_active(&self) -> bool {
+        self.schema_lock.ddl_active()
+    }
+
     pub fn session(self: &Arc<Self>) -> SqlResult<Session> {
         let worker = self.db.worker()?;
         let id = self.next_session.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

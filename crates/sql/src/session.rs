@@ -70,6 +70,13 @@ pub struct Prepared {
     plan: Mutex<Option<CachedPlan>>,
 }
 
+impl Prepared {
+    /// The parsed statement.
+    pub fn statement(&self) -> &Statement {
+        &self.statement
+    }
+}
+
 /// A plan, the catalog version it was made for, and its result columns as every execution
 /// returns them (shared, not copied).
 #[derive(Debug, Clone)]
@@ -344,7 +351,19 @@ impl Session {
             let columns = plan.columns().to_vec();
             (params, columns, Some(CachedPlan::new(version, plan)))
         } else {
-            (param_types.to_vec(), Vec::new(), None)
+            // Statements that return rows without a plan describe their columns too.
+            let text = |name: &str| OutputColumn { name: name.into(), ty: Type::Text };
+            let columns = match &statement {
+                Statement::Show { name } if name.eq_ignore_ascii_case("all") => {
+                    vec![text("name"), text("setting")]
+                }
+                Statement::Show { name } => {
+                    vec![text(&name.to_ascii_lowercase().replace(' ', "_"))]
+                }
+                Statement::Explain(_) => vec![text("QUERY PLAN")],
+                _ => Vec::new(),
+            };
+            (param_types.to_vec(), columns, None)
         };
         Ok(Arc::new(Prepared {
             sql: sql.to_string(),
@@ -399,6 +418,11 @@ impl Session {
 
     pub fn prepared(&self, name: &str) -> Option<Arc<Prepared>> {
         self.prepared.get(name).cloned()
+    }
+
+    /// Forgets a named prepared statement (the wire protocol's Close); whether it existed.
+    pub fn drop_prepared(&mut self, name: &str) -> bool {
+        self.prepared.remove(name).is_some()
     }
 
     fn fail_block(&mut self) {

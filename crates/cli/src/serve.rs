@@ -1,0 +1,122 @@
+//! `engram serve`: the PostgreSQL wire-protocol server over a data directory.
+
+use clap::Args;
+use engram_engine::{Config, Durability};
+use engram_server::{AuthMethod, Server, ServerConfig};
+use engram_sql::SqlDb;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Args)]
+pub struct ServeArgs {
+    /// The data directory (created if missing). Without it the database lives in memory
+    /// only and is gone when the server stops.
+    #[arg(long)]
+    data: Option<PathBuf>,
+    /// Address to listen on (overrides the config file; default 127.0.0.1:5433).
+    #[arg(long)]
+    listen: Option<String>,
+    /// A TOML configuration file (see crates/server/src/config.rs and docs/server.md).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// off | epoch (default, with --data): COMMIT is answered once its epoch is durable.
+    #[arg(long)]
+    durability: Option<String>,
+    /// trust | scram (default: trust on a loopback address, scram elsewhere).
+    #[arg(long)]
+    auth: Option<String>,
+    /// Connections served at once.
+    #[arg(long)]
+    max_connections: Option<usize>,
+    /// Serve Prometheus metrics at http://ADDR/metrics.
+    #[arg(long)]
+    metrics_listen: Option<String>,
+    /// Event-loop threads (default: one per core).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Memory (MiB) mapped and faulted in at start for rows and index nodes.
+    #[arg(long, default_value_t = 0)]
+    reserve_memory_mib: usize,
+}
+
+pub fn run(args: ServeArgs) -> Result<(), String> {
+    let mut config = match &args.config {
+        Some(path) => ServerConfig::from_file(path)?,
+        None => ServerConfig::default(),
+    };
+    if let Some(listen) = args.listen {
+        config.listen = listen;
+    }
+    if let Some(auth) = &args.auth {
+        config.auth = Some(match auth.as_str() {
+            "trust" => AuthMethod::Trust,
+            "scram" => AuthMethod::Scram,
+            other => return Err(format!("--auth {other}: expected trust or scram")),
+        });
+    }
+    if let Some(max) = args.max_connections {
+        config.max_connections = max;
+    }
+    if let Some(listen) = args.metrics_listen {
+        config.metrics_listen = Some(listen);
+    }
+    if let Some(threads) = args.threads {
+        config.threads = threads;
+    }
+    let durability: Durability = match (&args.durability, &args.data) {
+        (Some(mode), _) => mode.parse()?,
+        (None, Some(_)) => Durability::Epoch,
+        (None, None) => Durability::Off,
+    };
+    if durability == Durability::Epoch && args.data.is_none() {
+        return Err("--durability epoch needs --data DIR".into());
+    }
+    let engine = Config {
+        data_dir: args.data.clone(),
+        durability,
+        reserved_memory_bytes: args.reserve_memory_mib << 20,
+        ..Config::default()
+    };
+    let db = SqlDb::open(engine)
+        .map_err(|error| format!("cannot open the database: {}", error.message))?;
+    if let Some(report) = db.database().recovery_report() {
+        tracing::info!(?report, "recovered");
+    }
+    let runtime = engram_server::runtime(config.threads).map_err(|e| e.to_string())?;
+    runtime.block_on(async move {
+        let server = Server::bind(db, config).await.map_err(|e| format!("cannot listen: {e}"))?;
+        let addr = server.local_addr();
+        println!(
+            "engram: listening on {addr} ({} authentication, durability {}, data {})",
+            match server.auth() {
+                AuthMethod::Trust => "trust",
+                AuthMethod::Scram => "SCRAM-SHA-256",
+            },
+            match durability {
+                Durability::Off => "off",
+                Durability::Epoch => "epoch",
+            },
+            args.data.as_ref().map_or_else(|| "in memory".to_string(), |d| d.display().to_string()),
+        );
+        println!("engram: connect with  psql -h {} -p {} -U postgres engram", addr.ip(), addr.port());
+        if let Some(metrics) = server.metrics_addr() {
+            println!("engram: metrics at http://{metrics}/metrics");
+        }
+        let (stop, shutdown) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            let mut terminate =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = async { match terminate.as_mut() { Some(s) => { s.recv().await; } None => std::future::pending().await } } => {}
+            }
+            tracing::info!("shutting down: rolling back open transactions, flushing the log");
+            let _ = stop.send(true);
+        });
+        server.run(shutdown, Duration::from_secs(10)).await;
+        Ok::<(), String>(())
+    })?;
+    // The database is dropped here: the loggers write and sync what was committed.
+    println!("engram: stopped");
+    Ok(())
+}

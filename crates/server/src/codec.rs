@@ -1,0 +1,89 @@
+//! Framing: pgwire's message decoder behind a size check, and its encoder.
+//!
+//! pgwire decodes a message only once all of it is buffered and accepts up to 1 GiB, so a
+//! client announcing a huge message would make the server buffer it; the length header is
+//! checked first against `max_message_bytes` (08P01, connection closed).
+
+use bytes::BytesMut;
+use pgwire::messages::{DecodeContext, PgWireBackendMessage, PgWireFrontendMessage};
+use std::io;
+use tokio_util::codec::{Decoder, Encoder};
+
+#[derive(Debug)]
+pub(crate) struct Codec {
+    pub(crate) context: DecodeContext,
+    max_message_bytes: usize,
+}
+
+impl Codec {
+    /// A codec for a connection past SSL negotiation, waiting for its startup message.
+    pub(crate) fn new(max_message_bytes: usize) -> Self {
+        let mut context = DecodeContext::default();
+        context.awaiting_frontend_ssl = false;
+        context.awaiting_frontend_startup = true;
+        Codec { context, max_message_bytes }
+    }
+
+    /// Startup is over: regular, typed messages follow.
+    pub(crate) fn started(&mut self) {
+        self.context.awaiting_frontend_startup = false;
+    }
+}
+
+/// A protocol violation: the client gets an error and the connection is closed.
+pub(crate) fn protocol_error(message: impl Into<String>) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, message.into())
+}
+
+impl Decoder for Codec {
+    type Item = PgWireFrontendMessage;
+    type Error = io::Error;
+
+    fn decode(&mut self, src: &mut BytesMut) -> io::Result<Option<PgWireFrontendMessage>> {
+        let header = if self.context.awaiting_frontend_startup { 0 } else { 1 };
+        if src.len() >= header + 4 {
+            let len = u32::from_be_bytes([
+                src[header],
+                src[header + 1],
+                src[header + 2],
+                src[header + 3],
+            ]) as usize;
+            if len < 4 {
+                return Err(protocol_error(format!("invalid message length {len}")));
+            }
+            if len > self.max_message_bytes {
+                return Err(protocol_error(format!(
+                    "message of {len} bytes exceeds the maximum of {} (max_message_bytes)",
+                    self.max_message_bytes
+                )));
+            }
+        }
+        PgWireFrontendMessage::decode(src, &self.context)
+            .map_err(|error| protocol_error(format!("invalid message: {error}")))
+    }
+}
+
+impl Encoder<PgWireBackendMessage> for Codec {
+    type Error = io::Error;
+
+    fn encode(&mut self, item: PgWireBackendMessage, dst: &mut BytesMut) -> io::Result<()> {
+        item.encode(dst).map_err(|error| io::Error::other(error.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn oversized_and_undersized_lengths_are_refused_before_buffering() {
+        let mut codec = Codec::new(1024);
+        codec.started();
+        let mut huge = BytesMut::from(&[b'Q', 0x10, 0, 0, 0][..]);
+        assert!(codec.decode(&mut huge).is_err());
+        let mut tiny = BytesMut::from(&[b'Q', 0, 0, 0, 2][..]);
+        assert!(codec.decode(&mut tiny).is_err());
+        let mut partial = BytesMut::from(&[b'Q', 0, 0, 0, 9, b's'][..]);
+        assert!(codec.decode(&mut partial).unwrap().is_none());
+    }
+}

@@ -1,0 +1,324 @@
+//! Engram's PostgreSQL wire-protocol server: psql, pgbench, sysbench and drivers talk to an
+//! Engram database as if it were PostgreSQL 15.
+//!
+//! ```text
+//! TcpListener --accept--> conn::serve (one tokio task per connection)
+//!    negotiate TLS (pgwire) -> auth::startup (trust / SCRAM) -> Session (engram-sql)
+//!    Query | Parse/Bind/Describe/Execute/Sync | COPY  ->  Session  ->  rows
+//!    replies buffered until Sync/Flush/end of query; commits acknowledged once durable
+//! ```
+//!
+//! pgwire provides the message types, their codec, TLS negotiation and SCRAM; the loop is
+//! Engram's own, because pgwire's handler loop flushes the socket after every message of the
+//! extended protocol (four system calls per prepared execution instead of one) and knows
+//! nothing of waiting for a durable epoch without blocking a thread.
+
+#![warn(missing_debug_implementations)]
+
+mod auth;
+mod codec;
+pub mod config;
+mod conn;
+pub mod metrics;
+mod wire;
+
+pub use config::{AuthMethod, ServerConfig, User};
+
+use engram_sql::SqlDb;
+use metrics::Metrics;
+use parking_lot::Mutex;
+use pgwire::api::auth::sasl::scram::ScramSecret;
+use pgwire::messages::startup::SecretKey;
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+/// What every connection shares.
+pub(crate) struct Shared {
+    pub(crate) db: Arc<SqlDb>,
+    pub(crate) config: ServerConfig,
+    pub(crate) auth: AuthMethod,
+    pub(crate) secrets: HashMap<String, ScramSecret>,
+    pub(crate) tls: Option<pgwire::tokio::TlsAcceptor>,
+    pub(crate) watcher: engram_engine::DurabilityWatcher,
+    pub(crate) metrics: Arc<Metrics>,
+    /// Cancel keys: process id -> (secret, the connection's cancel flag).
+    pub(crate) cancels: Mutex<HashMap<i32, (i32, Arc<AtomicBool>)>>,
+    pub(crate) next_pid: AtomicI32,
+}
+
+impl Shared {
+    /// A cancel request: flags the connection if the key matches (no reply, as in
+    /// PostgreSQL). COPY checks the flag between chunks; a statement runs in microseconds
+    /// to milliseconds and is not interrupted.
+    pub(crate) fn cancel(&self, pid: i32, secret: &SecretKey) {
+        let SecretKey::I32(secret) = secret else { return };
+        if let Some((expected, flag)) = self.cancels.lock().get(&pid)
+            && expected == secret
+        {
+            flag.store(true, Ordering::Relaxed);
+        }
+    }
+
+    fn gauges(&self) -> Vec<(&'static str, &'static str, f64)> {
+        let engine = self.db.database();
+        let global = engine.epochs().global().0;
+        let durable = self.watcher.durable().0;
+        let lag = if durable == u64::MAX { 0 } else { global.saturating_sub(durable) };
+        vec![
+            ("engram_epoch", "The global epoch.", global as f64),
+            ("engram_epoch_lag", "Epochs between the global and the durable epoch.", lag as f64),
+            ("engram_resident_bytes", "Resident memory of the process.", resident_bytes() as f64),
+        ]
+    }
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared").field("auth", &self.auth).finish()
+    }
+}
+
+fn resident_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|text| text.split_whitespace().nth(1).and_then(|pages| pages.parse::<u64>().ok()))
+        .map_or(0, |pages| pages * 4096)
+}
+
+fn tls_acceptor(config: &ServerConfig) -> io::Result<Option<pgwire::tokio::TlsAcceptor>> {
+    use pgwire::tokio::tokio_rustls::rustls;
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let (cert, key) = match (&config.tls_cert, &config.tls_key) {
+        (Some(cert), Some(key)) => (cert, key),
+        (None, None) => return Ok(None),
+        _ => return Err(io::Error::other("tls_cert and tls_key go together")),
+    };
+    let certs = CertificateDer::pem_file_iter(cert)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .map_err(|error| io::Error::other(format!("{}: {error}", cert.display())))?;
+    let key = PrivateKeyDer::from_pem_file(key)
+        .map_err(|error| io::Error::other(format!("{}: {error}", key.display())))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut server = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(io::Error::other)?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(io::Error::other)?;
+    server.alpn_protocols = vec![b"postgresql".to_vec()];
+    Ok(Some(pgwire::tokio::TlsAcceptor::from(Arc::new(server))))
+}
+
+/// Completes when `shutdown` turns true (or its sender is gone).
+pub(crate) async fn stopped(mut shutdown: watch::Receiver<bool>) {
+    let _ = shutdown.wait_for(|stop| *stop).await;
+}
+
+/// A running server (see [`Server::start`]).
+pub struct Server {
+    shared: Arc<Shared>,
+    listener: TcpListener,
+    metrics_listener: Option<TcpListener>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server").field("addr", &self.listener.local_addr().ok()).finish()
+    }
+}
+
+impl Server {
+    /// Binds the listeners (inside a tokio runtime) and prepares authentication and TLS.
+    pub async fn bind(db: Arc<SqlDb>, config: ServerConfig) -> io::Result<Server> {
+        let listener = TcpListener::bind(&config.listen).await?;
+        let addr = listener.local_addr()?;
+        let auth = config.auth_method(&addr);
+        let mut secrets = HashMap::new();
+        for user in &config.users {
+            secrets.insert(user.name.clone(), auth::secret(user).map_err(io::Error::other)?);
+        }
+        if auth == AuthMethod::Scram && secrets.is_empty() {
+            tracing::warn!("SCRAM authentication with no users configured: nobody can connect");
+        }
+        let metrics_listener = match &config.metrics_listen {
+            Some(listen) => Some(TcpListener::bind(listen).await?),
+            None => None,
+        };
+        let tls = tls_acceptor(&config)?;
+        let watcher = db.database().durability_watcher();
+        let shared = Arc::new(Shared {
+            db,
+            config,
+            auth,
+            secrets,
+            tls,
+            watcher,
+            metrics: Arc::new(Metrics::default()),
+            cancels: Mutex::new(HashMap::new()),
+            next_pid: AtomicI32::new(std::process::id() as i32 & 0x3fff_ffff),
+        });
+        Ok(Server { shared, listener, metrics_listener })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener.local_addr().expect("a bound listener has an address")
+    }
+
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_listener.as_ref().and_then(|l| l.local_addr().ok())
+    }
+
+    pub fn auth(&self) -> AuthMethod {
+        self.shared.auth
+    }
+
+    pub fn metrics(&self) -> Arc<Metrics> {
+        Arc::clone(&self.shared.metrics)
+    }
+
+    /// Serves until `shutdown` turns true; then stops accepting, tells every connection
+    /// (open transactions are rolled back) and waits up to `grace` for them to close.
+    pub async fn run(self, shutdown: watch::Receiver<bool>, grace: Duration) {
+        let Server { shared, listener, metrics_listener } = self;
+        if let Some(metrics) = metrics_listener {
+            tokio::spawn(serve_metrics(metrics, Arc::clone(&shared), shutdown.clone()));
+        }
+        let mut connections = JoinSet::new();
+        let stop = stopped(shutdown.clone());
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                () = &mut stop => break,
+                accepted = listener.accept() => match accepted {
+                    Ok((stream, _)) => {
+                        let _ = stream.set_nodelay(true);
+                        connections.spawn(conn::serve(stream, Arc::clone(&shared), shutdown.clone()));
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                },
+                Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            }
+        }
+        drop(listener);
+        let deadline = tokio::time::sleep(grace);
+        tokio::pin!(deadline);
+        loop {
+            tokio::select! {
+                _ = &mut deadline => {
+                    tracing::warn!(open = connections.len(), "connections still open at shutdown; closing them");
+                    connections.abort_all();
+                    break;
+                }
+                next = connections.join_next() => if next.is_none() { break },
+            }
+        }
+    }
+
+    /// Starts a server on its own runtime thread (tests, embedding). The handle stops it.
+    pub fn start(db: Arc<SqlDb>, config: ServerConfig) -> io::Result<ServerHandle> {
+        let runtime = runtime(config.threads)?;
+        let server = runtime.block_on(Server::bind(db, config))?;
+        let addr = server.local_addr();
+        let metrics_addr = server.metrics_addr();
+        let metrics = server.metrics();
+        let (stop, shutdown) = watch::channel(false);
+        let thread = std::thread::Builder::new().name("engram-server".into()).spawn(move || {
+            runtime.block_on(server.run(shutdown, Duration::from_secs(5)));
+        })?;
+        Ok(ServerHandle { addr, metrics_addr, metrics, stop, thread: Some(thread) })
+    }
+}
+
+/// The multi-threaded runtime a server runs on (`threads` 0: one per core).
+pub fn runtime(threads: usize) -> io::Result<tokio::runtime::Runtime> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if threads > 0 {
+        builder.worker_threads(threads);
+    }
+    builder.enable_all().thread_name("engram-net").build()
+}
+
+/// A server started with [`Server::start`]; stopping it (or dropping the handle) shuts it
+/// down gracefully.
+#[derive(Debug)]
+pub struct ServerHandle {
+    pub addr: SocketAddr,
+    pub metrics_addr: Option<SocketAddr>,
+    pub metrics: Arc<Metrics>,
+    stop: watch::Sender<bool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ServerHandle {
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        let _ = self.stop.send(true);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// A minimal HTTP/1.1 endpoint: `GET /metrics` answers the Prometheus text format.
+async fn serve_metrics(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    shutdown: watch::Receiver<bool>,
+) {
+    let stop = stopped(shutdown);
+    tokio::pin!(stop);
+    loop {
+        let accepted = tokio::select! {
+            () = &mut stop => return,
+            accepted = listener.accept() => accepted,
+        };
+        let Ok((mut stream, _)) = accepted else { continue };
+        let shared = Arc::clone(&shared);
+        tokio::spawn(async move {
+            let mut request = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") && request.len() < 8192 {
+                match tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf)).await {
+                    Ok(Ok(n)) if n > 0 => request.extend_from_slice(&buf[..n]),
+                    _ => return,
+                }
+            }
+            let line = String::from_utf8_lossy(&request);
+            let path = line.split_whitespace().nth(1).unwrap_or("");
+            let response = if line.starts_with("GET ")
+                && (path == "/metrics" || path.starts_with("/metrics?"))
+            {
+                let body = shared.metrics.render(&shared.gauges());
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                )
+            } else {
+                "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    .to_string()
+            };
+            let _ = stream.write_all(response.as_bytes()).await;
+        });
+    }
+}

@@ -1,0 +1,270 @@
+//! Values on the wire: PostgreSQL's text and binary formats for every Engram type, type OIDs
+//! and the sizes and modifiers a RowDescription carries.
+
+use bytes::{BufMut, BytesMut};
+use engram_sql::types::parse_text;
+use engram_sql::{Decimal, SqlError, SqlResult, Type, Value};
+
+/// Microseconds and days between the Unix epoch and PostgreSQL's (2000-01-01).
+const PG_EPOCH_MICROS: i64 = 946_684_800_000_000;
+const PG_EPOCH_DAYS: i32 = 10_957;
+
+/// The OID a result column reports (unknown literals are text, as in PostgreSQL).
+pub fn result_oid(ty: Type) -> u32 {
+    match ty {
+        Type::Unknown => Type::Text.oid(),
+        other => other.oid(),
+    }
+}
+
+/// `pg_type.typlen`: the width of fixed-size types, -1 for variable ones.
+pub fn type_size(ty: Type) -> i16 {
+    match ty {
+        Type::Bool => 1,
+        Type::Int2 => 2,
+        Type::Int4 | Type::Float4 | Type::Date => 4,
+        Type::Int8 | Type::Float8 | Type::Timestamp => 8,
+        _ => -1,
+    }
+}
+
+/// `atttypmod`: declared lengths and NUMERIC precision and scale, -1 when there are none.
+pub fn type_modifier(ty: Type) -> i32 {
+    match ty {
+        Type::Char(n) | Type::Varchar(n) if n > 0 => n as i32 + 4,
+        Type::Numeric { precision, scale } if precision > 0 => {
+            ((i32::from(precision) << 16) | i32::from(scale)) + 4
+        }
+        _ => -1,
+    }
+}
+
+/// The type a client's parameter OID names (0: let the statement decide).
+pub fn param_type(oid: u32) -> SqlResult<Type> {
+    Ok(match oid {
+        // bpchar without a length, name, and the types Engram reads as their nearest.
+        1042 | 19 => Type::Text,
+        1184 => Type::Timestamp,
+        26 => Type::Int8,
+        other => Type::from_oid(other).ok_or_else(|| {
+            SqlError::new("42704", format!("type with OID {other} is not supported"))
+        })?,
+    })
+}
+
+/// Appends one field of a DataRow: its length (-1 for NULL) and bytes.
+pub fn put_field(out: &mut BytesMut, value: &Value, ty: Type, binary: bool, text: &mut String) {
+    if value.is_null() {
+        out.put_i32(-1);
+        return;
+    }
+    let at = out.len();
+    out.put_i32(0);
+    if binary {
+        put_binary(out, value, ty);
+    } else {
+        text.clear();
+        value.write_text(ty, text);
+        out.put_slice(text.as_bytes());
+    }
+    let len = (out.len() - at - 4) as i32;
+    out[at..at + 4].copy_from_slice(&len.to_be_bytes());
+}
+
+fn put_binary(out: &mut BytesMut, value: &Value, ty: Type) {
+    match (value, ty) {
+        (Value::Bool(b), _) => out.put_u8(u8::from(*b)),
+        (Value::Int(i), Type::Int2) => out.put_i16(*i as i16),
+        (Value::Int(i), Type::Int4) => out.put_i32(*i as i32),
+        (Value::Int(i), Type::Numeric { .. }) => put_numeric(out, Decimal::from(*i)),
+        (Value::Int(i), Type::Float8) => out.put_f64(*i as f64),
+        (Value::Int(i), _) => out.put_i64(*i),
+        (Value::Float(f), Type::Float4) => out.put_f32(*f as f32),
+        (Value::Float(f), _) => out.put_f64(*f),
+        (Value::Numeric(d), _) => put_numeric(out, *d),
+        (Value::Text(_), _) => {
+            // Text's binary form is its text (CHAR(n) blank-padded like the text output).
+            let mut text = String::new();
+            value.write_text(ty, &mut text);
+            out.put_slice(text.as_bytes());
+        }
+        (Value::Bytes(b), _) => out.put_slice(b),
+        (Value::Date(d), _) => out.put_i32(d - PG_EPOCH_DAYS),
+        (Value::Timestamp(t), _) => out.put_i64(t - PG_EPOCH_MICROS),
+        (Value::Null, _) => {}
+    }
+}
+
+/// NUMERIC's binary form: digit count, weight (in base-10000 digits), sign, display scale,
+/// then the base-10000 digits.
+fn put_numeric(out: &mut BytesMut, value: Decimal) {
+    let scale = value.scale() as usize;
+    let digits = value.mantissa().unsigned_abs().to_string();
+    let (int_part, frac_part) = if digits.len() > scale {
+        digits.split_at(digits.len() - scale)
+    } else {
+        ("", digits.as_str())
+    };
+    let frac = format!("{}{}", "0".repeat(scale - frac_part.len()), frac_part);
+    let int_pad = (4 - int_part.len() % 4) % 4;
+    let int = format!("{}{}", "0".repeat(int_pad), int_part);
+    let frac_pad = (4 - frac.len() % 4) % 4;
+    let frac = format!("{}{}", frac, "0".repeat(frac_pad));
+    let group = |s: &str| -> Vec<i16> {
+        s.as_bytes()
+            .chunks(4)
+            .map(|chunk| std::str::from_utf8(chunk).unwrap_or("0").parse::<i16>().unwrap_or(0))
+            .collect()
+    };
+    let mut groups = group(&int);
+    let mut weight = groups.len() as i16 - 1;
+    groups.extend(group(&frac));
+    while groups.first() == Some(&0) {
+        groups.remove(0);
+        weight -= 1;
+    }
+    while groups.last() == Some(&0) {
+        groups.pop();
+    }
+    if groups.is_empty() {
+        weight = 0;
+    }
+    out.put_i16(groups.len() as i16);
+    out.put_i16(weight);
+    out.put_u16(if value.is_sign_negative() && !groups.is_empty() { 0x4000 } else { 0 });
+    out.put_u16(scale as u16);
+    for g in groups {
+        out.put_i16(g);
+    }
+}
+
+fn get_numeric(bytes: &[u8]) -> Option<Decimal> {
+    let read = |at: usize| bytes.get(at..at + 2).map(|b| i16::from_be_bytes([b[0], b[1]]));
+    let count = read(0)? as usize;
+    let weight = read(2)? as i64;
+    let sign = read(4)? as u16;
+    let scale = read(6)? as u16 as u32;
+    if sign == 0xC000 {
+        return None;
+    }
+    let mut value = Decimal::ZERO;
+    for i in 0..count {
+        let digit = read(8 + 2 * i)?;
+        if !(0..10_000).contains(&digit) {
+            return None;
+        }
+        let power = weight - i as i64;
+        let term = if power >= 0 {
+            let scaled = i128::from(digit).checked_mul(10i128.checked_pow(4 * power as u32)?)?;
+            Decimal::try_from_i128_with_scale(scaled, 0).ok()?
+        } else {
+            Decimal::try_from_i128_with_scale(i128::from(digit), (4 * -power) as u32).ok()?
+        };
+        value = value.checked_add(term)?;
+    }
+    if sign == 0x4000 {
+        value.set_sign_negative(true);
+    }
+    value.rescale(scale);
+    Some(value)
+}
+
+/// Decodes a Bind parameter (`None` is NULL) of type `ty` in text or binary format.
+pub fn decode_param(bytes: Option<&[u8]>, ty: Type, binary: bool) -> SqlResult<Value> {
+    let Some(bytes) = bytes else { return Ok(Value::Null) };
+    if !binary {
+        let text = std::str::from_utf8(bytes)
+            .map_err(|_| SqlError::new("22021", "invalid byte sequence for encoding \"UTF8\""))?;
+        return match ty {
+            Type::Unknown => Ok(Value::Text(text.to_string())),
+            ty => parse_text(text, ty),
+        };
+    }
+    let wrong = || {
+        SqlError::new(
+            "22P03",
+            format!("incorrect binary data format in bind parameter of type {}", ty.name()),
+        )
+    };
+    let fixed =
+        |n: usize| -> SqlResult<&[u8]> { if bytes.len() == n { Ok(bytes) } else { Err(wrong()) } };
+    Ok(match ty {
+        Type::Bool => Value::Bool(fixed(1)?[0] != 0),
+        Type::Int2 => {
+            Value::Int(i64::from(i16::from_be_bytes(fixed(2)?.try_into().map_err(|_| wrong())?)))
+        }
+        Type::Int4 => {
+            Value::Int(i64::from(i32::from_be_bytes(fixed(4)?.try_into().map_err(|_| wrong())?)))
+        }
+        Type::Int8 => Value::Int(i64::from_be_bytes(fixed(8)?.try_into().map_err(|_| wrong())?)),
+        Type::Float4 => {
+            Value::Float(f64::from(f32::from_be_bytes(fixed(4)?.try_into().map_err(|_| wrong())?)))
+        }
+        Type::Float8 => {
+            Value::Float(f64::from_be_bytes(fixed(8)?.try_into().map_err(|_| wrong())?))
+        }
+        Type::Numeric { .. } => Value::Numeric(get_numeric(bytes).ok_or_else(wrong)?),
+        Type::Date => Value::Date(
+            i32::from_be_bytes(fixed(4)?.try_into().map_err(|_| wrong())?) + PG_EPOCH_DAYS,
+        ),
+        Type::Timestamp => Value::Timestamp(
+            i64::from_be_bytes(fixed(8)?.try_into().map_err(|_| wrong())?) + PG_EPOCH_MICROS,
+        ),
+        Type::Bytea => Value::Bytes(bytes.to_vec()),
+        Type::Char(_) | Type::Varchar(_) | Type::Text | Type::Unknown => {
+            let text = std::str::from_utf8(bytes).map_err(|_| {
+                SqlError::new("22021", "invalid byte sequence for encoding \"UTF8\"")
+            })?;
+            match ty {
+                Type::Unknown | Type::Text => Value::Text(text.to_string()),
+                ty => parse_text(text, ty)?,
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn binary(value: &Value, ty: Type) -> Vec<u8> {
+        let mut out = BytesMut::new();
+        put_field(&mut out, value, ty, true, &mut String::new());
+        out[4..].to_vec()
+    }
+
+    #[test]
+    fn numeric_binary_round_trips() {
+        for text in
+            ["0", "1", "-1", "12345.6789", "0.0001", "-0.50", "10000", "99999999.99", "3.14159"]
+        {
+            let value: Decimal = text.parse().unwrap();
+            let bytes = binary(&Value::Numeric(value), Type::Numeric { precision: 0, scale: 0 });
+            let back = get_numeric(&bytes).unwrap();
+            assert_eq!(back, value, "{text}");
+            assert_eq!(back.to_string(), value.to_string(), "{text}: display scale kept");
+        }
+        // PostgreSQL's own encoding of 12345.6789: 3 digits, weight 1, scale 4: 1 2345 6789.
+        let bytes = binary(
+            &Value::Numeric("12345.6789".parse().unwrap()),
+            Type::Numeric { precision: 0, scale: 0 },
+        );
+        assert_eq!(bytes, vec![0, 3, 0, 1, 0, 0, 0, 4, 0, 1, 0x09, 0x29, 0x1a, 0x85]);
+    }
+
+    #[test]
+    fn params_decode_in_both_formats() {
+        let same = |a: Value, b: Value| a.compare(&b) == std::cmp::Ordering::Equal;
+        assert!(same(decode_param(Some(b"42"), Type::Int4, false).unwrap(), Value::Int(42)));
+        assert!(same(
+            decode_param(Some(&42i32.to_be_bytes()), Type::Int4, true).unwrap(),
+            Value::Int(42)
+        ));
+        assert!(decode_param(None, Type::Int4, true).unwrap().is_null());
+        assert_eq!(decode_param(Some(&[0, 1]), Type::Int4, true).unwrap_err().code, "22P03");
+        assert_eq!(decode_param(Some(b"x"), Type::Int4, false).unwrap_err().code, "22P02");
+        let ts = decode_param(Some(&0i64.to_be_bytes()), Type::Timestamp, true).unwrap();
+        assert!(same(ts.clone(), Value::Timestamp(PG_EPOCH_MICROS)));
+        assert_eq!(binary(&ts, Type::Timestamp), 0i64.to_be_bytes());
+    }
+}
