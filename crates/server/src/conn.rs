@@ -676,6 +676,15 @@ impl Connection {
         let Some(mut portal) = self.portals.remove(&name) else {
             return Ok(Err(SqlError::new("34000", format!("portal \"{name}\" does not exist"))));
         };
+        if let Statement::Copy(copy) = portal.prepared.statement() {
+            let copy = copy.clone();
+            self.portals.insert(name, portal);
+            if !self.copy_in(&copy).await? {
+                // The error is sent; the rest of the pipeline is skipped up to Sync.
+                self.skip_until_sync = true;
+            }
+            return Ok(Ok(()));
+        }
         if portal.pending.is_none() {
             self.cancel.store(false, std::sync::atomic::Ordering::Relaxed);
             let started = Instant::now();

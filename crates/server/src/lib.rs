@@ -228,15 +228,36 @@ impl Server {
 
     /// Starts a server on its own runtime thread (tests, embedding). The handle stops it.
     pub fn start(db: Arc<SqlDb>, config: ServerConfig) -> io::Result<ServerHandle> {
-        let runtime = runtime(config.threads)?;
-        let server = runtime.block_on(Server::bind(db, config))?;
-        let addr = server.local_addr();
-        let metrics_addr = server.metrics_addr();
-        let metrics = server.metrics();
+        // The runtime is built and entered on the server's own thread, so that this works
+        // from inside another runtime too.
         let (stop, shutdown) = watch::channel(false);
+        let (bound_tx, bound_rx) = std::sync::mpsc::channel();
         let thread = std::thread::Builder::new().name("engram-server".into()).spawn(move || {
-            runtime.block_on(server.run(shutdown, Duration::from_secs(5)));
+            let runtime = match runtime(config.threads) {
+                Ok(runtime) => runtime,
+                Err(error) => {
+                    let _ = bound_tx.send(Err(error));
+                    return;
+                }
+            };
+            runtime.block_on(async move {
+                match Server::bind(db, config).await {
+                    Ok(server) => {
+                        let _ = bound_tx.send(Ok((
+                            server.local_addr(),
+                            server.metrics_addr(),
+                            server.metrics(),
+                        )));
+                        server.run(shutdown, Duration::from_secs(5)).await;
+                    }
+                    Err(error) => {
+                        let _ = bound_tx.send(Err(error));
+                    }
+                }
+            });
         })?;
+        let (addr, metrics_addr, metrics) =
+            bound_rx.recv().map_err(|_| io::Error::other("the server thread ended at start"))??;
         Ok(ServerHandle { addr, metrics_addr, metrics, stop, thread: Some(thread) })
     }
 }

@@ -1,0 +1,352 @@
+//! The server with a real driver (tokio-postgres) and with raw sockets: prepared statements
+//! without parameter types, binary results, transactions, serialization failures and retry,
+//! COPY, portals with row limits, errors with SQLSTATEs, limits, authentication, clients that
+//! send garbage or vanish, and many connections at once.
+
+use engram_engine::{Config, Durability};
+use engram_server::{AuthMethod, Server, ServerConfig, ServerHandle, User};
+use engram_sql::SqlDb;
+use futures::SinkExt;
+use std::io::{Read, Write};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::Type;
+use tokio_postgres::{Client, NoTls};
+
+fn start(config: ServerConfig) -> (ServerHandle, Arc<SqlDb>) {
+    let db = SqlDb::open(Config { durability: Durability::Off, ..Config::default() }).unwrap();
+    let config = ServerConfig { listen: "127.0.0.1:0".into(), threads: 2, ..config };
+    (Server::start(Arc::clone(&db), config).unwrap(), db)
+}
+
+async fn connect_as(
+    server: &ServerHandle,
+    user: &str,
+    password: Option<&str>,
+) -> Result<Client, tokio_postgres::Error> {
+    let mut config = tokio_postgres::Config::new();
+    config.host("127.0.0.1").port(server.addr.port()).user(user).dbname("engram");
+    if let Some(password) = password {
+        config.password(password);
+    }
+    let (client, connection) = config.connect(NoTls).await?;
+    tokio::spawn(connection);
+    Ok(client)
+}
+
+async fn connect(server: &ServerHandle) -> Client {
+    connect_as(server, "postgres", None).await.unwrap()
+}
+
+fn code(error: &tokio_postgres::Error) -> String {
+    error.code().map_or_else(|| format!("no SQLSTATE: {error}"), |c| c.code().to_string())
+}
+
+#[tokio::test]
+async fn prepared_statements_infer_types_and_return_binary_rows() {
+    let (server, _db) = start(ServerConfig::default());
+    let client = connect(&server).await;
+    client
+        .batch_execute("CREATE TABLE t (id INT PRIMARY KEY, name VARCHAR(20), score FLOAT8, big BIGINT, ok BOOLEAN)")
+        .await
+        .unwrap();
+    let insert = client.prepare("INSERT INTO t VALUES ($1, $2, $3, $4, $5)").await.unwrap();
+    assert_eq!(insert.params(), &[Type::INT4, Type::VARCHAR, Type::FLOAT8, Type::INT8, Type::BOOL]);
+    for i in 0..10i32 {
+        let n = client
+            .execute(
+                &insert,
+                &[
+                    &i,
+                    &format!("n{i}"),
+                    &(f64::from(i) / 2.0),
+                    &(i64::from(i) << 40),
+                    &(i % 2 == 0),
+                ],
+            )
+            .await
+            .unwrap();
+        assert_eq!(n, 1);
+    }
+    let select = client
+        .prepare("SELECT id, name, score, big, ok FROM t WHERE id >= $1 ORDER BY id")
+        .await
+        .unwrap();
+    assert_eq!(select.params(), &[Type::INT4]);
+    let types: Vec<Type> = select.columns().iter().map(|c| c.type_().clone()).collect();
+    assert_eq!(types, vec![Type::INT4, Type::VARCHAR, Type::FLOAT8, Type::INT8, Type::BOOL]);
+    let rows = client.query(&select, &[&7i32]).await.unwrap();
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[0].get::<_, i32>(0), 7);
+    assert_eq!(rows[0].get::<_, &str>(1), "n7");
+    assert_eq!(rows[0].get::<_, f64>(2), 3.5);
+    assert_eq!(rows[2].get::<_, i64>(3), 9i64 << 40);
+    assert!(!rows[2].get::<_, bool>(4));
+    // NULLs both ways, and text-format simple queries.
+    client
+        .execute("UPDATE t SET name = $1 WHERE id = $2", &[&None::<String>, &1i32])
+        .await
+        .unwrap();
+    let row = client.query_one("SELECT name FROM t WHERE id = 1", &[]).await.unwrap();
+    assert_eq!(row.get::<_, Option<&str>>(0), None);
+    let messages = client.simple_query("SELECT count(*) FROM t; SELECT 1 + 1").await.unwrap();
+    let values: Vec<String> = messages
+        .iter()
+        .filter_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_string),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(values, vec!["10".to_string(), "2".to_string()]);
+}
+
+#[tokio::test]
+async fn transactions_commit_roll_back_and_fail() {
+    let (server, _db) = start(ServerConfig::default());
+    let mut client = connect(&server).await;
+    client.batch_execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)").await.unwrap();
+    let txn = client.transaction().await.unwrap();
+    txn.execute("INSERT INTO t VALUES (1, 1)", &[]).await.unwrap();
+    txn.commit().await.unwrap();
+    let txn = client.transaction().await.unwrap();
+    txn.execute("INSERT INTO t VALUES (2, 2)", &[]).await.unwrap();
+    txn.rollback().await.unwrap();
+    let count: i64 = client.query_one("SELECT count(*) FROM t", &[]).await.unwrap().get(0);
+    assert_eq!(count, 1);
+    // An error fails the block: 25P02 until ROLLBACK.
+    client.batch_execute("BEGIN").await.unwrap();
+    let error = client.execute("INSERT INTO t VALUES (1, 9)", &[]).await.unwrap_err();
+    assert_eq!(code(&error), "23505");
+    let error = client.query("SELECT 1", &[]).await.unwrap_err();
+    assert_eq!(code(&error), "25P02");
+    client.batch_execute("ROLLBACK").await.unwrap();
+    // Errors carry PostgreSQL's codes.
+    for (sql, expected) in [
+        ("SELEC 1", "42601"),
+        ("SELECT * FROM nowhere", "42P01"),
+        ("SELECT nope FROM t", "42703"),
+        ("SELECT 1/0", "22012"),
+        ("INSERT INTO t VALUES (3, 'x')", "22P02"),
+    ] {
+        let error = client.query(sql, &[]).await.unwrap_err();
+        assert_eq!(code(&error), expected, "{sql}");
+    }
+    assert_eq!(client.query_one("SELECT 1", &[]).await.unwrap().get::<_, i32>(0), 1);
+}
+
+#[tokio::test]
+async fn serialization_failures_are_40001_and_a_retry_succeeds() {
+    let (server, _db) = start(ServerConfig::default());
+    let a = connect(&server).await;
+    let b = connect(&server).await;
+    a.batch_execute("CREATE TABLE c (id INT PRIMARY KEY, n INT); INSERT INTO c VALUES (1, 0)")
+        .await
+        .unwrap();
+    for client in [&a, &b] {
+        client.batch_execute("BEGIN ISOLATION LEVEL SERIALIZABLE").await.unwrap();
+        let n: i32 = client.query_one("SELECT n FROM c WHERE id = 1", &[]).await.unwrap().get(0);
+        assert_eq!(n, 0);
+    }
+    a.execute("UPDATE c SET n = 1 WHERE id = 1", &[]).await.unwrap();
+    b.execute("UPDATE c SET n = 2 WHERE id = 1", &[]).await.unwrap();
+    a.batch_execute("COMMIT").await.unwrap();
+    let error = b.batch_execute("COMMIT").await.unwrap_err();
+    assert_eq!(error.code(), Some(&SqlState::T_R_SERIALIZATION_FAILURE), "{error}");
+    // The retry sees the first commit.
+    b.batch_execute("BEGIN ISOLATION LEVEL SERIALIZABLE").await.unwrap();
+    let n: i32 = b.query_one("SELECT n FROM c WHERE id = 1", &[]).await.unwrap().get(0);
+    b.execute("UPDATE c SET n = $1 WHERE id = 1", &[&(n + 10)]).await.unwrap();
+    b.batch_execute("COMMIT").await.unwrap();
+    let n: i32 = a.query_one("SELECT n FROM c WHERE id = 1", &[]).await.unwrap().get(0);
+    assert_eq!(n, 11);
+}
+
+#[tokio::test]
+async fn copy_in_and_portals_with_row_limits() {
+    let (server, _db) = start(ServerConfig::default());
+    let mut client = connect(&server).await;
+    client.batch_execute("CREATE TABLE t (id INT PRIMARY KEY, name TEXT)").await.unwrap();
+    let sink = client.copy_in("COPY t FROM STDIN").await.unwrap();
+    futures::pin_mut!(sink);
+    let mut data = String::new();
+    for i in 0..1000 {
+        data.push_str(&format!("{i}\tname {i}\n"));
+    }
+    for chunk in data.as_bytes().chunks(777) {
+        sink.send(bytes::Bytes::copy_from_slice(chunk)).await.unwrap();
+    }
+    assert_eq!(sink.finish().await.unwrap(), 1000);
+    // A bad COPY changes nothing.
+    let sink = client.copy_in("COPY t FROM STDIN").await.unwrap();
+    futures::pin_mut!(sink);
+    sink.send(bytes::Bytes::from_static(b"5000\tok\nnot a number\tx\n")).await.unwrap();
+    assert_eq!(code(&sink.finish().await.unwrap_err()), "22P02");
+    let count: i64 = client.query_one("SELECT count(*) FROM t", &[]).await.unwrap().get(0);
+    assert_eq!(count, 1000);
+    // A portal read 300 rows at a time (Execute with a row limit, PortalSuspended).
+    let txn = client.transaction().await.unwrap();
+    let statement = txn.prepare("SELECT id FROM t ORDER BY id").await.unwrap();
+    let portal = txn.bind(&statement, &[]).await.unwrap();
+    let mut seen = Vec::new();
+    loop {
+        let rows = txn.query_portal(&portal, 300).await.unwrap();
+        if rows.is_empty() {
+            break;
+        }
+        assert!(rows.len() <= 300);
+        seen.extend(rows.iter().map(|r| r.get::<_, i32>(0)));
+    }
+    txn.commit().await.unwrap();
+    assert_eq!(seen, (0..1000).collect::<Vec<i32>>());
+}
+
+fn raw_connect(server: &ServerHandle) -> std::net::TcpStream {
+    let stream = std::net::TcpStream::connect(server.addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    stream
+}
+
+fn startup_packet(user: &str) -> Vec<u8> {
+    let mut body = Vec::new();
+    body.extend_from_slice(&196_608i32.to_be_bytes());
+    for (k, v) in [("user", user), ("database", "engram")] {
+        body.extend_from_slice(k.as_bytes());
+        body.push(0);
+        body.extend_from_slice(v.as_bytes());
+        body.push(0);
+    }
+    body.push(0);
+    let mut packet = ((body.len() + 4) as i32).to_be_bytes().to_vec();
+    packet.extend_from_slice(&body);
+    packet
+}
+
+/// Reads until the server closes the connection (or 10 s pass); returns what it sent.
+fn read_to_close(mut stream: std::net::TcpStream) -> Vec<u8> {
+    let mut all = Vec::new();
+    let _ = stream.read_to_end(&mut all);
+    all
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_and_vanishing_clients_leave_the_server_serving() {
+    let (server, _db) =
+        start(ServerConfig { max_message_bytes: 1 << 20, ..ServerConfig::default() });
+    let client = connect(&server).await;
+    client.batch_execute("CREATE TABLE t (id INT PRIMARY KEY)").await.unwrap();
+    // Garbage instead of a startup packet; a startup then an unknown message type; a message
+    // longer than max_message_bytes; a truncated message then silence; a client that leaves
+    // mid-transaction.
+    let cases: Vec<Vec<u8>> = vec![
+        b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+        [startup_packet("postgres"), b"\xff\x00\x00\x00\x08abcd".to_vec()].concat(),
+        [startup_packet("postgres"), vec![b'Q', 0x7f, 0, 0, 0]].concat(),
+        [startup_packet("postgres"), b"P\x00\x00\x00\x10\x00select".to_vec()].concat(),
+        [startup_packet("postgres"), b"Q\x00\x00\x00\x05\x00".to_vec()].concat(),
+        (0..=255u8).cycle().take(70_000).collect(),
+    ];
+    for (i, bytes) in cases.into_iter().enumerate() {
+        let mut stream = raw_connect(&server);
+        stream.write_all(&bytes).unwrap();
+        if i == 3 {
+            // A half message and then gone.
+            drop(stream);
+            continue;
+        }
+        let _ = stream.shutdown(std::net::Shutdown::Write);
+        let _ = read_to_close(stream);
+    }
+    {
+        let vanishing = connect(&server).await;
+        vanishing.batch_execute("BEGIN; INSERT INTO t VALUES (1)").await.unwrap();
+        drop(vanishing);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let count: i64 = client.query_one("SELECT count(*) FROM t", &[]).await.unwrap().get(0);
+    assert_eq!(count, 0, "the vanished client's transaction was rolled back");
+    client.execute("INSERT INTO t VALUES (1)", &[]).await.unwrap();
+    assert_eq!(server.metrics.connections_open(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hundred_connections_at_once_and_the_limit() {
+    let (server, _db) = start(ServerConfig::default());
+    let setup = connect(&server).await;
+    setup.batch_execute("CREATE TABLE t (id INT PRIMARY KEY, who INT)").await.unwrap();
+    let server = Arc::new(server);
+    let mut tasks = Vec::new();
+    for i in 0..200i32 {
+        let server = Arc::clone(&server);
+        tasks.push(tokio::spawn(async move {
+            let client = connect(&server).await;
+            client.execute("INSERT INTO t VALUES ($1, $1)", &[&i]).await.unwrap();
+            // Hold every connection open until all have inserted.
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let row = client.query_one("SELECT who FROM t WHERE id = $1", &[&i]).await.unwrap();
+            row.get::<_, i32>(0)
+        }));
+    }
+    for (i, task) in tasks.into_iter().enumerate() {
+        assert_eq!(task.await.unwrap(), i as i32);
+    }
+    let count: i64 = setup.query_one("SELECT count(*) FROM t", &[]).await.unwrap().get(0);
+    assert_eq!(count, 200);
+
+    let (limited, _db) = start(ServerConfig { max_connections: 2, ..ServerConfig::default() });
+    let _one = connect(&limited).await;
+    let _two = connect(&limited).await;
+    let refused = connect_as(&limited, "postgres", None).await.unwrap_err();
+    assert_eq!(code(&refused), "53300");
+}
+
+#[tokio::test]
+async fn scram_authentication() {
+    let users =
+        vec![User { name: "app".into(), password: Some("s3cret".into()), scram_verifier: None }];
+    let (server, _db) =
+        start(ServerConfig { auth: Some(AuthMethod::Scram), users, ..ServerConfig::default() });
+    let client = connect_as(&server, "app", Some("s3cret")).await.unwrap();
+    assert_eq!(client.query_one("SELECT 1", &[]).await.unwrap().get::<_, i32>(0), 1);
+    let wrong = connect_as(&server, "app", Some("guess")).await.unwrap_err();
+    assert_eq!(code(&wrong), "28P01");
+    let unknown = connect_as(&server, "nobody", Some("s3cret")).await.unwrap_err();
+    assert_eq!(code(&unknown), "28P01");
+}
+
+#[tokio::test]
+async fn commits_are_answered_only_once_durable() {
+    let dir = std::env::temp_dir().join(format!("engram-server-durable-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let db = SqlDb::open(Config {
+        data_dir: Some(dir.clone()),
+        durability: Durability::Epoch,
+        ..Config::default()
+    })
+    .unwrap();
+    let server = Server::start(
+        Arc::clone(&db),
+        ServerConfig { listen: "127.0.0.1:0".into(), threads: 2, ..ServerConfig::default() },
+    )
+    .unwrap();
+    let client = connect(&server).await;
+    client.batch_execute("CREATE TABLE t (id INT PRIMARY KEY)").await.unwrap();
+    let engine = Arc::clone(db.database());
+    for i in 0..5i32 {
+        // The commit's epoch is at least the global epoch read before it was sent.
+        let before = engine.epochs().global();
+        client.execute("INSERT INTO t VALUES ($1)", &[&i]).await.unwrap();
+        assert!(engine.durable_epoch() >= before, "answered before epoch {before:?} was durable");
+        let before = engine.epochs().global();
+        client
+            .batch_execute(&format!("BEGIN; INSERT INTO t VALUES ({}); COMMIT", 100 + i))
+            .await
+            .unwrap();
+        assert!(engine.durable_epoch() >= before);
+    }
+    drop(client);
+    server.stop();
+    drop(engine);
+    drop(db);
+    let _ = std::fs::remove_dir_all(&dir);
+}
