@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Engram's test suite: what CI runs (through .ci/run) and what to run before a commit.
-# Needs only a Rust toolchain (1.95); every crate comes from crates.io.
+# Needs a Rust toolchain (1.95) and crates.io; the client tests install postgresql-client
+# (psql, pgbench) with apt-get when it is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,5 +20,9 @@ cargo test --workspace --locked
 
 echo "== randomized-schedule tests of the latch and epochs (shuttle)"
 cargo test --locked -p engram-engine --features shuttle --test shuttle_sync
+
+echo "== real clients against engram serve (psql, pgbench, psycopg and sysbench when present)"
+cargo build --locked -p engram-cli
+scripts/client-tests.sh target/debug/engram
 
 echo "== all tests passed"

@@ -34,6 +34,11 @@ pub struct ServeArgs {
     /// Event-loop threads (default: one per core).
     #[arg(long)]
     threads: Option<usize>,
+    /// Epoch interval in milliseconds: group commit waits for the epoch to end, so this is
+    /// the floor of commit latency with durability on (Silo used 40 ms for batch throughput;
+    /// a server answering interactive clients wants a short one).
+    #[arg(long, default_value_t = 2)]
+    epoch_ms: u64,
     /// Memory (MiB) mapped and faulted in at start for rows and index nodes.
     #[arg(long, default_value_t = 0)]
     reserve_memory_mib: usize,
@@ -71,10 +76,18 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
     if durability == Durability::Epoch && args.data.is_none() {
         return Err("--durability epoch needs --data DIR".into());
     }
+    if args.epoch_ms == 0 {
+        return Err("--epoch-ms must be at least 1".into());
+    }
+    // Snapshots stay about a second apart and idle transactions are given up after about
+    // ten seconds, whatever the epoch length.
     let engine = Config {
         data_dir: args.data.clone(),
         durability,
         reserved_memory_bytes: args.reserve_memory_mib << 20,
+        epoch_interval_ms: args.epoch_ms,
+        snapshot_interval_epochs: (1000 / args.epoch_ms).max(1),
+        idle_transaction_epochs_max: (10_000 / args.epoch_ms).max(2),
         ..Config::default()
     };
     let db = SqlDb::open(engine)

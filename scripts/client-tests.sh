@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Real PostgreSQL clients against `engram serve`: psql (golden output), pgbench (initialise,
+# then the TPC-B-like script in simple, extended and prepared mode, then pgbench's balance
+# invariants, then a restart that must keep every committed transaction), psycopg and
+# sysbench when present. Installs psql/pgbench (postgresql-client) when missing and allowed.
+# Usage: scripts/client-tests.sh [path/to/engram]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+engram=${1:-target/debug/engram}
+[ -x "$engram" ] || cargo build --locked -p engram-cli
+if ! command -v pgbench >/dev/null || ! command -v psql >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "== installing postgresql-client (psql, pgbench)"
+    apt-get install -y -q postgresql-client >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q postgresql-client >/dev/null; }
+  else
+    echo "== client tests skipped: psql/pgbench missing and cannot be installed" >&2
+    exit 1
+  fi
+fi
+work=$(mktemp -d)
+port=$((20000 + RANDOM % 20000))
+server_pid=
+cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+start() {
+  "$engram" serve --data "$work/data" --listen "127.0.0.1:$port" >"$work/server.log" 2>&1 &
+  server_pid=$!
+  for _ in $(seq 100); do
+    pg_isready -q -h 127.0.0.1 -p "$port" && return 0
+    sleep 0.1
+  done
+  cat "$work/server.log"; exit 1
+}
+stop() {
+  kill -TERM "$server_pid"; wait "$server_pid" || { echo "server exited with $?"; cat "$work/server.log"; exit 1; }
+  server_pid=
+}
+export PGHOST=127.0.0.1 PGPORT=$port PGUSER=postgres PGDATABASE=engram
+start
+
+echo "== psql"
+(cd tests/clients && psql -X -q -A -f basic.sql 2>&1 | sed 's/^psql:basic.sql:[0-9]*: //') >"$work/basic.out"
+diff -u tests/clients/basic.out "$work/basic.out"
+
+echo "== pgbench -i, then simple / extended / prepared"
+pgbench -i -s 2 -q 2>&1 | tail -1
+for mode in simple extended prepared; do
+  pgbench -n -c 4 -j 2 -T 3 -M "$mode" --max-tries=1000 2>&1 | grep -E "^(tps|number of failed)" | tr '\n' ' '
+  echo "($mode)"
+  pgbench -n -c 1 -T 1 -M "$mode" 2>&1 | grep -q "number of failed transactions: 0" || { echo "failures with one client in $mode mode"; exit 1; }
+done
+invariants() {
+  psql -X -A -t -c "SELECT (SELECT sum(abalance) FROM pgbench_accounts) = (SELECT coalesce(sum(delta), 0) FROM pgbench_history)
+    AND (SELECT sum(tbalance) FROM pgbench_tellers) = (SELECT coalesce(sum(delta), 0) FROM pgbench_history)
+    AND (SELECT sum(bbalance) FROM pgbench_branches) = (SELECT coalesce(sum(delta), 0) FROM pgbench_history)"
+}
+[ "$(invariants)" = t ] || { echo "pgbench balances do not add up"; exit 1; }
+history=$(psql -X -A -t -c "SELECT count(*) FROM pgbench_history")
+pgbench -n -S -c 4 -j 2 -T 2 -M prepared 2>&1 | grep -E "^tps"
+
+if python3 -c "import psycopg" 2>/dev/null; then
+  echo "== psycopg"
+  python3 tests/clients/psycopg_smoke.py
+else
+  echo "== psycopg not installed: skipped (pip install 'psycopg[binary]')"
+fi
+
+echo "== restart: every committed transaction is back"
+stop
+start
+[ "$(psql -X -A -t -c "SELECT count(*) FROM pgbench_history")" = "$history" ] || { echo "history lost rows"; exit 1; }
+[ "$(invariants)" = t ] || { echo "balances do not add up after restart"; exit 1; }
+
+if command -v sysbench >/dev/null; then
+  echo "== sysbench oltp_read_write (pgsql driver)"
+  sb="sysbench --db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port=$port --pgsql-user=postgres --pgsql-db=engram --tables=2 --table-size=1000"
+  $sb oltp_read_write prepare >/dev/null
+  $sb oltp_read_write --threads=2 --time=3 --db-ps-mode=auto run | grep -E "transactions:|ignored errors:"
+  $sb oltp_read_write cleanup >/dev/null
+else
+  echo "== sysbench not installed: skipped (apt-get install sysbench)"
+fi
+stop
+echo "== client tests passed"
