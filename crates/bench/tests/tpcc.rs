@@ -9,6 +9,7 @@ use engram_bench::tpcc::spec::{
 };
 use engram_bench::tpcc::sql::SqlTpcc;
 use engram_bench::tpcc::sqlite::SqliteTpcc;
+use engram_bench::tpcc::wire::WireTpcc;
 use engram_bench::tpcc::{self, Kind, Mix, Options, TpccDb, Warehouses};
 use rand::{RngExt, SeedableRng, rngs::SmallRng};
 use std::time::Duration;
@@ -35,6 +36,24 @@ fn sqlite(warehouses: u16) -> SqliteTpcc {
 
 fn sql(warehouses: u16) -> SqlTpcc {
     loaded(SqlTpcc::open(ReadOnlyLevels::Serializable, 0, Default::default()).unwrap(), warehouses)
+}
+
+/// An in-process `engram serve` (durability off) and the TPC-C adapter over the wire to it.
+fn wire(warehouses: u16) -> (WireTpcc, engram_server::ServerHandle) {
+    let db = engram_sql::SqlDb::open(engram_engine::Config {
+        durability: engram_engine::Durability::Off,
+        ..engram_engine::Config::default()
+    })
+    .unwrap();
+    let config = engram_server::ServerConfig {
+        listen: "127.0.0.1:0".into(),
+        threads: 2,
+        ..engram_server::ServerConfig::default()
+    };
+    let server = engram_server::Server::start(db, config).unwrap();
+    let url = format!("postgres://postgres@127.0.0.1:{}/engram", server.addr.port());
+    let tpcc = WireTpcc::new(&url, ReadOnlyLevels::Serializable).unwrap();
+    (loaded(tpcc, warehouses), server)
 }
 
 /// The effects of each transaction, checked through the facts and the other transactions.
@@ -229,6 +248,18 @@ fn engram_and_sqlite_agree_transaction_by_transaction() {
 #[test]
 fn stored_procedures_and_sql_agree_transaction_by_transaction() {
     agree(engram(2), sql(2));
+}
+
+#[test]
+fn transaction_effects_over_the_wire() {
+    let (tpcc, _server) = wire(1);
+    effects(tpcc);
+}
+
+#[test]
+fn stored_procedures_and_the_wire_agree_transaction_by_transaction() {
+    let (tpcc, _server) = wire(2);
+    agree(engram(2), tpcc);
 }
 
 fn concurrent_run<D: TpccDb>(open: impl FnMut() -> Result<D, String>) {

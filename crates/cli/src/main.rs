@@ -8,7 +8,7 @@ use engram_engine::Durability;
 mod crash;
 mod serve;
 use engram_bench::db::Either;
-use engram_bench::tpcc::{self, spec::Scale, sql::SqlTpcc, sqlite::SqliteTpcc};
+use engram_bench::tpcc::{self, spec::Scale, sql::SqlTpcc, sqlite::SqliteTpcc, wire::WireTpcc};
 use engram_bench::{index, plot, ycsb};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -164,7 +164,8 @@ struct TpccArgs {
     /// Run Wu et al.'s StockScan (scan STOCK, count items per warehouse) on one extra thread.
     #[arg(long)]
     stock_scan: bool,
-    /// engram (stored procedures) | engram-sql (prepared SQL in process) | sqlite, or two of
+    /// engram (stored procedures) | engram-sql (prepared SQL in process) | sqlite |
+    /// postgres://user@host:port/db (the SQL over the wire, to engram serve or PostgreSQL), or two of
     /// them separated by a comma, measured in alternating rounds of one run.
     #[arg(long, default_value = "engram")]
     db: String,
@@ -560,6 +561,13 @@ fn tpcc_command(args: TpccArgs) -> Result<(), String> {
             tpcc::run(open, &options, &thread_counts, args.rounds, layout)?
         }
         ["sqlite"] => tpcc::run(SqliteTpcc::create, &options, &thread_counts, args.rounds, layout)?,
+        [url] if is_url(url) => tpcc::run(
+            || WireTpcc::new(url, read_only),
+            &options,
+            &thread_counts,
+            args.rounds,
+            layout,
+        )?,
         [first, second] => {
             let [threads] = thread_counts[..] else {
                 return Err("compare two databases at one thread count".into());
@@ -585,7 +593,12 @@ fn tpcc_command(args: TpccArgs) -> Result<(), String> {
                             reserve_mib << 20,
                             persistence()?,
                         )?)),
-                        "sqlite" => Either::Second(Either::Second(SqliteTpcc::create()?)),
+                        "sqlite" => {
+                            Either::Second(Either::Second(Either::First(SqliteTpcc::create()?)))
+                        }
+                        url if is_url(url) => Either::Second(Either::Second(Either::Second(
+                            WireTpcc::new(url, read_only)?,
+                        ))),
                         other => return Err(unknown_tpcc_db(other)),
                     })
                 })
@@ -642,7 +655,12 @@ fn database_names(databases: usize) -> impl FnMut() -> Option<String> {
 }
 
 fn unknown_tpcc_db(name: &str) -> String {
-    format!("unknown database {name:?}: use engram, engram-sql or sqlite")
+    format!("unknown database {name:?}: use engram, engram-sql, sqlite or a postgres:// URL")
+}
+
+/// A PostgreSQL connection string (`postgres://` or `postgresql://`): TPC-C over the wire.
+fn is_url(name: &str) -> bool {
+    name.starts_with("postgres://") || name.starts_with("postgresql://")
 }
 
 fn plot_command(args: PlotArgs) -> Result<(), String> {

@@ -2,7 +2,7 @@
 //! and the sizes and modifiers a RowDescription carries.
 
 use bytes::{BufMut, BytesMut};
-use engram_sql::types::parse_text;
+use engram_sql::types::{numeric_from_binary, numeric_to_binary, parse_text};
 use engram_sql::{Decimal, SqlError, SqlResult, Type, Value};
 
 /// Microseconds and days between the Unix epoch and PostgreSQL's (2000-01-01).
@@ -71,6 +71,12 @@ pub fn put_field(out: &mut BytesMut, value: &Value, ty: Type, binary: bool, text
     out[at..at + 4].copy_from_slice(&len.to_be_bytes());
 }
 
+fn put_numeric(out: &mut BytesMut, value: Decimal) {
+    let mut bytes = Vec::with_capacity(16);
+    numeric_to_binary(value, &mut bytes);
+    out.put_slice(&bytes);
+}
+
 fn put_binary(out: &mut BytesMut, value: &Value, ty: Type) {
     match (value, ty) {
         (Value::Bool(b), _) => out.put_u8(u8::from(*b)),
@@ -93,80 +99,6 @@ fn put_binary(out: &mut BytesMut, value: &Value, ty: Type) {
         (Value::Timestamp(t), _) => out.put_i64(t - PG_EPOCH_MICROS),
         (Value::Null, _) => {}
     }
-}
-
-/// NUMERIC's binary form: digit count, weight (in base-10000 digits), sign, display scale,
-/// then the base-10000 digits.
-fn put_numeric(out: &mut BytesMut, value: Decimal) {
-    let scale = value.scale() as usize;
-    let digits = value.mantissa().unsigned_abs().to_string();
-    let (int_part, frac_part) = if digits.len() > scale {
-        digits.split_at(digits.len() - scale)
-    } else {
-        ("", digits.as_str())
-    };
-    let frac = format!("{}{}", "0".repeat(scale - frac_part.len()), frac_part);
-    let int_pad = (4 - int_part.len() % 4) % 4;
-    let int = format!("{}{}", "0".repeat(int_pad), int_part);
-    let frac_pad = (4 - frac.len() % 4) % 4;
-    let frac = format!("{}{}", frac, "0".repeat(frac_pad));
-    let group = |s: &str| -> Vec<i16> {
-        s.as_bytes()
-            .chunks(4)
-            .map(|chunk| std::str::from_utf8(chunk).unwrap_or("0").parse::<i16>().unwrap_or(0))
-            .collect()
-    };
-    let mut groups = group(&int);
-    let mut weight = groups.len() as i16 - 1;
-    groups.extend(group(&frac));
-    while groups.first() == Some(&0) {
-        groups.remove(0);
-        weight -= 1;
-    }
-    while groups.last() == Some(&0) {
-        groups.pop();
-    }
-    if groups.is_empty() {
-        weight = 0;
-    }
-    out.put_i16(groups.len() as i16);
-    out.put_i16(weight);
-    out.put_u16(if value.is_sign_negative() && !groups.is_empty() { 0x4000 } else { 0 });
-    out.put_u16(scale as u16);
-    for g in groups {
-        out.put_i16(g);
-    }
-}
-
-fn get_numeric(bytes: &[u8]) -> Option<Decimal> {
-    let read = |at: usize| bytes.get(at..at + 2).map(|b| i16::from_be_bytes([b[0], b[1]]));
-    let count = read(0)? as usize;
-    let weight = read(2)? as i64;
-    let sign = read(4)? as u16;
-    let scale = read(6)? as u16 as u32;
-    if sign == 0xC000 {
-        return None;
-    }
-    let mut value = Decimal::ZERO;
-    for i in 0..count {
-        let digit = read(8 + 2 * i)?;
-        if !(0..10_000).contains(&digit) {
-            return None;
-        }
-        let power = weight - i as i64;
-        let term = if power >= 0 {
-            let scaled = i128::from(digit).checked_mul(10i128.checked_pow(4 * power as u32)?)?;
-            Decimal::try_from_i128_with_scale(scaled, 0).ok()?
-        } else {
-            Decimal::try_from_i128_with_scale(i128::from(digit), (4 * -power) as u32).ok()?
-        };
-        value = value.checked_add(term)?;
-    }
-    if sign == 0x4000 {
-        value.set_sign_negative(true);
-    }
-    value.rescale(scale);
-    Some(value)
 }
 
 /// Decodes a Bind parameter (`None` is NULL) of type `ty` in text or binary format.
@@ -203,7 +135,7 @@ pub fn decode_param(bytes: Option<&[u8]>, ty: Type, binary: bool) -> SqlResult<V
         Type::Float8 => {
             Value::Float(f64::from_be_bytes(fixed(8)?.try_into().map_err(|_| wrong())?))
         }
-        Type::Numeric { .. } => Value::Numeric(get_numeric(bytes).ok_or_else(wrong)?),
+        Type::Numeric { .. } => Value::Numeric(numeric_from_binary(bytes).ok_or_else(wrong)?),
         Type::Date => Value::Date(
             i32::from_be_bytes(fixed(4)?.try_into().map_err(|_| wrong())?) + PG_EPOCH_DAYS,
         ),
@@ -240,7 +172,7 @@ mod tests {
         {
             let value: Decimal = text.parse().unwrap();
             let bytes = binary(&Value::Numeric(value), Type::Numeric { precision: 0, scale: 0 });
-            let back = get_numeric(&bytes).unwrap();
+            let back = numeric_from_binary(&bytes).unwrap();
             assert_eq!(back, value, "{text}");
             assert_eq!(back.to_string(), value.to_string(), "{text}: display scale kept");
         }

@@ -16,6 +16,7 @@ pub mod schema;
 pub mod spec;
 pub mod sql;
 pub mod sqlite;
+pub mod wire;
 
 use crate::db::{Db, Either, Outcome};
 use crate::report::{Latency, Machine, PaddedCounter, Percentiles, Progress};

@@ -18,7 +18,6 @@
 //! three.
 
 use super::engram::{Persistence, ReadOnlyLevels};
-use super::load::BatchSink;
 use super::schema::{
     Customer, District, History, Item, NewOrder, Order, OrderLine, Stock, Warehouse,
 };
@@ -92,74 +91,147 @@ pub struct SqlTpcc {
     reserve_bytes: usize,
 }
 
-/// A driver thread's session and its prepared statements.
+/// What the adapter needs of a connection: an in-process [`Session`], or a client of a
+/// PostgreSQL-compatible server over the wire (`super::wire`).
+pub trait SqlClient {
+    type Statement;
+    /// Prepares one statement (parameter types inferred).
+    fn prepare(&mut self, sql: &str) -> Result<Self::Statement, SqlError>;
+    /// Runs a prepared statement; its rows (none for a command).
+    fn run(
+        &mut self,
+        statement: &Self::Statement,
+        params: &[Value],
+    ) -> Result<Vec<Vec<Value>>, SqlError>;
+    /// Runs many executions in order (a wire client pipelines them).
+    fn run_many(
+        &mut self,
+        executions: Vec<(&Self::Statement, Vec<Value>)>,
+    ) -> Result<(), SqlError> {
+        for (statement, params) in executions {
+            self.run(statement, &params)?;
+        }
+        Ok(())
+    }
+    /// Runs a string of statements; each one's rows. Stops at the first error.
+    fn batch(&mut self, sql: &str) -> Result<Vec<Vec<Vec<Value>>>, SqlError>;
+    /// How `BEGIN ISOLATION LEVEL` spells a level on this server.
+    fn isolation_sql(&self, level: engram_engine::Isolation) -> &'static str {
+        isolation_sql(level)
+    }
+    /// The epoch of the last commit, when the adapter tracks durability itself.
+    fn last_commit_epoch(&self) -> Option<u64> {
+        None
+    }
+}
+
+impl SqlClient for Session {
+    type Statement = Arc<Prepared>;
+
+    fn prepare(&mut self, sql: &str) -> Result<Arc<Prepared>, SqlError> {
+        Session::prepare(self, sql, &[])
+    }
+
+    fn run(
+        &mut self,
+        statement: &Arc<Prepared>,
+        params: &[Value],
+    ) -> Result<Vec<Vec<Value>>, SqlError> {
+        match self.execute_prepared(statement, params, 0)? {
+            engram_sql::Outcome::Rows { rows, .. } => Ok(rows),
+            engram_sql::Outcome::Command { .. } => Ok(Vec::new()),
+        }
+    }
+
+    fn batch(&mut self, sql: &str) -> Result<Vec<Vec<Vec<Value>>>, SqlError> {
+        self.execute(sql).into_iter().map(|result| result.map(|o| o.rows().to_vec())).collect()
+    }
+
+    fn last_commit_epoch(&self) -> Option<u64> {
+        Some(self.last_commit().epoch.0)
+    }
+}
+
+/// A driver thread's connection (an in-process session by default) and its prepared
+/// statements.
 #[derive(Debug)]
-pub struct SqlConn {
-    session: Session,
-    statements: Statements,
+pub struct SqlConn<C: SqlClient = Session> {
+    client: C,
+    statements: Statements<C::Statement>,
+}
+
+impl<C: SqlClient> SqlConn<C> {
+    /// Prepares every statement the transactions send.
+    pub fn new(mut client: C, read_only: ReadOnlyLevels) -> Result<SqlConn<C>, SqlError> {
+        let statements = Statements::prepare(&mut client, read_only)?;
+        Ok(SqlConn { client, statements })
+    }
+
+    pub fn client(&mut self) -> &mut C {
+        &mut self.client
+    }
 }
 
 /// Every statement the five transactions, the load and the checks send, prepared once.
 #[derive(Debug)]
-struct Statements {
-    begin_serializable: Arc<Prepared>,
-    begin_order_status: Arc<Prepared>,
-    begin_stock_level: Arc<Prepared>,
-    commit: Arc<Prepared>,
-    rollback: Arc<Prepared>,
+struct Statements<S> {
+    begin_serializable: S,
+    begin_order_status: S,
+    begin_stock_level: S,
+    commit: S,
+    rollback: S,
     // NewOrder
-    warehouse_tax: Arc<Prepared>,
-    district_next: Arc<Prepared>,
-    district_advance: Arc<Prepared>,
-    customer_discount: Arc<Prepared>,
-    insert_order: Arc<Prepared>,
-    insert_new_order: Arc<Prepared>,
-    item: Arc<Prepared>,
+    warehouse_tax: S,
+    district_next: S,
+    district_advance: S,
+    customer_discount: S,
+    insert_order: S,
+    insert_new_order: S,
+    item: S,
     /// One per district: each reads its own S_DIST_xx column.
-    stock: Vec<Arc<Prepared>>,
-    stock_update: Arc<Prepared>,
-    insert_order_line: Arc<Prepared>,
+    stock: Vec<S>,
+    stock_update: S,
+    insert_order_line: S,
     // Payment
-    warehouse_pay: Arc<Prepared>,
-    warehouse_address: Arc<Prepared>,
-    district_pay: Arc<Prepared>,
-    district_address: Arc<Prepared>,
-    customers_by_name: Arc<Prepared>,
-    customer_for_payment: Arc<Prepared>,
-    customer_pay_bad_credit: Arc<Prepared>,
-    customer_pay: Arc<Prepared>,
-    insert_history: Arc<Prepared>,
+    warehouse_pay: S,
+    warehouse_address: S,
+    district_pay: S,
+    district_address: S,
+    customers_by_name: S,
+    customer_for_payment: S,
+    customer_pay_bad_credit: S,
+    customer_pay: S,
+    insert_history: S,
     // OrderStatus
-    customer_balance: Arc<Prepared>,
-    last_order: Arc<Prepared>,
-    order_lines: Arc<Prepared>,
+    customer_balance: S,
+    last_order: S,
+    order_lines: S,
     // Delivery
-    oldest_new_order: Arc<Prepared>,
-    delete_new_order: Arc<Prepared>,
-    order_customer: Arc<Prepared>,
-    order_carrier: Arc<Prepared>,
-    order_lines_delivered: Arc<Prepared>,
-    order_total: Arc<Prepared>,
-    customer_deliver: Arc<Prepared>,
+    oldest_new_order: S,
+    delete_new_order: S,
+    order_customer: S,
+    order_carrier: S,
+    order_lines_delivered: S,
+    order_total: S,
+    customer_deliver: S,
     // StockLevel
-    district_next_read: Arc<Prepared>,
-    stock_low: Arc<Prepared>,
+    district_next_read: S,
+    stock_low: S,
 }
 
-impl Statements {
-    fn prepare(session: &mut Session, read_only: ReadOnlyLevels) -> Result<Statements, SqlError> {
-        let mut p = |sql: &str| session.prepare(sql, &[]);
+impl<S> Statements<S> {
+    fn prepare<C: SqlClient<Statement = S>>(
+        client: &mut C,
+        read_only: ReadOnlyLevels,
+    ) -> Result<Statements<S>, SqlError> {
         let (order_status, stock_level) = read_only.isolations();
+        let (order_status, stock_level) =
+            (client.isolation_sql(order_status), client.isolation_sql(stock_level));
+        let mut p = |sql: &str| client.prepare(sql);
         Ok(Statements {
             begin_serializable: p("BEGIN ISOLATION LEVEL SERIALIZABLE")?,
-            begin_order_status: p(&format!(
-                "BEGIN ISOLATION LEVEL {} READ ONLY",
-                isolation_sql(order_status)
-            ))?,
-            begin_stock_level: p(&format!(
-                "BEGIN ISOLATION LEVEL {} READ ONLY",
-                isolation_sql(stock_level)
-            ))?,
+            begin_order_status: p(&format!("BEGIN ISOLATION LEVEL {order_status} READ ONLY"))?,
+            begin_stock_level: p(&format!("BEGIN ISOLATION LEVEL {stock_level} READ ONLY"))?,
             commit: p("COMMIT")?,
             rollback: p("ROLLBACK")?,
             warehouse_tax: p("SELECT w_tax FROM warehouse WHERE w_id = $1")?,
@@ -328,10 +400,7 @@ impl Db for SqlTpcc {
     }
 
     fn connect(&self) -> Result<SqlConn, String> {
-        let mut session = self.session()?;
-        let statements =
-            Statements::prepare(&mut session, self.read_only).map_err(|error| error.to_string())?;
-        Ok(SqlConn { session, statements })
+        SqlConn::new(self.session()?, self.read_only).map_err(|error| error.to_string())
     }
 
     fn durable_epoch(&self) -> Option<u64> {
@@ -339,7 +408,7 @@ impl Db for SqlTpcc {
     }
 
     fn last_commit_epoch(&self, conn: &SqlConn) -> Option<u64> {
-        self.logs().then(|| conn.session.last_commit().epoch.0)
+        if self.logs() { conn.client.last_commit_epoch() } else { None }
     }
 }
 
@@ -413,55 +482,60 @@ fn unexpected(value: &Value) -> Stop {
 }
 
 /// Runs a prepared statement and returns its rows.
-fn rows(
-    session: &mut Session,
-    statement: &Prepared,
+fn rows<C: SqlClient>(
+    client: &mut C,
+    statement: &C::Statement,
     params: &[Value],
 ) -> Result<Vec<Vec<Value>>, Stop> {
-    match session.execute_prepared(statement, params, 0)? {
-        engram_sql::Outcome::Rows { rows, .. } => Ok(rows),
-        engram_sql::Outcome::Command { .. } => Ok(Vec::new()),
-    }
+    Ok(client.run(statement, params)?)
 }
 
 /// The first row, if any.
-fn optional(
-    session: &mut Session,
-    statement: &Prepared,
+fn optional<C: SqlClient>(
+    client: &mut C,
+    statement: &C::Statement,
     params: &[Value],
 ) -> Result<Option<Vec<Value>>, Stop> {
-    Ok(rows(session, statement, params)?.into_iter().next())
+    Ok(rows(client, statement, params)?.into_iter().next())
 }
 
 /// The one row the load and the transaction's logic guarantee.
-fn one(session: &mut Session, statement: &Prepared, params: &[Value]) -> Result<Vec<Value>, Stop> {
-    optional(session, statement, params)?.ok_or_else(|| {
-        Stop::Sql(SqlError::new("P0002", format!("no row for {} {params:?}", statement.sql)))
+fn one<C: SqlClient>(
+    client: &mut C,
+    statement: &C::Statement,
+    params: &[Value],
+) -> Result<Vec<Value>, Stop> {
+    optional(client, statement, params)?.ok_or_else(|| {
+        Stop::Sql(SqlError::new("P0002", format!("no row where one must be, for {params:?}")))
     })
 }
 
 /// Runs a statement that changes rows.
-fn change(session: &mut Session, statement: &Prepared, params: &[Value]) -> Result<(), Stop> {
-    session.execute_prepared(statement, params, 0)?;
+fn change<C: SqlClient>(
+    client: &mut C,
+    statement: &C::Statement,
+    params: &[Value],
+) -> Result<(), Stop> {
+    client.run(statement, params)?;
     Ok(())
 }
 
 /// Runs `body` between `begin` and COMMIT, rolling back on any stop.
-fn run(
-    conn: &mut SqlConn,
-    begin: fn(&Statements) -> &Arc<Prepared>,
-    body: impl FnOnce(&mut Session, &Statements) -> Result<(), Stop>,
+fn run<C: SqlClient>(
+    conn: &mut SqlConn<C>,
+    begin: fn(&Statements<C::Statement>) -> &C::Statement,
+    body: impl FnOnce(&mut C, &Statements<C::Statement>) -> Result<(), Stop>,
 ) -> Outcome {
-    let SqlConn { session, statements } = conn;
-    let result = session
-        .execute_prepared(begin(statements), &[], 0)
+    let SqlConn { client, statements } = conn;
+    let result = client
+        .run(begin(statements), &[])
         .map_err(Stop::from)
-        .and_then(|_| body(session, statements))
-        .and_then(|()| session.execute_prepared(&statements.commit, &[], 0).map_err(Stop::from));
+        .and_then(|_| body(client, statements))
+        .and_then(|()| client.run(&statements.commit, &[]).map_err(Stop::from));
     match result {
         Ok(_) => Outcome::Committed,
         Err(stop) => {
-            let _ = session.execute_prepared(&statements.rollback, &[], 0);
+            let _ = client.run(&statements.rollback, &[]);
             match stop {
                 Stop::Rollback => Outcome::RolledBack,
                 Stop::Sql(error) if error.is_retryable() => {
@@ -475,9 +549,9 @@ fn run(
 
 /// The customer a Payment or OrderStatus names (clause 2.5.2.2): by id, or the one in the
 /// middle of those with the last name, ordered by first name.
-fn find_customer(
-    session: &mut Session,
-    statements: &Statements,
+fn find_customer<C: SqlClient>(
+    session: &mut C,
+    statements: &Statements<C::Statement>,
     w: u16,
     d: u8,
     selector: &CustomerSelector,
@@ -500,31 +574,34 @@ fn find_customer(
 
 // ----- the load ------------------------------------------------------------------------------
 
-/// The load's INSERTs, prepared once per loading session.
-struct LoadStatements {
-    item: Arc<Prepared>,
-    warehouse: Arc<Prepared>,
-    stock: Arc<Prepared>,
-    district: Arc<Prepared>,
-    customer: Arc<Prepared>,
-    history: Arc<Prepared>,
-    order: Arc<Prepared>,
-    order_line: Arc<Prepared>,
-    new_order: Arc<Prepared>,
+/// The load's INSERTs, prepared once per loading connection.
+struct LoadStatements<S> {
+    item: S,
+    warehouse: S,
+    stock: S,
+    district: S,
+    customer: S,
+    history: S,
+    order: S,
+    order_line: S,
+    new_order: S,
 }
+
+/// Which of the load's statements a row goes through.
+type LoadStatement<S> = fn(&LoadStatements<S>) -> &S;
 
 /// Inserts a load's rows through prepared INSERTs, `LOAD_BATCH_ROWS` per transaction.
-struct Loader {
-    session: Session,
-    statements: LoadStatements,
-    pending: usize,
+pub(crate) struct Loader<C: SqlClient> {
+    client: C,
+    statements: LoadStatements<C::Statement>,
+    pending: Vec<(LoadStatement<C::Statement>, Vec<Value>)>,
 }
 
-impl Loader {
-    fn new(mut session: Session) -> Result<Loader, SqlError> {
+impl<C: SqlClient> Loader<C> {
+    pub(crate) fn new(mut client: C) -> Result<Loader<C>, SqlError> {
         let mut p = |table: &str, columns: usize| {
             let values: Vec<String> = (1..=columns).map(|n| format!("${n}")).collect();
-            session.prepare(&format!("INSERT INTO {table} VALUES ({})", values.join(", ")), &[])
+            client.prepare(&format!("INSERT INTO {table} VALUES ({})", values.join(", ")))
         };
         let statements = LoadStatements {
             item: p("item", 5)?,
@@ -537,37 +614,42 @@ impl Loader {
             order_line: p("order_line", 10)?,
             new_order: p("new_order", 3)?,
         };
-        Ok(Loader { session, statements, pending: 0 })
+        Ok(Loader { client, statements, pending: Vec::new() })
     }
 
     fn insert(
         &mut self,
-        which: fn(&LoadStatements) -> &Arc<Prepared>,
+        which: LoadStatement<C::Statement>,
         row: &[Value],
     ) -> Result<(), SqlError> {
-        if self.pending == 0 {
-            self.session.execute_one("BEGIN")?;
-        }
-        self.session.execute_prepared(which(&self.statements), row, 0)?;
-        self.pending += 1;
-        if self.pending >= LOAD_BATCH_ROWS {
-            self.flush()?;
+        self.pending.push((which, row.to_vec()));
+        if self.pending.len() >= LOAD_BATCH_ROWS {
+            load::BatchSink::flush(self)?;
         }
         Ok(())
     }
 }
 
-impl load::BatchSink for Loader {
+impl<C: SqlClient> load::BatchSink for Loader<C> {
     fn flush(&mut self) -> Result<(), SqlError> {
-        if self.pending > 0 {
-            self.session.execute_one("COMMIT")?;
-            self.pending = 0;
+        if self.pending.is_empty() {
+            return Ok(());
         }
+        let pending = std::mem::take(&mut self.pending);
+        let statements = &self.statements;
+        let executions = pending.into_iter().map(|(which, row)| (which(statements), row)).collect();
+        self.client.batch("BEGIN")?;
+        let result = self.client.run_many(executions);
+        if let Err(error) = result {
+            let _ = self.client.batch("ROLLBACK");
+            return Err(error);
+        }
+        self.client.batch("COMMIT")?;
         Ok(())
     }
 }
 
-impl load::Sink for Loader {
+impl<C: SqlClient> load::Sink for Loader<C> {
     type Error = SqlError;
 
     fn item(&mut self, r: &Item) -> Result<(), SqlError> {
@@ -695,17 +777,57 @@ impl TpccDb for SqlTpcc {
         let fail = |error: SqlError| error.to_string();
         self.scale = *scale;
         let mut session = self.session()?;
-        for result in session.execute(SCHEMA) {
-            result.map_err(fail)?;
-        }
+        session.batch(SCHEMA).map_err(fail)?;
         let this = &*self;
         load::all(scale, constants, threads, || Loader::new(this.session()?).map_err(fail))?;
         super::engram::settle_after_load(self.db.database(), self.reserve_bytes)
     }
 
     fn new_order(&self, conn: &mut SqlConn, input: &NewOrderInput, output: &mut Output) -> Outcome {
+        conn.new_order(input, output)
+    }
+
+    fn payment(&self, conn: &mut SqlConn, input: &PaymentInput, output: &mut Output) -> Outcome {
+        conn.payment(input, output)
+    }
+
+    fn order_status(
+        &self,
+        conn: &mut SqlConn,
+        input: &OrderStatusInput,
+        output: &mut Output,
+    ) -> Outcome {
+        conn.order_status(input, output)
+    }
+
+    fn delivery(&self, conn: &mut SqlConn, input: &DeliveryInput, output: &mut Output) -> Outcome {
+        conn.delivery(input, output)
+    }
+
+    fn stock_level(
+        &self,
+        conn: &mut SqlConn,
+        input: &StockLevelInput,
+        output: &mut Output,
+    ) -> Outcome {
+        conn.stock_level(input, output)
+    }
+
+    fn stock_scan(&self, conn: &mut SqlConn) -> Result<Vec<u64>, String> {
+        conn.stock_scan(self.scale.warehouses, "SNAPSHOT")
+    }
+
+    fn facts(&self, conn: &mut SqlConn) -> Result<Facts, String> {
+        conn.facts()
+    }
+}
+
+/// The five transactions, StockScan and the consistency facts, as SQL statements over any
+/// [`SqlClient`].
+impl<C: SqlClient> SqlConn<C> {
+    pub fn new_order(&mut self, input: &NewOrderInput, output: &mut Output) -> Outcome {
         run(
-            conn,
+            self,
             |s| &s.begin_serializable,
             |session, s| {
                 let (w, d) = (input.warehouse, input.district);
@@ -799,9 +921,9 @@ impl TpccDb for SqlTpcc {
         )
     }
 
-    fn payment(&self, conn: &mut SqlConn, input: &PaymentInput, output: &mut Output) -> Outcome {
+    pub fn payment(&mut self, input: &PaymentInput, output: &mut Output) -> Outcome {
         run(
-            conn,
+            self,
             |s| &s.begin_serializable,
             |session, s| {
                 let (w, d) = (input.warehouse, input.district);
@@ -861,14 +983,9 @@ impl TpccDb for SqlTpcc {
         )
     }
 
-    fn order_status(
-        &self,
-        conn: &mut SqlConn,
-        input: &OrderStatusInput,
-        output: &mut Output,
-    ) -> Outcome {
+    pub fn order_status(&mut self, input: &OrderStatusInput, output: &mut Output) -> Outcome {
         run(
-            conn,
+            self,
             |s| &s.begin_order_status,
             |session, s| {
                 let (w, d) = (input.warehouse, input.district);
@@ -892,9 +1009,9 @@ impl TpccDb for SqlTpcc {
         )
     }
 
-    fn delivery(&self, conn: &mut SqlConn, input: &DeliveryInput, output: &mut Output) -> Outcome {
+    pub fn delivery(&mut self, input: &DeliveryInput, output: &mut Output) -> Outcome {
         run(
-            conn,
+            self,
             |s| &s.begin_serializable,
             |session, s| {
                 let w = input.warehouse;
@@ -922,14 +1039,9 @@ impl TpccDb for SqlTpcc {
         )
     }
 
-    fn stock_level(
-        &self,
-        conn: &mut SqlConn,
-        input: &StockLevelInput,
-        output: &mut Output,
-    ) -> Outcome {
+    pub fn stock_level(&mut self, input: &StockLevelInput, output: &mut Output) -> Outcome {
         run(
-            conn,
+            self,
             |s| &s.begin_stock_level,
             |session, s| {
                 let (w, d) = (input.warehouse, input.district);
@@ -951,23 +1063,22 @@ impl TpccDb for SqlTpcc {
         )
     }
 
-    fn stock_scan(&self, conn: &mut SqlConn) -> Result<Vec<u64>, String> {
-        let mut counts = vec![0u64; usize::from(self.scale.warehouses)];
-        // A snapshot transaction, as the engine adapter's: a long scan that never aborts and
-        // never waits for the rows NewOrder is updating.
-        let results = conn.session.execute(
-            "BEGIN ISOLATION LEVEL SNAPSHOT READ ONLY; \
-             SELECT s_w_id, COUNT(*) FROM stock GROUP BY s_w_id; COMMIT",
-        );
-        let outcomes = match results.into_iter().collect::<Result<Vec<_>, _>>() {
-            Ok(outcomes) => outcomes,
+    /// Wu et al.'s StockScan in one read-only transaction at `level` (a snapshot where the
+    /// server has one: a long scan that never aborts and never waits for NewOrder's rows).
+    pub fn stock_scan(&mut self, warehouses: u16, level: &str) -> Result<Vec<u64>, String> {
+        let mut counts = vec![0u64; usize::from(warehouses)];
+        let results = self.client.batch(&format!(
+            "BEGIN ISOLATION LEVEL {level} READ ONLY; \
+             SELECT s_w_id, COUNT(*) FROM stock GROUP BY s_w_id; COMMIT"
+        ));
+        let results = match results {
+            Ok(results) => results,
             Err(error) => {
-                let _ = conn.session.execute_one("ROLLBACK");
+                let _ = self.client.batch("ROLLBACK");
                 return Err(error.to_string());
             }
         };
-        let outcome = &outcomes[1];
-        for row in outcome.rows() {
+        for row in results.get(1).map_or(&[][..], Vec::as_slice) {
             let (Value::Int(w), Value::Int(count)) = (&row[0], &row[1]) else {
                 return Err(format!("unexpected row {row:?}"));
             };
@@ -976,13 +1087,13 @@ impl TpccDb for SqlTpcc {
         Ok(counts)
     }
 
-    fn facts(&self, conn: &mut SqlConn) -> Result<Facts, String> {
-        let session = &mut conn.session;
+    /// The aggregates the consistency conditions compare.
+    pub fn facts(&mut self) -> Result<Facts, String> {
+        let client = &mut self.client;
         Facts::from_sql(|sql| {
-            let outcome = session.execute_one(sql).map_err(|error| error.to_string())?;
-            outcome
-                .rows()
-                .iter()
+            let results = client.batch(sql).map_err(|error| error.to_string())?;
+            let rows = results.into_iter().last().unwrap_or_default();
+            rows.iter()
                 .map(|row| {
                     row.iter()
                         .map(|value| match value {
