@@ -22,6 +22,7 @@ port=$((20000 + RANDOM % 20000))
 server_pid=
 cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
+trap 'echo "client tests failed at line $LINENO" >&2' ERR
 start() {
   "$engram" serve --data "$work/data" --listen "127.0.0.1:$port" >"$work/server.log" 2>&1 &
   server_pid=$!

@@ -20,5 +20,9 @@ SELECT owner, balance FROM accounts WHERE id >= 10 ORDER BY id;
 DELETE FROM accounts WHERE id >= 10;
 SELECT count(*) FROM accounts;
 SHOW transaction_isolation;
+\dt
+\di
+\d accounts
+\d nothing_here
 SELEC 1;
 DROP TABLE accounts;

@@ -390,6 +390,10 @@ impl Connection {
 
     async fn simple_query(&mut self, sql: &str) -> io::Result<()> {
         self.cancel.store(false, std::sync::atomic::Ordering::Relaxed);
+        if let Some(outcome) = crate::pg_catalog::answer(sql, self.session.database()) {
+            self.send_outcome(outcome, None).await?;
+            return self.ready().await;
+        }
         let statements = match self.session.parse(sql) {
             Ok(statements) => statements,
             Err(error) => {

@@ -20,6 +20,7 @@ mod codec;
 pub mod config;
 mod conn;
 pub mod metrics;
+mod pg_catalog;
 mod wire;
 
 pub use config::{AuthMethod, ServerConfig, User};

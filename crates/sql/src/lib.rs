@@ -180,6 +180,14 @@ impl SqlDb {
     }
 
     /// A new session with its own engine worker.
+    /// The committed catalog's tables, sorted by name (what catalog views show).
+    pub fn tables(&self) -> Vec<Arc<TableInfo>> {
+        let mut tables: Vec<Arc<TableInfo>> =
+            self.catalog.read().tables.values().cloned().collect();
+        tables.sort_by(|a, b| a.schema.name.cmp(&b.schema.name));
+        tables
+    }
+
     /// Whether a DDL transaction is running (see [`SchemaLock::ddl_active`]).
     pub fn ddl_active(&self) -> bool {
         self.schema_lock.ddl_active()
