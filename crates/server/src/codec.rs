@@ -115,12 +115,7 @@ mod fuzz {
         let mut buffer = BytesMut::new();
         for piece in bytes.chunks(chunk.max(1)) {
             buffer.extend_from_slice(piece);
-            loop {
-                match codec.decode(&mut buffer) {
-                    Ok(Some(_)) => continue,
-                    Ok(None) | Err(_) => break,
-                }
-            }
+            while let Ok(Some(_)) = codec.decode(&mut buffer) {}
         }
     }
 
