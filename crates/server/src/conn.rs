@@ -47,6 +47,23 @@ use tokio_util::codec::{Framed, FramedParts};
 
 pub(crate) type Wire = Framed<MaybeTls, Codec>;
 
+/// A statement running this long on an event-loop thread hands the loop to another thread.
+pub(crate) const LONG_STATEMENT: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// Called from inside a long statement. A tokio worker that is running a task polls no
+/// sockets, and a parked worker does not take over polling them by itself: without this, one
+/// long scan would keep every other connection's I/O waiting, cancel requests included.
+/// Spawning two empty tasks from here pushes one into this worker's stealable queue, which
+/// wakes a parked worker; it steals and runs it, then parks polling the sockets.
+pub(crate) fn hand_off_event_loop() {
+    if let Ok(handle) = tokio::runtime::Handle::try_current()
+        && handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+    {
+        handle.spawn(async {});
+        handle.spawn(async {});
+    }
+}
+
 /// A bound statement with its parameters, and the rows of a suspended execution.
 struct Portal {
     prepared: Arc<Prepared>,

@@ -60,7 +60,15 @@ impl Shared {
     /// PostgreSQL). COPY checks the flag between chunks; a statement runs in microseconds
     /// to milliseconds and is not interrupted.
     pub(crate) fn cancel(&self, pid: i32, secret: &SecretKey) {
-        let SecretKey::I32(secret) = secret else { return };
+        // Decoded before the protocol version is known, a 4-byte key may arrive as bytes.
+        let secret = match secret {
+            SecretKey::I32(secret) => *secret,
+            SecretKey::Bytes(bytes) if bytes.len() == 4 => {
+                i32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])
+            }
+            SecretKey::Bytes(_) => return,
+        };
+        let secret = &secret;
         if let Some((expected, flag)) = self.cancels.lock().get(&pid)
             && expected == secret
         {

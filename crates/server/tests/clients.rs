@@ -352,3 +352,34 @@ async fn commits_are_answered_only_once_durable() {
     drop(db);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statement_timeout_and_cancel_requests_stop_a_running_statement() {
+    let (server, _db) = start(ServerConfig::default());
+    let client = connect(&server).await;
+    client.batch_execute("CREATE TABLE t (id INT PRIMARY KEY, name TEXT)").await.unwrap();
+    let sink = client.copy_in("COPY t (id) FROM STDIN").await.unwrap();
+    futures::pin_mut!(sink);
+    let data: String = (0..300_000).map(|i| format!("{i}\n")).collect();
+    sink.send(bytes::Bytes::from(data)).await.unwrap();
+    sink.finish().await.unwrap();
+    // About six million rows visited: seconds, unless stopped.
+    let slow = "SELECT count(*) FROM t a, t b WHERE b.id < 20 AND a.name IS NULL";
+    client.batch_execute("SET statement_timeout = '5ms'").await.unwrap();
+    let error = client.query(slow, &[]).await.unwrap_err();
+    assert_eq!(code(&error), "57014", "{error}");
+    client.batch_execute("SET statement_timeout = 0").await.unwrap();
+    // A cancel request from another connection, while the statement runs.
+    let token = client.cancel_token();
+    let canceller = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        token.cancel_query(NoTls).await.unwrap();
+    });
+    let error = client.query(slow, &[]).await.unwrap_err();
+    assert_eq!(code(&error), "57014", "{error}");
+    assert!(format!("{error:?}").contains("user request"), "{error:?}");
+    canceller.await.unwrap();
+    // The connection goes on.
+    let n: i64 = client.query_one("SELECT count(*) FROM t", &[]).await.unwrap().get(0);
+    assert_eq!(n, 300_000);
+}

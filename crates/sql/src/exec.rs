@@ -29,6 +29,50 @@ pub struct Env<'a> {
     pub reserve: &'a dyn Fn(&Sequence, i64) -> SqlResult<()>,
     /// Stop after this many output rows (a portal's row limit); 0 is no limit.
     pub max_rows: usize,
+    pub interrupt: &'a Interrupt,
+}
+
+/// Why a running statement should stop: `statement_timeout` passed, or the client asked to
+/// cancel. Scans check it every [`INTERRUPT_CHECK_ROWS`] rows.
+///
+/// A server also learns here that a statement runs long: past `long_after`, `on_long` is
+/// called once (Engram's server hands its event loop to another thread then, so that one long
+/// statement does not hold up other clients).
+#[derive(Debug, Default)]
+pub struct Interrupt {
+    pub deadline: Option<std::time::Instant>,
+    pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// When the running statement started (set only when `on_long` is).
+    pub started: Option<std::time::Instant>,
+    pub long_after: std::time::Duration,
+    pub on_long: Option<fn()>,
+    pub(crate) reported_long: std::cell::Cell<bool>,
+}
+
+/// Rows a scan visits between two interruption checks (a clock read each).
+pub const INTERRUPT_CHECK_ROWS: u32 = 1024;
+
+impl Interrupt {
+    pub fn check(&self) -> SqlResult<()> {
+        if let Some(cancel) = &self.cancel
+            && cancel.load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return Err(SqlError::new("57014", "canceling statement due to user request"));
+        }
+        if let Some(deadline) = self.deadline
+            && std::time::Instant::now() >= deadline
+        {
+            return Err(SqlError::new("57014", "canceling statement due to statement timeout"));
+        }
+        if let (Some(on_long), Some(started)) = (self.on_long, self.started)
+            && !self.reported_long.get()
+            && started.elapsed() >= self.long_after
+        {
+            self.reported_long.set(true);
+            on_long();
+        }
+        Ok(())
+    }
 }
 
 fn engine_error(error: Error, table: &TableInfo) -> SqlError {
@@ -70,7 +114,13 @@ fn run_subqueries(
 ) -> SqlResult<Vec<Vec<Value>>> {
     let mut results = Vec::with_capacity(subqueries.len());
     for sub in subqueries {
-        let inner = Env { params: env.params, now: env.now, reserve: env.reserve, max_rows: 0 };
+        let inner = Env {
+            params: env.params,
+            now: env.now,
+            reserve: env.reserve,
+            max_rows: 0,
+            interrupt: env.interrupt,
+        };
         let rows = run_query(txn, sub, &inner)?.rows;
         results.push(rows.into_iter().map(|mut row| row.swap_remove(0)).collect());
     }
@@ -318,7 +368,15 @@ fn visit(
     let direction = if descending { Direction::Reverse } else { Direction::Forward };
     let mut failure = None;
     let mut keys: Vec<Vec<u8>> = Vec::new();
+    let mut visited = 0u32;
     let mut step = |key: &[u8], bytes: &[u8]| -> bool {
+        visited = visited.wrapping_add(1);
+        if visited.is_multiple_of(INTERRUPT_CHECK_ROWS)
+            && let Err(error) = cx.interrupt.check()
+        {
+            failure = Some(error);
+            return false;
+        }
         if let Err(error) = decode_row(bytes, types, wanted, &mut decoded) {
             failure = Some(error);
             return false;
@@ -528,8 +586,13 @@ fn count_value(expr: &Option<BExpr>, cx: &Context<'_>) -> SqlResult<Option<usize
 /// Runs a query.
 pub fn run_query(txn: &mut Txn<'_>, plan: &QueryPlan, env: &Env<'_>) -> SqlResult<Produced> {
     let subqueries = run_subqueries(txn, &plan.subqueries, env)?;
-    let cx =
-        Context { params: env.params, subqueries: &subqueries, now: env.now, reserve: env.reserve };
+    let cx = Context {
+        params: env.params,
+        subqueries: &subqueries,
+        now: env.now,
+        reserve: env.reserve,
+        interrupt: env.interrupt,
+    };
     let limit = count_value(&plan.limit, &cx)?;
     let offset = count_value(&plan.offset, &cx)?.unwrap_or(0);
     let streaming = plan.sort.is_empty() && plan.grouping.is_none() && !plan.distinct;
@@ -759,8 +822,13 @@ fn row_key(table: &TableInfo, values: &[Value], key: &mut Vec<u8>) {
 /// Runs an INSERT.
 pub fn run_insert(txn: &mut Txn<'_>, plan: &InsertPlan, env: &Env<'_>) -> SqlResult<Produced> {
     let subqueries = run_subqueries(txn, &plan.subqueries, env)?;
-    let cx =
-        Context { params: env.params, subqueries: &subqueries, now: env.now, reserve: env.reserve };
+    let cx = Context {
+        params: env.params,
+        subqueries: &subqueries,
+        now: env.now,
+        reserve: env.reserve,
+        interrupt: env.interrupt,
+    };
     let table = &plan.table;
     let width = table.types.len();
     let mut produced = Produced::default();
@@ -802,7 +870,13 @@ pub fn run_insert(txn: &mut Txn<'_>, plan: &InsertPlan, env: &Env<'_>) -> SqlRes
             }
         }
         InsertRows::Query(query, targets) => {
-            let inner = Env { params: env.params, now: env.now, reserve: env.reserve, max_rows: 0 };
+            let inner = Env {
+                params: env.params,
+                now: env.now,
+                reserve: env.reserve,
+                max_rows: 0,
+                interrupt: env.interrupt,
+            };
             for row in run_query(txn, query, &inner)?.rows {
                 let mut source = vec![None; width];
                 for (value, &target) in row.into_iter().zip(targets) {
@@ -939,8 +1013,13 @@ fn returning(
 /// transaction instead of being lost), re-testing the WHERE clause on the row it writes.
 pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlResult<Produced> {
     let subqueries = run_subqueries(txn, &plan.subqueries, env)?;
-    let cx =
-        Context { params: env.params, subqueries: &subqueries, now: env.now, reserve: env.reserve };
+    let cx = Context {
+        params: env.params,
+        subqueries: &subqueries,
+        now: env.now,
+        reserve: env.reserve,
+        interrupt: env.interrupt,
+    };
     let table = &plan.access.table;
     let mut targets: Vec<Vec<u8>> = Vec::new();
     let point = match &plan.access.path {

@@ -116,6 +116,8 @@ pub struct Context<'a> {
     /// Transaction start time (`now()` is stable within a transaction, as in PostgreSQL).
     pub now: i64,
     pub reserve: &'a dyn Fn(&Sequence, i64) -> SqlResult<()>,
+    /// Checked every few thousand rows a scan visits (statement timeout, cancel).
+    pub interrupt: &'a crate::exec::Interrupt,
 }
 
 impl BExpr {

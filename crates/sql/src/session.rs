@@ -124,6 +124,10 @@ pub struct Session {
     last_commit: CommitInfo,
     /// When the open transaction began: `now()` (PostgreSQL's transaction timestamp).
     txn_started: i64,
+    /// `statement_timeout` (None: off).
+    statement_timeout: Option<std::time::Duration>,
+    /// The running statement's deadline and the client's cancel flag.
+    interrupt: crate::exec::Interrupt,
 }
 
 impl std::fmt::Debug for Session {
@@ -166,6 +170,23 @@ pub fn isolation_sql(level: Isolation) -> &'static str {
     }
 }
 
+/// A PostgreSQL time setting in milliseconds: `500`, `500ms`, `2s`, `1min`, `1h`.
+fn parse_duration_ms(text: &str) -> Option<Option<u64>> {
+    let text = text.trim().trim_matches('\'').to_ascii_lowercase();
+    let digits: String = text.chars().take_while(char::is_ascii_digit).collect();
+    let number: u64 = digits.parse().ok()?;
+    let unit = text[digits.len()..].trim();
+    let factor = match unit {
+        "" | "ms" => 1,
+        "s" => 1_000,
+        "min" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return None,
+    };
+    Some(Some(number.checked_mul(factor)?))
+}
+
 fn parse_isolation(text: &str) -> Option<Isolation> {
     match text.trim().to_ascii_lowercase().replace('-', " ").as_str() {
         "read committed" | "read uncommitted" => Some(Isolation::ReadCommitted),
@@ -197,6 +218,8 @@ impl Session {
             wait_durable: true,
             last_commit: CommitInfo::NOTHING,
             txn_started: 0,
+            statement_timeout: None,
+            interrupt: crate::exec::Interrupt::default(),
         }
     }
 
@@ -213,6 +236,17 @@ impl Session {
     /// asynchronously turns it off).
     pub fn set_wait_durable(&mut self, wait: bool) {
         self.wait_durable = wait;
+    }
+
+    /// A flag another thread sets to cancel the running statement (a server's cancel key).
+    pub fn set_cancel_flag(&mut self, flag: Arc<std::sync::atomic::AtomicBool>) {
+        self.interrupt.cancel = Some(flag);
+    }
+
+    /// Calls `hook` once in a statement that has run for `after` (checked as scans go).
+    pub fn set_long_statement_hook(&mut self, after: std::time::Duration, hook: fn()) {
+        self.interrupt.long_after = after;
+        self.interrupt.on_long = Some(hook);
     }
 
     /// Notices raised since the last call (e.g. "there is no transaction in progress").
@@ -774,6 +808,21 @@ impl Session {
                     })?,
                 };
             }
+            "statement_timeout" => {
+                let text = value.unwrap_or("0");
+                self.statement_timeout = parse_duration_ms(text)
+                    .ok_or_else(|| {
+                        SqlError::new(
+                            "22023",
+                            format!(
+                                "invalid value for parameter \"statement_timeout\": \"{text}\""
+                            ),
+                        )
+                    })?
+                    .filter(|ms| *ms > 0)
+                    .map(std::time::Duration::from_millis);
+                self.settings.insert(name, text.to_string());
+            }
             "synchronous_commit" => {
                 let on = !matches!(
                     value.map(str::to_ascii_lowercase).as_deref(),
@@ -904,7 +953,21 @@ impl Session {
         let db = Arc::clone(&self.db);
         let reserve =
             move |sequence: &crate::catalog::Sequence, limit: i64| db.reserve(sequence, limit);
-        let env = Env { params: &converted, now: self.txn_started, reserve: &reserve, max_rows };
+        if self.statement_timeout.is_some() || self.interrupt.on_long.is_some() {
+            let now = std::time::Instant::now();
+            self.interrupt.deadline = self.statement_timeout.map(|limit| now + limit);
+            self.interrupt.started = Some(now);
+            self.interrupt.reported_long.set(false);
+        } else {
+            self.interrupt.deadline = None;
+        }
+        let env = Env {
+            params: &converted,
+            now: self.txn_started,
+            reserve: &reserve,
+            max_rows,
+            interrupt: &self.interrupt,
+        };
         let mut txn = self.worker.txn()?;
         let produced: Produced = match plan.as_ref() {
             Plan::Query(query) => run_query(&mut txn, query, &env)?,

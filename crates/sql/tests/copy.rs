@@ -110,3 +110,27 @@ fn inside_a_block_copy_belongs_to_the_transaction() {
     assert_eq!(session.copy_in(&unknown).unwrap_err().code, "42P01");
     assert_eq!(session.execute_one("COPY t FROM STDIN").unwrap_err().code, "0A000");
 }
+
+#[test]
+fn statement_timeout_stops_a_long_scan() {
+    let mut session = session();
+    let copy = copy_statement(&mut session, "COPY t (id) FROM STDIN");
+    let mut copy_in = session.copy_in(&copy).unwrap();
+    let data: String = (0..200_000).map(|i| format!("{i}\n")).collect();
+    copy_in.feed(&mut session, data.as_bytes()).unwrap();
+    copy_in.finish(&mut session).unwrap();
+    session.execute_one("SET statement_timeout = '1ms'").unwrap();
+    let slow = "SELECT count(*) FROM t a, t b WHERE a.id = b.id AND a.name IS NULL";
+    let error = session.execute_one(slow).unwrap_err();
+    assert_eq!(error.code, "57014", "{error:?}");
+    assert!(error.message.contains("statement timeout"));
+    // The session goes on; a bad value is refused; 0 turns the limit off.
+    assert_eq!(session.execute_one("SET statement_timeout = 'soon'").unwrap_err().code, "22023");
+    session.execute_one("SET statement_timeout = 0").unwrap();
+    assert_eq!(count(&mut session), "200000");
+    // A raised cancel flag stops the next scan the same way.
+    let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    session.set_cancel_flag(flag);
+    let error = session.execute_one(slow).unwrap_err();
+    assert!(error.message.contains("user request"), "{error:?}");
+}
