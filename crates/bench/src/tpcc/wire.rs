@@ -281,6 +281,28 @@ impl TpccDb for WireTpcc {
         })?;
         // PostgreSQL plans better with statistics; Engram accepts ANALYZE and ignores it.
         client.batch("ANALYZE").map_err(|error| error.to_string())?;
+        if self.snapshots {
+            // Engram's snapshots are taken every second or so: wait until one holds the whole
+            // load, as the in-process adapters do, so that snapshot readers see it.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            loop {
+                let results = client
+                    .batch(
+                        "BEGIN ISOLATION LEVEL SNAPSHOT READ ONLY; \
+                         SELECT count(*) FROM stock; COMMIT",
+                    )
+                    .map_err(|error| error.to_string())?;
+                let seen =
+                    results.get(1).and_then(|rows| rows.first()).and_then(|row| row[0].as_int());
+                if seen == Some(i64::from(scale.warehouses) * i64::from(scale.items)) {
+                    break;
+                }
+                if std::time::Instant::now() > deadline {
+                    return Err("the load did not become visible to snapshots within 60 s".into());
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
         Ok(())
     }
 
