@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Real PostgreSQL clients against `engram serve`: psql (golden output), pgbench (initialise,
 # then the TPC-B-like script in simple, extended and prepared mode, then pgbench's balance
-# invariants, then a restart that must keep every committed transaction), psycopg and
-# sysbench when present. Installs psql/pgbench (postgresql-client) when missing and allowed.
+# invariants, then a restart that must keep every committed transaction), TLS with SCRAM and
+# /metrics, psycopg and sysbench. Installs postgresql-client, sysbench (apt-get, as root) and
+# psycopg (pip) when missing; a test whose client cannot be installed is skipped with a note.
 # Usage: scripts/client-tests.sh [path/to/engram]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +17,16 @@ if ! command -v pgbench >/dev/null || ! command -v psql >/dev/null; then
     echo "== client tests skipped: psql/pgbench missing and cannot be installed" >&2
     exit 1
   fi
+fi
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! command -v sysbench >/dev/null; then
+  echo "== installing sysbench"
+  apt-get install -y -q sysbench >/dev/null 2>&1 || echo "   (sysbench could not be installed; its test is skipped)"
+fi
+if ! python3 -c "import psycopg" 2>/dev/null; then
+  echo "== installing psycopg"
+  python3 -m pip install -q "psycopg[binary]" >/dev/null 2>&1 \
+    || python3 -m pip install -q --break-system-packages "psycopg[binary]" >/dev/null 2>&1 \
+    || echo "   (psycopg could not be installed; its test is skipped)"
 fi
 work=$(mktemp -d)
 port=$((20000 + RANDOM % 20000))
@@ -71,6 +82,37 @@ stop
 start
 [ "$(psql -X -A -t -c "SELECT count(*) FROM pgbench_history")" = "$history" ] || { echo "history lost rows"; exit 1; }
 [ "$(invariants)" = t ] || { echo "balances do not add up after restart"; exit 1; }
+
+if command -v openssl >/dev/null; then
+  echo "== TLS (sslmode=require) and SCRAM on a second server"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=localhost" \
+    -keyout "$work/server.key" -out "$work/server.crt" >/dev/null 2>&1
+  tls_port=$((port + 1))
+  cat >"$work/server.toml" <<TOML
+listen = "127.0.0.1:$tls_port"
+auth = "scram"
+tls_cert = "$work/server.crt"
+tls_key = "$work/server.key"
+metrics_listen = "127.0.0.1:$((port + 2))"
+[[users]]
+name = "app"
+password = "s3cret"
+TOML
+  "$engram" serve --config "$work/server.toml" >"$work/tls.log" 2>&1 &
+  tls_pid=$!
+  for _ in $(seq 100); do pg_isready -q -h 127.0.0.1 -p "$tls_port" && break; sleep 0.1; done
+  [ "$(PGPASSWORD=s3cret psql -X -A -t "host=127.0.0.1 port=$tls_port user=app dbname=engram sslmode=require" -c "SELECT 40 + 2")" = 42 ] \
+    || { echo "TLS + SCRAM connection failed"; cat "$work/tls.log"; exit 1; }
+  failures() { curl -sf "http://127.0.0.1:$((port + 2))/metrics" | sed -n 's/^engram_auth_failures_total //p'; }
+  command -v curl >/dev/null && before=$(failures)
+  if PGPASSWORD=wrong psql -X "host=127.0.0.1 port=$tls_port user=app dbname=engram sslmode=require" -c "SELECT 1" >/dev/null 2>&1; then
+    echo "a wrong password was accepted"; exit 1
+  fi
+  if command -v curl >/dev/null; then
+    [ "$(failures)" = $((before + 1)) ] || { echo "/metrics did not count the failed authentication"; exit 1; }
+  fi
+  kill -TERM "$tls_pid"; wait "$tls_pid"
+fi
 
 if command -v sysbench >/dev/null; then
   echo "== sysbench oltp_read_write (pgsql driver)"

@@ -383,3 +383,38 @@ async fn statement_timeout_and_cancel_requests_stop_a_running_statement() {
     let n: i64 = client.query_one("SELECT count(*) FROM t", &[]).await.unwrap().get(0);
     assert_eq!(n, 300_000);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_transactions_time_out_and_metrics_are_served() {
+    let (server, _db) = start(ServerConfig {
+        idle_in_transaction_session_timeout_ms: 200,
+        metrics_listen: Some("127.0.0.1:0".into()),
+        ..ServerConfig::default()
+    });
+    let client = connect(&server).await;
+    client.batch_execute("CREATE TABLE t (id INT PRIMARY KEY)").await.unwrap();
+    client.batch_execute("BEGIN; INSERT INTO t VALUES (1)").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert!(
+        client.query("SELECT 1", &[]).await.is_err(),
+        "the idle transaction's connection was closed"
+    );
+    let other = connect(&server).await;
+    let n: i64 = other.query_one("SELECT count(*) FROM t", &[]).await.unwrap().get(0);
+    assert_eq!(n, 0, "the idle transaction was rolled back");
+    // GET /metrics over HTTP.
+    let addr = server.metrics_addr.expect("metrics address");
+    let body = tokio::task::spawn_blocking(move || {
+        let mut stream = std::net::TcpStream::connect(addr).unwrap();
+        stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let mut body = String::new();
+        stream.read_to_string(&mut body).unwrap();
+        body
+    })
+    .await
+    .unwrap();
+    assert!(body.starts_with("HTTP/1.1 200 OK"), "{body}");
+    assert!(body.contains("engram_connections 1"), "{body}");
+    assert!(body.contains("engram_statements_total"), "{body}");
+    assert!(body.contains("engram_epoch_lag"), "{body}");
+}
