@@ -719,12 +719,20 @@ impl Connection {
             match result {
                 Err(error) => return Ok(Err(error)),
                 Ok(Outcome::Command { tag }) => {
-                    self.portals.insert(name, portal);
-                    if tag == "EMPTY" {
-                        self.wire.feed(B::EmptyQueryResponse(EmptyQueryResponse::new())).await?;
+                    let reply = if tag == "EMPTY" {
+                        B::EmptyQueryResponse(EmptyQueryResponse::new())
                     } else {
-                        self.wire.feed(B::CommandComplete(CommandComplete::new(tag))).await?;
-                    }
+                        B::CommandComplete(CommandComplete::new(tag.clone()))
+                    };
+                    // Executed once: an Execute of the completed portal only repeats the tag.
+                    portal.pending = Some(PendingRows {
+                        columns: Arc::new([]),
+                        rows: Vec::new().into_iter(),
+                        tag,
+                        sent: 0,
+                    });
+                    self.portals.insert(name, portal);
+                    self.wire.feed(reply).await?;
                     return Ok(Ok(()));
                 }
                 Ok(Outcome::Rows { columns, rows, tag }) => {
