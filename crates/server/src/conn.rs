@@ -21,7 +21,8 @@ use engram_sql::copy::CopyFrom;
 use engram_sql::{
     Outcome, OutputColumn, Prepared, Session, SqlError, TransactionStatus, Type, Value,
 };
-use futures::{SinkExt, StreamExt};
+use futures::future::FusedFuture;
+use futures::{FutureExt, SinkExt, StreamExt};
 use pgwire::messages::copy::CopyInResponse;
 use pgwire::messages::data::{
     DataRow, FieldDescription, NoData, ParameterDescription, RowDescription,
@@ -46,6 +47,8 @@ use tokio::sync::watch;
 use tokio_util::codec::{Framed, FramedParts};
 
 pub(crate) type Wire = Framed<MaybeTls, Codec>;
+
+type StopFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
 /// A statement running this long on an event-loop thread hands the loop to another thread.
 pub(crate) const LONG_STATEMENT: std::time::Duration = std::time::Duration::from_millis(2);
@@ -116,7 +119,7 @@ pub(crate) async fn serve(stream: TcpStream, shared: Arc<Shared>, shutdown: watc
         skip_until_sync: false,
         durable_wait: Epoch::NEVER,
         cancel: started.cancel,
-        shutdown,
+        stop: FutureExt::fuse(Box::pin(crate::stopped(shutdown)) as StopFuture),
         pending_notices: Vec::new(),
         text: String::new(),
     };
@@ -155,7 +158,8 @@ pub(crate) struct Connection {
     /// The newest commit epoch not yet known durable; replies wait for it.
     durable_wait: Epoch,
     cancel: Arc<std::sync::atomic::AtomicBool>,
-    shutdown: watch::Receiver<bool>,
+    /// Completes when the server shuts down (made once per connection, not per message).
+    stop: futures::future::Fuse<StopFuture>,
     /// Notices of the connection itself (ignored startup options).
     pending_notices: Vec<String>,
     /// A reused buffer for values' text form.
@@ -208,7 +212,6 @@ impl Connection {
             if self.skip_until_sync && !matches!(message, F::Sync(_) | F::Terminate(_)) {
                 continue;
             }
-            let started = Instant::now();
             match message {
                 F::Query(query) => self.simple_query(&query.query).await?,
                 F::Parse(parse) => {
@@ -247,7 +250,6 @@ impl Connection {
                     return Ok(());
                 }
             }
-            self.shared.metrics.message_done(started.elapsed());
         }
     }
 
@@ -258,29 +260,36 @@ impl Connection {
             TransactionStatus::Idle => None,
             _ => self.shared.config.idle_in_transaction_timeout(),
         };
+        if self.stop.is_terminated() {
+            return Ok(None);
+        }
+        let wire = &mut self.wire;
         let read = async {
             match idle_limit {
-                Some(limit) => tokio::time::timeout(limit, self.wire.next()).await.ok(),
-                None => Some(self.wire.next().await),
+                Some(limit) => tokio::time::timeout(limit, wire.next()).await.ok(),
+                None => Some(wire.next().await),
             }
         };
-        tokio::select! {
+        let read = tokio::select! {
             biased;
-            () = crate::stopped(self.shutdown.clone()) => {
-                self.fatal("57P01", "terminating connection due to administrator command").await?;
+            () = &mut self.stop => None,
+            message = read => Some(message),
+        };
+        let Some(message) = read else {
+            self.fatal("57P01", "terminating connection due to administrator command").await?;
+            return Ok(None);
+        };
+        match message {
+            None => {
+                self.fatal("25P03", "terminating connection due to idle-in-transaction timeout")
+                    .await?;
                 Ok(None)
             }
-            message = read => match message {
-                None => {
-                    self.fatal("25P03", "terminating connection due to idle-in-transaction timeout").await?;
-                    Ok(None)
-                }
-                Some(None) => Ok(None),
-                Some(Some(Ok(message))) => Ok(Some(message)),
-                Some(Some(Err(error))) => {
-                    let _ = self.fatal("08P01", &error.to_string()).await;
-                    Err(error)
-                }
+            Some(None) => Ok(None),
+            Some(Some(Ok(message))) => Ok(Some(message)),
+            Some(Some(Err(error))) => {
+                let _ = self.fatal("08P01", &error.to_string()).await;
+                Err(error)
             }
         }
     }
@@ -742,26 +751,26 @@ impl Connection {
             }
         }
         let limit = if execute.max_rows > 0 { execute.max_rows as usize } else { usize::MAX };
-        let binary = portal.binary.clone();
-        let Some(pending) = portal.pending.as_mut() else { return Ok(Ok(())) };
-        let mut sent = 0;
-        while sent < limit {
-            let Some(row) = pending.rows.next() else { break };
-            let columns = Arc::clone(&pending.columns);
-            let message = self.data_row(&row, &columns, &binary);
-            self.wire.feed(message).await?;
-            sent += 1;
-        }
-        pending.sent += sent;
-        if pending.rows.len() > 0 {
-            self.wire.feed(B::PortalSuspended(PortalSuspended::new())).await?;
-        } else {
-            let tag = if pending.tag.starts_with("SELECT") {
-                format!("SELECT {}", pending.sent)
+        // The portal is out of the map while it runs: its fields and `self` borrow apart.
+        if let Portal { binary, pending: Some(pending), .. } = &mut portal {
+            let mut sent = 0;
+            while sent < limit {
+                let Some(row) = pending.rows.next() else { break };
+                let message = self.data_row(&row, &pending.columns, binary);
+                self.wire.feed(message).await?;
+                sent += 1;
+            }
+            pending.sent += sent;
+            if pending.rows.len() > 0 {
+                self.wire.feed(B::PortalSuspended(PortalSuspended::new())).await?;
             } else {
-                pending.tag.clone()
-            };
-            self.wire.feed(B::CommandComplete(CommandComplete::new(tag))).await?;
+                let tag = if pending.tag.starts_with("SELECT") {
+                    format!("SELECT {}", pending.sent)
+                } else {
+                    pending.tag.clone()
+                };
+                self.wire.feed(B::CommandComplete(CommandComplete::new(tag))).await?;
+            }
         }
         self.portals.insert(name, portal);
         Ok(Ok(()))

@@ -55,7 +55,6 @@ pub struct Metrics {
     /// Aborts by concurrency control (40001), by the engine's reason.
     aborts: Mutex<BTreeMap<String, u64>>,
     statement_latency: Histogram,
-    message_latency: Histogram,
     durable_wait: Histogram,
 }
 
@@ -96,10 +95,6 @@ impl Metrics {
         {
             self.commits.fetch_add(1, Relaxed);
         }
-    }
-
-    pub(crate) fn message_done(&self, elapsed: Duration) {
-        self.message_latency.record(elapsed);
     }
 
     pub(crate) fn durable_wait(&self, elapsed: Duration) {
@@ -156,11 +151,6 @@ impl Metrics {
             &mut out,
             "engram_statement_seconds",
             "Statement execution time.",
-        );
-        self.message_latency.write(
-            &mut out,
-            "engram_message_seconds",
-            "Time to handle one protocol message.",
         );
         self.durable_wait.write(
             &mut out,

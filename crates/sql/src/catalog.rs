@@ -209,6 +209,8 @@ impl Catalog {
 pub struct SchemaLock {
     state: Mutex<LockState>,
     changed: Condvar,
+    /// `state.writer.is_some()`, readable without the mutex (a server asks per statement).
+    writer_present: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -260,19 +262,21 @@ impl SchemaLock {
             }
         }
         state.writer = Some(session);
+        self.writer_present.store(true, std::sync::atomic::Ordering::Release);
         Ok(())
     }
 
     /// Whether a DDL transaction holds (or is about to hold) the lock: taking it shared may
     /// then wait, and a server runs the statement where waiting blocks no event loop.
     pub fn ddl_active(&self) -> bool {
-        self.state.lock().writer.is_some()
+        self.writer_present.load(std::sync::atomic::Ordering::Acquire)
     }
 
     pub fn unlock_exclusive(&self, session: u64) {
         let mut state = self.state.lock();
         if state.writer == Some(session) {
             state.writer = None;
+            self.writer_present.store(false, std::sync::atomic::Ordering::Release);
             self.changed.notify_all();
         }
     }

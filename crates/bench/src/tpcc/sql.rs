@@ -772,6 +772,62 @@ impl<C: SqlClient> load::Sink for Loader<C> {
     }
 }
 
+/// The five transactions and the facts of a [`TpccDb`] whose connection is a [`SqlConn`]: the
+/// in-process and the wire adapters run the same statements.
+macro_rules! sql_conn_transactions {
+    () => {
+        fn new_order(
+            &self,
+            conn: &mut Self::Conn,
+            input: &NewOrderInput,
+            output: &mut Output,
+        ) -> Outcome {
+            conn.new_order(input, output)
+        }
+
+        fn payment(
+            &self,
+            conn: &mut Self::Conn,
+            input: &PaymentInput,
+            output: &mut Output,
+        ) -> Outcome {
+            conn.payment(input, output)
+        }
+
+        fn order_status(
+            &self,
+            conn: &mut Self::Conn,
+            input: &OrderStatusInput,
+            output: &mut Output,
+        ) -> Outcome {
+            conn.order_status(input, output)
+        }
+
+        fn delivery(
+            &self,
+            conn: &mut Self::Conn,
+            input: &DeliveryInput,
+            output: &mut Output,
+        ) -> Outcome {
+            conn.delivery(input, output)
+        }
+
+        fn stock_level(
+            &self,
+            conn: &mut Self::Conn,
+            input: &StockLevelInput,
+            output: &mut Output,
+        ) -> Outcome {
+            conn.stock_level(input, output)
+        }
+
+        fn facts(&self, conn: &mut Self::Conn) -> Result<Facts, String> {
+            conn.facts()
+        }
+    };
+}
+pub(crate) use sql_conn_transactions;
+
 impl TpccDb for SqlTpcc {
     fn load(&mut self, scale: &Scale, constants: &Constants, threads: usize) -> Result<(), String> {
         let fail = |error: SqlError| error.to_string();
@@ -783,42 +839,10 @@ impl TpccDb for SqlTpcc {
         super::engram::settle_after_load(self.db.database(), self.reserve_bytes)
     }
 
-    fn new_order(&self, conn: &mut SqlConn, input: &NewOrderInput, output: &mut Output) -> Outcome {
-        conn.new_order(input, output)
-    }
-
-    fn payment(&self, conn: &mut SqlConn, input: &PaymentInput, output: &mut Output) -> Outcome {
-        conn.payment(input, output)
-    }
-
-    fn order_status(
-        &self,
-        conn: &mut SqlConn,
-        input: &OrderStatusInput,
-        output: &mut Output,
-    ) -> Outcome {
-        conn.order_status(input, output)
-    }
-
-    fn delivery(&self, conn: &mut SqlConn, input: &DeliveryInput, output: &mut Output) -> Outcome {
-        conn.delivery(input, output)
-    }
-
-    fn stock_level(
-        &self,
-        conn: &mut SqlConn,
-        input: &StockLevelInput,
-        output: &mut Output,
-    ) -> Outcome {
-        conn.stock_level(input, output)
-    }
+    sql_conn_transactions!();
 
     fn stock_scan(&self, conn: &mut SqlConn) -> Result<Vec<u64>, String> {
         conn.stock_scan(self.scale.warehouses, "SNAPSHOT")
-    }
-
-    fn facts(&self, conn: &mut SqlConn) -> Result<Facts, String> {
-        conn.facts()
     }
 }
 

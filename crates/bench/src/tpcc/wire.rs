@@ -15,7 +15,7 @@ use super::spec::{
     Constants, DeliveryInput, NewOrderInput, OrderStatusInput, Output, PaymentInput, Scale,
     StockLevelInput,
 };
-use super::sql::{Loader, SCHEMA, SqlClient, SqlConn};
+use super::sql::{Loader, SCHEMA, SqlClient, SqlConn, sql_conn_transactions};
 use super::{Facts, TpccDb, load};
 use crate::db::{Db, Outcome};
 use engram_engine::Isolation;
@@ -306,52 +306,10 @@ impl TpccDb for WireTpcc {
         Ok(())
     }
 
-    fn new_order(
-        &self,
-        conn: &mut Self::Conn,
-        input: &NewOrderInput,
-        output: &mut Output,
-    ) -> Outcome {
-        conn.new_order(input, output)
-    }
-
-    fn payment(&self, conn: &mut Self::Conn, input: &PaymentInput, output: &mut Output) -> Outcome {
-        conn.payment(input, output)
-    }
-
-    fn order_status(
-        &self,
-        conn: &mut Self::Conn,
-        input: &OrderStatusInput,
-        output: &mut Output,
-    ) -> Outcome {
-        conn.order_status(input, output)
-    }
-
-    fn delivery(
-        &self,
-        conn: &mut Self::Conn,
-        input: &DeliveryInput,
-        output: &mut Output,
-    ) -> Outcome {
-        conn.delivery(input, output)
-    }
-
-    fn stock_level(
-        &self,
-        conn: &mut Self::Conn,
-        input: &StockLevelInput,
-        output: &mut Output,
-    ) -> Outcome {
-        conn.stock_level(input, output)
-    }
+    sql_conn_transactions!();
 
     fn stock_scan(&self, conn: &mut Self::Conn) -> Result<Vec<u64>, String> {
         let level = if self.snapshots { "SNAPSHOT" } else { "REPEATABLE READ" };
         conn.stock_scan(self.scale.warehouses, level)
-    }
-
-    fn facts(&self, conn: &mut Self::Conn) -> Result<Facts, String> {
-        conn.facts()
     }
 }
