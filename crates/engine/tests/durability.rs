@@ -432,3 +432,57 @@ fn a_data_directory_is_locked_against_a_second_open() {
     drop(again);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_clean_close_gives_back_the_preallocated_end_of_the_segment() {
+    let dir = std::env::temp_dir().join(format!("engram-prealloc-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let open = || {
+        Database::open(Config {
+            data_dir: Some(dir.clone()),
+            epoch_interval_ms: 2,
+            index_keys: Some(index_keys()),
+            ..Config::default()
+        })
+        .unwrap()
+    };
+    let segment_sizes = || -> Vec<u64> {
+        let mut sizes: Vec<u64> = std::fs::read_dir(dir.join("wal"))
+            .unwrap()
+            .map(|entry| entry.unwrap().metadata().unwrap().len())
+            .collect();
+        sizes.sort();
+        sizes
+    };
+    for round in 0..3u64 {
+        let db = open();
+        let people = match db.table("people") {
+            Ok(table) => table,
+            Err(_) => db.create_table(TableSpec::new("people").index(by_initial())).unwrap(),
+        };
+        let mut worker = db.worker().unwrap();
+        for id in 0..100u64 {
+            worker
+                .transaction(Isolation::Serializable, |txn| {
+                    txn.insert(&people, &key(round * 1000 + id), b"a row")
+                })
+                .unwrap();
+        }
+        worker.wait_durable().unwrap();
+        drop(worker);
+        // While open, the segment is preallocated (where the file system can).
+        drop(db);
+        let sizes = segment_sizes();
+        assert_eq!(sizes.len() as u64, round + 1, "one segment per run: {sizes:?}");
+        assert!(
+            sizes.iter().all(|&size| size < 1 << 20),
+            "closed segments hold only their log, not the preallocated zeros: {sizes:?}"
+        );
+    }
+    let db = open();
+    assert_eq!(rows(&db, "people").len(), 300);
+    let report = db.recovery_report().unwrap();
+    assert_eq!(report.log_transactions, 300, "{report:?}");
+    drop(db);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

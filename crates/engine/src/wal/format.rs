@@ -215,8 +215,7 @@ impl<'a> BlockReader<'a> {
     /// finished, after which nothing was written), and corruption when one does.
     pub fn next_block(&mut self) -> std::result::Result<Option<Block<'a>>, Damage> {
         let offset = self.pos;
-        let rest = &self.data[offset..];
-        if rest.iter().all(|&byte| byte == 0) {
+        if all_zero(&self.data[offset..]) {
             return Ok(None);
         }
         match self.parse(offset) {
@@ -272,6 +271,13 @@ impl<'a> BlockReader<'a> {
         self.pos = offset + end;
         Ok(Block { kind, mark: u64_at(rest, 16), offset, payload })
     }
+}
+
+/// Whether every byte is zero. A byte-at-a-time test costs about five instructions a byte;
+/// the preallocated tail of a segment is up to its whole size, so the test ORs fixed-size
+/// chunks, which the compiler vectorises, and stops at the first chunk that is not zero.
+fn all_zero(bytes: &[u8]) -> bool {
+    bytes.chunks(4096).all(|chunk| chunk.iter().fold(0u8, |acc, &byte| acc | byte) == 0)
 }
 
 /// Whether a block header with a valid checksum starts anywhere at or after `from`.

@@ -423,6 +423,15 @@ pub(crate) fn run_logger(
         }
         if taken.is_empty() && stable <= mark {
             if stopping {
+                // A clean stop gives back the preallocated space after the log's bytes, so
+                // that the next recovery neither reads nor scans it. (After a crash the tail
+                // keeps its zeros, which readers recognise as the end.)
+                if let Err(error) = storage.truncate(&segment.path, segment.bytes) {
+                    tracing::warn!(
+                        "cannot cut the preallocated end of {}: {error}",
+                        storage.describe(&segment.path)
+                    );
+                }
                 return;
             }
             continue;

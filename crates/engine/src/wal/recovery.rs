@@ -229,12 +229,30 @@ impl Applier {
     }
 
     /// Makes `value` (or a deletion) the row's state if `tid` is newer than what it has.
+    ///
+    /// One index descent per image: a fresh locked head is offered to the index first, and
+    /// the index hands back the row's head when the key is already there (the fresh head then
+    /// goes back to this thread's arena, whose next allocation of the class reuses it). A
+    /// lookup followed by an insert cost two descents for every new row.
     fn apply(&mut self, table: &Table, key: &[u8], tid: Tid, value: Option<&[u8]>, pin: &Pin<'_>) {
         let flags =
             if value.is_some() { TidWord::LATEST } else { TidWord::LATEST | TidWord::ABSENT };
         let new_word = TidWord::new(tid, flags);
-        loop {
-            if let Some(found) = table.primary.get(key, pin).value {
+        let fresh = Head::alloc(
+            &mut self.arena,
+            value.map_or(0, <[u8]>::len),
+            TidWord::new(Tid::ZERO, TidWord::LOCK | TidWord::LATEST | TidWord::ABSENT),
+        );
+        match table.primary.insert(key, fresh as u64, pin, &mut self.garbage, &mut ()) {
+            Ok(_) => {
+                // SAFETY: `fresh` is locked by this thread; other recovery threads that find
+                // it wait for the unlock in `install`.
+                self.install(unsafe { &*fresh }, value, new_word);
+                self.applied += 1;
+            }
+            Err(found) => {
+                // SAFETY: never published.
+                unsafe { Head::free_now(fresh, &mut self.arena) };
                 // SAFETY: reached through the index; nothing is freed during recovery.
                 let head = unsafe { &*(found as *mut Head) };
                 let word = loop {
@@ -248,26 +266,6 @@ impl Applier {
                     self.applied += 1;
                 } else {
                     head.unlock_to(word);
-                }
-                return;
-            }
-            let len = value.map_or(0, <[u8]>::len);
-            let fresh = Head::alloc(
-                &mut self.arena,
-                len,
-                TidWord::new(Tid::ZERO, TidWord::LOCK | TidWord::LATEST | TidWord::ABSENT),
-            );
-            // SAFETY: a fresh head, locked, owned by this thread.
-            self.install(unsafe { &*fresh }, value, new_word);
-            match table.primary.insert(key, fresh as u64, pin, &mut self.garbage, &mut ()) {
-                Ok(_) => {
-                    self.applied += 1;
-                    return;
-                }
-                Err(_) => {
-                    // Another thread inserted the key first: apply to its head instead.
-                    // SAFETY: never published.
-                    unsafe { Head::free_now(fresh, &mut self.arena) };
                 }
             }
         }
@@ -555,23 +553,24 @@ fn run(
     let replay_started = Instant::now();
     let files = segment_files(storage)?;
     let newest_run = files.last().map_or(0, |file| file.run);
-    let mut preloaded: HashMap<usize, Vec<u8>> = HashMap::new();
+    let mut preloaded: HashMap<usize, (Vec<u8>, std::ops::Range<usize>)> = HashMap::new();
     let mut durable = u64::MAX;
     let mut first_marks = u64::MAX;
     let mut loggers_seen = 0;
     let mut loggers_expected = 0;
     for (position, file) in files.iter().enumerate().filter(|(_, file)| file.tail) {
-        let data = storage
-            .read(&file.path)
+        let mut data = Vec::new();
+        let range = storage
+            .read_log(&file.path, &mut data)
             .map_err(|error| io_error(storage, &file.path, "cannot read", error))?;
-        let scan = scan_segment(storage, file, &data, |_, _| {})?;
+        let scan = scan_segment(storage, file, &data[range.clone()], |_, _| {})?;
         if let Some(mark) = scan.last_mark {
             durable = durable.min(mark);
             loggers_seen += 1;
         }
         first_marks = first_marks.min(scan.first_mark.unwrap_or(0));
         loggers_expected = loggers_expected.max(scan.loggers);
-        preloaded.insert(position, data);
+        preloaded.insert(position, (data, range));
     }
     if loggers_seen < loggers_expected {
         // A logger of the newest run never wrote its first block: the run crashed while
@@ -584,68 +583,99 @@ fn run(
     let replay_low = checkpoint_epoch;
     let replay_high = durable;
 
-    // 3. Replay every segment in parallel.
+    // 3. Replay every segment in parallel. One more thread reads the segments ahead, in
+    // order, into a pool of buffers (one per replaying thread and one spare), so the device
+    // works while the cores replay; it waits in I/O and takes almost no CPU.
     struct ReplayState {
         applier: Applier,
         transactions: u64,
         bytes: u64,
         max_epoch: u64,
         infos: Vec<(usize, SegmentInfo, Option<Damage>)>,
-        /// The file being replayed, its memory reused from file to file.
-        data: Vec<u8>,
     }
-    let preloaded = Mutex::new(preloaded);
-    let states = parallel(
-        threads,
-        files.len(),
-        || ReplayState {
-            applier: Applier::new(),
-            transactions: 0,
-            bytes: 0,
-            max_epoch: 0,
-            infos: Vec::new(),
-            data: Vec::new(),
-        },
-        |index, state| {
-            let pin = nothing_is_reclaimed();
-            let file = &files[index];
-            let mut data = std::mem::take(&mut state.data);
-            let preloaded = preloaded.lock().unwrap().remove(&index);
-            match preloaded {
-                Some(preloaded) => data = preloaded,
-                None => storage
-                    .read_into(&file.path, &mut data)
-                    .map_err(|error| io_error(storage, &file.path, "cannot read", error))?,
-            }
-            let applier = &mut state.applier;
-            let scan = scan_segment(storage, file, &data, |tid, writes| {
-                let epoch = Tid::from_u64(tid).epoch().0;
-                if epoch <= replay_low
-                    || epoch > replay_high
-                    || manifest.is_void(epoch)
-                    || mode == Mode::Check
-                {
+    type Read = (usize, std::io::Result<(Vec<u8>, std::ops::Range<usize>)>);
+    let replay_threads = threads.clamp(1, files.len().max(1));
+    let states = std::thread::scope(|scope| {
+        let (read_tx, read_rx) = std::sync::mpsc::sync_channel::<Read>(replay_threads);
+        let (free_tx, free_rx) = std::sync::mpsc::channel::<Vec<u8>>();
+        for _ in 0..=replay_threads {
+            let _ = free_tx.send(Vec::new());
+        }
+        let files = &files;
+        scope.spawn(move || {
+            let mut preloaded = preloaded;
+            for (index, file) in files.iter().enumerate() {
+                let read = match preloaded.remove(&index) {
+                    Some(data) => Ok(data),
+                    None => {
+                        // Every buffer is out: wait for one (or for the replay to stop).
+                        let Ok(mut data) = free_rx.recv() else { return };
+                        storage.read_log(&file.path, &mut data).map(|range| (data, range))
+                    }
+                };
+                if read_tx.send((index, read)).is_err() {
                     return;
                 }
-                let tid = Tid::from_u64(tid);
-                for write in writes {
-                    if let Some(table) = table_of(write.table) {
-                        applier.apply(table, write.key, tid, write.value, &pin);
+            }
+        });
+        let read_rx = Mutex::new(read_rx);
+        let replayed = parallel(
+            replay_threads,
+            files.len(),
+            || ReplayState {
+                applier: Applier::new(),
+                transactions: 0,
+                bytes: 0,
+                max_epoch: 0,
+                infos: Vec::new(),
+            },
+            |_, state| {
+                let pin = nothing_is_reclaimed();
+                let received = read_rx.lock().unwrap().recv();
+                let Ok((index, read)) = received else {
+                    return Err(Error::Corrupt {
+                        file: storage.describe("wal"),
+                        offset: 0,
+                        reason: "the segment reader stopped".into(),
+                    });
+                };
+                let file = &files[index];
+                let (data, range) =
+                    read.map_err(|error| io_error(storage, &file.path, "cannot read", error))?;
+                let applier = &mut state.applier;
+                let scan = scan_segment(storage, file, &data[range], |tid, writes| {
+                    let epoch = Tid::from_u64(tid).epoch().0;
+                    if epoch <= replay_low
+                        || epoch > replay_high
+                        || manifest.is_void(epoch)
+                        || mode == Mode::Check
+                    {
+                        return;
                     }
-                }
-            })?;
-            state.transactions += scan.transactions;
-            state.bytes += scan.bytes;
-            state.max_epoch = state.max_epoch.max(scan.max_epoch);
-            state.infos.push((
-                index,
-                SegmentInfo { path: file.path.clone(), max_epoch: scan.max_epoch },
-                scan.torn,
-            ));
-            state.data = data;
-            Ok(())
-        },
-    )?;
+                    let tid = Tid::from_u64(tid);
+                    for write in writes {
+                        if let Some(table) = table_of(write.table) {
+                            applier.apply(table, write.key, tid, write.value, &pin);
+                        }
+                    }
+                })?;
+                let _ = free_tx.send(data);
+                state.transactions += scan.transactions;
+                state.bytes += scan.bytes;
+                state.max_epoch = state.max_epoch.max(scan.max_epoch);
+                state.infos.push((
+                    index,
+                    SegmentInfo { path: file.path.clone(), max_epoch: scan.max_epoch },
+                    scan.torn,
+                ));
+                Ok(())
+            },
+        );
+        // The reader, if still waiting for a buffer or a taker, stops.
+        drop(read_rx);
+        drop(free_tx);
+        replayed
+    })?;
     let mut segments: Vec<(usize, SegmentInfo)> = Vec::new();
     let mut max_epoch = checkpoint_epoch.max(catalog_epoch).max(durable);
     let mut torn = Vec::new();

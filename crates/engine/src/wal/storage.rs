@@ -21,9 +21,13 @@ pub trait Storage: Send + Sync + fmt::Debug {
     /// The whole file.
     fn read(&self, path: &str) -> io::Result<Vec<u8>>;
     /// The whole file into `out` (cleared first), reusing its memory.
-    fn read_into(&self, path: &str, out: &mut Vec<u8>) -> io::Result<()> {
+    /// Reads a whole log segment into `out` (its memory reused), returning the part of `out`
+    /// that holds the file. The file system version reads around the page cache (`O_DIRECT`,
+    /// as segments are written) in large aligned requests: the device's speed without the
+    /// kernel's copy.
+    fn read_log(&self, path: &str, out: &mut Vec<u8>) -> io::Result<std::ops::Range<usize>> {
         *out = self.read(path)?;
-        Ok(())
+        Ok(0..out.len())
     }
     /// Creates (or truncates) a file for appending; parent directories are created.
     fn create(&self, path: &str) -> io::Result<Box<dyn StorageFile>>;
@@ -104,6 +108,9 @@ impl StorageFile for DirFile {
 
 /// Page size and alignment of direct I/O.
 const DIRECT_ALIGN: usize = 4096;
+
+/// The size of one direct read of a log segment.
+const DIRECT_READ_BYTES: usize = 8 << 20;
 
 /// A log segment written with `O_DIRECT`: appends collect in a page-aligned buffer, and each
 /// sync writes the whole pages (the partial last one padded with zeros, and rewritten by the
@@ -257,14 +264,65 @@ impl Storage for DirStorage {
         fs::read(self.path(path))
     }
 
-    fn read_into(&self, path: &str, out: &mut Vec<u8>) -> io::Result<()> {
-        use std::io::Read;
-        out.clear();
-        let mut file = File::open(self.path(path))?;
+    fn read_log(&self, path: &str, out: &mut Vec<u8>) -> io::Result<std::ops::Range<usize>> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let full = self.path(path);
+        let file = match OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(&full) {
+            Ok(file) => file,
+            // No direct I/O here (tmpfs): through the page cache.
+            Err(error) if error.raw_os_error() == Some(libc::EINVAL) => {
+                use std::io::Read;
+                out.clear();
+                File::open(&full)?.read_to_end(out)?;
+                return Ok(0..out.len());
+            }
+            Err(error) => return Err(error),
+        };
         let len = file.metadata()?.len() as usize;
-        out.reserve(len);
-        file.read_to_end(out)?;
-        Ok(())
+        let padded = len.div_ceil(DIRECT_ALIGN) * DIRECT_ALIGN;
+        out.clear();
+        out.reserve(padded + DIRECT_ALIGN);
+        let base = out.as_mut_ptr();
+        let start = (DIRECT_ALIGN - base as usize % DIRECT_ALIGN) % DIRECT_ALIGN;
+        // SAFETY: `reserve` made room for `start + padded` bytes; the bytes before `start` are
+        // zeroed so that everything up to the final length is initialised.
+        unsafe { std::ptr::write_bytes(base, 0, start) };
+        let mut read = 0usize;
+        while read < padded {
+            let want = (padded - read).min(DIRECT_READ_BYTES);
+            // SAFETY: `base + start + read .. + want` lies within the reserved capacity, and
+            // the address, length and file offset are multiples of the alignment.
+            let got = unsafe {
+                libc::pread(
+                    file.as_raw_fd(),
+                    base.add(start + read) as *mut libc::c_void,
+                    want,
+                    read as libc::off_t,
+                )
+            };
+            if got < 0 {
+                let error = io::Error::last_os_error();
+                if error.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(error);
+            }
+            read += got as usize;
+            // The end of the file: a short read (only the last request can be one).
+            if got == 0 || !read.is_multiple_of(DIRECT_ALIGN) {
+                break;
+            }
+        }
+        let got = read.min(len);
+        // SAFETY: `start + got` bytes are initialised (zeros, then what the reads returned).
+        unsafe { out.set_len(start + got) };
+        if got < len {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!("read {got} of {len} bytes"),
+            ));
+        }
+        Ok(start..start + got)
     }
 
     fn create(&self, path: &str) -> io::Result<Box<dyn StorageFile>> {
