@@ -405,3 +405,45 @@ fn concurrent_writers_and_scanners_agree_with_the_final_state() {
     assert_eq!(entries.len() as u64, threads * per_thread);
     assert!(entries.iter().all(|(_, value)| *value == 2));
 }
+
+#[test]
+fn ascending_inserts_at_several_points_leave_leaves_seven_eighths_full() {
+    let db = database();
+    let mut worker = db.worker().unwrap();
+    // Ten "districts", each taking ascending order numbers, interleaved: every insert lands
+    // after the last key of its district, in the middle of the tree (and long keys, so the
+    // leaves have heaps too).
+    for long in [false, true] {
+        let tree = BTree::new();
+        let per_district = 20_000u32;
+        let key_of = |district: u8, order: u32| {
+            let mut key = vec![district];
+            key.extend_from_slice(&order.to_be_bytes());
+            if long {
+                key.extend_from_slice(b"-a longer key tail");
+            }
+            key
+        };
+        for order in 0..per_district {
+            for district in 0..10u8 {
+                let value = u64::from(district) << 32 | u64::from(order);
+                worker
+                    .pinned(|pin, garbage| {
+                        tree.insert(&key_of(district, order), value, pin, garbage, &mut ()).unwrap()
+                    })
+                    .unwrap();
+            }
+        }
+        tree.check_invariants();
+        let (_, leaves, _) = tree.node_counts();
+        let keys = 10 * per_district as usize;
+        let fill = keys as f64 / (leaves * 64) as f64;
+        assert!(fill > 0.8, "long keys {long}: {leaves} leaves for {keys} keys, fill {fill:.2}");
+        for district in 0..10u8 {
+            for order in (0..per_district).step_by(997) {
+                let value = worker.pinned(|pin, _| tree.get(&key_of(district, order), pin).value);
+                assert_eq!(value.unwrap(), Some(u64::from(district) << 32 | u64::from(order)));
+            }
+        }
+    }
+}

@@ -12,6 +12,7 @@
 //! | `heap_garbage` | u32                  | heap words of removed keys, freed by compaction  |
 //! | `heap_words`   | u32, immutable       | heap capacity: 0 (short node) or `HEAP_WORDS`    |
 //! | `level`        | u32, immutable       | 0 for a leaf, parent = child + 1                 |
+//! | `last_insert`  | u32                  | leaf: slot after the last inserted key (a hint)  |
 //! | `heads`        | u64 x `SLOTS_MAX`    | first 8 key bytes, big-endian, zero-padded       |
 //! | `metas`        | u32 x `SLOTS_MAX`    | key length << 16 \| heap offset of the rest      |
 //! | `values`       | u64 x (`SLOTS_MAX`+1)| leaf: record references; inner: child pointers   |
@@ -105,6 +106,7 @@ pub(crate) struct Node {
     heap_garbage: AtomicU32,
     heap_words: u32,
     level: u32,
+    last_insert: AtomicU32,
     heads: [AtomicU64; SLOTS_MAX],
     metas: [AtomicU32; SLOTS_MAX],
     values: [AtomicU64; SLOTS_MAX + 1],
@@ -477,6 +479,13 @@ impl Node {
         self.write_slot(index, key);
         self.values[index].store(value, Relaxed);
         self.count.fetch_add(1, Relaxed);
+        self.last_insert.store(index as u32 + 1, Relaxed);
+    }
+
+    /// Whether a key inserted at `index` of a leaf would directly follow the key the previous
+    /// insert added: keys arriving in ascending order at this point of the tree.
+    pub fn follows_last_insert(&self, index: usize) -> bool {
+        index > 0 && self.last_insert.load(Relaxed) as usize == index
     }
 
     /// Removes the entry at `index` from a locked leaf.

@@ -323,7 +323,7 @@ impl BTree {
             if !here.is_leaf() {
                 if here.inner_is_full() {
                     self.lock_pair(parent, here, version)?;
-                    self.replace(parent, current, version, None, garbage, observer);
+                    self.replace(parent, current, version, None, None, garbage, observer);
                     return Ok(Step::Again);
                 }
                 let child = here.child(here.route(key));
@@ -342,7 +342,16 @@ impl BTree {
             }
             if here.fits(key.bytes.len()) == Fit::No {
                 self.lock_pair(parent, here, version)?;
-                self.replace(parent, current, version, Some(key.bytes.len()), garbage, observer);
+                let ascending = here.follows_last_insert(index).then_some(index);
+                self.replace(
+                    parent,
+                    current,
+                    version,
+                    Some(key.bytes.len()),
+                    ascending,
+                    garbage,
+                    observer,
+                );
                 return Ok(Step::Again);
             }
             // An unchanged version means `index` and the fit are still right.
@@ -394,7 +403,7 @@ impl BTree {
                 let here = node(current);
                 if !here.is_leaf() {
                     if here.inner_is_full() {
-                        self.replace(parent, current, version, None, garbage, observer);
+                        self.replace(parent, current, version, None, None, garbage, observer);
                         break;
                     }
                     let child = here.child(here.route(key));
@@ -419,6 +428,7 @@ impl BTree {
                         current,
                         version,
                         Some(key.bytes.len()),
+                        here.follows_last_insert(index).then_some(index),
                         garbage,
                         observer,
                     );
@@ -438,14 +448,17 @@ impl BTree {
 
     /// Replaces the latched node `current` (whose pre-lock version was `version`) under its
     /// latched parent with one rebuilt node, or two halves and a separator. `incoming` is the
-    /// length of a key about to be inserted into a leaf, so the rebuilt leaf can take it.
-    /// Unlocks the parent, marks `current` obsolete and retires it.
+    /// length of a key about to be inserted into a leaf, so the rebuilt leaf can take it;
+    /// `ascending` is its slot when it directly follows the key the leaf's previous insert
+    /// added. Unlocks the parent, marks `current` obsolete and retires it.
+    #[allow(clippy::too_many_arguments)]
     fn replace(
         &self,
         parent: Parent<'_>,
         current: *mut Node,
         version: u64,
         incoming: Option<usize>,
+        ascending: Option<usize>,
         garbage: &mut Garbage,
         observer: &mut impl LeafObserver,
     ) {
@@ -463,7 +476,15 @@ impl BTree {
                     if incoming_long || old.has_long_keys(0..count) { HEAP_WORDS } else { 0 };
                 (build_leaf(old, 0..count, heap), None)
             } else {
-                let middle = count / 2;
+                // Keys arriving in ascending order at one point (orders, order lines and
+                // history of each district, a queue's tail) split the leaf where they arrive,
+                // so the part before keeps filling (the keys after it, often the start of the
+                // next district's, move out of the way); halving would leave every such leaf
+                // half full for good: twice the memory, twice the splits. An eighth of the
+                // leaf stays on each side, so a random insert that happens to follow the last
+                // one costs little.
+                let margin = (count / 8).max(1);
+                let middle = ascending.map_or(count / 2, |at| at.clamp(margin, count - margin));
                 let heap_for = |range: std::ops::Range<usize>| {
                     if incoming_long || old.has_long_keys(range) { HEAP_WORDS } else { 0 }
                 };
@@ -687,7 +708,11 @@ impl BTree {
         let tails = left_node.tail_words_of(0..left_count)
             + right_node.tail_words_of(0..right_count)
             + separator.len().div_ceil(8).saturating_sub(1);
-        let fits = merged_count <= MERGED_COUNT_MAX && tails <= HEAP_WORDS;
+        // An empty node always goes, whatever its sibling holds: leaves split where ascending
+        // keys arrive stay 7/8 full, and a queue's head leaf, emptied by deletes next to such a
+        // sibling, would otherwise stay in the tree for good.
+        let one_empty = (left_count == 0 || right_count == 0) && merged_count < SLOTS_MAX;
+        let fits = (merged_count <= MERGED_COUNT_MAX || one_empty) && tails <= HEAP_WORDS;
         left_node.latch.read_validate(left_version)?;
         right_node.latch.read_validate(right_version)?;
         above.latch.read_validate(above_version)?;
