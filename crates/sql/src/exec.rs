@@ -526,7 +526,7 @@ fn finish(state: AggState, aggregate: &Aggregate) -> SqlResult<Value> {
 
 impl Collector<'_> {
     /// Takes one joined row that passed the filter; returns whether to go on scanning.
-    fn take(&mut self, row: &[Value], cx: &Context<'_>) -> SqlResult<bool> {
+    fn take(&mut self, row: &mut [Value], cx: &Context<'_>) -> SqlResult<bool> {
         let plan = self.plan;
         if let Some(grouping) = &plan.grouping {
             if grouping.keys.is_empty() {
@@ -557,15 +557,23 @@ impl Collector<'_> {
         Ok(self.rows.len() < self.enough)
     }
 
-    fn emit(&mut self, row: &[Value], cx: &Context<'_>) -> SqlResult<()> {
+    /// Adds the output row (and its sort keys) for `row`, whose movable columns
+    /// ([`QueryPlan::moves`]) it leaves `NULL`.
+    fn emit(&mut self, row: &mut [Value], cx: &Context<'_>) -> SqlResult<()> {
         let plan = self.plan;
-        let mut output = Vec::with_capacity(plan.output.len());
-        for expr in &plan.output {
-            output.push(expr.eval(row, cx)?);
-        }
+        // Sort keys first: they may read a column the output moves.
         let mut keys = Vec::with_capacity(plan.sort.len());
         for key in &plan.sort {
             keys.push(key.expr.eval(row, cx)?);
+        }
+        let mut output = Vec::with_capacity(plan.output.len());
+        for (index, expr) in plan.output.iter().enumerate() {
+            output.push(match expr {
+                BExpr::Column(at) if plan.moves.get(index) == Some(&true) => {
+                    std::mem::replace(&mut row[*at], Value::Null)
+                }
+                _ => expr.eval(row, cx)?,
+            });
         }
         self.rows.push((keys, output));
         Ok(())
@@ -619,7 +627,7 @@ pub fn run_query(txn: &mut Txn<'_>, plan: &QueryPlan, env: &Env<'_>) -> SqlResul
                         row.push(expr.eval(&[], &cx)?);
                     }
                     if plan.filter.as_ref().map_or(Ok(true), |f| f.test(&row, &cx))?
-                        && !collector.take(&row, &cx)?
+                        && !collector.take(&mut row, &cx)?
                     {
                         break;
                     }
@@ -646,7 +654,7 @@ pub fn run_query(txn: &mut Txn<'_>, plan: &QueryPlan, env: &Env<'_>) -> SqlResul
             {
                 continue;
             }
-            collector.emit(&row, &cx)?;
+            collector.emit(&mut row, &cx)?;
         }
     }
     let mut rows = collector.rows;

@@ -99,6 +99,10 @@ pub struct QueryPlan {
     pub width: usize,
     /// Uncorrelated subqueries, run once before the query.
     pub subqueries: Vec<QueryPlan>,
+    /// Per output expression: whether it is a column of the innermost table that no other
+    /// output expression reads, so the executor moves the decoded value into the result row
+    /// instead of cloning it (the next row overwrites that column anyway). Empty: none.
+    pub moves: Vec<bool>,
 }
 
 #[derive(Debug, Clone)]
@@ -1165,9 +1169,11 @@ impl<'a> Binder<'a> {
             for_update: query.for_update,
             width,
             subqueries: std::mem::replace(&mut self.subqueries, saved_subqueries),
+            moves: Vec::new(),
         };
         eliminate_sort(&mut plan);
         mark_wanted(&mut plan);
+        mark_moves(&mut plan);
         Ok(plan)
     }
 
@@ -1259,6 +1265,7 @@ impl<'a> Binder<'a> {
             offset: query.offset.as_ref().map(|e| self.bind_count(e)).transpose()?,
             for_update: false,
             subqueries: std::mem::take(&mut self.subqueries),
+            moves: Vec::new(),
         })
     }
 
@@ -1779,6 +1786,32 @@ fn eliminate_sort(plan: &mut QueryPlan) {
 }
 
 /// Marks the columns each table must decode.
+/// Fills [`QueryPlan::moves`]: output columns of the innermost table read by exactly one
+/// output expression. Outer tables' columns stay in the joined row for the next inner row, and
+/// grouped plans emit from group rows, so neither moves anything.
+fn mark_moves(plan: &mut QueryPlan) {
+    let Some(last) = plan.tables.last() else { return };
+    if plan.grouping.is_some() {
+        return;
+    }
+    let innermost = last.offset..last.offset + last.table.types.len();
+    let mut readers = vec![0usize; plan.width];
+    for expr in &plan.output {
+        expr.columns(&mut |at| {
+            if at < readers.len() {
+                readers[at] += 1;
+            }
+        });
+    }
+    plan.moves = plan
+        .output
+        .iter()
+        .map(|expr| {
+            matches!(expr, BExpr::Column(at) if innermost.contains(at) && readers[*at] == 1)
+        })
+        .collect();
+}
+
 fn mark_wanted(plan: &mut QueryPlan) {
     let mut used = vec![false; plan.width];
     let mut mark = |expr: &BExpr| {

@@ -33,6 +33,26 @@ eng | ann
 ops | cid
 ops | eve
 
+-- Output columns of the innermost table are moved into result rows, not cloned: a column
+-- read twice, an outer column repeated for several inner rows, a sort on a moved column.
+SELECT e.name, e.name, upper(e.name) FROM emp e WHERE e.salary >= 90 ORDER BY e.name
+----
+ann | ann | ANN
+cid | cid | CID
+eve | eve | EVE
+
+SELECT d.name, e.name, e.salary FROM dept d JOIN emp e ON e.dept_id = d.id ORDER BY e.salary DESC, e.name
+----
+eng | ann | 100
+ops | cid | 90
+ops | eve | 90
+eng | bob | 80
+
+SELECT name FROM emp ORDER BY name DESC LIMIT 2
+----
+eve
+dan
+
 SELECT dept_id, count(*), sum(salary), max(name) FROM emp GROUP BY dept_id HAVING count(*) > 1 ORDER BY dept_id
 ----
 1 | 2 | 180 | bob
