@@ -1806,9 +1806,9 @@ fn mark_moves(plan: &mut QueryPlan) {
     plan.moves = plan
         .output
         .iter()
-        .map(|expr| {
-            matches!(expr, BExpr::Column(at) if innermost.contains(at) && readers[*at] == 1)
-        })
+        .map(
+            |expr| matches!(expr, BExpr::Column(at) if innermost.contains(at) && readers[*at] == 1),
+        )
         .collect();
 }
 
