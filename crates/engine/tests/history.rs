@@ -19,6 +19,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 const NEAR_FRONTIER: u64 = 16;
 const SCAN_WIDTH_MAX: u64 = 12;
 
+/// A database with 2 ms epochs and snapshots every `snapshot_interval_epochs` epochs (deleted
+/// records leave the index once the snapshot horizon passes them).
+fn database(snapshot_interval_epochs: u64) -> Arc<Database> {
+    Arc::new(
+        Database::open(Config {
+            epoch_interval_ms: 2,
+            snapshot_interval_epochs,
+            ..Config::default()
+        })
+        .unwrap(),
+    )
+}
+
 fn key(k: u64) -> Vec<u8> {
     KeyBuilder::new().u64(k).finish()
 }
@@ -29,14 +42,7 @@ fn run(
     per_thread: usize,
     seed: u64,
 ) -> (Vec<Committed>, BTreeMap<u64, Vec<u64>>) {
-    let db = Arc::new(
-        Database::open(Config {
-            epoch_interval_ms: 2,
-            snapshot_interval_epochs: 1,
-            ..Config::default()
-        })
-        .unwrap(),
-    );
+    let db = database(1);
     let table = db.create_table(TableSpec::new("lists")).unwrap();
     let next_id = Arc::new(AtomicU64::new(1));
     let frontier = Arc::new(AtomicU64::new(0));
@@ -167,4 +173,79 @@ fn the_checker_catches_read_committed_anomalies() {
         )
     });
     assert!(found, "read committed produced no detectable anomaly in 20 runs");
+}
+
+/// A predicate constraint kept only by serializability: "at most `LIMIT` rows in the range".
+/// Each transaction counts the range and inserts a row when there is room, or deletes one
+/// when it is full. Keys are few, so inserts mostly bring back deleted records still in the
+/// index (scans pass over those without recording them; bringing one back changes its leaf):
+/// two transactions that each see room and each insert would make a write skew over the
+/// predicate. Every count any transaction sees, and the final count, must stay within the
+/// limit.
+#[test]
+fn a_predicate_limit_holds_while_deleted_rows_come_back() {
+    const KEYS: u64 = 12;
+    const LIMIT: usize = 4;
+    // Deleted records stay in the index for 50 epochs or more: inserts claim them.
+    let db = database(50);
+    let table = db.create_table(TableSpec::new("limited")).unwrap();
+    let count = |txn: &mut engram_engine::Txn<'_>, present: &mut Vec<u64>| {
+        present.clear();
+        txn.scan(
+            &table,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            Direction::Forward,
+            usize::MAX,
+            |k, _| {
+                present.push(u64::from_be_bytes(k.try_into().unwrap()));
+                true
+            },
+        )
+    };
+    let (claims, worst) = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..3u64)
+            .map(|thread| {
+                let (db, table) = (Arc::clone(&db), Arc::clone(&table));
+                scope.spawn(move || {
+                    let mut worker = db.worker().unwrap();
+                    let mut random = SmallRng::seed_from_u64(thread);
+                    let (mut inserts, mut worst) = (0u64, 0usize);
+                    let mut present = Vec::new();
+                    for _ in 0..4000 {
+                        let pick = random.random_range(0..KEYS);
+                        let outcome = worker.transaction(Isolation::Serializable, |txn| {
+                            count(txn, &mut present)?;
+                            let seen = present.len();
+                            if seen < LIMIT {
+                                if !present.contains(&pick) {
+                                    txn.insert(&table, &key(pick), b"row")?;
+                                    return Ok((seen, 1));
+                                }
+                            } else {
+                                let victim = present[pick as usize % seen];
+                                txn.delete(&table, &key(victim))?;
+                            }
+                            Ok((seen, 0))
+                        });
+                        if let Ok((seen, inserted)) = outcome {
+                            worst = worst.max(seen);
+                            inserts += inserted;
+                        }
+                    }
+                    (inserts, worst)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| handle.join().unwrap())
+            .fold((0, 0), |(a, b), (inserts, worst)| (a + inserts, b.max(worst)))
+    });
+    let mut worker = db.worker().unwrap();
+    let mut present = Vec::new();
+    worker.transaction(Isolation::Serializable, |txn| count(txn, &mut present)).unwrap();
+    assert!(worst <= LIMIT, "a transaction saw {worst} rows, over the limit of {LIMIT}");
+    assert!(present.len() <= LIMIT, "{} rows at the end, over the limit", present.len());
+    assert!(claims > 1000, "the workload inserted rows again and again: {claims} inserts");
 }

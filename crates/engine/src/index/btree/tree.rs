@@ -198,6 +198,46 @@ impl BTree {
         }
     }
 
+    /// Gives the leaf that holds (or would hold) `key` a new version without changing its
+    /// contents, as an insert would, and tells `observer`. Transactions that recorded the leaf
+    /// in their node set then fail node validation: this is how a deleted record still in the
+    /// index that an insert brings back reaches scans, which skip such records unrecorded.
+    pub fn touch(&self, key: &[u8], _pin: &Pin<'_>, observer: &mut impl LeafObserver) {
+        let key = SearchKey::new(key);
+        loop {
+            match self.try_touch(&key, observer) {
+                Ok(()) => return,
+                Err(Restart) => {
+                    self.count_restart();
+                    std::hint::spin_loop();
+                }
+            }
+        }
+    }
+
+    fn try_touch(
+        &self,
+        key: &SearchKey<'_>,
+        observer: &mut impl LeafObserver,
+    ) -> Result<(), Restart> {
+        let (_, mut current, mut version) = self.read_root()?;
+        loop {
+            let here = node(current);
+            if here.is_leaf() {
+                // An unchanged version means this live leaf still covers the key (structure
+                // changes are copy-on-write and make the old leaf obsolete).
+                here.latch.try_upgrade(version)?;
+                let after = LeafVersion { node: current, version: here.latch.unlock_returning() };
+                observer.leaf_changed(current as usize, version, &[after]);
+                return Ok(());
+            }
+            let child = here.child(here.route(key));
+            here.latch.read_validate(version)?;
+            version = node(child).latch.read_begin()?;
+            current = child;
+        }
+    }
+
     /// Looks up to [`GROUP_KEYS`] keys up together: their paths descend a level at a time,
     /// each node prefetched a round before it is searched, so that the cache misses of
     /// different keys overlap instead of following one another (group prefetching). Calls
