@@ -20,7 +20,6 @@ pub trait Storage: Send + Sync + fmt::Debug {
     fn list(&self, dir: &str) -> io::Result<Vec<String>>;
     /// The whole file.
     fn read(&self, path: &str) -> io::Result<Vec<u8>>;
-    /// The whole file into `out` (cleared first), reusing its memory.
     /// Reads a whole log segment into `out` (its memory reused), returning the part of `out`
     /// that holds the file. The file system version reads around the page cache (`O_DIRECT`,
     /// as segments are written) in large aligned requests: the device's speed without the
