@@ -6,7 +6,10 @@ use engram_sql::{Session, SqlDb};
 
 /// `outer_t` has 600 rows whose `ref` points at `inner_t` keys 0..60 (only even ones exist),
 /// at nothing (NULL), or at keys that do not exist.
-fn session() -> (Session, Vec<(i64, Option<i64>)>, Vec<(i64, i64)>) {
+/// Outer rows `(id, ref)` and inner rows `(id, weight)`.
+type Rows = (Vec<(i64, Option<i64>)>, Vec<(i64, i64)>);
+
+fn session() -> (Session, Rows) {
     let db = SqlDb::open(engram_engine::Config::default()).unwrap();
     let mut session = db.session().unwrap();
     session.execute_one("CREATE TABLE inner_t (id INT PRIMARY KEY, weight INT NOT NULL)").unwrap();
@@ -21,7 +24,7 @@ fn session() -> (Session, Vec<(i64, Option<i64>)>, Vec<(i64, i64)>) {
         let reference = reference.map_or("NULL".to_string(), |r| r.to_string());
         session.execute_one(&format!("INSERT INTO outer_t VALUES ({id}, {reference})")).unwrap();
     }
-    (session, outer, inner)
+    (session, (outer, inner))
 }
 
 fn ints(session: &mut Session, sql: &str) -> Vec<Vec<Option<String>>> {
@@ -30,7 +33,7 @@ fn ints(session: &mut Session, sql: &str) -> Vec<Vec<Option<String>>> {
 
 #[test]
 fn batched_inner_lookups_give_the_nested_loop_result() {
-    let (mut session, outer, inner) = session();
+    let (mut session, (outer, inner)) = session();
     let weight = |r: i64| inner.iter().find(|(id, _)| *id == r).map(|(_, w)| *w);
     let expected: Vec<(i64, i64)> = outer
         .iter()
