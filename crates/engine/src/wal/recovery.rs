@@ -742,49 +742,66 @@ fn nothing_is_reclaimed() -> Pin<'static> {
 
 /// Removes deleted rows from a table's primary index and builds its secondary indexes.
 fn finish_table(table: &Table, applier: &mut Applier, pin: &Pin<'_>) {
-    struct Collect(Vec<(Vec<u8>, u64)>);
-    impl crate::index::ScanVisitor for Collect {
+    /// Builds the secondary entries of live rows as the scan passes them (other trees than
+    /// the one scanned), and keeps only the deleted rows, which leave the primary index after
+    /// the scan: copying every key first cost one allocation per row.
+    struct Finish<'a> {
+        table: &'a Table,
+        applier: &'a mut Applier,
+        pin: &'a Pin<'a>,
+        deleted: Vec<(Vec<u8>, u64)>,
+        value: Vec<u8>,
+        entry: Vec<u8>,
+        scratch: Vec<u8>,
+    }
+    impl crate::index::ScanVisitor for Finish<'_> {
         fn leaf(&mut self, _leaf: crate::index::LeafVersion) {}
-        fn entry(&mut self, key: &[u8], value: u64) -> bool {
-            self.0.push((key.to_vec(), value));
+        fn entry(&mut self, key: &[u8], head: u64) -> bool {
+            // SAFETY: in the index; recovery is the only user.
+            let head_ref = unsafe { &*(head as *mut Head) };
+            if head_ref.word().is_absent() {
+                self.deleted.push((key.to_vec(), head));
+                return true;
+            }
+            if !self.table.has_secondaries() {
+                return true;
+            }
+            self.value.clear();
+            if head_ref.read(&mut self.value).is_err() {
+                unreachable!("nothing holds a lock during recovery");
+            }
+            for index in self.table.secondaries.iter() {
+                self.entry.clear();
+                if index.entry_of(&self.value, key, &mut self.entry, &mut self.scratch) {
+                    let garbage = &mut self.applier.garbage;
+                    let _ = index.tree.insert(&self.entry, head, self.pin, garbage, &mut ());
+                }
+            }
             true
         }
     }
-    let mut rows = Collect(Vec::new());
+    let mut finish = Finish {
+        table,
+        applier,
+        pin,
+        deleted: Vec::new(),
+        value: Vec::new(),
+        entry: Vec::new(),
+        scratch: Vec::new(),
+    };
     table.primary.scan(
         Bound::Unbounded,
         Bound::Unbounded,
         crate::index::Direction::Forward,
         pin,
         &mut crate::index::ScanBuffer::new(),
-        &mut rows,
+        &mut finish,
     );
-    let mut value = Vec::new();
-    let mut entry = Vec::new();
-    let mut scratch = Vec::new();
-    for (key, head) in rows.0 {
-        let head_ptr = head as *mut Head;
-        // SAFETY: in the index; recovery is the only user.
-        let head_ref = unsafe { &*head_ptr };
-        if head_ref.word().is_absent() {
-            table.primary.remove(&key, Some(head), pin, &mut applier.garbage, &mut ());
-            // SAFETY: just unlinked; no other thread can reach it during recovery.
-            unsafe { Head::free_now(head_ptr, &mut applier.arena) };
-            continue;
-        }
-        if !table.has_secondaries() {
-            continue;
-        }
-        value.clear();
-        if head_ref.read(&mut value).is_err() {
-            unreachable!("nothing holds a lock during recovery");
-        }
-        for index in table.secondaries.iter() {
-            entry.clear();
-            if index.entry_of(&value, &key, &mut entry, &mut scratch) {
-                let _ = index.tree.insert(&entry, head, pin, &mut applier.garbage, &mut ());
-            }
-        }
+    let Finish { deleted, applier, .. } = finish;
+    for (key, head) in deleted {
+        table.primary.remove(&key, Some(head), pin, &mut applier.garbage, &mut ());
+        // SAFETY: just unlinked; no other thread can reach it during recovery.
+        unsafe { Head::free_now(head as *mut Head, &mut applier.arena) };
     }
 }
 
