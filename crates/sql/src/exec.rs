@@ -32,6 +32,14 @@ pub struct Env<'a> {
     pub interrupt: &'a Interrupt,
 }
 
+impl Env<'_> {
+    /// The same environment without a row limit, for a query that feeds another (a subquery,
+    /// `INSERT ... SELECT`): a portal's limit applies to the outer statement's rows only.
+    fn unlimited(&self) -> Env<'_> {
+        Env { max_rows: 0, ..*self }
+    }
+}
+
 /// Why a running statement should stop: `statement_timeout` passed, or the client asked to
 /// cancel. Scans check it every [`INTERRUPT_CHECK_ROWS`] rows.
 ///
@@ -114,14 +122,7 @@ fn run_subqueries(
 ) -> SqlResult<Vec<Vec<Value>>> {
     let mut results = Vec::with_capacity(subqueries.len());
     for sub in subqueries {
-        let inner = Env {
-            params: env.params,
-            now: env.now,
-            reserve: env.reserve,
-            max_rows: 0,
-            interrupt: env.interrupt,
-        };
-        let rows = run_query(txn, sub, &inner)?.rows;
+        let rows = run_query(txn, sub, &env.unlimited())?.rows;
         results.push(rows.into_iter().map(|mut row| row.swap_remove(0)).collect());
     }
     Ok(results)
@@ -878,14 +879,7 @@ pub fn run_insert(txn: &mut Txn<'_>, plan: &InsertPlan, env: &Env<'_>) -> SqlRes
             }
         }
         InsertRows::Query(query, targets) => {
-            let inner = Env {
-                params: env.params,
-                now: env.now,
-                reserve: env.reserve,
-                max_rows: 0,
-                interrupt: env.interrupt,
-            };
-            for row in run_query(txn, query, &inner)?.rows {
+            for row in run_query(txn, query, &env.unlimited())?.rows {
                 let mut source = vec![None; width];
                 for (value, &target) in row.into_iter().zip(targets) {
                     source[target] = Some(value);
