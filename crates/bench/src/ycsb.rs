@@ -151,14 +151,18 @@ impl Db for EngramYcsb {
     type Conn = Worker;
 
     fn name(&self) -> String {
-        "engram".into()
+        match self.db.config().protocol {
+            engram_engine::Protocol::Silo => "engram".into(),
+            protocol => format!("engram-{protocol}"),
+        }
     }
 
     fn settings(&self) -> String {
         let config = self.db.config();
         format!(
-            "mode {}, serializable, epoch {} ms, snapshot every {} epochs, {}",
+            "mode {}, protocol {}, serializable, epoch {} ms, snapshot every {} epochs, {}",
             self.mode.name(),
+            config.protocol,
             config.epoch_interval_ms,
             config.snapshot_interval_epochs,
             match (&config.data_dir, config.durability) {

@@ -3,7 +3,7 @@
 use clap::{Args, Parser, Subcommand};
 use engram_bench::report::{format_rate, write_json};
 use engram_bench::tpcc::engram::{EngramTpcc, Persistence, ReadOnlyLevels};
-use engram_engine::Durability;
+use engram_engine::{Durability, Protocol};
 
 mod crash;
 mod serve;
@@ -75,9 +75,13 @@ struct RecoveryArgs {
     json: Option<PathBuf>,
 }
 
-/// Where and how a benchmark's database logs.
+/// Where and how a benchmark's database logs, and the protocol it runs.
 #[derive(Args, Clone)]
 struct DurabilityArgs {
+    /// Concurrency-control protocol: silo, si or mvocc (docs/isolation.md); with TPC-C, a
+    /// comma-separated list measured in alternating rounds, each on its own database.
+    #[arg(long, value_delimiter = ',', default_value = "silo")]
+    protocol: Vec<String>,
     /// off | epoch, or (TPC-C) a comma-separated list measured in alternating rounds, each on
     /// its own database.
     #[arg(long, value_delimiter = ',', default_value = "off")]
@@ -107,8 +111,13 @@ impl DurabilityArgs {
         Ok(modes)
     }
 
-    /// The persistence of database `name` in mode `mode`.
+    fn protocols(&self) -> Result<Vec<Protocol>, String> {
+        self.protocol.iter().map(|name| Protocol::parse(name)).collect()
+    }
+
+    /// The persistence of database `name` in mode `mode`, running the first protocol.
     fn persistence(&self, mode: Durability, name: Option<&str>) -> Result<Persistence, String> {
+        let protocol = self.protocols()?[0];
         let data_dir = match (mode, &self.data) {
             (Durability::Epoch, Some(dir)) => {
                 let dir = name.map_or_else(|| dir.clone(), |name| dir.join(name));
@@ -123,6 +132,7 @@ impl DurabilityArgs {
             _ => None,
         };
         Ok(Persistence {
+            protocol,
             data_dir,
             durability: mode,
             log_compression: self.log_compression,
@@ -309,9 +319,9 @@ fn ycsb(args: YcsbArgs) -> Result<(), String> {
         seed: args.seed,
         progress: !args.quiet,
         transactions: args.transactions,
-        persistence: match &args.durability.modes()?[..] {
-            [mode] => args.durability.persistence(*mode, None)?,
-            _ => return Err("YCSB runs one --durability mode at a time".into()),
+        persistence: match (&args.durability.modes()?[..], &args.durability.protocols()?[..]) {
+            ([mode], [_]) => args.durability.persistence(*mode, None)?,
+            _ => return Err("YCSB runs one --durability mode and one --protocol at a time".into()),
         },
     };
     let mut thread_counts = args.threads.clone();
@@ -494,15 +504,22 @@ fn tpcc_command(args: TpccArgs) -> Result<(), String> {
         )
     })?;
     let modes = args.durability.modes()?;
+    let protocols = args.durability.protocols()?;
     if modes.len() > 1 && thread_counts.len() > 1 {
         return Err("compare durability modes at one thread count".into());
     }
+    if protocols.len() > 1 && (thread_counts.len() > 1 || modes.len() > 1) {
+        return Err("compare protocols at one thread count and one durability mode".into());
+    }
+    if protocols.len() > 1 && args.db != "engram" {
+        return Err("protocols are compared on --db engram".into());
+    }
     let names: Vec<&str> = args.db.split(',').map(str::trim).collect();
     // Every configuration runs for its share of the duration.
-    let configurations = thread_counts.len().max(modes.len()).max(names.len());
+    let configurations = thread_counts.len().max(modes.len()).max(names.len()).max(protocols.len());
     let thread_seconds = thread_counts.iter().sum::<usize>() as f64 * args.duration
         / configurations as f64
-        * modes.len().max(names.len()) as f64;
+        * modes.len().max(names.len()).max(protocols.len()) as f64;
     let reserve_mib =
         args.reserve_memory_mib.unwrap_or_else(|| default_tpcc_reserve_mib(thread_seconds));
     if names.len() > 1 && modes.len() > 1 {
@@ -510,6 +527,22 @@ fn tpcc_command(args: TpccArgs) -> Result<(), String> {
     }
     let databases = if layout == tpcc::Warehouses::PerThread { thread_counts.len() } else { 1 };
     let reports = match &names[..] {
+        ["engram"] if protocols.len() > 1 => {
+            let configured = side_by_side(&options, thread_counts[0], layout, protocols.len());
+            let dbs = protocols
+                .iter()
+                .map(|&protocol| {
+                    let persistence =
+                        args.durability.persistence(modes[0], Some(protocol.name()))?;
+                    EngramTpcc::open(
+                        read_only,
+                        reserve_mib << 20,
+                        Persistence { protocol, ..persistence },
+                    )
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            tpcc::run_configured(dbs, &configured, &options, args.rounds)?
+        }
         ["engram"] => {
             if let [mode] = &modes[..] {
                 let mut name = database_names(databases);
@@ -522,16 +555,7 @@ fn tpcc_command(args: TpccArgs) -> Result<(), String> {
                 };
                 tpcc::run(open, &options, &thread_counts, args.rounds, layout)?
             } else {
-                let threads = thread_counts[0];
-                let scale = match layout {
-                    tpcc::Warehouses::PerThread => {
-                        Scale { warehouses: threads as u16, ..options.scale }
-                    }
-                    tpcc::Warehouses::Shared => options.scale,
-                };
-                let configured: Vec<(tpcc::Options, usize)> = (0..modes.len())
-                    .map(|index| (tpcc::Options { threads, scale, ..options.clone() }, index))
-                    .collect();
+                let configured = side_by_side(&options, thread_counts[0], layout, modes.len());
                 let dbs = modes
                     .iter()
                     .map(|mode| {
@@ -738,6 +762,21 @@ fn print_tpcc(report: &tpcc::Report) {
             durable.p99 / epoch_us
         );
     }
+}
+
+/// The run options of `count` databases measured side by side at `threads` threads, each
+/// with its own warehouses when `layout` gives every thread its own.
+fn side_by_side(
+    options: &tpcc::Options,
+    threads: usize,
+    layout: tpcc::Warehouses,
+    count: usize,
+) -> Vec<(tpcc::Options, usize)> {
+    let scale = match layout {
+        tpcc::Warehouses::PerThread => Scale { warehouses: threads as u16, ..options.scale },
+        tpcc::Warehouses::Shared => options.scale,
+    };
+    (0..count).map(|index| (tpcc::Options { threads, scale, ..options.clone() }, index)).collect()
 }
 
 fn recovery_command(args: RecoveryArgs) -> Result<(), String> {

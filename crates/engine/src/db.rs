@@ -1,6 +1,7 @@
 //! The database: configuration, the catalog of tables, the epoch ticker, per-worker counters,
 //! and what departing workers leave behind.
 
+use crate::cc::Protocol;
 use crate::error::{AbortReason, Error, Result};
 use crate::gc::Garbage;
 use crate::gc::tasks::Tasks;
@@ -69,6 +70,8 @@ pub struct Config {
     pub recovery_threads: usize,
     /// Rebuilds secondary-index key extractors at recovery.
     pub index_keys: Option<IndexKeys>,
+    /// The concurrency-control protocol (`cc::mv`): Silo by default.
+    pub protocol: Protocol,
 }
 
 impl Default for Config {
@@ -91,6 +94,7 @@ impl Default for Config {
             checkpoint_threads: 1,
             recovery_threads: 0,
             index_keys: None,
+            protocol: Protocol::Silo,
         }
     }
 }
@@ -269,11 +273,14 @@ impl Database {
         if config.reserved_memory_bytes > 0 {
             reserve(config.reserved_memory_bytes)?;
         }
-        let epochs = EpochManager::new(
+        let mut epochs = EpochManager::new(
             config.workers_max,
             config.snapshot_interval_epochs,
             config.idle_transaction_epochs_max,
         );
+        if config.protocol.multiversion() {
+            epochs.enable_multiversion();
+        }
         let counters =
             (0..config.workers_max).map(|_| CachePadded::new(Counters::default())).collect();
         let mut catalog = Catalog::default();

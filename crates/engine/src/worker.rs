@@ -15,7 +15,7 @@
 //!   is suspended, and if it stays idle longer than `idle_transaction_epochs_max` the ticker
 //!   gives up on it; its next call gets `Aborted(IdleTimeout)`.
 
-use crate::cc::{self, AccessSet, Isolation, NodeSet, Txn};
+use crate::cc::{self, AccessSet, Isolation, NodeSet, Rules, Txn};
 use crate::db::Shared;
 use crate::error::{AbortReason, Error, Result};
 use crate::gc::Garbage;
@@ -23,8 +23,8 @@ use crate::gc::tasks::Tasks;
 use crate::index::ScanBuffer;
 use crate::limits::VALUE_BYTES_MAX;
 use crate::storage::arena::Arena;
+use crate::storage::record::Busy;
 use crate::storage::record::Version;
-use crate::storage::record::{Busy, Retention};
 use crate::storage::{Head, Table, TableId, Tid, TidWord};
 use crate::sync::{Epoch, Pin, SlotId};
 use std::sync::Arc;
@@ -98,6 +98,11 @@ pub(crate) struct TxnState {
     pub isolation: Isolation,
     pub pinned_at: Epoch,
     pub snapshot: Option<Epoch>,
+    /// The read timestamp under a multi-version protocol (`cc::mv`); `None` under Silo and
+    /// for snapshot transactions.
+    pub begin: Option<Tid>,
+    /// What the protocol re-checks at this transaction's level.
+    pub rules: Rules,
     pub interactive: bool,
     /// Some update touches a table with secondary indexes (commit step 2 has work).
     pub updates_indexed_rows: bool,
@@ -137,6 +142,8 @@ impl Default for TxnState {
             isolation: Isolation::Serializable,
             pinned_at: Epoch::NEVER,
             snapshot: None,
+            begin: None,
+            rules: Rules::default(),
             interactive: false,
             updates_indexed_rows: false,
             undid_inserts: false,
@@ -166,6 +173,7 @@ impl TxnState {
     pub fn reset(&mut self) {
         self.status = Status::Idle;
         self.snapshot = None;
+        self.begin = None;
         self.interactive = false;
         self.updates_indexed_rows = false;
         self.undid_inserts = false;
@@ -332,8 +340,12 @@ impl Worker {
         self.txn.isolation = isolation;
         self.txn.interactive = interactive;
         self.txn.pinned_at = self.shared.epochs.pin(self.slot);
+        let protocol = self.shared.config.protocol;
+        self.txn.rules = protocol.rules(isolation);
         if isolation == Isolation::Snapshot {
             self.txn.snapshot = Some(self.shared.epochs.enter_snapshot(self.slot));
+        } else if protocol.multiversion() {
+            self.txn.begin = Some(Tid::from_u64(self.shared.epochs.enter_reader(self.slot)));
         }
         self.txn.status = Status::Active;
         Ok(())
@@ -346,6 +358,7 @@ impl Worker {
             return Err(Error::TransactionOpen);
         }
         self.txn.isolation = Isolation::Snapshot;
+        self.txn.rules = Rules::default();
         self.txn.interactive = false;
         self.txn.pinned_at = self.shared.epochs.pin(self.slot);
         self.shared.epochs.enter_snapshot_at(self.slot, at);
@@ -540,7 +553,12 @@ impl Raw<'_> {
             epochs.enter_commit(worker.slot, epochs.global());
             std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         }
-        let Some(tid) = Tid::commit_after(word.tid().max(worker.last_tid), epochs.global()) else {
+        let tid = if epochs.is_multiversion() {
+            epochs.next_timestamp(epochs.global())
+        } else {
+            Tid::commit_after(word.tid().max(worker.last_tid), epochs.global())
+        };
+        let Some(tid) = tid else {
             head.unlock_to(word);
             if logging {
                 epochs.leave_commit(worker.slot);
@@ -548,8 +566,7 @@ impl Raw<'_> {
             return Err(Error::Aborted(AbortReason::SequenceExhausted));
         };
         worker.last_tid = tid;
-        let retention =
-            Retention { low: epochs.snapshot_low(), interval: epochs.snapshot_interval_epochs() };
+        let retention = epochs.retention();
         let new_word = TidWord::new(tid, TidWord::LATEST);
         worker.txn.dropped.clear();
         head.install(

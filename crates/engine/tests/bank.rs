@@ -2,7 +2,7 @@
 //! transactions, by serializable ones, or at the end.
 
 use engram_engine::{
-    Config, Database, Direction, Error, Isolation, KeyBuilder, TableRef, TableSpec,
+    Config, Database, Direction, Error, Isolation, KeyBuilder, Protocol, TableRef, TableSpec,
 };
 use rand::{RngExt, SeedableRng, rngs::SmallRng};
 use std::ops::Bound;
@@ -37,10 +37,15 @@ fn total(txn: &mut engram_engine::Txn<'_>, table: &TableRef) -> Result<(i64, usi
 }
 
 fn run(isolation: Isolation, use_get_for_update: bool) {
+    run_with(Protocol::Silo, isolation, use_get_for_update);
+}
+
+fn run_with(protocol: Protocol, isolation: Isolation, use_get_for_update: bool) {
     let db = Arc::new(
         Database::open(Config {
             epoch_interval_ms: 1,
             snapshot_interval_epochs: 2,
+            protocol,
             ..Config::default()
         })
         .unwrap(),
@@ -163,4 +168,16 @@ fn transfers_keep_the_total_at_repeatable_read() {
 #[test]
 fn transfers_keep_the_total_at_read_committed_with_get_for_update() {
     run(Isolation::ReadCommitted, true);
+}
+
+/// The multi-version protocols at every level where a transfer cannot lose money: snapshot
+/// isolation's first committer wins keeps the total at repeatable read (the transfer writes
+/// both rows it read), and so does every serializable protocol.
+#[test]
+fn transfers_keep_the_total_under_the_multi_version_protocols() {
+    for protocol in [Protocol::Si, Protocol::Mvocc] {
+        run_with(protocol, Isolation::Serializable, false);
+        run_with(protocol, Isolation::RepeatableRead, false);
+        run_with(protocol, Isolation::ReadCommitted, true);
+    }
 }

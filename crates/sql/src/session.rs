@@ -973,6 +973,8 @@ impl Session {
             interrupt: &self.interrupt,
         };
         let mut txn = self.worker.txn()?;
+        // A snapshot per statement at READ COMMITTED under a multi-version protocol.
+        txn.next_statement()?;
         let produced: Produced = match plan.as_ref() {
             Plan::Query(query) => run_query(&mut txn, query, &env)?,
             Plan::Insert(insert) => run_insert(&mut txn, insert, &env)?,

@@ -5,7 +5,7 @@
 //! is read back as the engine's abort reason. Every script must give the outcomes it states
 //! at every level it names, and its anomaly must happen exactly where it says.
 
-use engram_engine::Isolation;
+use engram_engine::{Isolation, Protocol};
 use engram_sql::{
     Outcome, Prepared, Session, SqlDb, SqlError, TransactionStatus, Value, isolation_sql,
 };
@@ -51,10 +51,11 @@ struct SqlExecutor {
 }
 
 impl SqlExecutor {
-    fn new(setup: &[(String, String)]) -> SqlExecutor {
+    fn new(setup: &[(String, String)], protocol: Protocol) -> SqlExecutor {
         let db = SqlDb::open(engram_engine::Config {
             epoch_interval_ms: 0,
             snapshot_interval_epochs: 1,
+            protocol,
             ..engram_engine::Config::default()
         })
         .expect("open");
@@ -187,7 +188,7 @@ fn every_anomaly_script_behaves_as_written_through_sql() {
     let mut runs = 0;
     for (file, script) in scripts() {
         for &level in &script.levels {
-            let run = script.run_on(level, &mut SqlExecutor::new(&script.setup));
+            let run = script.run_on(level, &mut SqlExecutor::new(&script.setup, level.protocol));
             runs += 1;
             failures.extend(script.failures(&file, &run, true));
         }
@@ -199,7 +200,7 @@ fn every_anomaly_script_behaves_as_written_through_sql() {
 /// Parameters typed as the column's: a key given as text finds its row.
 #[test]
 fn the_step_statements_take_text_parameters() {
-    let mut executor = SqlExecutor::new(&[("x".into(), "1".into())]);
+    let mut executor = SqlExecutor::new(&[("x".into(), "1".into())], Protocol::Silo);
     let words = |text: &str| text.split_whitespace().map(str::to_string).collect::<Vec<_>>();
     assert_eq!(executor.execute(None, Isolation::ReadCommitted, &words("get x")), "1");
     assert_eq!(executor.execute(Some(1), Isolation::ReadCommitted, &words("begin")), "ok");

@@ -79,11 +79,15 @@ pub struct Summary {
     pub read_write_edges: usize,
 }
 
-/// Checks committed transactions against the final lists of every key.
-pub fn check(
+/// The dependency graph of a history: edges out of each transaction.
+type Graph = HashMap<TxnId, Vec<(TxnId, Edge)>>;
+
+/// Checks the lists (no duplicate, phantom or lost append, every read a prefix of the final
+/// list) and builds the dependency graph.
+fn graph(
     committed: &[Committed],
     finals: &BTreeMap<Key, Vec<TxnId>>,
-) -> Result<Summary, Violation> {
+) -> Result<(Graph, Summary), Violation> {
     let by_id: HashMap<TxnId, &Committed> = committed.iter().map(|txn| (txn.id, txn)).collect();
     // Position of each append in its key's final list.
     let mut writer_of: HashMap<(Key, usize), TxnId> = HashMap::new();
@@ -106,7 +110,7 @@ pub fn check(
             }
         }
     }
-    let mut edges: HashMap<TxnId, Vec<(TxnId, Edge)>> = HashMap::new();
+    let mut edges: Graph = HashMap::new();
     let mut summary = Summary { transactions: committed.len(), ..Summary::default() };
     let mut add = |from: TxnId, edge: Edge, to: TxnId, summary: &mut Summary| {
         if from != to {
@@ -137,7 +141,151 @@ pub fn check(
             }
         }
     }
-    // Iterative depth-first search for a cycle.
+    Ok((edges, summary))
+}
+
+/// Checks committed transactions against the final lists of every key: serializability.
+pub fn check(
+    committed: &[Committed],
+    finals: &BTreeMap<Key, Vec<TxnId>>,
+) -> Result<Summary, Violation> {
+    let (edges, summary) = graph(committed, finals)?;
+    match find_cycle(committed, &edges, |_| true) {
+        Some(cycle) => Err(Violation::Cycle(cycle)),
+        None => Ok(summary),
+    }
+}
+
+/// Checks a history against snapshot isolation (Adya's PL-SI, as far as a history without
+/// start times shows it): the list checks of [`check`] (first committer wins loses no
+/// append), no cycle of write-write and write-read edges (G0, G1c), and no cycle with exactly
+/// one anti-dependency (G-single: a transaction that missed a change while seeing one made
+/// after it). Cycles with two or more anti-dependencies (write skew) are allowed.
+pub fn check_snapshot_isolation(
+    committed: &[Committed],
+    finals: &BTreeMap<Key, Vec<TxnId>>,
+) -> Result<Summary, Violation> {
+    let (edges, summary) = graph(committed, finals)?;
+    let dependency = |edge: Edge| edge != Edge::ReadWrite;
+    if let Some(cycle) = find_cycle(committed, &edges, dependency) {
+        return Err(Violation::Cycle(cycle));
+    }
+    // G-single: an anti-dependency a -> b closed by a path of dependencies from b back to a.
+    // Dependencies are acyclic now, so a path from b to a exists only if b comes before a in
+    // a topological order, and it stays among the nodes not after a.
+    let order = topological_order(committed, &edges, dependency);
+    // Reachability by dependencies as bit sets, built in reverse topological order.
+    let mut by_position = vec![0; order.len()];
+    for (&id, &position) in &order {
+        by_position[position] = id;
+    }
+    let words = order.len().div_ceil(64);
+    let mut reach = vec![0u64; order.len() * words];
+    for position in (0..order.len()).rev() {
+        for &(to, edge) in edges.get(&by_position[position]).map(Vec::as_slice).unwrap_or(&[]) {
+            if !dependency(edge) {
+                continue;
+            }
+            let child = order[&to];
+            // Children come later in the order, so their sets are complete.
+            let (low, high) = reach.split_at_mut(child * words);
+            let own = &mut low[position * words..(position + 1) * words];
+            own[child / 64] |= 1 << (child % 64);
+            for (mine, theirs) in own.iter_mut().zip(&high[..words]) {
+                *mine |= theirs;
+            }
+        }
+    }
+    for (&from, out) in &edges {
+        for &(to, edge) in out {
+            let (source, target) = (order[&from], order[&to]);
+            if edge != Edge::ReadWrite
+                || reach[target * words + source / 64] & (1 << (source % 64)) == 0
+            {
+                continue;
+            }
+            if let Some(mut path) = dependency_path(&edges, &order, to, from) {
+                path.insert(0, (from, Edge::ReadWrite, to));
+                return Err(Violation::Cycle(path));
+            }
+        }
+    }
+    Ok(summary)
+}
+
+/// Positions of the transactions in a topological order of the edges `keep` accepts (which
+/// must be acyclic), by Kahn's algorithm.
+fn topological_order(
+    committed: &[Committed],
+    edges: &Graph,
+    keep: impl Fn(Edge) -> bool,
+) -> HashMap<TxnId, usize> {
+    let mut incoming: HashMap<TxnId, usize> = committed.iter().map(|txn| (txn.id, 0)).collect();
+    for out in edges.values() {
+        for &(to, edge) in out {
+            if keep(edge) {
+                *incoming.entry(to).or_default() += 1;
+            }
+        }
+    }
+    let mut ready: Vec<TxnId> =
+        incoming.iter().filter(|(_, count)| **count == 0).map(|(id, _)| *id).collect();
+    let mut order = HashMap::with_capacity(incoming.len());
+    while let Some(node) = ready.pop() {
+        order.insert(node, order.len());
+        for &(to, edge) in edges.get(&node).map(Vec::as_slice).unwrap_or(&[]) {
+            if keep(edge) {
+                let count = incoming.get_mut(&to).expect("counted");
+                *count -= 1;
+                if *count == 0 {
+                    ready.push(to);
+                }
+            }
+        }
+    }
+    order
+}
+
+/// A path of write-write and write-read edges from `start` to `goal`, breadth first, through
+/// nodes no later than `goal` in `order`.
+fn dependency_path(
+    edges: &Graph,
+    order: &HashMap<TxnId, usize>,
+    start: TxnId,
+    goal: TxnId,
+) -> Option<Vec<(TxnId, Edge, TxnId)>> {
+    let limit = order[&goal];
+    let mut came_from: HashMap<TxnId, (TxnId, Edge)> = HashMap::new();
+    let mut queue = std::collections::VecDeque::from([start]);
+    let mut seen = HashSet::from([start]);
+    while let Some(node) = queue.pop_front() {
+        if node == goal {
+            let mut path = Vec::new();
+            let mut at = goal;
+            while at != start {
+                let (previous, edge) = came_from[&at];
+                path.push((previous, edge, at));
+                at = previous;
+            }
+            path.reverse();
+            return Some(path);
+        }
+        for &(to, edge) in edges.get(&node).map(Vec::as_slice).unwrap_or(&[]) {
+            if edge != Edge::ReadWrite && order[&to] <= limit && seen.insert(to) {
+                came_from.insert(to, (node, edge));
+                queue.push_back(to);
+            }
+        }
+    }
+    None
+}
+
+/// A cycle among the edges `keep` accepts, by iterative depth-first search.
+fn find_cycle(
+    committed: &[Committed],
+    edges: &Graph,
+    keep: impl Fn(Edge) -> bool,
+) -> Option<Vec<(TxnId, Edge, TxnId)>> {
     #[derive(Clone, Copy, PartialEq)]
     enum Mark {
         Fresh,
@@ -158,12 +306,15 @@ pub fn check(
             if *next < out.len() {
                 let (to, edge) = out[*next];
                 *next += 1;
+                if !keep(edge) {
+                    continue;
+                }
                 match marks.get(&to).copied().unwrap_or(Mark::Done) {
                     Mark::Open => {
                         let start = path.iter().position(|(from, _, _)| *from == to).unwrap_or(0);
                         let mut cycle = path[start..].to_vec();
                         cycle.push((node, edge, to));
-                        return Err(Violation::Cycle(cycle));
+                        return Some(cycle);
                     }
                     Mark::Fresh => {
                         marks.insert(to, Mark::Open);
@@ -179,7 +330,7 @@ pub fn check(
             }
         }
     }
-    Ok(summary)
+    None
 }
 
 #[cfg(test)]
@@ -205,6 +356,24 @@ mod tests {
             vec![txn(1, &[(1, &[]), (2, &[])], &[1]), txn(2, &[(1, &[]), (2, &[])], &[2])];
         let finals = BTreeMap::from([(1, vec![1]), (2, vec![2])]);
         assert!(matches!(check(&committed, &finals), Err(Violation::Cycle(_))));
+    }
+
+    #[test]
+    fn snapshot_isolation_allows_write_skew_and_catches_read_skew() {
+        // Write skew (two anti-dependencies) is snapshot isolation.
+        let committed =
+            vec![txn(1, &[(1, &[]), (2, &[])], &[1]), txn(2, &[(1, &[]), (2, &[])], &[2])];
+        let finals = BTreeMap::from([(1, vec![1]), (2, vec![2])]);
+        assert!(check_snapshot_isolation(&committed, &finals).is_ok());
+        // A fractured read: T2 appends to keys 1 and 2, and T3 sees the first append but not
+        // the second. T2 -wr-> T3 and T3 -rw-> T2: a cycle with one anti-dependency.
+        let committed =
+            vec![txn(2, &[(1, &[]), (2, &[])], &[1, 2]), txn(3, &[(1, &[2]), (2, &[])], &[])];
+        let finals = BTreeMap::from([(1, vec![2]), (2, vec![2])]);
+        assert!(matches!(
+            check_snapshot_isolation(&committed, &finals),
+            Err(Violation::Cycle(cycle)) if cycle.len() == 2
+        ));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! # comments start with '#'
 //! name: lost update
 //! row: P4 lost update                  # the row of docs/isolation.md this script decides
-//! levels: rc rr ser                    # levels to run (rc, rr, ser, snap)
+//! levels: rc rr ser si-rr              # modes to run (see below)
 //! allowed: rc                          # levels at which the witness must hold
 //! setup: x=10 y=20                     # rows committed before the steps
 //!
@@ -19,6 +19,12 @@
 //! check x                => 11
 //! witness: c2=ok
 //! ```
+//!
+//! A mode is a protocol and an isolation level: `rc`, `rr`, `ser` and `snap` are Silo's levels,
+//! `si-rc`, `si-rr`, `si-ser`, `mvocc-rc`, `mvocc-rr` and `mvocc-ser` those of the
+//! multi-version protocols (`engram_engine::Protocol`). Each run opens a fresh database with
+//! the mode's protocol; under a multi-version protocol every step is a statement (at READ
+//! COMMITTED it reads a new snapshot).
 //!
 //! A step is `T<n> <operation> [arguments] [@label] [=> expected]`, or `check <key>`, which
 //! reads the committed value in a new transaction. Expected outcomes are one value for every
@@ -35,7 +41,7 @@
 //! `allowed` (SQL has no blind write: `put` is an upsert that reads the row, so at READ
 //! COMMITTED a second writer aborts where the engine's blind write would overwrite).
 
-use engram_engine::{Database, Direction, Error, Isolation, TableRef, TableSpec, Worker};
+use engram_engine::{Database, Direction, Error, Isolation, Protocol, TableRef, TableSpec, Worker};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::ops::Bound;
@@ -45,10 +51,10 @@ use std::ops::Bound;
 pub struct Script {
     pub name: String,
     pub row: String,
-    pub levels: Vec<Isolation>,
-    pub allowed: Vec<Isolation>,
+    pub levels: Vec<Mode>,
+    pub allowed: Vec<Mode>,
     /// Where the anomaly may happen through SQL, when not where `allowed` says.
-    pub sql_allowed: Option<Vec<Isolation>>,
+    pub sql_allowed: Option<Vec<Mode>>,
     pub setup: Vec<(String, String)>,
     pub steps: Vec<Step>,
     pub witness: Vec<(String, String)>,
@@ -67,8 +73,8 @@ pub struct Step {
 /// One alternative of a step's expected outcome.
 #[derive(Debug, Clone)]
 pub struct Expectation {
-    /// The levels it applies to; empty: every level.
-    pub levels: Vec<Isolation>,
+    /// The modes it applies to; empty: every mode.
+    pub levels: Vec<Mode>,
     /// Whether it applies only to runs through SQL.
     pub sql: bool,
     pub value: String,
@@ -83,7 +89,7 @@ pub enum Actor {
 /// What one level's run produced.
 #[derive(Debug)]
 pub struct Run {
-    pub level: Isolation,
+    pub level: Mode,
     pub transcript: String,
     pub mismatches: Vec<String>,
     pub witnessed: bool,
@@ -99,10 +105,71 @@ pub fn level_alias(alias: &str) -> Option<Isolation> {
     }
 }
 
-fn levels(list: &str, line: usize) -> Result<Vec<Isolation>, String> {
+fn level_short(level: Isolation) -> &'static str {
+    match level {
+        Isolation::ReadCommitted => "rc",
+        Isolation::RepeatableRead => "rr",
+        Isolation::Serializable => "ser",
+        Isolation::Snapshot => "snap",
+    }
+}
+
+/// A protocol and an isolation level: what one run of a script uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Mode {
+    pub protocol: Protocol,
+    pub isolation: Isolation,
+}
+
+impl Mode {
+    pub fn silo(isolation: Isolation) -> Mode {
+        Mode { protocol: Protocol::Silo, isolation }
+    }
+
+    /// The script's alias: `rr` (Silo), `si-rr`.
+    pub fn alias(self) -> String {
+        match self.protocol {
+            Protocol::Silo => level_short(self.isolation).to_string(),
+            protocol => format!("{}-{}", protocol.name(), level_short(self.isolation)),
+        }
+    }
+
+    pub fn parse_alias(alias: &str) -> Option<Mode> {
+        match alias.split_once('-') {
+            None => level_alias(alias).map(Mode::silo),
+            Some((protocol, level)) => {
+                let protocol = Protocol::parse(protocol).ok()?;
+                let isolation = level_alias(level)?;
+                (protocol != Protocol::Silo).then_some(Mode { protocol, isolation })
+            }
+        }
+    }
+
+    /// The name in reports and in docs/isolation.md's column headers: `repeatable-read`
+    /// (Silo), `si repeatable-read`.
+    pub fn name(self) -> String {
+        match self.protocol {
+            Protocol::Silo => self.isolation.name().to_string(),
+            protocol => format!("{} {}", protocol.name(), self.isolation.name()),
+        }
+    }
+
+    pub fn parse_name(name: &str) -> Option<Mode> {
+        match name.split_once(' ') {
+            None => Isolation::parse(name).map(Mode::silo),
+            Some((protocol, level)) => {
+                let protocol = Protocol::parse(protocol).ok()?;
+                let isolation = Isolation::parse(level)?;
+                (protocol != Protocol::Silo).then_some(Mode { protocol, isolation })
+            }
+        }
+    }
+}
+
+fn levels(list: &str, line: usize) -> Result<Vec<Mode>, String> {
     list.split_whitespace()
         .map(|alias| {
-            level_alias(alias).ok_or_else(|| format!("line {line}: unknown level {alias}"))
+            Mode::parse_alias(alias).ok_or_else(|| format!("line {line}: unknown mode {alias}"))
         })
         .collect()
 }
@@ -123,9 +190,9 @@ impl Script {
             name: String::new(),
             row: String::new(),
             levels: vec![
-                Isolation::ReadCommitted,
-                Isolation::RepeatableRead,
-                Isolation::Serializable,
+                Mode::silo(Isolation::ReadCommitted),
+                Mode::silo(Isolation::RepeatableRead),
+                Mode::silo(Isolation::Serializable),
             ],
             allowed: Vec::new(),
             sql_allowed: None,
@@ -190,7 +257,7 @@ impl Script {
                             };
                             names
                                 .split_whitespace()
-                                .all(|n| level_alias(n).is_some())
+                                .all(|n| Mode::parse_alias(n).is_some())
                                 .then_some((sql, names, value))
                         });
                         alternatives.push(match tagged {
@@ -218,7 +285,7 @@ impl Script {
     }
 
     /// Whether the anomaly may happen at `level` (through SQL when `sql`).
-    pub fn allows(&self, level: Isolation, sql: bool) -> bool {
+    pub fn allows(&self, level: Mode, sql: bool) -> bool {
         match (&self.sql_allowed, sql) {
             (Some(levels), true) => levels.contains(&level),
             _ => self.allowed.contains(&level),
@@ -248,12 +315,13 @@ impl Script {
     }
 
     /// Runs the script at `level` on a fresh engine database.
-    pub fn run(&self, level: Isolation) -> Run {
-        self.run_on(level, &mut EngineExecutor::new(&self.setup))
+    pub fn run(&self, level: Mode) -> Run {
+        self.run_on(level, &mut EngineExecutor::new(&self.setup, level.protocol))
     }
 
-    /// Runs the script at `level` through `executor`, which holds the setup rows already.
-    pub fn run_on(&self, level: Isolation, executor: &mut dyn Executor) -> Run {
+    /// Runs the script at `level` through `executor`, which holds the setup rows already and
+    /// runs `level`'s protocol.
+    pub fn run_on(&self, level: Mode, executor: &mut dyn Executor) -> Run {
         let mut outcomes: BTreeMap<String, String> = BTreeMap::new();
         let mut run =
             Run { level, transcript: String::new(), mismatches: Vec::new(), witnessed: false };
@@ -262,7 +330,7 @@ impl Script {
                 Actor::Check => None,
                 Actor::Transaction(number) => Some(number),
             };
-            let outcome = executor.execute(actor_number, level, &step.operation);
+            let outcome = executor.execute(actor_number, level.isolation, &step.operation);
             let actor = match step.actor {
                 Actor::Check => "check".to_string(),
                 Actor::Transaction(number) => format!("T{number}"),
@@ -327,11 +395,13 @@ pub struct EngineExecutor {
 }
 
 impl EngineExecutor {
-    /// A fresh database holding `setup`, visible to snapshot transactions.
-    pub fn new(setup: &[(String, String)]) -> Self {
+    /// A fresh database running `protocol`, holding `setup`, visible to snapshot
+    /// transactions.
+    pub fn new(setup: &[(String, String)], protocol: Protocol) -> Self {
         let db = Database::open(engram_engine::Config {
             epoch_interval_ms: 0,
             snapshot_interval_epochs: 1,
+            protocol,
             ..engram_engine::Config::default()
         })
         .expect("open");
@@ -424,6 +494,11 @@ fn execute(
                     Ok(txn) => txn,
                     Err(error) => return outcome_of(&error),
                 };
+                // Each step is a statement (a new snapshot at READ COMMITTED under a
+                // multi-version protocol).
+                if let Err(error) = txn.next_statement() {
+                    return outcome_of(&error);
+                }
                 let text = |value: Option<&[u8]>| {
                     value.map_or("none".to_string(), |bytes| {
                         String::from_utf8_lossy(bytes).into_owned()
@@ -496,10 +571,11 @@ pub fn load_folder(folder: &std::path::Path) -> Vec<(String, Script)> {
     scripts
 }
 
-/// The anomaly table of docs/isolation.md: row name -> level -> allowed.
-pub fn parse_table(markdown: &str) -> BTreeMap<String, BTreeMap<Isolation, bool>> {
-    let mut table = BTreeMap::new();
-    let mut columns: Vec<Option<Isolation>> = Vec::new();
+/// The anomaly tables of docs/isolation.md (one per protocol, rows by anomaly name): row name
+/// -> mode -> allowed.
+pub fn parse_table(markdown: &str) -> BTreeMap<String, BTreeMap<Mode, bool>> {
+    let mut table: BTreeMap<String, BTreeMap<Mode, bool>> = BTreeMap::new();
+    let mut columns: Vec<Option<Mode>> = Vec::new();
     for line in markdown.lines() {
         if !line.trim_start().starts_with('|') {
             columns.clear();
@@ -510,7 +586,7 @@ pub fn parse_table(markdown: &str) -> BTreeMap<String, BTreeMap<Isolation, bool>
             continue;
         }
         if cells[0] == "anomaly" {
-            columns = cells[1..].iter().map(|name| Isolation::parse(name)).collect();
+            columns = cells[1..].iter().map(|name| Mode::parse_name(name)).collect();
             continue;
         }
         if columns.is_empty() {
@@ -531,7 +607,7 @@ pub fn parse_table(markdown: &str) -> BTreeMap<String, BTreeMap<Isolation, bool>
             }
         }
         if !row.is_empty() {
-            table.insert(cells[0].to_string(), row);
+            table.entry(cells[0].to_string()).or_default().extend(row);
         }
     }
     table

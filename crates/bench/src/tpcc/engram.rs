@@ -19,8 +19,8 @@ use super::spec::{
 use super::{DistrictFacts, Facts, TpccDb, load};
 use crate::db::{Db, Outcome};
 use engram_engine::{
-    Config, Database, Direction, Durability, Error, IndexKeys, IndexSpec, Isolation, TableRef,
-    TableSpec, Txn, Worker,
+    Config, Database, Direction, Durability, Error, IndexKeys, IndexSpec, Isolation, Protocol,
+    TableRef, TableSpec, Txn, Worker,
 };
 use std::ops::Bound;
 use std::sync::Arc;
@@ -71,9 +71,11 @@ impl ReadOnlyLevels {
     }
 }
 
-/// How an Engram TPC-C database keeps its commits.
+/// How an Engram benchmark database keeps its commits, and the protocol it runs.
 #[derive(Debug, Clone, Default)]
 pub struct Persistence {
+    /// The concurrency-control protocol (`Config::protocol`).
+    pub protocol: Protocol,
     /// `None`: purely in memory, nothing logged.
     pub data_dir: Option<std::path::PathBuf>,
     pub durability: Durability,
@@ -88,6 +90,7 @@ impl Persistence {
     pub fn config(&self) -> Config {
         let defaults = Config::default();
         Config {
+            protocol: self.protocol,
             data_dir: self.data_dir.clone(),
             durability: self.durability,
             log_compression: self.log_compression,
@@ -285,7 +288,11 @@ impl Db for EngramTpcc {
     type Conn = Conn;
 
     fn name(&self) -> String {
-        if self.logs() { "engram-epoch".into() } else { "engram".into() }
+        let base = if self.logs() { "engram-epoch" } else { "engram" };
+        match self.db.config().protocol {
+            Protocol::Silo => base.into(),
+            protocol => format!("{base}-{protocol}"),
+        }
     }
 
     fn durable_epoch(&self) -> Option<u64> {
@@ -299,8 +306,9 @@ impl Db for EngramTpcc {
     fn settings(&self) -> String {
         let config = self.db.config();
         format!(
-            "stored procedures; NewOrder, Payment, Delivery serializable, OrderStatus {}, StockLevel {}; \
+            "stored procedures; protocol {}; NewOrder, Payment, Delivery serializable, OrderStatus {}, StockLevel {}; \
              epoch {} ms; {} MiB reserved after loading; {}",
+            config.protocol,
             self.order_status_isolation.name(),
             self.stock_level_isolation.name(),
             config.epoch_interval_ms,

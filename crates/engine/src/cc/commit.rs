@@ -2,12 +2,13 @@
 //! of every transaction.
 
 use super::access::Kind;
+use super::mv::{Mv, READERS_REFRESH_COMMITS};
 use super::secondary;
-use super::silo::{Protocol, Silo};
+use super::silo::{Hooks, Silo};
 use super::txn::pinned;
 use crate::db::Counters;
 use crate::error::{AbortReason, Error, Result};
-use crate::storage::record::{Busy, Retention};
+use crate::storage::record::Busy;
 use crate::storage::{Head, Tid, TidWord};
 use crate::sync::Epoch;
 use crate::wal::format::{self, LoggedWrite};
@@ -22,10 +23,10 @@ const TASKS_PER_TRANSACTION_MAX: usize = 64;
 const ORPHAN_CHECK_INTERVAL: u64 = 1024;
 
 pub(crate) fn commit(worker: &mut Worker) -> Result<CommitInfo> {
-    commit_with::<Silo>(worker)
+    if worker.txn.begin.is_some() { commit_with::<Mv>(worker) } else { commit_with::<Silo>(worker) }
 }
 
-fn commit_with<P: Protocol>(worker: &mut Worker) -> Result<CommitInfo> {
+fn commit_with<P: Hooks>(worker: &mut Worker) -> Result<CommitInfo> {
     match worker.txn.status {
         Status::Idle => return Err(Error::NoTransaction),
         Status::Poisoned(reason) => {
@@ -77,7 +78,7 @@ fn commit_with<P: Protocol>(worker: &mut Worker) -> Result<CommitInfo> {
     }
     // 5. The commit TID.
     let tid = if writes {
-        match P::commit_tid(&worker.txn, worker.last_tid, epoch) {
+        match P::commit_tid(&worker.txn, worker.last_tid, epoch, &worker.shared.epochs) {
             Ok(tid) => tid,
             Err(reason) => {
                 abort(worker, Some(reason));
@@ -90,6 +91,11 @@ fn commit_with<P: Protocol>(worker: &mut Worker) -> Result<CommitInfo> {
     // 6. Install and release; log the new images before leaving the commit, so that the
     // stable epoch covers the record (`wal::log`).
     let epoch = if writes {
+        if worker.txn.begin.is_some()
+            && worker.transactions_ended.is_multiple_of(READERS_REFRESH_COMMITS)
+        {
+            worker.shared.epochs.refresh_readers_low();
+        }
         install_write_set(worker, tid);
         if let Some(log) = &worker.shared.log {
             log_write_set(log, worker, tid);
@@ -144,7 +150,9 @@ fn bump_commits(worker: &Worker) {
 
 /// Step 1. Locks every written record in address order and checks each under its lock.
 fn lock_write_set(state: &mut TxnState) -> Result<(), AbortReason> {
-    let TxnState { access, write_order, .. } = state;
+    let TxnState { access, write_order, rules, begin, .. } = state;
+    // Multi-version first-committer-wins: written records must be unchanged since `begin`.
+    let unchanged_since = if rules.first_committer_wins { *begin } else { None };
     write_order.clear();
     for (position, entry) in access.entries.iter().enumerate() {
         if matches!(entry.kind, Kind::Update | Kind::Delete | Kind::Insert) {
@@ -162,6 +170,9 @@ fn lock_write_set(state: &mut TxnState) -> Result<(), AbortReason> {
         match entry.kind {
             Kind::Update | Kind::Delete => {
                 if word.is_absent() || !word.is_latest() {
+                    return Err(AbortReason::WriteConflict);
+                }
+                if unchanged_since.is_some_and(|begin| word.tid() > begin) {
                     return Err(AbortReason::WriteConflict);
                 }
                 if entry.validate && word != entry.observed {
@@ -182,8 +193,7 @@ fn install_write_set(worker: &mut Worker, tid: Tid) {
     // SAFETY: commit runs while pinned.
     let pin = unsafe { pinned() };
     let epochs = &worker.shared.epochs;
-    let retention =
-        Retention { low: epochs.snapshot_low(), interval: epochs.snapshot_interval_epochs() };
+    let retention = epochs.retention();
     let Worker { tables, txn, arena, garbage, tasks, .. } = worker;
     for order in 0..txn.write_order.len() {
         let entry = txn.access.entries[txn.write_order[order] as usize];
@@ -304,6 +314,9 @@ fn finish(worker: &mut Worker) {
     if worker.txn.snapshot.is_some() {
         worker.shared.epochs.leave_snapshot(worker.slot);
     }
+    if worker.txn.begin.is_some() {
+        worker.shared.epochs.leave_reader(worker.slot);
+    }
     if !worker.tasks.is_empty() {
         run_ready_tasks(worker);
     }
@@ -323,8 +336,9 @@ fn run_ready_tasks(worker: &mut Worker) {
     // SAFETY: called from `finish`, before unpinning.
     let pin = unsafe { pinned() };
     let low = worker.shared.epochs.snapshot_low();
+    let readers_low = worker.shared.epochs.readers_low();
     for _ in 0..TASKS_PER_TRANSACTION_MAX {
-        let Some(task) = worker.tasks.pop_ready(low) else { break };
+        let Some(task) = worker.tasks.pop_ready(low, readers_low) else { break };
         let cached = worker.tables.get(task.table.index()).is_some_and(Option::is_some);
         if !cached {
             match worker.shared.table_by_id(task.table) {

@@ -29,12 +29,15 @@
 
 mod access;
 mod commit;
+mod mv;
 mod secondary;
 mod silo;
 mod txn;
 
 pub(crate) use access::{AccessSet, NodeSet, Span};
 pub(crate) use commit::{abort, abort_kicked, commit};
+pub use mv::Protocol;
+pub(crate) use mv::Rules;
 pub(crate) use secondary::{EntryScratch, InsertedEntry};
 pub use txn::Txn;
 

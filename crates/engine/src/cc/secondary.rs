@@ -17,7 +17,7 @@
 //! the node set with `always`, so a concurrent insert of the same key is caught at commit.
 
 use super::access::{Access, Kind};
-use super::silo::{Protocol, Silo};
+use super::silo::{Hooks, Silo};
 use super::txn::{duplicate, pinned, poison};
 use crate::error::{AbortReason, Result};
 use crate::gc::Garbage;

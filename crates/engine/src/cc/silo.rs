@@ -61,7 +61,7 @@ use crate::worker::TxnState;
 use std::sync::atomic::{Ordering, fence};
 
 /// The hooks a concurrency-control protocol supplies to the commit skeleton.
-pub(crate) trait Protocol {
+pub(crate) trait Hooks {
     /// READ: a consistent copy of a record's current state and the word it belongs to.
     fn read(head: &Head, out: &mut Vec<u8>) -> Result<TidWord, AbortReason>;
     /// Commit step 3, after the write set is locked: the epoch the commit belongs to.
@@ -69,13 +69,18 @@ pub(crate) trait Protocol {
     /// Commit step 4.
     fn validate(state: &TxnState, pin: &Pin<'_>) -> Result<(), AbortReason>;
     /// Commit step 5.
-    fn commit_tid(state: &TxnState, last: Tid, epoch: Epoch) -> Result<Tid, AbortReason>;
+    fn commit_tid(
+        state: &TxnState,
+        last: Tid,
+        epoch: Epoch,
+        epochs: &EpochManager,
+    ) -> Result<Tid, AbortReason>;
 }
 
 #[derive(Debug)]
 pub(crate) struct Silo;
 
-impl Protocol for Silo {
+impl Hooks for Silo {
     #[inline]
     fn read(head: &Head, out: &mut Vec<u8>) -> Result<TidWord, AbortReason> {
         head.read(out).map_err(|Busy| AbortReason::RecordBusy)
@@ -104,7 +109,7 @@ impl Protocol for Silo {
                 return Err(AbortReason::ReadValidation);
             }
         }
-        let nodes_too = state.isolation.validates_nodes();
+        let nodes_too = state.rules.validate_nodes;
         for &NodeEntry { leaf, always } in &state.nodes.entries {
             if (nodes_too || always) && !leaf.is_current(pin) {
                 return Err(AbortReason::NodeValidation);
@@ -113,7 +118,12 @@ impl Protocol for Silo {
         Ok(())
     }
 
-    fn commit_tid(state: &TxnState, last: Tid, epoch: Epoch) -> Result<Tid, AbortReason> {
+    fn commit_tid(
+        state: &TxnState,
+        last: Tid,
+        epoch: Epoch,
+        _epochs: &EpochManager,
+    ) -> Result<Tid, AbortReason> {
         let mut floor = last;
         for access in &state.access.entries {
             floor = floor.max(access.observed.tid()).max(access.prior.tid());

@@ -10,13 +10,14 @@
 
 use super::Isolation;
 use super::access::{Access, AccessSet, Kind, NodeSet, Span};
+use super::mv::{self, ReadMode};
 use super::secondary;
-use super::silo::{Protocol, Silo};
+use super::silo::{Hooks, Silo};
 use crate::error::{AbortReason, Error, Result};
 use crate::index::{Direction, GROUP_KEYS, LeafVersion, Probe, ScanVisitor};
 use crate::limits::{KEY_BYTES_MAX, VALUE_BYTES_MAX};
-use crate::storage::record::Busy;
-use crate::storage::{Head, SecondaryIndex, Table, TableId, TidWord};
+use crate::storage::record::{AsOf, Busy};
+use crate::storage::{Head, SecondaryIndex, Table, TableId, Tid, TidWord};
 use crate::sync::{Epoch, Pin};
 use crate::worker::{Status, TableRef, TxnState, Worker};
 use std::ops::Bound;
@@ -56,6 +57,9 @@ pub(crate) enum Seen {
     Own(usize),
     /// The committed state with this word, copied to the read buffer.
     Current(TidWord),
+    /// The state as of a multi-version read timestamp (copied to the read buffer when it
+    /// holds a row), and the record's current word.
+    AsOf(AsOf),
 }
 
 #[inline]
@@ -111,22 +115,38 @@ pub(crate) fn read_snapshot(head: *mut Head, at: Epoch, out: &mut Vec<u8>) -> bo
     }
 }
 
-/// Reads `head` for a non-snapshot transaction: its own write if it has one, else the current
-/// committed state (recorded in the access set when `validate`).
+/// Reads `head` for a non-snapshot transaction: its own write if it has one, else the
+/// committed state `mode` asks for (recorded in the access set when `validate`).
 pub(crate) fn observe(
     access: &mut AccessSet,
     buffer: &mut Vec<u8>,
     table: TableId,
     head: *mut Head,
     validate: bool,
+    mode: ReadMode,
 ) -> Result<Seen, AbortReason> {
-    if let Some(index) = access.find(head) {
-        let entry = access.entries[index];
-        if entry.kind != Kind::Read {
-            return Ok(Seen::Own(index));
-        }
+    let own = access.find(head);
+    if let Some(index) = own
+        && access.entries[index].kind != Kind::Read
+    {
+        return Ok(Seen::Own(index));
+    }
+    if let ReadMode::AsOf(at) = mode {
         // SAFETY: reached through an index while pinned.
-        let word = Silo::read(unsafe { &*head }, buffer)?;
+        let seen =
+            unsafe { &*head }.read_as_of(at, buffer).map_err(|Busy| AbortReason::RecordBusy)?;
+        return Ok(Seen::AsOf(seen));
+    }
+    // SAFETY: reached through an index while pinned.
+    let word = Silo::read(unsafe { &*head }, buffer)?;
+    if let ReadMode::CurrentSince(at) = mode
+        && word.tid() > at
+    {
+        // Changed since the read timestamp: validation could not succeed.
+        return Err(AbortReason::ReadValidation);
+    }
+    if let Some(index) = own {
+        let entry = access.entries[index];
         if entry.validate && word != entry.observed {
             return Err(AbortReason::ReadValidation);
         }
@@ -138,8 +158,6 @@ pub(crate) fn observe(
         }
         return Ok(Seen::Current(word));
     }
-    // SAFETY: reached through an index while pinned.
-    let word = Silo::read(unsafe { &*head }, buffer)?;
     if validate && word.is_latest() {
         access.push(Access::read(head, table, word, true));
     }
@@ -153,10 +171,13 @@ pub(crate) fn observe(
 /// appearing in a scanned range is a phantom, which those levels allow. Queues (TPC-C's
 /// NEW-ORDER) keep many such records until the snapshot horizon lets them be unlinked, and a
 /// scan used to record one read per record.
-fn deleted_unclaimed(access: &mut AccessSet, head: *mut Head) -> bool {
+/// Under a multi-version protocol only a delete at or below the read timestamp `bound` counts:
+/// a later one hides a row the transaction still reads (or must see as a change).
+fn deleted_unclaimed(access: &mut AccessSet, head: *mut Head, bound: Option<Tid>) -> bool {
     // SAFETY: reached through an index while pinned.
     let word = unsafe { (*head).word() };
-    word.is_absent()
+    bound.is_none_or(|bound| word.tid() <= bound)
+        && word.is_absent()
         && word.is_latest()
         && !word.is_claimed()
         && !word.is_locked()
@@ -191,6 +212,25 @@ impl<'w> Txn<'w> {
     /// The epoch a snapshot transaction reads at.
     pub fn snapshot_epoch(&self) -> Option<Epoch> {
         self.worker.txn.snapshot
+    }
+
+    /// The read timestamp under a multi-version protocol (`None` under Silo and for snapshot
+    /// transactions).
+    pub fn read_timestamp(&self) -> Option<Tid> {
+        self.worker.txn.begin
+    }
+
+    /// Starts a new statement. Under a multi-version protocol at READ COMMITTED, the reads
+    /// that follow see every commit made before this call (a snapshot per statement, as in
+    /// PostgreSQL); otherwise nothing changes.
+    pub fn next_statement(&mut self) -> Result<()> {
+        self.active()?;
+        let worker = &mut *self.worker;
+        if worker.txn.begin.is_some() && worker.txn.isolation == Isolation::ReadCommitted {
+            let at = worker.shared.epochs.renew_reader(worker.slot);
+            worker.txn.begin = Some(Tid::from_u64(at));
+        }
+        Ok(())
     }
 
     /// How many records the transaction has recorded so far: each read it will validate and
@@ -274,13 +314,14 @@ impl<'w> Txn<'w> {
             let present = read_snapshot(head as *mut Head, at, &mut state.read_buffer);
             return Ok(if present { Found::Buffer } else { Found::None });
         }
-        let validate = for_update || state.isolation.validates_reads();
+        let validate = for_update || state.rules.validate_reads;
+        let mode = ReadMode::of(state, validate);
         for attempt in 0..LOOKUP_ATTEMPTS_MAX {
             if attempt > 0 {
                 probe = table.primary.get(key, &pin);
             }
             let Some(raw) = probe.value else {
-                if for_update || state.isolation.validates_nodes() {
+                if for_update || state.rules.validate_nodes {
                     state.nodes.push(probe.leaf, for_update);
                 }
                 return Ok(Found::None);
@@ -291,6 +332,7 @@ impl<'w> Txn<'w> {
                 table_id,
                 raw as *mut Head,
                 validate,
+                mode,
             )
             .map_err(|reason| poison(state, reason))?;
             match seen {
@@ -300,6 +342,12 @@ impl<'w> Txn<'w> {
                 Seen::Current(word) if !word.is_latest() => continue,
                 Seen::Current(word) if word.is_absent() => return Ok(Found::None),
                 Seen::Current(_) => {
+                    state.last_lookup.remember(table_id, key, raw as *mut Head);
+                    return Ok(Found::Buffer);
+                }
+                Seen::AsOf(seen) if !seen.current.is_latest() => continue,
+                Seen::AsOf(seen) if !seen.present => return Ok(Found::None),
+                Seen::AsOf(_) => {
                     state.last_lookup.remember(table_id, key, raw as *mut Head);
                     return Ok(Found::Buffer);
                 }
@@ -474,6 +522,10 @@ impl<'w> Txn<'w> {
         if !word.is_latest() {
             return Ok(false);
         }
+        if mv::write_conflicts(state, word) {
+            // Inserted or deleted since the read timestamp: first committer wins.
+            return Err(poison(state, AbortReason::WriteConflict));
+        }
         if let Some(index) = own {
             let entry = state.access.entries[index];
             if entry.validate && entry.observed != word {
@@ -484,11 +536,11 @@ impl<'w> Txn<'w> {
             // A transaction whose earlier reads are already stale did not see the state it
             // inserts into: the duplicate is a symptom of a conflict, reported as an abort so
             // the caller retries (as PostgreSQL reports 40001, not 23505, at SERIALIZABLE).
-            if state.isolation.validates_reads() && !reads_still_valid(state) {
+            if state.rules.validate_reads && !reads_still_valid(state) {
                 return Err(poison(state, AbortReason::ReadValidation));
             }
             // The caller learns that the row exists: that must still hold at commit.
-            if own.is_none() && state.isolation.validates_reads() {
+            if own.is_none() && state.rules.validate_reads {
                 state.access.push(Access::read(head, table_id, word, true));
             }
             return Err(duplicate(table, None));
@@ -631,7 +683,7 @@ impl<'w> Txn<'w> {
             let probe = table.primary.get(key, &pin);
             let Some(raw) = probe.value else {
                 let state = &mut self.worker.txn;
-                if state.isolation.validates_nodes() {
+                if state.rules.validate_nodes {
                     state.nodes.push(probe.leaf, false);
                 }
                 return Ok(false);
@@ -705,6 +757,10 @@ impl<'w> Txn<'w> {
         if !word.is_latest() {
             return Ok(None);
         }
+        if mv::write_conflicts(state, word) {
+            // Changed (or deleted) since the read timestamp: first committer wins.
+            return Err(poison(state, AbortReason::WriteConflict));
+        }
         if let Some(index) = own {
             let entry = state.access.entries[index];
             if entry.validate && entry.observed != word {
@@ -712,7 +768,7 @@ impl<'w> Txn<'w> {
             }
         }
         if word.is_absent() {
-            if own.is_none() && state.isolation.validates_reads() {
+            if own.is_none() && state.rules.validate_reads {
                 state.access.push(Access::read(head, table_id, word, true));
             }
             return Ok(Some(false));
@@ -729,7 +785,7 @@ impl<'w> Txn<'w> {
                 entry.value = value_span;
             }
             None => {
-                let validate = state.isolation.validates_reads();
+                let validate = state.rules.validate_reads;
                 state.access.push(Access {
                     head,
                     table: table_id,
@@ -819,7 +875,8 @@ impl<'w> Txn<'w> {
         // SAFETY: a `Txn` exists only while its worker is pinned and in a call.
         let pin = unsafe { pinned() };
         let state = &mut self.worker.txn;
-        let TxnState { access, nodes, read_buffer, scan_buffer, isolation, snapshot, .. } = state;
+        let mode = ReadMode::of(state, state.rules.validate_reads);
+        let TxnState { access, nodes, read_buffer, scan_buffer, rules, snapshot, .. } = state;
         let current = std::cell::Cell::new(std::ptr::null_mut());
         let mut forward = |key: &[u8], row: &[u8]| visit(current.get(), key, row);
         let mut visitor = RowVisitor {
@@ -828,8 +885,9 @@ impl<'w> Txn<'w> {
             buffer: read_buffer,
             table: table_id,
             snapshot: *snapshot,
-            validate_reads: isolation.validates_reads(),
-            validate_nodes: isolation.validates_nodes(),
+            mode,
+            validate_reads: rules.validate_reads,
+            validate_nodes: rules.validate_nodes,
             skip_deleted: true,
             visit: &mut forward,
             count: 0,
@@ -900,12 +958,13 @@ impl<'w> Txn<'w> {
                 direction,
             );
         }
+        let mode = ReadMode::of(state, state.rules.validate_reads);
         let TxnState {
             access,
             nodes,
             read_buffer,
             scan_buffer,
-            isolation,
+            rules,
             snapshot,
             scratch,
             scratch_key,
@@ -922,8 +981,9 @@ impl<'w> Txn<'w> {
                 buffer: read_buffer,
                 table: table_id,
                 snapshot: *snapshot,
-                validate_reads: isolation.validates_reads(),
-                validate_nodes: isolation.validates_nodes(),
+                mode,
+                validate_reads: rules.validate_reads,
+                validate_nodes: rules.validate_nodes,
                 // A deleted record's old secondary entries stay until it is unlinked, and an
                 // insert that brings it back with the same secondary key changes no secondary
                 // leaf: secondary scans keep recording what they pass over.
@@ -973,6 +1033,8 @@ struct RowVisitor<'a, F> {
     buffer: &'a mut Vec<u8>,
     table: TableId,
     snapshot: Option<Epoch>,
+    /// How rows are read under the protocol (`ReadMode`).
+    mode: ReadMode,
     validate_reads: bool,
     validate_nodes: bool,
     /// Pass over unclaimed deleted records without recording them (primary-key scans).
@@ -989,10 +1051,10 @@ impl<F: FnMut(&[u8], &[u8]) -> bool> RowVisitor<'_, F> {
         if let Some(at) = self.snapshot {
             return read_snapshot(head, at, self.buffer).then_some(Found::Buffer);
         }
-        if self.skip_deleted && deleted_unclaimed(self.access, head) {
+        if self.skip_deleted && deleted_unclaimed(self.access, head, self.mode.bound()) {
             return None;
         }
-        match observe(self.access, self.buffer, self.table, head, self.validate_reads) {
+        match observe(self.access, self.buffer, self.table, head, self.validate_reads, self.mode) {
             Err(reason) => {
                 self.error = Some(reason);
                 None
@@ -1000,6 +1062,8 @@ impl<F: FnMut(&[u8], &[u8]) -> bool> RowVisitor<'_, F> {
             Ok(Seen::Own(index)) => own_row(self.access, index).map(Found::Own),
             Ok(Seen::Current(word)) if word.is_absent() || !word.is_latest() => None,
             Ok(Seen::Current(_)) => Some(Found::Buffer),
+            Ok(Seen::AsOf(seen)) if !seen.present || !seen.current.is_latest() => None,
+            Ok(Seen::AsOf(_)) => Some(Found::Buffer),
         }
     }
 

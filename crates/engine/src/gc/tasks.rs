@@ -2,7 +2,8 @@
 //!
 //! A delete only marks its record absent: a snapshot older than the delete may still read the
 //! row through the indexes. The deleting worker queues an unlink task that becomes ready once
-//! the snapshot low-water mark reaches the delete's epoch. Running it (in `cc::commit`, after a
+//! the snapshot low-water mark reaches the delete's epoch (and, under a multi-version protocol,
+//! every reader's timestamp is above the delete's). Running it (in `cc::commit`, after a
 //! later transaction of the same worker) first looks the key up in the primary index: only if
 //! the key still maps to the same head, still deleted by the same TID, is the head reachable and
 //! still garbage. It then removes the head's secondary entries and its primary entry, marks
@@ -11,7 +12,7 @@
 //! Tasks are FIFO per worker; their keys live in recycled buffers, so queueing a task does not
 //! allocate in steady state.
 
-use crate::storage::{Head, TableId, TidWord};
+use crate::storage::{Head, TableId, Tid, TidWord};
 use crate::sync::Epoch;
 use std::collections::VecDeque;
 
@@ -46,9 +47,11 @@ impl Tasks {
         self.queue.push_back(Task { table, head, word, ready: word.epoch(), key: buffer });
     }
 
-    /// The oldest task, if the snapshot low-water mark `low` has reached it.
-    pub fn pop_ready(&mut self, low: Epoch) -> Option<Task> {
-        if self.queue.front().is_some_and(|task| task.ready <= low) {
+    /// The oldest task, if the snapshot low-water mark `low` has reached it and every
+    /// multi-version reader (all at or above `readers_low`) sees the delete.
+    pub fn pop_ready(&mut self, low: Epoch, readers_low: Tid) -> Option<Task> {
+        if self.queue.front().is_some_and(|task| task.ready <= low && task.word.tid() < readers_low)
+        {
             self.queue.pop_front()
         } else {
             None

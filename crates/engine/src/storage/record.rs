@@ -54,6 +54,8 @@ pub struct Tid(u64);
 
 impl Tid {
     pub const ZERO: Tid = Tid(0);
+    /// Above every real TID (a bound meaning "no such reader").
+    pub const MAX: Tid = Tid(u64::MAX);
 
     pub fn new(epoch: Epoch, sequence: u64) -> Tid {
         assert!(sequence <= SEQUENCE_MAX);
@@ -75,6 +77,18 @@ impl Tid {
 
     pub fn from_u64(raw: u64) -> Tid {
         Tid(raw)
+    }
+
+    /// The newest TID of `epoch`: a read "as of the end of `epoch`" sees every commit of it.
+    pub fn last_of(epoch: Epoch) -> Tid {
+        Tid::new(epoch, SEQUENCE_MAX)
+    }
+
+    /// The commit timestamp of a multi-version protocol (`cc::mv`): above `last`, the newest
+    /// timestamp handed out, and in `epoch` or, when `last` is already in a later epoch, in
+    /// that one. `None` when that epoch's sequence space is used up.
+    pub fn next_timestamp(last: Tid, epoch: Epoch) -> Option<Tid> {
+        Tid::commit_after(last, epoch.max(last.epoch()))
     }
 
     /// Silo's commit TID: greater than `floor` (every TID the transaction read or wrote, and
@@ -156,6 +170,10 @@ pub const INLINE_BYTES_MAX: usize = 2048;
 
 const OVERFLOW: u32 = 1 << 31;
 
+/// Versions a multi-version chain may grow by beyond twice what its last prune left before it
+/// is pruned again (`Head::install`).
+const PRUNE_SLACK: u32 = 4;
+
 /// An immutable older (or overflow) version.
 #[repr(C)]
 #[derive(Debug)]
@@ -163,7 +181,10 @@ pub struct Version {
     word: u64,
     prev: AtomicPtr<Version>,
     len: u32,
-    _reserved: u32,
+    /// Chain bookkeeping, read and written only by the head's lock holder, and only on the
+    /// newest version of a chain: how many versions the chain held when this one was linked
+    /// (low 16 bits), and how many the last prune left (high 16 bits). See `Head::install`.
+    depth: AtomicU32,
 }
 
 impl Version {
@@ -179,7 +200,7 @@ impl Version {
                 word: word.without(TidWord::LOCK).raw(),
                 prev: AtomicPtr::new(std::ptr::null_mut()),
                 len: data.len() as u32,
-                _reserved: 0,
+                depth: AtomicU32::new(0),
             });
             std::ptr::copy_nonoverlapping(data.as_ptr(), Self::data_ptr(block), data.len());
         }
@@ -237,25 +258,53 @@ impl Version {
     }
 }
 
-/// What a snapshot needs kept: a version is kept while a snapshot boundary (a multiple of
-/// `interval` at or above `low`) falls in its visibility interval.
+/// What readers need kept. Snapshot transactions read at snapshot boundaries (multiples of
+/// `interval` at or above `low`); transactions of a multi-version protocol (`cc::mv`) read as
+/// of a timestamp at or above `readers_low` ([`Tid::MAX`] when there are none). A version is
+/// kept while one of them may read it.
 #[derive(Debug, Clone, Copy)]
 pub struct Retention {
     pub low: Epoch,
     pub interval: u64,
+    pub readers_low: Tid,
 }
 
 impl Retention {
-    /// Whether a version written in `epoch` and superseded in `successor` may be read by a
-    /// snapshot at or above the low-water mark.
+    /// Keeps nothing for anyone (recovery, before any reader exists).
+    pub const NOTHING: Retention =
+        Retention { low: Epoch(u64::MAX), interval: 1, readers_low: Tid::MAX };
+
+    /// Whether a version committed at `tid` and superseded at `successor` may be read.
     #[inline]
-    pub fn needed(&self, epoch: Epoch, successor: Epoch) -> bool {
-        if epoch == Epoch::NEVER || epoch >= successor {
+    pub fn needed(&self, tid: Tid, successor: Tid) -> bool {
+        if tid == Tid::ZERO || tid >= successor {
+            return false;
+        }
+        // A multi-version reader at `b` reads it when tid <= b < successor, and every such
+        // reader has b >= readers_low.
+        if successor > self.readers_low {
+            return true;
+        }
+        let (epoch, successor) = (tid.epoch(), successor.epoch());
+        if epoch >= successor {
             return false;
         }
         let from = epoch.max(self.low).0;
         let boundary = from.div_ceil(self.interval) * self.interval;
         boundary < successor.0
+    }
+
+    /// Whether every reader that may still come sees a version committed at `tid` or a newer
+    /// one, so that versions older than it are garbage.
+    #[inline]
+    fn visible_to_all(&self, tid: Tid) -> bool {
+        tid.epoch() <= self.low && tid <= self.readers_low
+    }
+
+    /// Whether multi-version readers may exist (chains then grow with every update).
+    #[inline]
+    fn multiversion(&self) -> bool {
+        self.readers_low != Tid::MAX
     }
 }
 
@@ -275,6 +324,14 @@ const _: () = assert!(size_of::<Head>() == 32);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Observed {
     pub word: TidWord,
+}
+
+/// What [`Head::read_as_of`] found: the record's current word, and whether the state it read
+/// holds a row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AsOf {
+    pub current: TidWord,
+    pub present: bool,
 }
 
 impl Head {
@@ -409,6 +466,13 @@ impl Head {
 
     /// The value as of snapshot epoch `at`, copied into `out`. Returns whether a row existed.
     pub fn read_at(&self, at: Epoch, out: &mut Vec<u8>) -> Result<bool, Busy> {
+        self.read_as_of(Tid::last_of(at), out).map(|seen| seen.present)
+    }
+
+    /// The newest committed state with a TID at or below `bound`, copied into `out` when it
+    /// holds a row, and the record's current word. Waits, bounded, while the record is locked:
+    /// the holder's TID may be at or below `bound`.
+    pub fn read_as_of(&self, bound: Tid, out: &mut Vec<u8>) -> Result<AsOf, Busy> {
         let mut backoff = Backoff::new(RECORD_WAIT_STEPS_MAX);
         loop {
             let before = TidWord(self.word.load(Ordering::Acquire));
@@ -418,12 +482,12 @@ impl Head {
                 }
                 continue;
             }
-            if before.epoch() <= at {
+            if before.tid() <= bound {
                 out.clear();
                 let consistent = before.is_absent() || self.copy_value(out);
                 fence(Ordering::Acquire);
                 if consistent && self.word.load(Ordering::Relaxed) == before.0 {
-                    return Ok(!before.is_absent());
+                    return Ok(AsOf { current: before, present: !before.is_absent() });
                 }
                 continue;
             }
@@ -433,21 +497,22 @@ impl Head {
                 continue;
             }
             // The chain belongs to `before`. Its versions are immutable, and pruning removes
-            // only versions that no snapshot at or above the low-water mark reads.
+            // only versions that no reader at or above the retention bounds reads.
+            let mut present = false;
             while !version.is_null() {
                 // SAFETY: chain versions reached while pinned stay allocated until we unpin.
                 let current = unsafe { &*version };
-                if current.word().epoch() <= at {
+                if current.word().tid() <= bound {
                     out.clear();
-                    if current.word().is_absent() {
-                        return Ok(false);
+                    present = !current.word().is_absent();
+                    if present {
+                        out.extend_from_slice(current.data());
                     }
-                    out.extend_from_slice(current.data());
-                    return Ok(true);
+                    break;
                 }
                 version = current.prev.load(Ordering::Acquire);
             }
-            return Ok(false);
+            return Ok(AsOf { current: before, present });
         }
     }
 
@@ -546,9 +611,9 @@ impl Head {
     ) -> bool {
         let old_word = TidWord(self.word.load(Ordering::Relaxed));
         debug_assert!(old_word.is_locked());
-        let new_epoch = new_word.epoch();
+        let new_tid = new_word.tid();
         let old_overflow = self.overflow.load(Ordering::Relaxed);
-        let keep = retention.needed(old_word.epoch(), new_epoch);
+        let keep = retention.needed(old_word.tid(), new_tid);
         if keep {
             let kept = if !old_overflow.is_null() && !old_word.is_absent() {
                 old_overflow
@@ -563,8 +628,16 @@ impl Head {
                 self.overflow.store(std::ptr::null_mut(), Ordering::Relaxed);
                 Version::retire(old_overflow, garbage);
             }
-            // SAFETY: `kept` is ours until published by the store below.
-            unsafe { (*kept).prev.store(self.older.load(Ordering::Relaxed), Ordering::Relaxed) };
+            let older = self.older.load(Ordering::Relaxed);
+            // SAFETY: `kept` is ours until published by the store below; `older`, if any, is
+            // allocated while linked, and we hold the lock.
+            unsafe {
+                (*kept).prev.store(older, Ordering::Relaxed);
+                let depth =
+                    if older.is_null() { 0 } else { (*older).depth.load(Ordering::Relaxed) };
+                let (length, pruned) = (depth & 0xffff, depth >> 16);
+                (*kept).depth.store(((length + 1).min(0xffff)) | (pruned << 16), Ordering::Relaxed);
+            }
             self.older.store(kept, Ordering::Release);
         } else if !old_overflow.is_null() {
             self.overflow.store(std::ptr::null_mut(), Ordering::Relaxed);
@@ -597,9 +670,12 @@ impl Head {
         }
         // The chain grows only when a state is kept, so pruning then keeps it bounded; pruning
         // at every install would also read the older versions, which are cold, on every
-        // update of the record (measured in docs/performance.md).
-        if keep {
-            self.prune(new_epoch, retention, garbage, dropped);
+        // update of the record (measured in docs/performance.md). Under a multi-version
+        // protocol almost every update keeps a version, and a hot record's chain may hold
+        // hundreds that readers still need: pruning walks the chain only when it has doubled
+        // since the last prune, so the walks cost a constant per update.
+        if keep && self.prune_due(retention) {
+            self.prune(new_tid, retention, garbage, dropped);
         }
         keep
     }
@@ -642,7 +718,7 @@ impl Head {
                 word: word.without(TidWord::LOCK).raw(),
                 prev: AtomicPtr::new(std::ptr::null_mut()),
                 len: len as u32,
-                _reserved: 0,
+                depth: AtomicU32::new(0),
             });
             let data = Version::data_ptr(version);
             for (index, word) in self.inline()[..len / 8].iter().enumerate() {
@@ -658,25 +734,39 @@ impl Head {
         version
     }
 
-    /// Drops chain versions no snapshot at or above `retention.low` can read. Locked head.
+    /// Whether the chain (just grown by one) should be pruned now. Locked head.
+    fn prune_due(&self, retention: Retention) -> bool {
+        if !retention.multiversion() {
+            return true;
+        }
+        let newest = self.older.load(Ordering::Relaxed);
+        // SAFETY: the newest version was just linked by the lock holder.
+        let depth = unsafe { (*newest).depth.load(Ordering::Relaxed) };
+        let (length, pruned) = (depth & 0xffff, depth >> 16);
+        length > 2 * pruned + PRUNE_SLACK
+    }
+
+    /// Drops chain versions no reader at or above the retention bounds can read. Locked head.
     fn prune(
         &self,
-        newest_epoch: Epoch,
+        newest: Tid,
         retention: Retention,
         garbage: &mut Garbage,
         dropped: &mut Vec<*const Version>,
     ) {
-        let mut successor = newest_epoch;
+        let mut successor = newest;
         let mut link = &self.older;
         let mut version = link.load(Ordering::Relaxed);
+        let mut remaining = 0u32;
         while !version.is_null() {
             // SAFETY: chain versions are allocated while linked; we hold the lock.
             let current = unsafe { &*version };
-            let epoch = current.word().epoch();
+            let tid = current.word().tid();
             let next = current.prev.load(Ordering::Relaxed);
-            if retention.needed(epoch, successor) {
-                if epoch <= retention.low {
-                    // Visible at the low-water mark: nothing older is readable.
+            if retention.needed(tid, successor) {
+                remaining += 1;
+                if retention.visible_to_all(tid) {
+                    // Visible to every reader: nothing older is readable.
                     current.prev.store(std::ptr::null_mut(), Ordering::Release);
                     let mut tail = next;
                     while !tail.is_null() {
@@ -685,7 +775,7 @@ impl Head {
                         tail = unsafe { (*tail).prev.load(Ordering::Relaxed) };
                     }
                     Version::retire_chain(next, garbage);
-                    return;
+                    break;
                 }
                 link = &current.prev;
             } else {
@@ -693,8 +783,16 @@ impl Head {
                 dropped.push(version);
                 Version::retire(version, garbage);
             }
-            successor = epoch;
+            successor = tid;
             version = next;
+        }
+        let newest_version = self.older.load(Ordering::Relaxed);
+        if !newest_version.is_null() {
+            let remaining = remaining.min(0xffff);
+            // SAFETY: linked, and we hold the lock.
+            unsafe {
+                (*newest_version).depth.store(remaining | (remaining << 16), Ordering::Relaxed)
+            };
         }
     }
 
@@ -751,7 +849,11 @@ mod tests {
     use super::*;
 
     fn retention(low: u64, interval: u64) -> Retention {
-        Retention { low: Epoch(low), interval }
+        Retention { low: Epoch(low), interval, readers_low: Tid::MAX }
+    }
+
+    fn tid(epoch: u64) -> Tid {
+        Tid::new(Epoch(epoch), 1)
     }
 
     #[test]
@@ -771,15 +873,15 @@ mod tests {
     #[test]
     fn versions_are_kept_only_across_snapshot_boundaries() {
         // interval 1: every epoch is a snapshot boundary.
-        assert!(retention(0, 1).needed(Epoch(3), Epoch(4)));
-        assert!(!retention(0, 1).needed(Epoch(4), Epoch(4)));
-        assert!(!retention(5, 1).needed(Epoch(3), Epoch(5)), "superseded before the low mark");
-        assert!(retention(5, 1).needed(Epoch(3), Epoch(6)));
+        assert!(retention(0, 1).needed(tid(3), tid(4)));
+        assert!(!retention(0, 1).needed(tid(4), tid(4)));
+        assert!(!retention(5, 1).needed(tid(3), tid(5)), "superseded before the low mark");
+        assert!(retention(5, 1).needed(tid(3), tid(6)));
         // interval 10: boundaries at 10, 20, ...
-        assert!(!retention(0, 10).needed(Epoch(11), Epoch(19)));
-        assert!(retention(0, 10).needed(Epoch(11), Epoch(21)));
-        assert!(retention(0, 10).needed(Epoch(10), Epoch(11)));
-        assert!(!retention(0, 10).needed(Epoch::NEVER, Epoch(11)));
+        assert!(!retention(0, 10).needed(tid(11), tid(19)));
+        assert!(retention(0, 10).needed(tid(11), tid(21)));
+        assert!(retention(0, 10).needed(tid(10), tid(11)));
+        assert!(!retention(0, 10).needed(Tid::ZERO, tid(11)));
     }
 
     #[test]
@@ -869,6 +971,64 @@ mod tests {
         assert_eq!(out, b"c");
         assert!(head.read_at(Epoch(31), &mut out).unwrap());
         assert_eq!(out, b"d");
+        // SAFETY: the head was never published; nothing else can reach what is retired.
+        unsafe {
+            Head::retire(head_ptr, &mut garbage);
+            garbage.free_all(&mut arena);
+        }
+    }
+
+    #[test]
+    fn timestamp_reads_find_their_version_and_long_chains_are_pruned_in_batches() {
+        let mut arena = Arena::new();
+        let mut garbage = Garbage::new();
+        let head_ptr = Head::alloc(&mut arena, 8, TidWord::FRESH);
+        // SAFETY: owned by the test.
+        let head = unsafe { &*head_ptr };
+        let at = |sequence: u64| Tid::new(Epoch(3), sequence);
+        // Returns whether the install dropped versions (pruned).
+        let mut write = |sequence: u64, readers_low: Tid, garbage: &mut Garbage| {
+            head.lock().unwrap();
+            let word = TidWord::new(at(sequence), TidWord::LATEST);
+            let retention = Retention { low: Epoch(u64::MAX), interval: 1, readers_low };
+            let mut dropped = Vec::new();
+            head.install(
+                Some(&sequence.to_le_bytes()),
+                word,
+                retention,
+                &mut arena,
+                garbage,
+                &mut dropped,
+            );
+            head.unlock_to(word);
+            !dropped.is_empty()
+        };
+        // A reader at sequence 1 holds every later version: the chain grows with each update.
+        for sequence in 1..=40 {
+            write(sequence, at(1), &mut garbage);
+        }
+        assert_eq!(head.chain_len(), 39);
+        let mut out = Vec::new();
+        for sequence in [1, 17, 39] {
+            let seen = head.read_as_of(at(sequence), &mut out).unwrap();
+            assert!(seen.present && seen.current.tid() == at(40));
+            assert_eq!(out, sequence.to_le_bytes());
+        }
+        assert!(!head.read_as_of(Tid::new(Epoch(2), 1), &mut out).unwrap().present);
+        // Readers now trail the writer by five versions, so each update makes one more version
+        // garbage. The chain is pruned only when it has doubled since its last prune (which
+        // left 35 versions): it never exceeds twice that, it is walked every few updates
+        // rather than at each one, and once pruned it stays near the five readers need.
+        let mut walks = 0;
+        for sequence in 41..=120 {
+            walks += usize::from(write(sequence, at(sequence - 5), &mut garbage));
+            assert!(head.chain_len() <= 2 * 35 + PRUNE_SLACK as usize + 1, "{}", head.chain_len());
+        }
+        assert!(walks <= 10, "pruned {walks} times in 80 updates");
+        assert!(head.chain_len() <= 2 * 5 + PRUNE_SLACK as usize + 1, "{}", head.chain_len());
+        let seen = head.read_as_of(at(115), &mut out).unwrap();
+        assert!(seen.present);
+        assert_eq!(out, 115u64.to_le_bytes());
         // SAFETY: the head was never published; nothing else can reach what is retired.
         unsafe {
             Head::retire(head_ptr, &mut garbage);

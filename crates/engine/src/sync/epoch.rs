@@ -45,6 +45,8 @@
 //! tests in `tests/shuttle_sync.rs` exercise exactly this.
 
 use super::shim::{AtomicBool, AtomicU64, Ordering, fence};
+use crate::storage::Tid;
+use crate::storage::record::Retention;
 use crossbeam_utils::CachePadded;
 use std::marker::PhantomData;
 
@@ -89,6 +91,9 @@ struct Slot {
     snapshot: AtomicU64,
     /// A lower bound of the epoch of the commit the worker is installing, 0 when none.
     committing: AtomicU64,
+    /// A lower bound of the read timestamp of the slot's multi-version transaction (`cc::mv`),
+    /// 0 when it has none.
+    reader: AtomicU64,
     used: AtomicBool,
 }
 
@@ -138,6 +143,14 @@ pub struct EpochManager {
     snapshot_interval_epochs: u64,
     idle_lag_epochs_max: u64,
     slots: Box<[CachePadded<Slot>]>,
+    /// The timestamp clock of the multi-version protocols: the newest commit TID handed out.
+    /// Unused (0) under Silo, whose TIDs need no global counter.
+    clock: CachePadded<AtomicU64>,
+    /// No multi-version transaction reads below this TID (`u64::MAX` under Silo).
+    readers_low: CachePadded<AtomicU64>,
+    multiversion: bool,
+    /// One past the highest slot ever registered: `refresh_readers_low` scans no further.
+    slots_high: AtomicU64,
 }
 
 impl EpochManager {
@@ -160,7 +173,109 @@ impl EpochManager {
             snapshot_interval_epochs,
             idle_lag_epochs_max,
             slots,
+            clock: CachePadded::new(AtomicU64::new(0)),
+            readers_low: CachePadded::new(AtomicU64::new(u64::MAX)),
+            multiversion: false,
+            slots_high: AtomicU64::new(0),
         }
+    }
+
+    /// Turns on the timestamp clock and reader tracking of the multi-version protocols.
+    /// Called once, before any worker exists.
+    pub fn enable_multiversion(&mut self) {
+        self.multiversion = true;
+        self.readers_low = CachePadded::new(AtomicU64::new(0));
+    }
+
+    pub fn is_multiversion(&self) -> bool {
+        self.multiversion
+    }
+
+    /// Registers a multi-version transaction on a pinned slot and returns its read timestamp:
+    /// every commit with a TID at or below it is installed or holds its records locked, and
+    /// every commit above it comes later.
+    ///
+    /// ORDERING. The slot is published (sequentially consistent swap) with a clock value read
+    /// before, and the timestamp is the clock read after: it is at least the published value.
+    /// A bound computation (`refresh_readers_low`, the ticker) reads the clock and then scans
+    /// the slots; if its scan missed this slot, the swap came after the scan, so the timestamp
+    /// read after the swap is at least the clock value the computation started from. Either
+    /// way the published `readers_low` never exceeds the timestamp.
+    pub fn enter_reader(&self, slot: SlotId) -> u64 {
+        let published = self.clock.load(Ordering::SeqCst).max(1);
+        self.slots[slot.index()].reader.swap(published, Ordering::SeqCst);
+        self.clock.load(Ordering::SeqCst).max(published)
+    }
+
+    /// Moves the slot's read timestamp forward to a new one (a statement under READ
+    /// COMMITTED); returns it. The new timestamp is at least the old, so the slot's published
+    /// bound stays valid while it is raised.
+    pub fn renew_reader(&self, slot: SlotId) -> u64 {
+        self.enter_reader(slot)
+    }
+
+    pub fn leave_reader(&self, slot: SlotId) {
+        self.slots[slot.index()].reader.store(0, Ordering::Release);
+    }
+
+    /// Hands out a commit timestamp above every one handed out before, in `epoch` or later
+    /// (`Tid::next_timestamp`). `None` when the epoch's sequence space is exhausted.
+    pub fn next_timestamp(&self, epoch: Epoch) -> Option<Tid> {
+        let mut last = self.clock.load(Ordering::SeqCst);
+        loop {
+            let next = Tid::next_timestamp(Tid::from_u64(last), epoch)?;
+            match self.clock.compare_exchange_weak(
+                last,
+                next.as_u64(),
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            ) {
+                Ok(_) => return Some(next),
+                Err(now) => last = now,
+            }
+        }
+    }
+
+    /// What an install must keep for the readers that exist now or may come.
+    #[inline]
+    pub fn retention(&self) -> Retention {
+        Retention {
+            low: self.snapshot_low(),
+            interval: self.snapshot_interval_epochs,
+            readers_low: self.readers_low(),
+        }
+    }
+
+    /// No multi-version transaction reads below this TID; [`Tid::MAX`] under Silo.
+    #[inline]
+    pub fn readers_low(&self) -> Tid {
+        Tid::from_u64(self.readers_low.load(Ordering::Acquire))
+    }
+
+    /// Recomputes `readers_low` from the clock and the slots (see `enter_reader`). Workers call
+    /// it every few commits, so that chains are pruned sooner than the ticker alone would let
+    /// them be.
+    pub fn refresh_readers_low(&self) {
+        if !self.multiversion {
+            return;
+        }
+        let mut low = self.clock.load(Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        let high = self.slots_high.load(Ordering::SeqCst) as usize;
+        for slot in self.slots[..high].iter() {
+            let reader = slot.reader.load(Ordering::SeqCst);
+            if reader == 0 {
+                continue;
+            }
+            // A transaction the ticker kicked reads nothing more (it can only abort).
+            let word = slot.state.load(Ordering::SeqCst);
+            if word & ACTIVE != 0 && word & KICKED == 0 {
+                low = low.min(reader);
+            }
+        }
+        // Every computed bound holds for the readers active after it was computed, so the
+        // larger of two is as good as either.
+        self.readers_low.fetch_max(low, Ordering::AcqRel);
     }
 
     /// The global epoch. Sequentially consistent: see ORDERING above.
@@ -214,7 +329,10 @@ impl EpochManager {
                         .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
                         .is_ok()
             })
-            .map(|index| SlotId(index as u32))
+            .map(|index| {
+                self.slots_high.fetch_max(index as u64 + 1, Ordering::SeqCst);
+                SlotId(index as u32)
+            })
     }
 
     /// Returns a slot. The worker must not be pinned.
@@ -223,6 +341,7 @@ impl EpochManager {
         slot.state.store(0, Ordering::Release);
         slot.snapshot.store(0, Ordering::Release);
         slot.committing.store(0, Ordering::Release);
+        slot.reader.store(0, Ordering::Release);
         slot.used.store(false, Ordering::Release);
     }
 
@@ -339,6 +458,8 @@ impl EpochManager {
         self.stable.store(base, Ordering::SeqCst);
         self.snapshot.store(base, Ordering::SeqCst);
         self.snapshot_low.store(base, Ordering::SeqCst);
+        // Every recovered TID is in an epoch at or below `base`: readers see them all.
+        self.clock.store(Tid::last_of(Epoch(base)).as_u64(), Ordering::SeqCst);
     }
 
     pub fn leave_snapshot(&self, slot: SlotId) {
@@ -411,6 +532,7 @@ impl EpochManager {
         if kicked > 0 {
             self.kicked_total.fetch_add(kicked as u64, Ordering::Relaxed);
         }
+        self.refresh_readers_low();
         self.advancing.store(false, Ordering::Release);
         Some(Tick {
             global: Epoch(global),

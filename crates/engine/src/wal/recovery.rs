@@ -206,7 +206,7 @@ struct Applier {
 // SAFETY: the raw version pointers in `dropped` are only examined by the owning thread.
 unsafe impl Send for Applier {}
 
-const KEEP_NOTHING: Retention = Retention { low: Epoch(u64::MAX), interval: 1 };
+const KEEP_NOTHING: Retention = Retention::NOTHING;
 
 impl Applier {
     fn new() -> Applier {
