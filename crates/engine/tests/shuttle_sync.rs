@@ -245,6 +245,71 @@ fn snapshots_never_include_an_epoch_still_being_installed() {
     shuttle::check_pct(snapshot_scenario, ITERATIONS, 3);
 }
 
+/// One run: readers of a multi-version protocol register (and one renews, as READ COMMITTED
+/// does per statement) while a committer takes timestamps and recomputes `readers_low`, and
+/// the ticker advances. A reader's timestamp must never be below the published bound, or an
+/// install could drop the version it reads.
+fn readers_scenario() {
+    let mut manager = EpochManager::new(4, 1, 1_000);
+    manager.enable_multiversion();
+    let manager = Arc::new(manager);
+    let readers: Vec<_> = (0..2)
+        .map(|index| {
+            let manager = Arc::clone(&manager);
+            thread::spawn(move || {
+                let slot = manager.register().unwrap();
+                manager.pin(slot);
+                let mut at = manager.enter_reader(slot);
+                for round in 0..3 {
+                    let low = manager.readers_low().as_u64();
+                    assert!(low <= at, "readers_low {low} passed a reader at {at}");
+                    thread::yield_now();
+                    if index == 1 && round == 1 {
+                        let renewed = manager.renew_reader(slot);
+                        assert!(renewed >= at, "a renewed timestamp went back");
+                        at = renewed;
+                    }
+                }
+                manager.leave_reader(slot);
+                manager.unpin(slot);
+            })
+        })
+        .collect();
+    let committer = {
+        let manager = Arc::clone(&manager);
+        thread::spawn(move || {
+            let mut last = 0;
+            for _ in 0..4 {
+                let tid = manager.next_timestamp(manager.global()).unwrap().as_u64();
+                assert!(tid > last, "timestamps go up");
+                last = tid;
+                manager.refresh_readers_low();
+                thread::yield_now();
+            }
+        })
+    };
+    let ticker = {
+        let manager = Arc::clone(&manager);
+        thread::spawn(move || {
+            for _ in 0..3 {
+                manager.advance();
+                thread::yield_now();
+            }
+        })
+    };
+    for reader in readers {
+        reader.join().unwrap();
+    }
+    committer.join().unwrap();
+    ticker.join().unwrap();
+}
+
+#[test]
+fn readers_low_never_passes_a_registered_reader() {
+    shuttle::check_random(readers_scenario, ITERATIONS);
+    shuttle::check_pct(readers_scenario, ITERATIONS, 3);
+}
+
 #[test]
 fn only_idle_transactions_are_kicked() {
     shuttle::check_random(
