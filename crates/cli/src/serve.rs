@@ -1,7 +1,7 @@
 //! `engram serve`: the PostgreSQL wire-protocol server over a data directory.
 
 use clap::Args;
-use engram_engine::{Config, Durability};
+use engram_engine::{Config, Durability, Protocol};
 use engram_server::{AuthMethod, Server, ServerConfig};
 use engram_sql::SqlDb;
 use std::path::PathBuf;
@@ -42,6 +42,9 @@ pub struct ServeArgs {
     /// Memory (MiB) mapped and faulted in at start for rows and index nodes.
     #[arg(long, default_value_t = 0)]
     reserve_memory_mib: usize,
+    /// Concurrency-control protocol: silo (default), si or mvocc (docs/isolation.md).
+    #[arg(long, default_value = "silo")]
+    protocol: String,
 }
 
 pub fn run(args: ServeArgs) -> Result<(), String> {
@@ -79,9 +82,11 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
     if args.epoch_ms == 0 {
         return Err("--epoch-ms must be at least 1".into());
     }
+    let protocol = Protocol::parse(&args.protocol)?;
     // Snapshots stay about a second apart and idle transactions are given up after about
     // ten seconds, whatever the epoch length.
     let engine = Config {
+        protocol,
         data_dir: args.data.clone(),
         durability,
         reserved_memory_bytes: args.reserve_memory_mib << 20,
