@@ -2,7 +2,7 @@
 //! of every transaction.
 
 use super::access::Kind;
-use super::mv::{Mv, READERS_REFRESH_COMMITS};
+use super::mv::{self, Mv, READERS_REFRESH_COMMITS};
 use super::secondary;
 use super::silo::{Hooks, Silo};
 use super::txn::pinned;
@@ -150,9 +150,9 @@ fn bump_commits(worker: &Worker) {
 
 /// Step 1. Locks every written record in address order and checks each under its lock.
 fn lock_write_set(state: &mut TxnState) -> Result<(), AbortReason> {
-    let TxnState { access, write_order, rules, begin, .. } = state;
-    // Multi-version first-committer-wins: written records must be unchanged since `begin`.
-    let unchanged_since = if rules.first_committer_wins { *begin } else { None };
+    // Multi-version first committer wins: written records must be unchanged since then.
+    let unchanged_since = mv::unchanged_since(state);
+    let TxnState { access, write_order, .. } = state;
     write_order.clear();
     for (position, entry) in access.entries.iter().enumerate() {
         if matches!(entry.kind, Kind::Update | Kind::Delete | Kind::Insert) {

@@ -66,7 +66,7 @@
 //! - SERIALIZABLE under `si` is serializable by MVOCC's validation, not by the serial safety
 //!   net (`ssn`, not built yet).
 //! - Versions are kept by a conservative bound (`readers_low`, refreshed by the ticker and by
-//!   every `READERS_REFRESH_COMMITS`-th commit of a worker), not per-reader intervals.
+//!   workers' writing commits, `READERS_REFRESH_COMMITS`), not per-reader intervals.
 //! - Snapshot transactions (`Isolation::Snapshot`) keep reading at Silo's epoch boundaries.
 //!
 //! INVARIANTS
@@ -82,14 +82,13 @@
 use super::Isolation;
 use super::silo::{Hooks, Silo};
 use crate::error::AbortReason;
-use crate::storage::record::Busy;
 use crate::storage::{Head, Tid, TidWord};
 use crate::sync::{Epoch, EpochManager, Pin};
 use crate::worker::TxnState;
 
-/// A worker recomputes `readers_low` after this many of its commits (besides the ticker's
-/// recomputation every epoch), so that hot records' chains are pruned within a few hundred
-/// commits rather than an epoch's worth.
+/// A worker recomputes `readers_low` at a writing commit whenever its count of ended
+/// transactions is a multiple of this (besides the ticker's recomputation every epoch), so that
+/// hot records' chains are pruned within a few hundred commits rather than an epoch's worth.
 pub(crate) const READERS_REFRESH_COMMITS: u64 = 16;
 
 /// The concurrency-control protocol of a database, chosen when it opens.
@@ -219,11 +218,18 @@ impl ReadMode {
     }
 }
 
+/// The timestamp written records must not have changed since (first committer wins), if the
+/// transaction has one.
+#[inline]
+pub(crate) fn unchanged_since(state: &TxnState) -> Option<Tid> {
+    if state.rules.first_committer_wins { state.begin } else { None }
+}
+
 /// Whether a write by `state` to a record whose current word is `word` loses to a commit
 /// made since the transaction's read timestamp.
 #[inline]
 pub(crate) fn write_conflicts(state: &TxnState, word: TidWord) -> bool {
-    state.rules.first_committer_wins && state.begin.is_some_and(|begin| word.tid() > begin)
+    unchanged_since(state).is_some_and(|begin| word.tid() > begin)
 }
 
 /// The commit hooks of the multi-version protocols.
@@ -233,7 +239,7 @@ pub(crate) struct Mv;
 impl Hooks for Mv {
     #[inline]
     fn read(head: &Head, out: &mut Vec<u8>) -> Result<TidWord, AbortReason> {
-        head.read(out).map_err(|Busy| AbortReason::RecordBusy)
+        Silo::read(head, out)
     }
 
     #[inline]
