@@ -78,7 +78,7 @@ struct RecoveryArgs {
 /// Where and how a benchmark's database logs, and the protocol it runs.
 #[derive(Args, Clone)]
 struct DurabilityArgs {
-    /// Concurrency-control protocol: silo, si or mvocc (docs/isolation.md); with TPC-C, a
+    /// Concurrency-control protocol: silo, si, mvocc or ssn (docs/isolation.md); with TPC-C, a
     /// comma-separated list measured in alternating rounds, each on its own database.
     #[arg(long, value_delimiter = ',', default_value = "silo")]
     protocol: Vec<String>,

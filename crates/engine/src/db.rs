@@ -293,6 +293,7 @@ impl Database {
                 &*storage,
                 config.index_keys.as_ref(),
                 config.recovery_threads(),
+                config.protocol.stamps_records(),
             )?;
             epochs.restart_after(Epoch(recovered.last_epoch));
             let mut records = Vec::with_capacity(recovered.tables.len());

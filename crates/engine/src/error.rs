@@ -26,10 +26,14 @@ pub enum AbortReason {
     /// The transaction sat idle between calls for longer than the idle limit, so the engine
     /// stopped waiting for it (garbage collection and snapshots moved on).
     IdleTimeout,
+    /// The serial safety net (`ssn`) found the transaction's exclusion window violated: a
+    /// transaction it must follow committed after one it must precede, so committing could
+    /// close a dependency cycle.
+    Exclusion,
 }
 
 impl AbortReason {
-    pub const ALL: [AbortReason; 8] = [
+    pub const ALL: [AbortReason; 9] = [
         AbortReason::ReadValidation,
         AbortReason::ReadLocked,
         AbortReason::NodeValidation,
@@ -38,6 +42,7 @@ impl AbortReason {
         AbortReason::RecordBusy,
         AbortReason::SequenceExhausted,
         AbortReason::IdleTimeout,
+        AbortReason::Exclusion,
     ];
 
     /// Dense index for counter arrays.
@@ -56,6 +61,7 @@ impl AbortReason {
             AbortReason::RecordBusy => "record_busy",
             AbortReason::SequenceExhausted => "sequence_exhausted",
             AbortReason::IdleTimeout => "idle_timeout",
+            AbortReason::Exclusion => "ssn_exclusion",
         }
     }
 }

@@ -119,6 +119,8 @@ pub(crate) struct TxnState {
     pub entry_scratch: cc::EntryScratch,
     /// Write-set positions in lock order, built at commit.
     pub write_order: Vec<u32>,
+    /// Access-set positions in latch order (`cc/ssn.rs`), built at commit.
+    pub latch_order: Vec<u32>,
     /// Versions dropped by installs, examined for secondary entries.
     pub dropped: Vec<*const Version>,
     pub last_lookup: LastLookup,
@@ -153,6 +155,7 @@ impl Default for TxnState {
             candidates: Vec::new(),
             entry_scratch: cc::EntryScratch::default(),
             write_order: Vec::new(),
+            latch_order: Vec::new(),
             dropped: Vec::new(),
             last_lookup: LastLookup::default(),
             pending_updates: Vec::new(),
@@ -182,6 +185,7 @@ impl TxnState {
         self.last_lookup.forget();
         self.inserted_entries.clear();
         self.write_order.clear();
+        self.latch_order.clear();
         self.dropped.clear();
     }
 }
@@ -342,6 +346,7 @@ impl Worker {
         self.txn.pinned_at = self.shared.epochs.pin(self.slot);
         let protocol = self.shared.config.protocol;
         self.txn.rules = protocol.rules(isolation);
+        self.txn.nodes.track_changes = self.txn.rules.ssn;
         if isolation == Isolation::Snapshot {
             self.txn.snapshot = Some(self.shared.epochs.enter_snapshot(self.slot));
         } else if protocol.multiversion() {
@@ -359,6 +364,7 @@ impl Worker {
         }
         self.txn.isolation = Isolation::Snapshot;
         self.txn.rules = Rules::default();
+        self.txn.nodes.track_changes = false;
         self.txn.interactive = false;
         self.txn.pinned_at = self.shared.epochs.pin(self.slot);
         self.shared.epochs.enter_snapshot_at(self.slot, at);

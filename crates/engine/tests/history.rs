@@ -7,7 +7,8 @@
 //! the final lists and looks for cycles.
 
 use engram_engine::{
-    Config, Database, Direction, Isolation, KeyBuilder, Protocol, TableRef, TableSpec,
+    AbortReason, Config, Database, Direction, Isolation, KeyBuilder, Protocol, Stats, TableRef,
+    TableSpec,
 };
 use engram_testkit::history::{self, Committed, Violation};
 use rand::{RngExt, SeedableRng, rngs::SmallRng};
@@ -46,6 +47,18 @@ fn run(
     per_thread: usize,
     seed: u64,
 ) -> (Vec<Committed>, BTreeMap<u64, Vec<u64>>) {
+    let (committed, finals, _) = run_with_stats(protocol, isolation, threads, per_thread, seed);
+    (committed, finals)
+}
+
+/// [`run`], with the database's commit and abort counts.
+fn run_with_stats(
+    protocol: Protocol,
+    isolation: Isolation,
+    threads: usize,
+    per_thread: usize,
+    seed: u64,
+) -> (Vec<Committed>, BTreeMap<u64, Vec<u64>>, Stats) {
     let db = database(1, protocol);
     let table = db.create_table(TableSpec::new("lists")).unwrap();
     let next_id = Arc::new(AtomicU64::new(1));
@@ -151,7 +164,7 @@ fn run(
         })
         .unwrap();
     let _ = &table as &TableRef;
-    (committed, finals)
+    (committed, finals, db.stats())
 }
 
 #[test]
@@ -182,7 +195,7 @@ fn the_checker_catches_read_committed_anomalies() {
 
 #[test]
 fn multi_version_serializable_histories_have_no_cycles() {
-    for protocol in [Protocol::Si, Protocol::Mvocc] {
+    for protocol in [Protocol::Si, Protocol::Mvocc, Protocol::Ssn] {
         for seed in 0..2 {
             let (committed, finals) = run(protocol, Isolation::Serializable, 4, 1500, seed);
             let summary = history::check(&committed, &finals)
@@ -191,6 +204,34 @@ fn multi_version_serializable_histories_have_no_cycles() {
             assert!(summary.read_write_edges > 100, "{protocol}: anti-dependencies to check");
         }
     }
+}
+
+/// The serial safety net: serializable histories without read validation. Reads are never
+/// re-checked (no `read_validation` abort: the workload has no `get_for_update`), the
+/// exclusion window is what aborts, and no history has a cycle. The same workload at `ssn`'s
+/// repeatable read (snapshot isolation) shows write skews, so the net has cycles to stop.
+#[test]
+fn ssn_serializable_histories_have_no_cycles_without_read_validation() {
+    let mut exclusions = 0;
+    for seed in 0..8 {
+        let (committed, finals, stats) =
+            run_with_stats(Protocol::Ssn, Isolation::Serializable, 4, 1500, 500 + seed);
+        let summary = history::check(&committed, &finals)
+            .unwrap_or_else(|violation| panic!("seed {seed}: {violation}"));
+        assert!(summary.transactions > 2000, "{} commit", summary.transactions);
+        assert!(summary.read_write_edges > 100, "anti-dependencies to check");
+        assert_eq!(stats.aborts_for(AbortReason::ReadValidation), 0, "reads are not validated");
+        exclusions += stats.aborts_for(AbortReason::Exclusion);
+    }
+    assert!(exclusions > 0, "the exclusion window never closed in 8 runs under contention");
+    let skews = (0..6).any(|seed| {
+        let (committed, finals) =
+            run(Protocol::Ssn, Isolation::RepeatableRead, 4, 1500, 600 + seed);
+        history::check_snapshot_isolation(&committed, &finals)
+            .unwrap_or_else(|violation| panic!("ssn repeatable read, seed {seed}: {violation}"));
+        matches!(history::check(&committed, &finals), Err(Violation::Cycle(_)))
+    });
+    assert!(skews, "ssn repeatable read (snapshot isolation) showed no write skew in 6 runs");
 }
 
 #[test]
@@ -243,10 +284,22 @@ fn snapshot_isolation_histories_keep_si_and_show_write_skew() {
 /// limit.
 #[test]
 fn a_predicate_limit_holds_while_deleted_rows_come_back() {
+    predicate_limit_holds(Protocol::Silo);
+}
+
+/// The same under the serial safety net, where the scan's snapshot may be stale and what stops
+/// the predicate write skew is node validation together with the leaf stamps that inserters
+/// read (`cc/ssn.rs`, PHANTOMS).
+#[test]
+fn ssn_keeps_a_predicate_limit_while_deleted_rows_come_back() {
+    predicate_limit_holds(Protocol::Ssn);
+}
+
+fn predicate_limit_holds(protocol: Protocol) {
     const KEYS: u64 = 12;
     const LIMIT: usize = 4;
     // Deleted records stay in the index for 50 epochs or more: inserts claim them.
-    let db = database(50, Protocol::Silo);
+    let db = database(50, protocol);
     let table = db.create_table(TableSpec::new("limited")).unwrap();
     let count = |txn: &mut engram_engine::Txn<'_>, present: &mut Vec<u64>| {
         present.clear();
@@ -304,7 +357,7 @@ fn a_predicate_limit_holds_while_deleted_rows_come_back() {
     let mut worker = db.worker().unwrap();
     let mut present = Vec::new();
     worker.transaction(Isolation::Serializable, |txn| count(txn, &mut present)).unwrap();
-    assert!(worst <= LIMIT, "a transaction saw {worst} rows, over the limit of {LIMIT}");
-    assert!(present.len() <= LIMIT, "{} rows at the end, over the limit", present.len());
-    assert!(claims > 1000, "the workload inserted rows again and again: {claims} inserts");
+    assert!(worst <= LIMIT, "{protocol}: a transaction saw {worst} rows, over {LIMIT}");
+    assert!(present.len() <= LIMIT, "{protocol}: {} rows at the end", present.len());
+    assert!(claims > 1000, "{protocol}: the workload inserted rows again and again: {claims}");
 }

@@ -37,6 +37,7 @@ impl Access {
             validate,
             fresh: false,
             locked: false,
+            latched: false,
             value: Span::default(),
             key: Span::default(),
             keys_unchanged: false,
@@ -67,6 +68,8 @@ pub(crate) struct Access {
     pub fresh: bool,
     /// Commit holds the record's lock.
     pub locked: bool,
+    /// Commit holds the record's serial-safety-net latch (`cc/ssn.rs`).
+    pub latched: bool,
     /// The new row (`Update`, `Insert`).
     pub value: Span,
     /// The primary key (writes only).
@@ -221,12 +224,17 @@ pub(crate) struct NodeSet {
     pub entries: Vec<NodeEntry>,
     /// The flag new entries get while a uniqueness check runs.
     pub recording_always: bool,
+    /// Remember every leaf the transaction's own index changes produce (`changed`): the
+    /// serial safety net reads their pstamps at commit (`cc/ssn.rs`).
+    pub track_changes: bool,
+    pub changed: Vec<LeafVersion>,
 }
 
 impl NodeSet {
     pub fn clear(&mut self) {
         self.entries.clear();
         self.recording_always = false;
+        self.changed.clear();
     }
 
     pub fn push(&mut self, leaf: LeafVersion, always: bool) {
@@ -236,6 +244,9 @@ impl NodeSet {
 
 impl LeafObserver for NodeSet {
     fn leaf_changed(&mut self, node: usize, before: u64, after: &[LeafVersion]) {
+        if self.track_changes {
+            self.changed.extend_from_slice(after);
+        }
         let mut index = 0;
         while index < self.entries.len() {
             let entry = self.entries[index];

@@ -5,6 +5,7 @@ use super::access::Kind;
 use super::mv::{self, Mv, READERS_REFRESH_COMMITS};
 use super::secondary;
 use super::silo::{Hooks, Silo};
+use super::ssn;
 use super::txn::pinned;
 use crate::db::Counters;
 use crate::error::{AbortReason, Error, Result};
@@ -60,33 +61,64 @@ fn commit_with<P: Hooks>(worker: &mut Worker) -> Result<CommitInfo> {
         abort(worker, error.abort_reason());
         return Err(error);
     }
+    // 1b. The serial safety net latches everything read or written (`ssn.rs`).
+    let ssn = worker.txn.rules.ssn;
+    if ssn && let Err(reason) = ssn::latch(&mut worker.txn) {
+        abort(worker, Some(reason));
+        return Err(Error::Aborted(reason));
+    }
     let writes = !worker.txn.write_order.is_empty();
     // 3. The serialization point. Announce the commit first, so the stable epoch waits for
     // its installs (`sync::epoch`); the protocol's fence orders the two.
     let epoch = if writes {
         worker.shared.epochs.enter_commit(worker.slot, worker.txn.pinned_at);
         P::serialization_point(&worker.shared.epochs)
+    } else if ssn {
+        worker.shared.epochs.global()
     } else {
         Epoch::NEVER
     };
-    // 4. Validation.
     // SAFETY: commit runs while the worker is pinned and in a call.
     let pin = unsafe { pinned() };
+    // Under the serial safety net the commit stamp comes first (read-only transactions too),
+    // and scanned leaves carry it before they are validated.
+    let stamp = if ssn {
+        let Some(stamp) = worker.shared.epochs.next_timestamp(epoch) else {
+            abort(worker, Some(AbortReason::SequenceExhausted));
+            return Err(Error::Aborted(AbortReason::SequenceExhausted));
+        };
+        let leaves_high = ssn::inserted_leaves_high(&worker.txn, stamp, &pin);
+        ssn::publish_scans(&worker.txn, stamp, &pin);
+        Some((stamp, leaves_high))
+    } else {
+        None
+    };
+    // 4. Validation.
     if let Err(reason) = P::validate(&worker.txn, &pin) {
         abort(worker, Some(reason));
         return Err(Error::Aborted(reason));
     }
+    let check = stamp.map(|(stamp, leaves)| ssn::exclusion_check(&worker.txn, stamp, leaves));
+    let stamp = stamp.map(|(stamp, _)| stamp);
+    let low = match check {
+        None => None,
+        Some(Ok(low)) => Some(low),
+        Some(Err(reason)) => {
+            abort(worker, Some(reason));
+            return Err(Error::Aborted(reason));
+        }
+    };
     // 5. The commit TID.
-    let tid = if writes {
-        match P::commit_tid(&worker.txn, worker.last_tid, epoch, &worker.shared.epochs) {
+    let tid = match stamp {
+        _ if !writes => Tid::ZERO,
+        Some(stamp) => stamp,
+        None => match P::commit_tid(&worker.txn, worker.last_tid, epoch, &worker.shared.epochs) {
             Ok(tid) => tid,
             Err(reason) => {
                 abort(worker, Some(reason));
                 return Err(Error::Aborted(reason));
             }
-        }
-    } else {
-        Tid::ZERO
+        },
     };
     // 6. Install and release; log the new images before leaving the commit, so that the
     // stable epoch covers the record (`wal::log`).
@@ -96,13 +128,19 @@ fn commit_with<P: Hooks>(worker: &mut Worker) -> Result<CommitInfo> {
         {
             worker.shared.epochs.refresh_readers_low();
         }
-        install_write_set(worker, tid);
+        install_write_set(worker, tid, low);
+        if ssn {
+            ssn::release(&mut worker.txn, stamp);
+        }
         if let Some(log) = &worker.shared.log {
             log_write_set(log, worker, tid);
         }
         worker.last_tid = tid;
         worker.shared.epochs.leave_commit(worker.slot);
         tid.epoch()
+    } else if ssn {
+        ssn::release(&mut worker.txn, stamp);
+        if worker.shared.log.is_some() { read_epoch(&worker.txn) } else { Epoch::NEVER }
     } else if worker.shared.log.is_some() {
         read_epoch(&worker.txn)
     } else {
@@ -189,7 +227,8 @@ fn lock_write_set(state: &mut TxnState) -> Result<(), AbortReason> {
 }
 
 /// Step 6. Installs every write with `tid`, fixes secondary entries, and releases the locks.
-fn install_write_set(worker: &mut Worker, tid: Tid) {
+/// `low`: the transaction's π under the serial safety net, the new versions' creator stamp.
+fn install_write_set(worker: &mut Worker, tid: Tid, low: Option<Tid>) {
     // SAFETY: commit runs while pinned.
     let pin = unsafe { pinned() };
     let epochs = &worker.shared.epochs;
@@ -230,6 +269,9 @@ fn install_write_set(worker: &mut Worker, tid: Tid) {
             );
         }
         txn.scratch = old_row;
+        if let Some(low) = low {
+            ssn::stamp_install(head, low);
+        }
         head.unlock_to(new_word);
         txn.access.entries[txn.write_order[order] as usize].locked = false;
         if entry.kind == Kind::Delete {
@@ -278,6 +320,9 @@ fn release_insert(worker: &mut Worker, position: usize) {
 pub(crate) fn abort(worker: &mut Worker, reason: Option<AbortReason>) {
     if worker.txn.status == Status::Idle {
         return;
+    }
+    if worker.txn.rules.ssn {
+        ssn::release(&mut worker.txn, None);
     }
     if worker.txn.snapshot.is_none() {
         let mark = 0;

@@ -11,8 +11,9 @@
 //! 6. install the writes, fix the secondary entries of dropped versions, release the locks;
 //! 7. finish: run ready clean-up tasks, seal garbage, unpin.
 //!
-//! A protocol (`silo.rs`, the only one so far) supplies the hooks through the [`Protocol`]
-//! trait; the skeleton is generic over it, so the default path has no dynamic dispatch.
+//! A protocol supplies the hooks through the `Hooks` trait (`silo.rs`; the multi-version
+//! protocols' in `mv.rs`, with the serial safety net's extra steps in `ssn.rs`); the skeleton
+//! is generic over it, so the default path has no dynamic dispatch.
 //! `txn.rs` holds the operations a transaction runs before commit; `secondary.rs` keeps
 //! secondary indexes in step with rows; `access.rs` is the access and node sets.
 //!
@@ -32,6 +33,7 @@ mod commit;
 mod mv;
 mod secondary;
 mod silo;
+mod ssn;
 mod txn;
 
 pub(crate) use access::{AccessSet, NodeSet, Span};

@@ -131,10 +131,16 @@ pub(crate) fn observe(
     {
         return Ok(Seen::Own(index));
     }
-    if let ReadMode::AsOf(at) = mode {
+    if let ReadMode::AsOf(at) | ReadMode::Recorded(at) = mode {
         // SAFETY: reached through an index while pinned.
         let seen =
             unsafe { &*head }.read_as_of(at, buffer).map_err(|Busy| AbortReason::RecordBusy)?;
+        if matches!(mode, ReadMode::Recorded(_)) && own.is_none() && seen.current.is_latest() {
+            // The serial safety net needs the state read: its TID, and whether it held a row.
+            let flags =
+                if seen.present { TidWord::LATEST } else { TidWord::LATEST | TidWord::ABSENT };
+            access.push(Access::read(head, table, TidWord::new(seen.tid, flags), false));
+        }
         return Ok(Seen::AsOf(seen));
     }
     // SAFETY: reached through an index while pinned.
@@ -540,8 +546,9 @@ impl<'w> Txn<'w> {
                 return Err(poison(state, AbortReason::ReadValidation));
             }
             // The caller learns that the row exists: that must still hold at commit.
-            if own.is_none() && state.rules.validate_reads {
-                state.access.push(Access::read(head, table_id, word, true));
+            if own.is_none() && (state.rules.validate_reads || state.rules.ssn) {
+                let validate = state.rules.validate_reads;
+                state.access.push(Access::read(head, table_id, word, validate));
             }
             return Err(duplicate(table, None));
         }
@@ -576,6 +583,7 @@ impl<'w> Txn<'w> {
             validate: false,
             fresh: false,
             locked: false,
+            latched: false,
             value: value_span,
             key: key_span,
             keys_unchanged: false,
@@ -600,7 +608,8 @@ impl<'w> Txn<'w> {
         pin: &Pin<'_>,
     ) -> Result<Option<u64>> {
         let worker = &mut *self.worker;
-        let head = Head::alloc(&mut worker.arena, value.len(), TidWord::FRESH);
+        let stamped = worker.shared.config.protocol.stamps_records();
+        let head = Head::alloc_with(&mut worker.arena, value.len(), TidWord::FRESH, stamped);
         if let Err(existing) =
             table.primary.insert(key, head as u64, pin, &mut worker.garbage, &mut worker.txn.nodes)
         {
@@ -633,6 +642,7 @@ impl<'w> Txn<'w> {
             validate: false,
             fresh: true,
             locked: false,
+            latched: false,
             value: value_span,
             key: key_span,
             keys_unchanged: false,
@@ -768,8 +778,9 @@ impl<'w> Txn<'w> {
             }
         }
         if word.is_absent() {
-            if own.is_none() && state.rules.validate_reads {
-                state.access.push(Access::read(head, table_id, word, true));
+            if own.is_none() && (state.rules.validate_reads || state.rules.ssn) {
+                let validate = state.rules.validate_reads;
+                state.access.push(Access::read(head, table_id, word, validate));
             }
             return Ok(Some(false));
         }
@@ -795,6 +806,7 @@ impl<'w> Txn<'w> {
                     validate,
                     fresh: false,
                     locked: false,
+                    latched: false,
                     value: value_span,
                     key: key_span,
                     keys_unchanged: false,

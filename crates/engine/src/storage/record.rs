@@ -30,6 +30,8 @@
 //! | 16     | older            | newest older version, or null                             |
 //! | 24     | overflow         | the current value when it does not fit inline, or null    |
 //! | 32     | inline words     | the current value, little-endian words                    |
+//! | 32+8c  | stamps           | under the `ssn` protocol only (bit 31 of `capacity_words`): |
+//! |        |                  | the serial safety net's latch and stamps ([`Stamps`])     |
 //!
 //! INVARIANTS
 //! - `word`, `len`, `overflow`, `older` and the inline words change only while LOCK is held
@@ -185,6 +187,9 @@ pub struct Version {
     /// newest version of a chain: how many versions the chain held when this one was linked
     /// (low 16 bits), and how many the last prune left (high 16 bits). See `Head::install`.
     depth: AtomicU32,
+    /// Under `ssn`: the low watermark (π) of the transaction that created this version, copied
+    /// from the head's [`Stamps`] when the version is linked into the chain; 0 otherwise.
+    creator_pi: AtomicU64,
 }
 
 impl Version {
@@ -201,6 +206,7 @@ impl Version {
                 prev: AtomicPtr::new(std::ptr::null_mut()),
                 len: data.len() as u32,
                 depth: AtomicU32::new(0),
+                creator_pi: AtomicU64::new(0),
             });
             std::ptr::copy_nonoverlapping(data.as_ptr(), Self::data_ptr(block), data.len());
         }
@@ -320,6 +326,71 @@ pub struct Head {
 
 const _: () = assert!(size_of::<Head>() == 32);
 
+/// Sets `bit` in `word` once no one else holds it (waiting, bounded); returns the word it
+/// replaced. The record lock and the serial safety net's latch.
+#[inline]
+fn set_bit_waiting(word: &AtomicU64, bit: u64) -> Result<u64, Busy> {
+    let mut backoff = Backoff::new(RECORD_WAIT_STEPS_MAX);
+    loop {
+        let seen = word.load(Ordering::Relaxed);
+        if seen & bit == 0
+            && word
+                .compare_exchange_weak(seen, seen | bit, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        {
+            return Ok(seen);
+        }
+        if !backoff.wait() {
+            return Err(Busy);
+        }
+    }
+}
+
+/// Bit of `capacity_words` set when the head carries [`Stamps`] after its inline words.
+const STAMPED: u32 = 1 << 31;
+
+/// The serial safety net's per-record state (`cc/ssn.rs`), present in heads allocated while
+/// the `ssn` protocol runs. Read and written only by a committer that holds the latch.
+#[repr(C)]
+#[derive(Debug)]
+pub struct Stamps {
+    /// Bit 0: the latch; bits 1..64: the current version's pstamp (the newest commit
+    /// timestamp of a transaction that read it), as a raw TID.
+    latch_pstamp: AtomicU64,
+    /// The low watermark (π) of the transaction that created the current version.
+    creator_pi: AtomicU64,
+}
+
+impl Stamps {
+    const LATCHED: u64 = 1;
+
+    /// Takes the latch, waiting (bounded) for a holder.
+    pub fn latch(&self) -> Result<(), Busy> {
+        set_bit_waiting(&self.latch_pstamp, Self::LATCHED).map(|_| ())
+    }
+
+    /// Releases the latch, leaving `pstamp`.
+    pub fn unlatch(&self, pstamp: Tid) {
+        debug_assert!(self.latch_pstamp.load(Ordering::Relaxed) & Self::LATCHED != 0);
+        self.latch_pstamp.store(pstamp.as_u64() << 1, Ordering::Release);
+    }
+
+    /// The current version's pstamp. Latched.
+    pub fn pstamp(&self) -> Tid {
+        Tid::from_u64(self.latch_pstamp.load(Ordering::Relaxed) >> 1)
+    }
+
+    /// The creator's low watermark for the current version. Latched.
+    pub fn creator_pi(&self) -> Tid {
+        Tid::from_u64(self.creator_pi.load(Ordering::Relaxed))
+    }
+
+    /// Records the creator of a new current version. Latched and locked.
+    pub fn set_creator_pi(&self, pi: Tid) {
+        self.creator_pi.store(pi.as_u64(), Ordering::Relaxed);
+    }
+}
+
 /// What a stable read saw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Observed {
@@ -332,12 +403,14 @@ pub struct Observed {
 pub struct AsOf {
     pub current: TidWord,
     pub present: bool,
+    /// The TID of the state read ([`Tid::ZERO`]: the record had no state at the bound).
+    pub tid: Tid,
 }
 
 impl Head {
-    /// Block size of a head with inline room for `capacity_words` words.
-    fn bytes_for(capacity_words: usize) -> usize {
-        size_of::<Head>() + capacity_words * 8
+    /// Block size of a head with inline room for `capacity_words` words (and stamps).
+    fn bytes_for(capacity_words: usize, stamped: bool) -> usize {
+        size_of::<Head>() + capacity_words * 8 + if stamped { size_of::<Stamps>() } else { 0 }
     }
 
     /// Inline words for a value of `len` bytes.
@@ -347,24 +420,77 @@ impl Head {
 
     /// A new head with `word`, inline room for values of `capacity_len` bytes, and no value.
     pub fn alloc(arena: &mut Arena, capacity_len: usize, word: TidWord) -> *mut Head {
+        Self::alloc_with(arena, capacity_len, word, false)
+    }
+
+    /// [`Head::alloc`], with [`Stamps`] after the inline words when `stamped`.
+    pub fn alloc_with(
+        arena: &mut Arena,
+        capacity_len: usize,
+        word: TidWord,
+        stamped: bool,
+    ) -> *mut Head {
         let capacity_words = Self::capacity_for(capacity_len);
-        let block = arena.alloc(Self::bytes_for(capacity_words)) as *mut Head;
-        // SAFETY: a fresh block large enough for the header and the inline words; the words
-        // are initialised to zero.
+        let block = arena.alloc(Self::bytes_for(capacity_words, stamped)) as *mut Head;
+        // SAFETY: a fresh block large enough for the header, the inline words and the stamps
+        // when asked for; the words are initialised to zero.
         unsafe {
             block.write(Head {
                 word: AtomicU64::new(word.raw()),
                 len: AtomicU32::new(0),
-                capacity_words: capacity_words as u32,
+                capacity_words: capacity_words as u32 | if stamped { STAMPED } else { 0 },
                 older: AtomicPtr::new(std::ptr::null_mut()),
                 overflow: AtomicPtr::new(std::ptr::null_mut()),
             });
             let inline = Self::inline_ptr(block);
-            for index in 0..capacity_words {
+            for index in 0..capacity_words + if stamped { 2 } else { 0 } {
                 inline.add(index).write(AtomicU64::new(0));
             }
         }
         block
+    }
+
+    /// Inline capacity in words.
+    #[inline]
+    fn capacity_words(&self) -> usize {
+        (self.capacity_words & !STAMPED) as usize
+    }
+
+    /// The serial safety net's stamps, if the head was allocated under `ssn`.
+    #[inline]
+    pub fn stamps(&self) -> Option<&Stamps> {
+        if self.capacity_words & STAMPED == 0 {
+            return None;
+        }
+        // SAFETY: `alloc_with` placed two zeroed words after the inline words of a stamped
+        // head; `Stamps` is two atomics, `repr(C)`.
+        Some(unsafe { &*(Self::inline_ptr(self).add(self.capacity_words()) as *const Stamps) })
+    }
+
+    /// The low watermark of the creator of the state right after `tid` (the oldest state newer
+    /// than `tid`): the `sstamp` of the version at `tid` in SSN's terms. `None` if the state at
+    /// `tid` is still current, or if the chain no longer shows what followed it. The caller
+    /// holds the head's SSN latch, so no creator's stamp is being written.
+    pub fn successor_pi(&self, tid: Tid) -> Option<Tid> {
+        let stamps = self.stamps()?;
+        let current = self.word();
+        if current.tid() <= tid {
+            return None;
+        }
+        let mut successor = stamps.creator_pi();
+        let mut version = self.older.load(Ordering::Acquire);
+        while !version.is_null() {
+            // SAFETY: chain versions reached while pinned stay allocated until we unpin.
+            let older = unsafe { &*version };
+            if older.word().tid() <= tid {
+                return Some(successor);
+            }
+            successor = Tid::from_u64(older.creator_pi.load(Ordering::Relaxed));
+            version = older.prev.load(Ordering::Acquire);
+        }
+        // The chain ended above `tid`: only a state that never had a version (a fresh head's
+        // absent state, TID zero) has its successor at the chain's end.
+        (tid == Tid::ZERO).then_some(successor)
     }
 
     fn inline_ptr(head: *const Head) -> *mut AtomicU64 {
@@ -375,7 +501,7 @@ impl Head {
     #[inline]
     fn inline(&self) -> &[AtomicU64] {
         // SAFETY: `alloc` initialised `capacity_words` words, which never change in number.
-        unsafe { std::slice::from_raw_parts(Self::inline_ptr(self), self.capacity_words as usize) }
+        unsafe { std::slice::from_raw_parts(Self::inline_ptr(self), self.capacity_words()) }
     }
 
     /// Asks the processor to load the head and the start of its value into the cache. Never
@@ -397,7 +523,7 @@ impl Head {
 
     /// The block size this head was allocated with.
     pub fn block_bytes(&self) -> usize {
-        Self::bytes_for(self.capacity_words as usize)
+        Self::bytes_for(self.capacity_words(), self.stamps().is_some())
     }
 
     #[inline]
@@ -487,7 +613,11 @@ impl Head {
                 let consistent = before.is_absent() || self.copy_value(out);
                 fence(Ordering::Acquire);
                 if consistent && self.word.load(Ordering::Relaxed) == before.0 {
-                    return Ok(AsOf { current: before, present: !before.is_absent() });
+                    return Ok(AsOf {
+                        current: before,
+                        present: !before.is_absent(),
+                        tid: before.tid(),
+                    });
                 }
                 continue;
             }
@@ -499,11 +629,13 @@ impl Head {
             // The chain belongs to `before`. Its versions are immutable, and pruning removes
             // only versions that no reader at or above the retention bounds reads.
             let mut present = false;
+            let mut tid = Tid::ZERO;
             while !version.is_null() {
                 // SAFETY: chain versions reached while pinned stay allocated until we unpin.
                 let current = unsafe { &*version };
                 if current.word().tid() <= bound {
                     out.clear();
+                    tid = current.word().tid();
                     present = !current.word().is_absent();
                     if present {
                         out.extend_from_slice(current.data());
@@ -512,7 +644,7 @@ impl Head {
                 }
                 version = current.prev.load(Ordering::Acquire);
             }
-            return Ok(AsOf { current: before, present });
+            return Ok(AsOf { current: before, present, tid });
         }
     }
 
@@ -541,28 +673,10 @@ impl Head {
     /// Locks the record for commit; returns the word it held. Waits, bounded, for a holder.
     #[inline]
     pub fn lock(&self) -> Result<TidWord, Busy> {
-        let mut backoff = Backoff::new(RECORD_WAIT_STEPS_MAX);
-        loop {
-            let word = self.word.load(Ordering::Relaxed);
-            if word & TidWord::LOCK == 0
-                && self
-                    .word
-                    .compare_exchange_weak(
-                        word,
-                        word | TidWord::LOCK,
-                        Ordering::Acquire,
-                        Ordering::Relaxed,
-                    )
-                    .is_ok()
-            {
-                // Orders the lock bit before the install's stores (seqlock writer side).
-                fence(Ordering::Release);
-                return Ok(TidWord(word));
-            }
-            if !backoff.wait() {
-                return Err(Busy);
-            }
-        }
+        let word = set_bit_waiting(&self.word, TidWord::LOCK)?;
+        // Orders the lock bit before the install's stores (seqlock writer side).
+        fence(Ordering::Release);
+        Ok(TidWord(word))
     }
 
     /// Releases the lock, leaving `word` (unlocked) as the record's word.
@@ -632,6 +746,9 @@ impl Head {
             // SAFETY: `kept` is ours until published by the store below; `older`, if any, is
             // allocated while linked, and we hold the lock.
             unsafe {
+                if let Some(stamps) = self.stamps() {
+                    (*kept).creator_pi.store(stamps.creator_pi().as_u64(), Ordering::Relaxed);
+                }
                 (*kept).prev.store(older, Ordering::Relaxed);
                 let depth =
                     if older.is_null() { 0 } else { (*older).depth.load(Ordering::Relaxed) };
@@ -645,7 +762,7 @@ impl Head {
         }
         match value {
             None => self.len.store(0, Ordering::Relaxed),
-            Some(bytes) if bytes.len().div_ceil(8) <= self.capacity_words as usize => {
+            Some(bytes) if bytes.len().div_ceil(8) <= self.capacity_words() => {
                 let inline = self.inline();
                 let mut chunks = bytes.chunks_exact(8);
                 for (word, chunk) in inline.iter().zip(&mut chunks) {
@@ -709,7 +826,7 @@ impl Head {
     /// A new version holding the inline value of a locked head, with `word`.
     fn inline_to_version(&self, word: TidWord, arena: &mut Arena) -> *mut Version {
         let len = self.len.load(Ordering::Relaxed) as usize;
-        debug_assert!(len <= self.capacity_words as usize * 8);
+        debug_assert!(len <= self.capacity_words() * 8);
         let version = arena.alloc(Version::bytes_for(len)) as *mut Version;
         // SAFETY: a fresh block for the header and `len` bytes; the inline words hold `len`
         // bytes, little-endian, and we hold the lock so they do not change.
@@ -719,6 +836,7 @@ impl Head {
                 prev: AtomicPtr::new(std::ptr::null_mut()),
                 len: len as u32,
                 depth: AtomicU32::new(0),
+                creator_pi: AtomicU64::new(0),
             });
             let data = Version::data_ptr(version);
             for (index, word) in self.inline()[..len / 8].iter().enumerate() {

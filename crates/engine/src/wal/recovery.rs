@@ -201,6 +201,8 @@ struct Applier {
     garbage: Garbage,
     dropped: Vec<*const crate::storage::record::Version>,
     applied: u64,
+    /// Heads carry the serial safety net's stamps (the database runs `ssn`).
+    stamped: bool,
 }
 
 // SAFETY: the raw version pointers in `dropped` are only examined by the owning thread.
@@ -209,8 +211,14 @@ unsafe impl Send for Applier {}
 const KEEP_NOTHING: Retention = Retention::NOTHING;
 
 impl Applier {
-    fn new() -> Applier {
-        Applier { arena: Arena::new(), garbage: Garbage::new(), dropped: Vec::new(), applied: 0 }
+    fn new(stamped: bool) -> Applier {
+        Applier {
+            arena: Arena::new(),
+            garbage: Garbage::new(),
+            dropped: Vec::new(),
+            applied: 0,
+            stamped,
+        }
     }
 
     /// Installs `value` (or a deletion) with `new_word` on a head this thread has locked, and
@@ -238,10 +246,11 @@ impl Applier {
         let flags =
             if value.is_some() { TidWord::LATEST } else { TidWord::LATEST | TidWord::ABSENT };
         let new_word = TidWord::new(tid, flags);
-        let fresh = Head::alloc(
+        let fresh = Head::alloc_with(
             &mut self.arena,
             value.map_or(0, <[u8]>::len),
             TidWord::new(Tid::ZERO, TidWord::LOCK | TidWord::LATEST | TidWord::ABSENT),
+            self.stamped,
         );
         match table.primary.insert(key, fresh as u64, pin, &mut self.garbage, &mut ()) {
             Ok(_) => {
@@ -507,6 +516,7 @@ fn run(
     keys: Option<&IndexKeys>,
     threads: usize,
     mode: Mode,
+    stamped: bool,
 ) -> Result<Recovered> {
     let started = Instant::now();
     let threads = threads.max(1);
@@ -530,18 +540,27 @@ fn run(
         let rows = AtomicU64::new(0);
         let bytes = AtomicU64::new(0);
         let tid = Tid::new(Epoch(epoch.max(1)), 0);
-        appliers = parallel(threads, files.len(), Applier::new, |index, applier| {
-            let pin = nothing_is_reclaimed();
-            let (file_rows, file_bytes) =
-                read_checkpoint_file(storage, &files[index].path, epoch, |table, key, value| {
-                    if let Some(table) = table_of(table) {
-                        applier.apply(table, key, tid, Some(value), &pin);
-                    }
-                })?;
-            rows.fetch_add(file_rows, Ordering::Relaxed);
-            bytes.fetch_add(file_bytes, Ordering::Relaxed);
-            Ok(())
-        })?;
+        appliers = parallel(
+            threads,
+            files.len(),
+            || Applier::new(stamped),
+            |index, applier| {
+                let pin = nothing_is_reclaimed();
+                let (file_rows, file_bytes) = read_checkpoint_file(
+                    storage,
+                    &files[index].path,
+                    epoch,
+                    |table, key, value| {
+                        if let Some(table) = table_of(table) {
+                            applier.apply(table, key, tid, Some(value), &pin);
+                        }
+                    },
+                )?;
+                rows.fetch_add(file_rows, Ordering::Relaxed);
+                bytes.fetch_add(file_bytes, Ordering::Relaxed);
+                Ok(())
+            },
+        )?;
         report.checkpoint_epoch = Some(epoch);
         report.checkpoint_files = files.len();
         report.checkpoint_rows = rows.into_inner();
@@ -623,7 +642,7 @@ fn run(
             replay_threads,
             files.len(),
             || ReplayState {
-                applier: Applier::new(),
+                applier: Applier::new(stamped),
                 transactions: 0,
                 bytes: 0,
                 max_epoch: 0,
@@ -708,10 +727,15 @@ fn run(
     let index_started = Instant::now();
     if mode == Mode::Recover {
         let live: Vec<&TableRef> = tables.iter().flatten().collect();
-        let more = parallel(threads, live.len(), Applier::new, |index, applier| {
-            finish_table(live[index], applier, &nothing_is_reclaimed());
-            Ok(())
-        })?;
+        let more = parallel(
+            threads,
+            live.len(),
+            || Applier::new(stamped),
+            |index, applier| {
+                finish_table(live[index], applier, &nothing_is_reclaimed());
+                Ok(())
+            },
+        )?;
         appliers.extend(more);
     }
     report.index_seconds = index_started.elapsed().as_secs_f64();
@@ -805,18 +829,20 @@ fn finish_table(table: &Table, applier: &mut Applier, pin: &Pin<'_>) {
     }
 }
 
+/// Recovers the tables; `stamped`: their heads carry the serial safety net's stamps.
 pub(crate) fn recover(
     storage: &dyn Storage,
     keys: Option<&IndexKeys>,
     threads: usize,
+    stamped: bool,
 ) -> Result<Recovered> {
-    run(storage, keys, threads, Mode::Recover)
+    run(storage, keys, threads, Mode::Recover, stamped)
 }
 
 /// Verifies a data directory without changing it: every checkpoint and log block's checksum,
 /// every record's structure, and the catalog. Torn tails are reported, not truncated.
 pub fn check(storage: &dyn Storage, threads: usize) -> Result<RecoveryReport> {
-    run(storage, None, threads, Mode::Check).map(|recovered| recovered.report)
+    run(storage, None, threads, Mode::Check, false).map(|recovered| recovered.report)
 }
 
 /// The catalog as a list of live tables `(id, name, index names)`, for reports.

@@ -110,6 +110,10 @@ pub(crate) struct Node {
     heads: [AtomicU64; SLOTS_MAX],
     metas: [AtomicU32; SLOTS_MAX],
     values: [AtomicU64; SLOTS_MAX + 1],
+    /// Leaves under the `ssn` protocol: the newest commit timestamp of a transaction whose
+    /// scan saw this leaf (or a leaf it replaced), as a raw TID (`cc/ssn.rs`, phantoms). In
+    /// what was the struct's tail padding: the node keeps its size.
+    pub pstamp: AtomicU64,
 }
 
 /// Whether a key fits into a node as it is.
@@ -629,6 +633,7 @@ mod layout {
         assert_eq!(std::mem::offset_of!(Node, heads), 32);
         assert_eq!(std::mem::offset_of!(Node, metas), 32 + 8 * SLOTS_MAX);
         assert_eq!(std::mem::offset_of!(Node, values), 32 + 12 * SLOTS_MAX);
+        assert_eq!(std::mem::offset_of!(Node, pstamp), 32 + 20 * SLOTS_MAX + 8);
         assert_eq!(size_of::<Node>(), 1344);
     }
 }

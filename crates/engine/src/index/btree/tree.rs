@@ -28,7 +28,7 @@ use super::node::{Fit, HEAP_WORDS, MERGED_COUNT_MAX, Node, SLOTS_MAX, SearchKey,
 use crate::gc::Garbage;
 use crate::limits::{INDEX_KEY_BYTES_MAX, INDEX_RESTARTS_OPTIMISTIC_MAX};
 use crate::sync::{Pin, Restart, VersionLatch};
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering, fence};
 
 /// Structure changes a single operation may make before it must have reached its leaf: one
 /// per level plus a few for leaves split more than once by long keys.
@@ -64,6 +64,24 @@ impl LeafVersion {
 
     pub fn node_address(&self) -> usize {
         self.node as usize
+    }
+
+    /// Raises the leaf's pstamp to `stamp` (a raw TID) and orders that before the caller's
+    /// next load (its node validation): a leaf change that validation misses reads the stamp
+    /// (`BTree::replace`, and inserters at commit).
+    #[inline]
+    pub fn publish_pstamp(&self, stamp: u64, _pin: &Pin<'_>) {
+        // SAFETY: as in `is_current`.
+        unsafe { (*self.node).pstamp.fetch_max(stamp, Ordering::Relaxed) };
+        fence(Ordering::SeqCst);
+    }
+
+    /// The leaf's pstamp (a raw TID). The caller made its change to the leaf and then a
+    /// sequentially consistent fence.
+    #[inline]
+    pub fn pstamp(&self, _pin: &Pin<'_>) -> u64 {
+        // SAFETY: as in `is_current`.
+        unsafe { (*self.node).pstamp.load(Ordering::Relaxed) }
     }
 
     pub fn version(&self) -> u64 {
@@ -782,6 +800,8 @@ impl BTree {
         }
         if inner {
             node(merged).set_last_child(right_node.child(right_count));
+        } else {
+            inherit_pstamp(merged, &[left_node, right_node]);
         }
         above.set_value(left_index, merged as u64);
         above.inner_remove(left_index);
@@ -924,7 +944,18 @@ fn build_leaf(source: &Node, range: std::ops::Range<usize>, heap_words: usize) -
     for index in range {
         node(leaf).push_from(source, index);
     }
+    inherit_pstamp(leaf, &[source]);
     leaf
+}
+
+/// Gives a new leaf the pstamps of the locked leaves it replaces. The fence pairs with the one
+/// in `LeafVersion::publish_pstamp`: a scan whose validation did not see the lock taken on a
+/// source leaf published its stamp before this load.
+fn inherit_pstamp(leaf: *mut Node, sources: &[&Node]) {
+    fence(Ordering::SeqCst);
+    let stamp =
+        sources.iter().map(|source| source.pstamp.load(Ordering::Relaxed)).max().unwrap_or(0);
+    node(leaf).pstamp.store(stamp, Ordering::Relaxed);
 }
 
 /// The shortest key that separates slot `middle - 1` from slot `middle` of a leaf: the
