@@ -167,14 +167,22 @@ fn run_with_stats(
     (committed, finals, db.stats())
 }
 
+/// A serializable run under `protocol` (4 threads, 1,500 transactions each) whose history has
+/// no cycle, more than `commits_min` commits and anti-dependencies to check; its counts.
+fn serializable_run(protocol: Protocol, seed: u64, commits_min: usize) -> Stats {
+    let (committed, finals, stats) =
+        run_with_stats(protocol, Isolation::Serializable, 4, 1500, seed);
+    let summary = history::check(&committed, &finals)
+        .unwrap_or_else(|violation| panic!("{protocol} seed {seed}: {violation}"));
+    assert!(summary.transactions > commits_min, "{protocol}: {} commit", summary.transactions);
+    assert!(summary.read_write_edges > 100, "{protocol}: anti-dependencies to check");
+    stats
+}
+
 #[test]
 fn serializable_histories_have_no_cycles() {
     for seed in 0..3 {
-        let (committed, finals) = run(Protocol::Silo, Isolation::Serializable, 4, 1500, seed);
-        let summary = history::check(&committed, &finals)
-            .unwrap_or_else(|violation| panic!("seed {seed}: {violation}"));
-        assert!(summary.transactions > 3000, "most transactions commit: {}", summary.transactions);
-        assert!(summary.read_write_edges > 100, "the workload has anti-dependencies to check");
+        serializable_run(Protocol::Silo, seed, 3000);
     }
 }
 
@@ -197,11 +205,7 @@ fn the_checker_catches_read_committed_anomalies() {
 fn multi_version_serializable_histories_have_no_cycles() {
     for protocol in [Protocol::Si, Protocol::Mvocc, Protocol::Ssn] {
         for seed in 0..2 {
-            let (committed, finals) = run(protocol, Isolation::Serializable, 4, 1500, seed);
-            let summary = history::check(&committed, &finals)
-                .unwrap_or_else(|violation| panic!("{protocol} seed {seed}: {violation}"));
-            assert!(summary.transactions > 2000, "{protocol}: {} commit", summary.transactions);
-            assert!(summary.read_write_edges > 100, "{protocol}: anti-dependencies to check");
+            serializable_run(protocol, seed, 2000);
         }
     }
 }
@@ -214,12 +218,7 @@ fn multi_version_serializable_histories_have_no_cycles() {
 fn ssn_serializable_histories_have_no_cycles_without_read_validation() {
     let mut exclusions = 0;
     for seed in 0..8 {
-        let (committed, finals, stats) =
-            run_with_stats(Protocol::Ssn, Isolation::Serializable, 4, 1500, 500 + seed);
-        let summary = history::check(&committed, &finals)
-            .unwrap_or_else(|violation| panic!("seed {seed}: {violation}"));
-        assert!(summary.transactions > 2000, "{} commit", summary.transactions);
-        assert!(summary.read_write_edges > 100, "anti-dependencies to check");
+        let stats = serializable_run(Protocol::Ssn, 500 + seed, 2000);
         assert_eq!(stats.aborts_for(AbortReason::ReadValidation), 0, "reads are not validated");
         exclusions += stats.aborts_for(AbortReason::Exclusion);
     }

@@ -153,7 +153,6 @@ pub(crate) fn exclusion_check(
         }
         // SAFETY: see `stamps`.
         let head = unsafe { &*entry.head };
-        let stamps = stamps(entry.head).ok_or(AbortReason::Exclusion)?;
         match entry.kind {
             Kind::Read => {
                 let read = entry.observed.tid();
@@ -168,7 +167,9 @@ pub(crate) fn exclusion_check(
                 }
             }
             Kind::Update | Kind::Delete | Kind::Insert => {
-                high = high.max(entry.prior.tid()).max(stamps.pstamp());
+                // Latched, so it has stamps (`latch`).
+                let pstamp = stamps(entry.head).map_or(Tid::ZERO, Stamps::pstamp);
+                high = high.max(entry.prior.tid()).max(pstamp);
             }
             Kind::Nothing => {}
         }
@@ -198,7 +199,7 @@ pub(crate) fn release(state: &mut TxnState, commit: Option<Tid>) {
         entry.latched = false;
         // SAFETY: see `stamps`.
         let head = unsafe { &*entry.head };
-        let Some(stamps) = head.stamps() else { continue };
+        let Some(stamps) = stamps(entry.head) else { continue };
         let pstamp = match (commit, entry.kind) {
             // A new version: nobody has read it.
             (Some(_), Kind::Update | Kind::Delete | Kind::Insert) => Tid::ZERO,
