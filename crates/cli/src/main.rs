@@ -78,8 +78,9 @@ struct RecoveryArgs {
 /// Where and how a benchmark's database logs, and the protocol it runs.
 #[derive(Args, Clone)]
 struct DurabilityArgs {
-    /// Concurrency-control protocol: silo, si, mvocc or ssn (docs/isolation.md); with TPC-C, a
-    /// comma-separated list measured in alternating rounds, each on its own database.
+    /// Concurrency-control protocol: silo, si, mvocc, ssn, mvto or mv2pl (docs/isolation.md);
+    /// with TPC-C, a comma-separated list measured in alternating rounds, each on its own
+    /// database.
     #[arg(long, value_delimiter = ',', default_value = "silo")]
     protocol: Vec<String>,
     /// off | epoch, or (TPC-C) a comma-separated list measured in alternating rounds, each on

@@ -42,7 +42,8 @@ pub struct ServeArgs {
     /// Memory (MiB) mapped and faulted in at start for rows and index nodes.
     #[arg(long, default_value_t = 0)]
     reserve_memory_mib: usize,
-    /// Concurrency-control protocol: silo (default), si, mvocc or ssn (docs/isolation.md).
+    /// Concurrency-control protocol: silo (default), si, mvocc, ssn, mvto or mv2pl
+    /// (docs/isolation.md).
     #[arg(long, default_value = "silo")]
     protocol: String,
 }

@@ -293,7 +293,7 @@ impl Database {
                 &*storage,
                 config.index_keys.as_ref(),
                 config.recovery_threads(),
-                config.protocol.stamps_records(),
+                config.protocol.head_words(),
             )?;
             epochs.restart_after(Epoch(recovered.last_epoch));
             let mut records = Vec::with_capacity(recovered.tables.len());

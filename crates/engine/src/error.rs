@@ -30,10 +30,16 @@ pub enum AbortReason {
     /// transaction it must follow committed after one it must precede, so committing could
     /// close a dependency cycle.
     Exclusion,
+    /// Another transaction held a lock the transaction needed, and the protocol does not wait
+    /// (`mvto`, `mv2pl`: no-wait deadlock prevention).
+    LockConflict,
+    /// Timestamp order forbids the operation (`mvto`): a transaction with a later timestamp
+    /// already read what this one would write, or scanned the range it inserts into.
+    TimestampOrder,
 }
 
 impl AbortReason {
-    pub const ALL: [AbortReason; 9] = [
+    pub const ALL: [AbortReason; 11] = [
         AbortReason::ReadValidation,
         AbortReason::ReadLocked,
         AbortReason::NodeValidation,
@@ -43,6 +49,8 @@ impl AbortReason {
         AbortReason::SequenceExhausted,
         AbortReason::IdleTimeout,
         AbortReason::Exclusion,
+        AbortReason::LockConflict,
+        AbortReason::TimestampOrder,
     ];
 
     /// Dense index for counter arrays.
@@ -62,6 +70,8 @@ impl AbortReason {
             AbortReason::SequenceExhausted => "sequence_exhausted",
             AbortReason::IdleTimeout => "idle_timeout",
             AbortReason::Exclusion => "ssn_exclusion",
+            AbortReason::LockConflict => "lock_conflict",
+            AbortReason::TimestampOrder => "timestamp_order",
         }
     }
 }

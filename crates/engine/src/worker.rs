@@ -346,9 +346,24 @@ impl Worker {
         self.txn.pinned_at = self.shared.epochs.pin(self.slot);
         let protocol = self.shared.config.protocol;
         self.txn.rules = protocol.rules(isolation);
-        self.txn.nodes.track_changes = self.txn.rules.ssn;
+        self.txn.nodes.track_changes = self.txn.rules.tracks_leaf_changes();
         if isolation == Isolation::Snapshot {
             self.txn.snapshot = Some(self.shared.epochs.enter_snapshot(self.slot));
+        } else if self.txn.rules.commit_at_begin {
+            // MVTO: the timestamp is the commit TID, so the commit is announced now (`cc/mvto.rs`).
+            let epochs = &self.shared.epochs;
+            epochs.enter_commit(self.slot, self.txn.pinned_at);
+            epochs.enter_reader(self.slot);
+            match epochs.next_timestamp(epochs.global()) {
+                Some(ts) => self.txn.begin = Some(ts),
+                None => {
+                    epochs.leave_commit(self.slot);
+                    epochs.leave_reader(self.slot);
+                    epochs.unpin(self.slot);
+                    self.txn.reset();
+                    return Err(Error::Aborted(AbortReason::SequenceExhausted));
+                }
+            }
         } else if protocol.multiversion() {
             self.txn.begin = Some(Tid::from_u64(self.shared.epochs.enter_reader(self.slot)));
         }

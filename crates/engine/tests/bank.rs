@@ -175,7 +175,8 @@ fn transfers_keep_the_total_at_read_committed_with_get_for_update() {
 /// both rows it read), and so does every serializable protocol.
 #[test]
 fn transfers_keep_the_total_under_the_multi_version_protocols() {
-    for protocol in [Protocol::Si, Protocol::Mvocc, Protocol::Ssn] {
+    for protocol in [Protocol::Si, Protocol::Mvocc, Protocol::Ssn, Protocol::Mvto, Protocol::Mv2pl]
+    {
         run_with(protocol, Isolation::Serializable, false);
         run_with(protocol, Isolation::RepeatableRead, false);
         run_with(protocol, Isolation::ReadCommitted, true);

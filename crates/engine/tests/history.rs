@@ -233,6 +233,28 @@ fn ssn_serializable_histories_have_no_cycles_without_read_validation() {
     assert!(skews, "ssn repeatable read (snapshot isolation) showed no write skew in 6 runs");
 }
 
+/// The pessimistic protocols: serializable histories without read validation, where what
+/// aborts is a refused lock (and, under MVTO, timestamp order), and no history has a cycle.
+#[test]
+fn locking_serializable_histories_have_no_cycles_without_read_validation() {
+    for protocol in [Protocol::Mvto, Protocol::Mv2pl] {
+        let mut refused = 0;
+        let mut out_of_order = 0;
+        for seed in 0..4 {
+            let stats = serializable_run(protocol, 700 + seed, 1000);
+            assert_eq!(stats.aborts_for(AbortReason::ReadValidation), 0, "{protocol}");
+            refused += stats.aborts_for(AbortReason::LockConflict);
+            out_of_order += stats.aborts_for(AbortReason::TimestampOrder);
+        }
+        assert!(refused > 0, "{protocol}: no lock was ever refused under contention");
+        if protocol == Protocol::Mvto {
+            assert!(out_of_order > 0, "mvto: timestamp order never refused a write");
+        } else {
+            assert_eq!(out_of_order, 0, "mv2pl has no timestamps");
+        }
+    }
+}
+
 #[test]
 fn mvocc_repeatable_read_histories_lose_no_update() {
     // Validated reads and first committer wins: no lost append, no dirty read. (Phantoms are
@@ -292,6 +314,14 @@ fn a_predicate_limit_holds_while_deleted_rows_come_back() {
 #[test]
 fn ssn_keeps_a_predicate_limit_while_deleted_rows_come_back() {
     predicate_limit_holds(Protocol::Ssn);
+}
+
+/// MVTO: scans read at the transaction's timestamp, and inserters check the leaf stamps of
+/// later-timestamped scanners; MV2PL: node validation, as under Silo.
+#[test]
+fn locking_protocols_keep_a_predicate_limit_while_deleted_rows_come_back() {
+    predicate_limit_holds(Protocol::Mvto);
+    predicate_limit_holds(Protocol::Mv2pl);
 }
 
 fn predicate_limit_holds(protocol: Protocol) {

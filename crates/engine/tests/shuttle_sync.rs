@@ -1,9 +1,11 @@
-//! Randomized-schedule tests of the version latch and the epoch logic, under shuttle's
+//! Randomized-schedule tests of the version latch, the epoch logic and the lock words of the
+//! pessimistic protocols (`sync::lockword`), under shuttle's
 //! scheduler (`cargo test -p engram-engine --features shuttle --test shuttle_sync`). Shuttle
 //! runs the real `sync` code with its own atomics and threads and explores thousands of
 //! interleavings, including preemption between any two atomic operations.
 #![cfg(feature = "shuttle")]
 
+use engram_engine::sync::lockword::{Refused, TimestampWords, TwoPhaseWord};
 use engram_engine::sync::shim::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use engram_engine::sync::{Epoch, EpochManager, VersionLatch};
 use shuttle::sync::Arc;
@@ -344,6 +346,115 @@ fn only_idle_transactions_are_kicked() {
                 }
             }
             manager.unpin(slot);
+        },
+        ITERATIONS,
+    );
+}
+
+/// MV2PL's lock word: a reader under a read lock never sees a writer's half-done change (two
+/// words that every writer changes together, with a scheduling point between), writers exclude
+/// each other, and an upgrade by the only reader excludes the rest. Refused locks are retried.
+#[test]
+fn two_phase_words_exclude_writers_from_readers_and_each_other() {
+    shuttle::check_random(
+        || {
+            let lock = Arc::new(TwoPhaseWord::new());
+            let pair = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
+            let writes = Arc::new(AtomicU64::new(0));
+            let threads: Vec<_> = (0..4)
+                .map(|thread| {
+                    let (lock, pair, writes) =
+                        (Arc::clone(&lock), Arc::clone(&pair), Arc::clone(&writes));
+                    thread::spawn(move || {
+                        for _ in 0..2 {
+                            match thread % 3 {
+                                // A reader.
+                                0 => {
+                                    if lock.read_lock().is_ok() {
+                                        let first = pair.0.load(Ordering::Relaxed);
+                                        thread::yield_now();
+                                        assert_eq!(pair.1.load(Ordering::Relaxed), first);
+                                        lock.read_unlock();
+                                    }
+                                }
+                                // A writer, or a reader that upgrades.
+                                kind => {
+                                    let upgrade = kind == 2 && lock.read_lock().is_ok();
+                                    match lock.write_lock(upgrade) {
+                                        Ok(()) => {
+                                            let seen = pair.0.load(Ordering::Relaxed);
+                                            pair.0.store(seen + 1, Ordering::Relaxed);
+                                            thread::yield_now();
+                                            pair.1.store(seen + 1, Ordering::Relaxed);
+                                            writes.fetch_add(1, Ordering::Relaxed);
+                                            lock.write_unlock();
+                                        }
+                                        Err(refusal) => {
+                                            assert_eq!(refusal, Refused::Held);
+                                            if upgrade {
+                                                lock.read_unlock();
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    })
+                })
+                .collect();
+            for thread in threads {
+                thread.join().unwrap();
+            }
+            let done = writes.load(Ordering::Relaxed);
+            assert_eq!(pair.0.load(Ordering::Relaxed), done, "a write was lost");
+            assert_eq!(pair.1.load(Ordering::Relaxed), done);
+            assert!(!lock.is_held(), "every lock was given back");
+        },
+        ITERATIONS,
+    );
+}
+
+/// MVTO's words: a reader with a later timestamp than a writer either is refused, or reads a
+/// state the writer's install cannot replace afterwards (the writer is then refused), so a
+/// version read at timestamp 7 is never overwritten by the transaction with timestamp 5.
+#[test]
+fn timestamp_words_never_let_an_earlier_writer_replace_a_later_read() {
+    shuttle::check_random(
+        || {
+            let words = Arc::new(TimestampWords::new());
+            let version = Arc::new(AtomicU64::new(0));
+            let writer = {
+                let (words, version) = (Arc::clone(&words), Arc::clone(&version));
+                thread::spawn(move || match words.write_lock(5, true) {
+                    Ok(()) => {
+                        thread::yield_now();
+                        version.store(5, Ordering::SeqCst);
+                        words.write_unlock();
+                        true
+                    }
+                    Err(_) => false,
+                })
+            };
+            let readers: Vec<_> = [3u64, 7]
+                .into_iter()
+                .map(|ts| {
+                    let (words, version) = (Arc::clone(&words), Arc::clone(&version));
+                    thread::spawn(move || {
+                        words.read_current(ts).ok().map(|()| (ts, version.load(Ordering::SeqCst)))
+                    })
+                })
+                .collect();
+            let installed = writer.join().unwrap();
+            for reader in readers {
+                if let Some((7, seen)) = reader.join().unwrap() {
+                    assert!(
+                        !(installed && seen == 0),
+                        "timestamp 7 read the old version and timestamp 5 replaced it"
+                    );
+                }
+            }
+            assert!(!words.is_owned());
+            assert!(words.read_ts() <= 7);
         },
         ITERATIONS,
     );

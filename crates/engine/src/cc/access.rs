@@ -25,6 +25,17 @@ pub(crate) enum Kind {
     Nothing,
 }
 
+/// Which of the protocol's no-wait locks (`mvto`, `mv2pl`) the transaction holds on a record
+/// until it ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Held {
+    Nothing,
+    /// MV2PL's read lock.
+    Read,
+    /// The write lock (MV2PL's write bit, MVTO's owner).
+    Write,
+}
+
 impl Access {
     /// A read of `head` that saw `observed`.
     pub fn read(head: *mut Head, table: TableId, observed: TidWord, validate: bool) -> Access {
@@ -38,6 +49,7 @@ impl Access {
             fresh: false,
             locked: false,
             latched: false,
+            held: Held::Nothing,
             value: Span::default(),
             key: Span::default(),
             keys_unchanged: false,
@@ -70,6 +82,8 @@ pub(crate) struct Access {
     pub locked: bool,
     /// Commit holds the record's serial-safety-net latch (`cc/ssn.rs`).
     pub latched: bool,
+    /// The transaction holds the protocol's lock on the record (`cc/mvto.rs`, `cc/mv2pl.rs`).
+    pub held: Held,
     /// The new row (`Update`, `Insert`).
     pub value: Span,
     /// The primary key (writes only).

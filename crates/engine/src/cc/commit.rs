@@ -2,11 +2,12 @@
 //! of every transaction.
 
 use super::access::Kind;
-use super::mv::{self, Mv, READERS_REFRESH_COMMITS};
+use super::mv::{self, Locking, Mv, READERS_REFRESH_COMMITS};
+use super::mvto;
 use super::secondary;
 use super::silo::{Hooks, Silo};
 use super::ssn;
-use super::txn::pinned;
+use super::txn::{pinned, release_locks};
 use crate::db::Counters;
 use crate::error::{AbortReason, Error, Result};
 use crate::storage::record::Busy;
@@ -15,6 +16,7 @@ use crate::sync::Epoch;
 use crate::wal::format::{self, LoggedWrite};
 use crate::wal::log::Log;
 use crate::worker::{CommitInfo, Status, TxnState, Worker};
+use std::sync::atomic::{Ordering, fence};
 
 /// Clean-up tasks run at the end of one transaction at most: enough to keep up with a worker
 /// that deletes several rows per transaction, small enough to bound the latency it adds.
@@ -93,8 +95,21 @@ fn commit_with<P: Hooks>(worker: &mut Worker) -> Result<CommitInfo> {
     } else {
         None
     };
-    // 4. Validation.
+    // 4. Validation. Under MVTO, scanned leaves carry the timestamp first, and leaves our
+    // inserts changed must not carry a later one (`mvto.rs`, PHANTOMS).
+    let ordered = worker.txn.rules.commit_at_begin.then_some(worker.txn.begin).flatten();
+    if let Some(ts) = ordered
+        && worker.txn.rules.validate_nodes
+    {
+        mvto::publish_scans(&worker.txn, ts, &pin);
+    }
     if let Err(reason) = P::validate(&worker.txn, &pin) {
+        abort(worker, Some(reason));
+        return Err(Error::Aborted(reason));
+    }
+    if let Some(ts) = ordered
+        && let Err(reason) = mvto::check_inserted_leaves(&worker.txn, ts, &pin)
+    {
         abort(worker, Some(reason));
         return Err(Error::Aborted(reason));
     }
@@ -112,6 +127,8 @@ fn commit_with<P: Hooks>(worker: &mut Worker) -> Result<CommitInfo> {
     let tid = match stamp {
         _ if !writes => Tid::ZERO,
         Some(stamp) => stamp,
+        // MVTO commits at its timestamp.
+        None if ordered.is_some() => ordered.unwrap_or_default(),
         None => match P::commit_tid(&worker.txn, worker.last_tid, epoch, &worker.shared.epochs) {
             Ok(tid) => tid,
             Err(reason) => {
@@ -132,6 +149,7 @@ fn commit_with<P: Hooks>(worker: &mut Worker) -> Result<CommitInfo> {
         if ssn {
             ssn::release(&mut worker.txn, stamp);
         }
+        release_locks(&mut worker.txn);
         if let Some(log) = &worker.shared.log {
             log_write_set(log, worker, tid);
         }
@@ -140,6 +158,9 @@ fn commit_with<P: Hooks>(worker: &mut Worker) -> Result<CommitInfo> {
         tid.epoch()
     } else if ssn {
         ssn::release(&mut worker.txn, stamp);
+        if worker.shared.log.is_some() { read_epoch(&worker.txn) } else { Epoch::NEVER }
+    } else if worker.txn.rules.locking != Locking::None {
+        release_locks(&mut worker.txn);
         if worker.shared.log.is_some() { read_epoch(&worker.txn) } else { Epoch::NEVER }
     } else if worker.shared.log.is_some() {
         read_epoch(&worker.txn)
@@ -324,6 +345,7 @@ pub(crate) fn abort(worker: &mut Worker, reason: Option<AbortReason>) {
     if worker.txn.rules.ssn {
         ssn::release(&mut worker.txn, None);
     }
+    release_locks(&mut worker.txn);
     if worker.txn.snapshot.is_none() {
         let mark = 0;
         secondary::undo_entries(worker, mark);
@@ -361,6 +383,10 @@ fn finish(worker: &mut Worker) {
     }
     if worker.txn.begin.is_some() {
         worker.shared.epochs.leave_reader(worker.slot);
+    }
+    if worker.txn.rules.commit_at_begin {
+        // MVTO announced its commit when it began (`mvto.rs`, STATE).
+        worker.shared.epochs.leave_commit(worker.slot);
     }
     if !worker.tasks.is_empty() {
         run_ready_tasks(worker);
@@ -410,6 +436,14 @@ fn run_ready_tasks(worker: &mut Worker) {
             worker.tasks.requeue(task);
             continue;
         };
+        fence(Ordering::SeqCst);
+        if head.is_lock_held() {
+            // A transaction holds the protocol's lock (`mvto`, `mv2pl`): the record must stay
+            // reachable until it lets go.
+            head.unlock_to(word);
+            worker.tasks.requeue(task);
+            continue;
+        }
         if word != task.word {
             head.unlock_to(word);
             if word.is_claimed() {

@@ -31,6 +31,8 @@
 mod access;
 mod commit;
 mod mv;
+mod mv2pl;
+mod mvto;
 mod secondary;
 mod silo;
 mod ssn;

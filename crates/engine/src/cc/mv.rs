@@ -1,9 +1,10 @@
 //! The multi-version protocols over Engram's version chains: snapshot isolation (`si`),
 //! multi-version optimistic concurrency control (`mvocc`) and snapshot isolation with the
 //! serial safety net (`ssn`, whose commit-time check is `ssn.rs`), after Wu et al. (VLDB 2017,
-//! §3.1, §3.2 and §3.4) and PostgreSQL's REPEATABLE READ. The protocol is chosen when a database opens
-//! ([`Protocol`], `Config::protocol`, the CLI's `--protocol`); Silo (`silo.rs`) stays the
-//! default.
+//! §3.1, §3.2 and §3.4) and PostgreSQL's REPEATABLE READ; and the protocol choice itself,
+//! including the pessimistic `mvto` (`mvto.rs`) and `mv2pl` (`mv2pl.rs`), whose sections are
+//! in their own files. The protocol is chosen when a database opens ([`Protocol`],
+//! `Config::protocol`, the CLI's `--protocol`); Silo (`silo.rs`) stays the default.
 //!
 //! PAPER
 //! Wu et al. §2.1 (version header), §3.1 (MVOCC: read, validation and write phases, commit
@@ -21,10 +22,14 @@
 //!
 //! | paper field | Engram                                                                 |
 //! |-------------|------------------------------------------------------------------------|
-//! | txn-id      | the TID word's LOCK bit: set by the committer that holds the record     |
+//! | txn-id (optimistic protocols) | the TID word's LOCK bit: set by the committer that holds the record |
 //! | begin-ts    | the version's TID (bits 4..64 of the word)                              |
 //! | end-ts      | the TID of the next newer version (the head's word, or the version before it in the chain) |
 //! | pointer     | `older`: the next older version (newest-to-oldest chain)                |
+//! | txn-id (`mvto`, `mv2pl`) | the writer's lock, held from its write to its end: MVTO's owner word (the writer's timestamp), MV2PL's write bit (`sync::lockword`) |
+//! | read-ts (`mvto`) | the newest timestamp that read the current version (per record)   |
+//! | read-cnt (`mv2pl`) | the read locks on the current version, beside the write bit       |
+//! | pstamp, sstamp (`ssn`) | the head's stamps and each version's creator π (`ssn.rs`)    |
 //!
 //! READ
 //! A transaction takes its read timestamp `b` when it begins (`si` and `mvocc` at READ
@@ -86,6 +91,7 @@
 use super::Isolation;
 use super::silo::{Hooks, Silo};
 use crate::error::AbortReason;
+use crate::storage::record::HeadWords;
 use crate::storage::{Head, Tid, TidWord};
 use crate::sync::{Epoch, EpochManager, Pin};
 use crate::worker::TxnState;
@@ -107,16 +113,24 @@ pub enum Protocol {
     Mvocc,
     /// Snapshot isolation with the serial safety net (`cc/ssn.rs`) at SERIALIZABLE.
     Ssn,
+    /// Multi-version timestamp ordering (`cc/mvto.rs`).
+    Mvto,
+    /// Multi-version two-phase locking, no-wait (`cc/mv2pl.rs`).
+    Mv2pl,
 }
 
-/// Protocols of the design space (Wu et al.) that are named but not built yet.
-const NOT_BUILT: [&str; 2] = ["mvto", "mv2pl"];
-
 /// The protocol names, for messages.
-const NAMES: &str = "silo, si, mvocc and ssn";
+const NAMES: &str = "silo, si, mvocc, ssn, mvto and mv2pl";
 
 impl Protocol {
-    pub const ALL: [Protocol; 4] = [Protocol::Silo, Protocol::Si, Protocol::Mvocc, Protocol::Ssn];
+    pub const ALL: [Protocol; 6] = [
+        Protocol::Silo,
+        Protocol::Si,
+        Protocol::Mvocc,
+        Protocol::Ssn,
+        Protocol::Mvto,
+        Protocol::Mv2pl,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -124,23 +138,27 @@ impl Protocol {
             Protocol::Si => "si",
             Protocol::Mvocc => "mvocc",
             Protocol::Ssn => "ssn",
+            Protocol::Mvto => "mvto",
+            Protocol::Mv2pl => "mv2pl",
         }
     }
 
     /// The protocol named `name`, or a message that says why there is none.
     pub fn parse(name: &str) -> Result<Protocol, String> {
-        if let Some(protocol) = Protocol::ALL.into_iter().find(|p| p.name() == name) {
-            return Ok(protocol);
-        }
-        if NOT_BUILT.contains(&name) {
-            return Err(format!("the {name} protocol is not built yet; the protocols are {NAMES}"));
-        }
-        Err(format!("unknown protocol {name:?}; the protocols are {NAMES}"))
+        Protocol::ALL
+            .into_iter()
+            .find(|p| p.name() == name)
+            .ok_or_else(|| format!("unknown protocol {name:?}; the protocols are {NAMES}"))
     }
 
-    /// Whether record heads carry the serial safety net's stamps (`storage::record::Stamps`).
-    pub fn stamps_records(self) -> bool {
-        self == Protocol::Ssn
+    /// The protocol words record heads carry (`storage::record::HeadWords`).
+    pub fn head_words(self) -> HeadWords {
+        match self {
+            Protocol::Silo | Protocol::Si | Protocol::Mvocc => HeadWords::None,
+            Protocol::Ssn => HeadWords::Stamps,
+            Protocol::Mvto => HeadWords::Timestamps,
+            Protocol::Mv2pl => HeadWords::TwoPhase,
+        }
     }
 
     /// Whether transactions read versions by timestamp (and the clock runs).
@@ -149,25 +167,48 @@ impl Protocol {
     }
 
     /// How a transaction at `isolation` behaves under this protocol (the table above and in
-    /// `silo.rs`).
+    /// `silo.rs`, `mvto.rs` and `mv2pl.rs`).
     pub(crate) fn rules(self, isolation: Isolation) -> Rules {
-        let rules = |validate_reads, validate_nodes, first_committer_wins, ssn| Rules {
+        let optimistic = |validate_reads, validate_nodes, first_committer_wins, ssn| Rules {
             validate_reads,
             validate_nodes,
             first_committer_wins,
             ssn,
+            locking: Locking::None,
+            lock_reads: false,
+            commit_at_begin: false,
+        };
+        let locking = match self {
+            Protocol::Mvto => Locking::Timestamps,
+            Protocol::Mv2pl => Locking::TwoPhase,
+            _ => Locking::None,
         };
         match (self, isolation) {
             (Protocol::Silo, _) | (_, Isolation::Snapshot) => {
-                rules(isolation.validates_reads(), isolation.validates_nodes(), false, false)
+                optimistic(isolation.validates_reads(), isolation.validates_nodes(), false, false)
             }
-            (_, Isolation::ReadCommitted) => rules(false, false, false, false),
+            (_, Isolation::ReadCommitted) => {
+                Rules { locking, ..optimistic(false, false, false, false) }
+            }
             (Protocol::Si | Protocol::Ssn, Isolation::RepeatableRead) => {
-                rules(false, false, true, false)
+                optimistic(false, false, true, false)
             }
-            (Protocol::Mvocc, Isolation::RepeatableRead) => rules(true, false, true, false),
-            (Protocol::Ssn, Isolation::Serializable) => rules(false, true, true, true),
-            (_, Isolation::Serializable) => rules(true, true, true, false),
+            (Protocol::Mvocc, Isolation::RepeatableRead) => optimistic(true, false, true, false),
+            (Protocol::Ssn, Isolation::Serializable) => optimistic(false, true, true, true),
+            (Protocol::Si | Protocol::Mvocc, Isolation::Serializable) => {
+                optimistic(true, true, true, false)
+            }
+            (Protocol::Mvto, _) => Rules {
+                locking,
+                lock_reads: true,
+                commit_at_begin: true,
+                ..optimistic(false, isolation.validates_nodes(), true, false)
+            },
+            (Protocol::Mv2pl, _) => Rules {
+                locking,
+                lock_reads: true,
+                ..optimistic(false, isolation.validates_nodes(), false, false)
+            },
         }
     }
 }
@@ -191,6 +232,31 @@ pub(crate) struct Rules {
     /// The serial safety net (`cc/ssn.rs`): every read is recorded, the leaves the transaction
     /// changes are remembered, and commit runs the exclusion-window check.
     pub ssn: bool,
+    /// The no-wait locks writes take at once (`mvto`, `mv2pl`), at every level.
+    pub locking: Locking,
+    /// Reads take the protocol's lock too: MV2PL's read lock, MVTO's read timestamp.
+    pub lock_reads: bool,
+    /// MVTO: the transaction's timestamp, taken when it begins, is its commit TID.
+    pub commit_at_begin: bool,
+}
+
+impl Rules {
+    /// Whether the transaction remembers the leaves its inserts change, to read their stamps
+    /// at commit (`ssn.rs`, `mvto.rs`).
+    pub fn tracks_leaf_changes(&self) -> bool {
+        self.ssn || self.commit_at_begin
+    }
+}
+
+/// The no-wait locks of the pessimistic protocols (`sync::lockword`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Locking {
+    /// None: writes are locked only while they commit (the optimistic protocols).
+    None,
+    /// MVTO's owner and read timestamp (`mvto.rs`).
+    Timestamps,
+    /// MV2PL's write bit and reader count (`mv2pl.rs`).
+    TwoPhase,
 }
 
 impl Default for Rules {
@@ -210,6 +276,11 @@ pub(crate) enum ReadMode {
     CurrentSince(Tid),
     /// As [`ReadMode::AsOf`], and the state read is recorded for the serial safety net.
     Recorded(Tid),
+    /// MV2PL: the current state under a read lock (the write lock when `exclusive`).
+    Locked { exclusive: bool },
+    /// MVTO: the state at the timestamp, raising the read timestamp of the current version
+    /// (or under the write lock when `exclusive`).
+    Ordered { at: Tid, exclusive: bool },
 }
 
 impl ReadMode {
@@ -218,6 +289,11 @@ impl ReadMode {
     pub fn of(state: &TxnState, validate: bool) -> ReadMode {
         match state.begin {
             None => ReadMode::Current,
+            Some(at) if state.rules.lock_reads => match state.rules.locking {
+                Locking::TwoPhase => ReadMode::Locked { exclusive: validate },
+                Locking::Timestamps => ReadMode::Ordered { at, exclusive: validate },
+                Locking::None => unreachable!("reads lock only under a locking protocol"),
+            },
             Some(begin) if !validate && state.rules.ssn => ReadMode::Recorded(begin),
             Some(begin) if !validate => ReadMode::AsOf(begin),
             Some(begin) if state.rules.first_committer_wins => ReadMode::CurrentSince(begin),
@@ -229,8 +305,11 @@ impl ReadMode {
     #[inline]
     pub fn bound(self) -> Option<Tid> {
         match self {
-            ReadMode::Current => None,
-            ReadMode::AsOf(at) | ReadMode::CurrentSince(at) | ReadMode::Recorded(at) => Some(at),
+            ReadMode::Current | ReadMode::Locked { .. } => None,
+            ReadMode::AsOf(at)
+            | ReadMode::CurrentSince(at)
+            | ReadMode::Recorded(at)
+            | ReadMode::Ordered { at, .. } => Some(at),
         }
     }
 }

@@ -9,10 +9,11 @@
 //! its head is installed at commit.
 
 use super::Isolation;
-use super::access::{Access, AccessSet, Kind, NodeSet, Span};
-use super::mv::{self, ReadMode};
+use super::access::{Access, AccessSet, Held, Kind, NodeSet, Span};
+use super::mv::{self, Locking, ReadMode};
 use super::secondary;
 use super::silo::{Hooks, Silo};
+use super::{mv2pl, mvto};
 use crate::error::{AbortReason, Error, Result};
 use crate::index::{Direction, GROUP_KEYS, LeafVersion, Probe, ScanVisitor};
 use crate::limits::{KEY_BYTES_MAX, VALUE_BYTES_MAX};
@@ -80,7 +81,19 @@ fn check_value(value: &[u8]) -> Result<()> {
 
 pub(crate) fn poison(state: &mut TxnState, reason: AbortReason) -> Error {
     state.status = Status::Poisoned(reason);
+    // No-wait locking (`mvto`, `mv2pl`): a transaction that can only roll back lets go of its
+    // locks now, not when its client gets round to the rollback.
+    release_locks(state);
     Error::Aborted(reason)
+}
+
+/// Releases the locks a locking protocol (`mvto`, `mv2pl`) took before commit.
+pub(crate) fn release_locks(state: &mut TxnState) {
+    match state.rules.locking {
+        Locking::None => {}
+        Locking::TwoPhase => mv2pl::release(state),
+        Locking::Timestamps => mvto::release(state),
+    }
 }
 
 pub(crate) fn duplicate(table: &Table, index: Option<&SecondaryIndex>) -> Error {
@@ -131,6 +144,15 @@ pub(crate) fn observe(
     {
         return Ok(Seen::Own(index));
     }
+    match mode {
+        ReadMode::Locked { exclusive } => {
+            return read_locked(access, buffer, table, head, own, exclusive);
+        }
+        ReadMode::Ordered { at, exclusive } => {
+            return read_ordered(access, buffer, table, head, own, at, exclusive);
+        }
+        _ => {}
+    }
     if let ReadMode::AsOf(at) | ReadMode::Recorded(at) = mode {
         // SAFETY: reached through an index while pinned.
         let seen =
@@ -168,6 +190,86 @@ pub(crate) fn observe(
         access.push(Access::read(head, table, word, true));
     }
     Ok(Seen::Current(word))
+}
+
+/// An MV2PL read (`mv2pl.rs`): the current state under the transaction's lock on `head`.
+fn read_locked(
+    access: &mut AccessSet,
+    buffer: &mut Vec<u8>,
+    table: TableId,
+    head: *mut Head,
+    own: Option<usize>,
+    exclusive: bool,
+) -> Result<Seen, AbortReason> {
+    let index = mv2pl::lock(access, head, table, own, exclusive)?;
+    // SAFETY: reached through an index while pinned.
+    let word = Silo::read(unsafe { &*head }, buffer)?;
+    if !word.is_latest() {
+        // Unlinked before we locked it: the caller looks again, and the lock goes now, since
+        // an unlinked record's memory may be reclaimed once this transaction is kicked.
+        mv2pl::unlock(access, index);
+    }
+    Ok(Seen::Current(word))
+}
+
+/// An MVTO read at `at` (`mvto.rs`): the version visible at `at`, after raising the current
+/// version's read timestamp when that is the one read; under the write lock when `exclusive`.
+fn read_ordered(
+    access: &mut AccessSet,
+    buffer: &mut Vec<u8>,
+    table: TableId,
+    head: *mut Head,
+    own: Option<usize>,
+    at: Tid,
+    exclusive: bool,
+) -> Result<Seen, AbortReason> {
+    let owned = own.is_some_and(|index| access.entries[index].held == Held::Write);
+    // SAFETY: reached through an index while pinned.
+    let head_ref = unsafe { &*head };
+    if exclusive || owned {
+        mvto::lock(access, head, table, own, at, true)?;
+        let word = Silo::read(head_ref, buffer)?;
+        if word.tid() > at {
+            // A version newer than our timestamp: we may not write over it.
+            return Err(AbortReason::WriteConflict);
+        }
+        return Ok(Seen::Current(word));
+    }
+    // A current version newer than `at` stays newer: what we read is then an older version,
+    // which nobody can write any more.
+    if head_ref.word().tid() <= at {
+        mvto::read_current(head, at)?;
+    }
+    let seen = head_ref.read_as_of(at, buffer).map_err(|Busy| AbortReason::RecordBusy)?;
+    Ok(Seen::AsOf(seen))
+}
+
+/// The write lock of a locking protocol (`mvto`, `mv2pl`) on `head`, taken before a write;
+/// returns the access position that records it.
+fn lock_for_write(
+    state: &mut TxnState,
+    head: *mut Head,
+    table: TableId,
+    own: Option<usize>,
+) -> Result<usize, AbortReason> {
+    match state.rules.locking {
+        Locking::TwoPhase => mv2pl::lock(&mut state.access, head, table, own, true),
+        Locking::Timestamps => {
+            let ts = state.begin.expect("multi-version transactions have a timestamp");
+            mvto::lock(&mut state.access, head, table, own, ts, state.rules.commit_at_begin)
+        }
+        Locking::None => unreachable!("only locking protocols lock before commit"),
+    }
+}
+
+/// Gives back the lock a write just took on a record it then found unlinked (`lock_for_write`):
+/// an unlinked record's memory may be reclaimed once this transaction is kicked.
+fn unlock_unlinked(state: &mut TxnState, index: usize) {
+    match state.rules.locking {
+        Locking::TwoPhase => mv2pl::unlock(&mut state.access, index),
+        Locking::Timestamps => mvto::unlock(&mut state.access, index),
+        Locking::None => {}
+    }
 }
 
 /// Whether a primary-key scan may pass over `head` without reading or recording it: a deleted
@@ -524,8 +626,15 @@ impl<'w> Txn<'w> {
         // SAFETY: reached through the index while pinned.
         let head_ref = unsafe { &*head };
         let state = &mut worker.txn;
+        let own = match state.rules.locking {
+            Locking::None => own,
+            _ => Some(lock_for_write(state, head, table_id, own).map_err(|r| poison(state, r))?),
+        };
         let word = head_ref.stable_word().map_err(|Busy| poison(state, AbortReason::RecordBusy))?;
         if !word.is_latest() {
+            if let Some(index) = own {
+                unlock_unlinked(state, index);
+            }
             return Ok(false);
         }
         if mv::write_conflicts(state, word) {
@@ -584,6 +693,7 @@ impl<'w> Txn<'w> {
             fresh: false,
             locked: false,
             latched: false,
+            held: if state.rules.locking == Locking::None { Held::Nothing } else { Held::Write },
             value: value_span,
             key: key_span,
             keys_unchanged: false,
@@ -608,8 +718,20 @@ impl<'w> Txn<'w> {
         pin: &Pin<'_>,
     ) -> Result<Option<u64>> {
         let worker = &mut *self.worker;
-        let stamped = worker.shared.config.protocol.stamps_records();
-        let head = Head::alloc_with(&mut worker.arena, value.len(), TidWord::FRESH, stamped);
+        let words = worker.shared.config.protocol.head_words();
+        let head = Head::alloc_with(&mut worker.arena, value.len(), TidWord::FRESH, words);
+        // A fresh head is write-locked by its inserter from the start (`mvto`, `mv2pl`).
+        let locking = worker.txn.rules.locking;
+        // SAFETY: the head is ours alone until the index publishes it.
+        let head_ref = unsafe { &*head };
+        match locking {
+            Locking::None => {}
+            Locking::TwoPhase => head_ref.two_phase().expect("mv2pl heads").set_write_locked(),
+            Locking::Timestamps => {
+                let ts = worker.txn.begin.expect("multi-version transactions have a timestamp");
+                head_ref.timestamps().expect("mvto heads").set_owner(ts.as_u64());
+            }
+        }
         if let Err(existing) =
             table.primary.insert(key, head as u64, pin, &mut worker.garbage, &mut worker.txn.nodes)
         {
@@ -643,6 +765,7 @@ impl<'w> Txn<'w> {
             fresh: true,
             locked: false,
             latched: false,
+            held: if locking == Locking::None { Held::Nothing } else { Held::Write },
             value: value_span,
             key: key_span,
             keys_unchanged: false,
@@ -760,11 +883,18 @@ impl<'w> Txn<'w> {
             }
         }
         let state = &mut worker.txn;
+        let own = match state.rules.locking {
+            Locking::None => own,
+            _ => Some(lock_for_write(state, head, table_id, own).map_err(|r| poison(state, r))?),
+        };
         // SAFETY: reached through the index while pinned.
         let word = unsafe { &*head }
             .stable_word()
             .map_err(|Busy| poison(state, AbortReason::RecordBusy))?;
         if !word.is_latest() {
+            if let Some(index) = own {
+                unlock_unlinked(state, index);
+            }
             return Ok(None);
         }
         if mv::write_conflicts(state, word) {
@@ -807,6 +937,7 @@ impl<'w> Txn<'w> {
                     fresh: false,
                     locked: false,
                     latched: false,
+                    held: Held::Nothing,
                     value: value_span,
                     key: key_span,
                     keys_unchanged: false,

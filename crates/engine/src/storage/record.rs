@@ -30,8 +30,10 @@
 //! | 16     | older            | newest older version, or null                             |
 //! | 24     | overflow         | the current value when it does not fit inline, or null    |
 //! | 32     | inline words     | the current value, little-endian words                    |
-//! | 32+8c  | stamps           | under the `ssn` protocol only (bit 31 of `capacity_words`): |
-//! |        |                  | the serial safety net's latch and stamps ([`Stamps`])     |
+//! | 32+8c  | protocol words   | two words, under `ssn`, `mvto` and `mv2pl` only (bits 30-31 |
+//! |        |                  | of `capacity_words`, [`HeadWords`]): the serial safety net's |
+//! |        |                  | latch and stamps ([`Stamps`]), MVTO's owner and read timestamp, |
+//! |        |                  | or MV2PL's lock word (`sync::lockword`)                    |
 //!
 //! INVARIANTS
 //! - `word`, `len`, `overflow`, `older` and the inline words change only while LOCK is held
@@ -42,6 +44,7 @@
 
 use super::arena::Arena;
 use crate::gc::{Garbage, Retired};
+use crate::sync::lockword::{TimestampWords, TwoPhaseWord};
 use crate::sync::{Backoff, Epoch, shim};
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering, fence};
 
@@ -346,13 +349,51 @@ fn set_bit_waiting(word: &AtomicU64, bit: u64) -> Result<u64, Busy> {
     }
 }
 
-/// Bit of `capacity_words` set when the head carries [`Stamps`] after its inline words.
-const STAMPED: u32 = 1 << 31;
+/// Bits of `capacity_words` that say which protocol words follow the inline words.
+const WORDS_SHIFT: u32 = 30;
+const WORDS_MASK: u32 = 0b11 << WORDS_SHIFT;
+
+/// The two protocol words a head carries after its inline words, chosen by the database's
+/// protocol (`cc::Protocol::head_words`) when the head is allocated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeadWords {
+    /// None (Silo, `si`, `mvocc`): the head is 32 bytes plus its inline words.
+    None = 0,
+    /// The serial safety net's [`Stamps`] (`ssn`).
+    Stamps = 1,
+    /// MVTO's [`TimestampWords`] (`mvto`).
+    Timestamps = 2,
+    /// MV2PL's [`TwoPhaseWord`] and a spare word (`mv2pl`).
+    TwoPhase = 3,
+}
+
+impl HeadWords {
+    fn from_bits(bits: u32) -> HeadWords {
+        match bits >> WORDS_SHIFT {
+            0 => HeadWords::None,
+            1 => HeadWords::Stamps,
+            2 => HeadWords::Timestamps,
+            _ => HeadWords::TwoPhase,
+        }
+    }
+
+    /// Bytes the words take after the inline words.
+    fn bytes(self) -> usize {
+        match self {
+            HeadWords::None => 0,
+            _ => 16,
+        }
+    }
+}
+
+const _: () = assert!(size_of::<Stamps>() == 16);
+#[cfg(not(feature = "shuttle"))]
+const _: () = assert!(size_of::<TimestampWords>() == 16 && size_of::<TwoPhaseWord>() == 8);
 
 /// The serial safety net's per-record state (`cc/ssn.rs`), present in heads allocated while
 /// the `ssn` protocol runs. Read and written only by a committer that holds the latch.
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Stamps {
     /// Bit 0: the latch; bits 1..64: the current version's pstamp (the newest commit
     /// timestamp of a transaction that read it), as a raw TID.
@@ -408,9 +449,9 @@ pub struct AsOf {
 }
 
 impl Head {
-    /// Block size of a head with inline room for `capacity_words` words (and stamps).
-    fn bytes_for(capacity_words: usize, stamped: bool) -> usize {
-        size_of::<Head>() + capacity_words * 8 + if stamped { size_of::<Stamps>() } else { 0 }
+    /// Block size of a head with inline room for `capacity_words` words and `words`.
+    fn bytes_for(capacity_words: usize, words: HeadWords) -> usize {
+        size_of::<Head>() + capacity_words * 8 + words.bytes()
     }
 
     /// Inline words for a value of `len` bytes.
@@ -420,31 +461,43 @@ impl Head {
 
     /// A new head with `word`, inline room for values of `capacity_len` bytes, and no value.
     pub fn alloc(arena: &mut Arena, capacity_len: usize, word: TidWord) -> *mut Head {
-        Self::alloc_with(arena, capacity_len, word, false)
+        Self::alloc_with(arena, capacity_len, word, HeadWords::None)
     }
 
-    /// [`Head::alloc`], with [`Stamps`] after the inline words when `stamped`.
+    /// [`Head::alloc`], with the protocol `words` after the inline words.
     pub fn alloc_with(
         arena: &mut Arena,
         capacity_len: usize,
         word: TidWord,
-        stamped: bool,
+        words: HeadWords,
     ) -> *mut Head {
         let capacity_words = Self::capacity_for(capacity_len);
-        let block = arena.alloc(Self::bytes_for(capacity_words, stamped)) as *mut Head;
-        // SAFETY: a fresh block large enough for the header, the inline words and the stamps
-        // when asked for; the words are initialised to zero.
+        let block = arena.alloc(Self::bytes_for(capacity_words, words)) as *mut Head;
+        // SAFETY: a fresh block large enough for the header, the inline words and the protocol
+        // words; all are initialised here (inline words to zero).
         unsafe {
             block.write(Head {
                 word: AtomicU64::new(word.raw()),
                 len: AtomicU32::new(0),
-                capacity_words: capacity_words as u32 | if stamped { STAMPED } else { 0 },
+                capacity_words: capacity_words as u32 | (words as u32) << WORDS_SHIFT,
                 older: AtomicPtr::new(std::ptr::null_mut()),
                 overflow: AtomicPtr::new(std::ptr::null_mut()),
             });
             let inline = Self::inline_ptr(block);
-            for index in 0..capacity_words + if stamped { 2 } else { 0 } {
+            for index in 0..capacity_words {
                 inline.add(index).write(AtomicU64::new(0));
+            }
+            let extra = inline.add(capacity_words) as *mut u8;
+            match words {
+                HeadWords::None => {}
+                HeadWords::Stamps => (extra as *mut Stamps).write(Stamps::default()),
+                HeadWords::Timestamps => {
+                    (extra as *mut TimestampWords).write(TimestampWords::new())
+                }
+                HeadWords::TwoPhase => {
+                    (extra as *mut TwoPhaseWord).write(TwoPhaseWord::new());
+                    (extra.add(8) as *mut AtomicU64).write(AtomicU64::new(0));
+                }
             }
         }
         block
@@ -453,18 +506,50 @@ impl Head {
     /// Inline capacity in words.
     #[inline]
     fn capacity_words(&self) -> usize {
-        (self.capacity_words & !STAMPED) as usize
+        (self.capacity_words & !WORDS_MASK) as usize
+    }
+
+    /// Which protocol words follow the inline words.
+    #[inline]
+    pub fn words(&self) -> HeadWords {
+        HeadWords::from_bits(self.capacity_words & WORDS_MASK)
+    }
+
+    /// The protocol words, if the head has `kind`.
+    #[inline]
+    fn extra<T>(&self, kind: HeadWords) -> Option<&T> {
+        if self.capacity_words & WORDS_MASK != (kind as u32) << WORDS_SHIFT {
+            return None;
+        }
+        // SAFETY: `alloc_with` wrote a `T` of this kind after the inline words, and the kind
+        // never changes.
+        Some(unsafe { &*(Self::inline_ptr(self).add(self.capacity_words()) as *const T) })
     }
 
     /// The serial safety net's stamps, if the head was allocated under `ssn`.
     #[inline]
     pub fn stamps(&self) -> Option<&Stamps> {
-        if self.capacity_words & STAMPED == 0 {
-            return None;
-        }
-        // SAFETY: `alloc_with` placed two zeroed words after the inline words of a stamped
-        // head; `Stamps` is two atomics, `repr(C)`.
-        Some(unsafe { &*(Self::inline_ptr(self).add(self.capacity_words()) as *const Stamps) })
+        self.extra(HeadWords::Stamps)
+    }
+
+    /// MVTO's owner and read timestamp, if the head was allocated under `mvto`.
+    #[inline]
+    pub fn timestamps(&self) -> Option<&TimestampWords> {
+        self.extra(HeadWords::Timestamps)
+    }
+
+    /// MV2PL's lock word, if the head was allocated under `mv2pl`.
+    #[inline]
+    pub fn two_phase(&self) -> Option<&TwoPhaseWord> {
+        self.extra(HeadWords::TwoPhase)
+    }
+
+    /// Whether a transaction holds one of the protocol's no-wait locks on the record (`mvto`,
+    /// `mv2pl`): the record must then stay linked.
+    #[inline]
+    pub fn is_lock_held(&self) -> bool {
+        self.timestamps().is_some_and(TimestampWords::is_owned)
+            || self.two_phase().is_some_and(TwoPhaseWord::is_held)
     }
 
     /// The low watermark of the creator of the state right after `tid` (the oldest state newer
@@ -523,7 +608,7 @@ impl Head {
 
     /// The block size this head was allocated with.
     pub fn block_bytes(&self) -> usize {
-        Self::bytes_for(self.capacity_words(), self.stamps().is_some())
+        Self::bytes_for(self.capacity_words(), self.words())
     }
 
     #[inline]

@@ -16,7 +16,9 @@
 //!   the *stable* epoch. Snapshot transactions read at the newest multiple of
 //!   `snapshot_interval_epochs` not above it (Silo takes snapshots every k epochs so that
 //!   superseded versions are kept only across those boundaries). A long transaction that is
-//!   not committing holds nothing back here.
+//!   not committing holds nothing back here, except under MVTO, whose transactions commit at
+//!   the timestamp they take when they begin and so announce their commit then; a kicked
+//!   transaction's announcement no longer counts.
 //! - **Snapshot low-water mark.** The oldest snapshot epoch any active or future snapshot
 //!   transaction can read at; versions and deleted records older than it are garbage.
 //!
@@ -491,10 +493,12 @@ impl EpochManager {
         let mut kicked = 0;
         for slot in self.slots.iter() {
             let committing = slot.committing.load(Ordering::SeqCst);
-            if committing != 0 {
+            let word = slot.state.load(Ordering::SeqCst);
+            // A kicked transaction can only abort: a commit it announced (MVTO announces at
+            // begin, `cc/mvto.rs`) will never install anything.
+            if committing != 0 && word & KICKED == 0 {
                 committing_min = committing_min.min(committing);
             }
-            let word = slot.state.load(Ordering::SeqCst);
             if word & ACTIVE == 0 || word & KICKED != 0 {
                 continue;
             }

@@ -8,11 +8,14 @@
 //!   in one word) that index nodes use for optimistic lock coupling;
 //! - [`epoch`] is Silo's global epoch with per-worker local epochs, which drive commit TIDs,
 //!   snapshot epochs and epoch-based reclamation;
+//! - [`lockword`] is the no-wait lock words of the pessimistic multi-version protocols (`mvto`,
+//!   `mv2pl`), kept in record heads;
 //! - [`backoff`] bounds every spin loop: spin, then yield, then give up.
 
 pub mod backoff;
 pub mod epoch;
 pub mod latch;
+pub mod lockword;
 pub mod shim;
 
 pub use backoff::Backoff;
