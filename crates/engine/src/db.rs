@@ -1,7 +1,7 @@
 //! The database: configuration, the catalog of tables, the epoch ticker, per-worker counters,
 //! and what departing workers leave behind.
 
-use crate::cc::Protocol;
+use crate::cc::{Isolation, Protocol, Rules};
 use crate::error::{AbortReason, Error, Result};
 use crate::gc::Garbage;
 use crate::gc::tasks::Tasks;
@@ -195,6 +195,8 @@ struct Orphans {
 pub(crate) struct Shared {
     pub epochs: EpochManager,
     pub config: Config,
+    /// The protocol's rules at each isolation level (`Isolation::index`), worked out once.
+    pub rules: [Rules; 4],
     pub counters: Box<[CachePadded<Counters>]>,
     catalog: RwLock<Catalog>,
     orphans: Mutex<Orphans>,
@@ -354,6 +356,7 @@ impl Database {
         let shared = Arc::new(Shared {
             epochs,
             config: config.clone(),
+            rules: Isolation::ALL.map(|isolation| config.protocol.rules(isolation)),
             counters,
             catalog: RwLock::new(catalog),
             orphans: Mutex::new(Orphans::default()),

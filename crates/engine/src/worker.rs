@@ -345,7 +345,7 @@ impl Worker {
         self.txn.interactive = interactive;
         self.txn.pinned_at = self.shared.epochs.pin(self.slot);
         let protocol = self.shared.config.protocol;
-        self.txn.rules = protocol.rules(isolation);
+        self.txn.rules = self.shared.rules[isolation.index()];
         self.txn.nodes.track_changes = self.txn.rules.tracks_leaf_changes();
         if isolation == Isolation::Snapshot {
             self.txn.snapshot = Some(self.shared.epochs.enter_snapshot(self.slot));

@@ -97,7 +97,7 @@ fn commit_with<P: Hooks>(worker: &mut Worker) -> Result<CommitInfo> {
     };
     // 4. Validation. Under MVTO, scanned leaves carry the timestamp first, and leaves our
     // inserts changed must not carry a later one (`mvto.rs`, PHANTOMS).
-    let ordered = worker.txn.rules.commit_at_begin.then_some(worker.txn.begin).flatten();
+    let ordered = if worker.txn.rules.commit_at_begin { worker.txn.begin } else { None };
     if let Some(ts) = ordered
         && worker.txn.rules.validate_nodes
     {
@@ -149,7 +149,9 @@ fn commit_with<P: Hooks>(worker: &mut Worker) -> Result<CommitInfo> {
         if ssn {
             ssn::release(&mut worker.txn, stamp);
         }
-        release_locks(&mut worker.txn);
+        if worker.txn.rules.locking != Locking::None {
+            release_locks(&mut worker.txn);
+        }
         if let Some(log) = &worker.shared.log {
             log_write_set(log, worker, tid);
         }

@@ -66,6 +66,12 @@ impl Isolation {
         Isolation::Snapshot,
     ];
 
+    /// Dense index, in [`Isolation::ALL`] order.
+    #[inline]
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+
     #[inline]
     pub(crate) fn validates_reads(self) -> bool {
         matches!(self, Isolation::RepeatableRead | Isolation::Serializable)

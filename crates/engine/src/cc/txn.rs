@@ -88,6 +88,7 @@ pub(crate) fn poison(state: &mut TxnState, reason: AbortReason) -> Error {
 }
 
 /// Releases the locks a locking protocol (`mvto`, `mv2pl`) took before commit.
+#[inline]
 pub(crate) fn release_locks(state: &mut TxnState) {
     match state.rules.locking {
         Locking::None => {}
