@@ -2,7 +2,7 @@
 //! deterministic sequence, and concurrent runs passing the consistency conditions.
 
 use engram_bench::db::Outcome;
-use engram_bench::tpcc::engram::{EngramTpcc, ReadOnlyLevels};
+use engram_bench::tpcc::engram::{EngramTpcc, Persistence, ReadOnlyLevels};
 use engram_bench::tpcc::spec::{
     Constants, CustomerSelector, DeliveryInput, NewOrderInput, OrderLineInput, OrderStatusInput,
     Output, PaymentInput, Scale, StockLevelInput,
@@ -292,6 +292,17 @@ fn concurrent_runs_on_engram_pass_the_consistency_checks() {
         EngramTpcc::open(ReadOnlyLevels::Specification, 16 << 20, Default::default())
     });
     concurrent_run(|| EngramTpcc::open(ReadOnlyLevels::Serializable, 0, Default::default()));
+}
+
+/// Every concurrency-control protocol keeps TPC-C consistent, the StockScan thread included.
+#[test]
+fn concurrent_runs_under_every_protocol_pass_the_consistency_checks() {
+    for protocol in engram_engine::Protocol::ALL {
+        concurrent_run(|| {
+            let persistence = Persistence { protocol, ..Default::default() };
+            EngramTpcc::open(ReadOnlyLevels::Specification, 0, persistence)
+        });
+    }
 }
 
 #[test]

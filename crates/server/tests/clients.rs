@@ -3,7 +3,7 @@
 //! COPY, portals with row limits, errors with SQLSTATEs, limits, authentication, clients that
 //! send garbage or vanish, and many connections at once.
 
-use engram_engine::{Config, Durability};
+use engram_engine::{Config, Durability, Protocol};
 use engram_server::{AuthMethod, Server, ServerConfig, ServerHandle, User};
 use engram_sql::SqlDb;
 use futures::SinkExt;
@@ -160,6 +160,43 @@ async fn serialization_failures_are_40001_and_a_retry_succeeds() {
     b.batch_execute("COMMIT").await.unwrap();
     let n: i32 = a.query_one("SELECT n FROM c WHERE id = 1", &[]).await.unwrap().get(0);
     assert_eq!(n, 11);
+}
+
+/// The pessimistic protocols over the wire: a refused lock is 40001 at the statement, the
+/// session can roll back and retry, and the server keeps serving.
+#[tokio::test]
+async fn refused_locks_under_mv2pl_and_mvto_are_40001() {
+    for protocol in [Protocol::Mv2pl, Protocol::Mvto] {
+        let db = SqlDb::open(Config { durability: Durability::Off, protocol, ..Config::default() })
+            .unwrap();
+        let config =
+            ServerConfig { listen: "127.0.0.1:0".into(), threads: 2, ..Default::default() };
+        let server = Server::start(Arc::clone(&db), config).unwrap();
+        let a = connect(&server).await;
+        let b = connect(&server).await;
+        a.batch_execute("CREATE TABLE c (id INT PRIMARY KEY, n INT); INSERT INTO c VALUES (1, 0)")
+            .await
+            .unwrap();
+        a.batch_execute("BEGIN ISOLATION LEVEL SERIALIZABLE").await.unwrap();
+        let n: i32 = a.query_one("SELECT n FROM c WHERE id = 1", &[]).await.unwrap().get(0);
+        assert_eq!(n, 0);
+        // mv2pl: a's read lock refuses b's write. mvto: b (the later timestamp) writes, and a,
+        // which read the version b replaced, may no longer write it.
+        let b_update = b.execute("UPDATE c SET n = 2 WHERE id = 1", &[]).await;
+        let refused = match protocol {
+            Protocol::Mv2pl => b_update.unwrap_err(),
+            _ => {
+                b_update.unwrap();
+                a.execute("UPDATE c SET n = 1 WHERE id = 1", &[]).await.unwrap_err()
+            }
+        };
+        assert_eq!(code(&refused), "40001", "{protocol}: {refused}");
+        a.batch_execute("ROLLBACK").await.unwrap();
+        b.execute("UPDATE c SET n = n + 10 WHERE id = 1", &[]).await.unwrap();
+        let n: i32 = a.query_one("SELECT n FROM c WHERE id = 1", &[]).await.unwrap().get(0);
+        assert_eq!(n, if protocol == Protocol::Mv2pl { 10 } else { 12 }, "{protocol}");
+        drop(server);
+    }
 }
 
 #[tokio::test]
