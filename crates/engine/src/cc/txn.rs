@@ -865,7 +865,7 @@ impl<'w> Txn<'w> {
                             // transaction failed half-way and can only roll back.
                             secondary::undo_entries(worker, mark);
                             let reason = error.abort_reason().unwrap_or(AbortReason::WriteConflict);
-                            worker.txn.status = Status::Poisoned(reason);
+                            poison(&mut worker.txn, reason);
                             return Err(error);
                         }
                     }
