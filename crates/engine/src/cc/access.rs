@@ -9,6 +9,8 @@
 
 use crate::index::{LeafObserver, LeafVersion};
 use crate::storage::{Head, TableId, TidWord};
+use crate::sync::Pin;
+use std::sync::atomic::{Ordering, fence};
 
 /// What the transaction did to a record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -253,6 +255,30 @@ impl NodeSet {
 
     pub fn push(&mut self, leaf: LeafVersion, always: bool) {
         self.entries.push(NodeEntry { leaf, always });
+    }
+
+    /// Gives every leaf in the set `stamp` as its pstamp (fetch-max, then a fence), before the
+    /// set is validated: the scanner's half of the leaf-stamp handshake (`ssn.rs`, `mvto.rs`).
+    pub fn publish_pstamps(&self, stamp: u64, pin: &Pin<'_>) {
+        for entry in &self.entries {
+            entry.leaf.publish_pstamp(stamp, pin);
+        }
+    }
+
+    /// The newest pstamp below `below` of the leaves the transaction's inserts changed, read
+    /// after a fence: the inserter's half of the handshake. 0 when there is none.
+    pub fn changed_pstamp_high(&self, below: u64, pin: &Pin<'_>) -> u64 {
+        if self.changed.is_empty() {
+            return 0;
+        }
+        // Pairs with the fence in `publish_pstamp`.
+        fence(Ordering::SeqCst);
+        self.changed
+            .iter()
+            .map(|leaf| leaf.pstamp(pin))
+            .filter(|&stamp| stamp < below)
+            .max()
+            .unwrap_or(0)
     }
 }
 

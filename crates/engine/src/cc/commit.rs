@@ -2,7 +2,7 @@
 //! of every transaction.
 
 use super::access::Kind;
-use super::mv::{self, Locking, Mv, READERS_REFRESH_COMMITS};
+use super::mv::{self, Mv, READERS_REFRESH_COMMITS};
 use super::mvto;
 use super::secondary;
 use super::silo::{Hooks, Silo};
@@ -149,26 +149,20 @@ fn commit_with<P: Hooks>(worker: &mut Worker) -> Result<CommitInfo> {
         if ssn {
             ssn::release(&mut worker.txn, stamp);
         }
-        if worker.txn.rules.locking != Locking::None {
-            release_locks(&mut worker.txn);
-        }
+        release_locks(&mut worker.txn);
         if let Some(log) = &worker.shared.log {
             log_write_set(log, worker, tid);
         }
         worker.last_tid = tid;
         worker.shared.epochs.leave_commit(worker.slot);
         tid.epoch()
-    } else if ssn {
-        ssn::release(&mut worker.txn, stamp);
-        if worker.shared.log.is_some() { read_epoch(&worker.txn) } else { Epoch::NEVER }
-    } else if worker.txn.rules.locking != Locking::None {
-        release_locks(&mut worker.txn);
-        if worker.shared.log.is_some() { read_epoch(&worker.txn) } else { Epoch::NEVER }
-    } else if worker.shared.log.is_some() {
-        read_epoch(&worker.txn)
     } else {
-        // Nothing is logged, so nothing is waited for: skip the walk over the reads.
-        Epoch::NEVER
+        if ssn {
+            ssn::release(&mut worker.txn, stamp);
+        }
+        release_locks(&mut worker.txn);
+        // Nothing logged means nothing waited for: skip the walk over the reads.
+        if worker.shared.log.is_some() { read_epoch(&worker.txn) } else { Epoch::NEVER }
     };
     if worker.txn.undid_inserts {
         give_up_undone_inserts(worker);

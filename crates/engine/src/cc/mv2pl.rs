@@ -33,7 +33,7 @@
 //! 4. Node validation at SERIALIZABLE (phantoms, below); reads need no validation.
 //! 5. Commit TID: the next clock value, taken while every lock is held, so the TID order of
 //!    conflicting transactions is their lock order.
-//! 6. Install, release the TID words, then release every read and write lock (`release`).
+//! 6. Install, release the TID words, then release every read and write lock (`txn::release_locks`).
 //!
 //! PHANTOMS
 //! Two-phase locking of records does not lock the gaps between them. At SERIALIZABLE a
@@ -60,7 +60,6 @@ use super::access::{Access, AccessSet, Held};
 use crate::error::AbortReason;
 use crate::storage::{Head, TableId};
 use crate::sync::lockword::{Refused, TwoPhaseWord};
-use crate::worker::TxnState;
 
 /// The lock word of a head in the access set or reached through an index while pinned.
 #[inline]
@@ -118,7 +117,8 @@ pub(crate) fn lock(
     Ok(index)
 }
 
-/// Gives up the lock the access at `index` holds (a record found unlinked after locking it).
+/// Gives up the lock the access at `index` holds (at the transaction's end, or for a record
+/// found unlinked after locking it).
 pub(crate) fn unlock(access: &mut AccessSet, index: usize) {
     let entry = &mut access.entries[index];
     if let Ok(word) = lock_word(entry.head) {
@@ -129,13 +129,4 @@ pub(crate) fn unlock(access: &mut AccessSet, index: usize) {
         }
     }
     entry.held = Held::Nothing;
-}
-
-/// Step 6c (and abort): releases every lock the transaction holds.
-pub(crate) fn release(state: &mut TxnState) {
-    for index in 0..state.access.entries.len() {
-        if state.access.entries[index].held != Held::Nothing {
-            unlock(&mut state.access, index);
-        }
-    }
 }

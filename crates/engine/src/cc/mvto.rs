@@ -45,7 +45,7 @@
 //!    then, for every leaf T's inserts changed, abort (`TimestampOrder`) if a scanner with a
 //!    later timestamp stamped it (`check_inserted_leaves`).
 //! 5. Commit TID = T_id (at READ COMMITTED: the next clock value, after every timestamp).
-//! 6. Install, release the TID words, then give up the write locks (`release`).
+//! 6. Install, release the TID words, then give up the write locks (`txn::release_locks`).
 //!
 //! PHANTOMS
 //! Timestamp ordering of records says nothing about keys that do not exist yet. A scanner T
@@ -82,7 +82,6 @@ use crate::storage::{Head, TableId, Tid};
 use crate::sync::Pin;
 use crate::sync::lockword::TimestampWords;
 use crate::worker::TxnState;
-use std::sync::atomic::{Ordering, fence};
 
 /// The timestamp words of a head in the access set or reached through an index while pinned.
 #[inline]
@@ -128,8 +127,8 @@ pub(crate) fn lock(
     Ok(index)
 }
 
-/// Gives up the write lock the access at `index` holds (a record found unlinked after
-/// locking it).
+/// Gives up the write lock the access at `index` holds (at the transaction's end, or for a
+/// record found unlinked after locking it).
 pub(crate) fn unlock(access: &mut AccessSet, index: usize) {
     let entry = &mut access.entries[index];
     if entry.held == Held::Write
@@ -140,21 +139,10 @@ pub(crate) fn unlock(access: &mut AccessSet, index: usize) {
     entry.held = Held::Nothing;
 }
 
-/// Step 6c (and abort): gives up every write lock the transaction holds.
-pub(crate) fn release(state: &mut TxnState) {
-    for index in 0..state.access.entries.len() {
-        if state.access.entries[index].held != Held::Nothing {
-            unlock(&mut state.access, index);
-        }
-    }
-}
-
 /// Step 4a, at SERIALIZABLE: every scanned leaf carries the transaction's timestamp before the
 /// node set is validated (PHANTOMS).
 pub(crate) fn publish_scans(state: &TxnState, ts: Tid, pin: &Pin<'_>) {
-    for entry in &state.nodes.entries {
-        entry.leaf.publish_pstamp(ts.as_u64(), pin);
-    }
+    state.nodes.publish_pstamps(ts.as_u64(), pin);
 }
 
 /// Step 4c: aborts if a transaction with a later timestamp scanned a leaf this transaction's
@@ -164,12 +152,7 @@ pub(crate) fn check_inserted_leaves(
     ts: Tid,
     pin: &Pin<'_>,
 ) -> Result<(), AbortReason> {
-    if state.nodes.changed.is_empty() {
-        return Ok(());
-    }
-    // Pairs with the fence in `publish_pstamp`.
-    fence(Ordering::SeqCst);
-    if state.nodes.changed.iter().any(|leaf| leaf.pstamp(pin) > ts.as_u64()) {
+    if state.nodes.changed_pstamp_high(u64::MAX, pin) > ts.as_u64() {
         return Err(AbortReason::TimestampOrder);
     }
     Ok(())

@@ -82,7 +82,6 @@ use crate::storage::record::{Busy, Stamps};
 use crate::storage::{Head, Tid};
 use crate::sync::Pin;
 use crate::worker::TxnState;
-use std::sync::atomic::{Ordering, fence};
 
 /// The stamps of a head in the access set.
 #[inline]
@@ -114,28 +113,15 @@ pub(crate) fn latch(state: &mut TxnState) -> Result<(), AbortReason> {
 
 /// Step 3b: gives every scanned leaf the commit stamp, before node validation.
 pub(crate) fn publish_scans(state: &TxnState, commit: Tid, pin: &Pin<'_>) {
-    for entry in &state.nodes.entries {
-        entry.leaf.publish_pstamp(commit.as_u64(), pin);
-    }
+    state.nodes.publish_pstamps(commit.as_u64(), pin);
 }
 
 /// Step 3b, before `publish_scans` (a leaf we both scanned and inserted into would show our
 /// own stamp): the newest stamp below `commit` of a scan that saw a leaf our inserts changed
-/// before they changed it.
+/// before they changed it. A scanner with a later stamp saw our head, or fails its own
+/// validation.
 pub(crate) fn inserted_leaves_high(state: &TxnState, commit: Tid, pin: &Pin<'_>) -> Tid {
-    let mut high = Tid::ZERO;
-    if !state.nodes.changed.is_empty() {
-        // Pairs with the fence in `publish_pstamp` (see PHANTOMS in the module doc).
-        fence(Ordering::SeqCst);
-        for leaf in &state.nodes.changed {
-            let stamp = Tid::from_u64(leaf.pstamp(pin));
-            // A scanner with a later stamp saw our head, or fails its own validation.
-            if stamp < commit {
-                high = high.max(stamp);
-            }
-        }
-    }
-    high
+    Tid::from_u64(state.nodes.changed_pstamp_high(commit.as_u64(), pin))
 }
 
 /// Step 4b: the exclusion-window check, `leaves_high` from [`inserted_leaves_high`]. Returns

@@ -87,13 +87,26 @@ pub(crate) fn poison(state: &mut TxnState, reason: AbortReason) -> Error {
     Error::Aborted(reason)
 }
 
-/// Releases the locks a locking protocol (`mvto`, `mv2pl`) took before commit.
+/// Releases the locks a locking protocol (`mvto`, `mv2pl`) took before commit (step 6c, and
+/// aborts).
 #[inline]
 pub(crate) fn release_locks(state: &mut TxnState) {
+    if state.rules.locking == Locking::None {
+        return;
+    }
+    for index in 0..state.access.entries.len() {
+        if state.access.entries[index].held != Held::Nothing {
+            unlock(state, index);
+        }
+    }
+}
+
+/// Gives back the lock the access at `index` holds.
+fn unlock(state: &mut TxnState, index: usize) {
     match state.rules.locking {
+        Locking::TwoPhase => mv2pl::unlock(&mut state.access, index),
+        Locking::Timestamps => mvto::unlock(&mut state.access, index),
         Locking::None => {}
-        Locking::TwoPhase => mv2pl::release(state),
-        Locking::Timestamps => mvto::release(state),
     }
 }
 
@@ -260,16 +273,6 @@ fn lock_for_write(
             mvto::lock(&mut state.access, head, table, own, ts, state.rules.commit_at_begin)
         }
         Locking::None => unreachable!("only locking protocols lock before commit"),
-    }
-}
-
-/// Gives back the lock a write just took on a record it then found unlinked (`lock_for_write`):
-/// an unlinked record's memory may be reclaimed once this transaction is kicked.
-fn unlock_unlinked(state: &mut TxnState, index: usize) {
-    match state.rules.locking {
-        Locking::TwoPhase => mv2pl::unlock(&mut state.access, index),
-        Locking::Timestamps => mvto::unlock(&mut state.access, index),
-        Locking::None => {}
     }
 }
 
@@ -634,7 +637,8 @@ impl<'w> Txn<'w> {
         let word = head_ref.stable_word().map_err(|Busy| poison(state, AbortReason::RecordBusy))?;
         if !word.is_latest() {
             if let Some(index) = own {
-                unlock_unlinked(state, index);
+                // An unlinked record's memory may be reclaimed once this transaction is kicked.
+                unlock(state, index);
             }
             return Ok(false);
         }
@@ -894,7 +898,8 @@ impl<'w> Txn<'w> {
             .map_err(|Busy| poison(state, AbortReason::RecordBusy))?;
         if !word.is_latest() {
             if let Some(index) = own {
-                unlock_unlinked(state, index);
+                // An unlinked record's memory may be reclaimed once this transaction is kicked.
+                unlock(state, index);
             }
             return Ok(None);
         }
