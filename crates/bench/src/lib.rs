@@ -5,6 +5,7 @@
 //! - [`ycsb`]: YCSB in Silo's variant and Wu et al.'s three mixes, over the engine in
 //!   transactional or raw mode;
 //! - [`tpcc`]: TPC-C with its consistency checks and StockScan, on the engine and on SQLite;
+//! - [`paper`]: Wu et al.'s MVCC experiments (Figs. 6-23), as JSON and SVG per figure;
 //! - [`index`]: the B+tree against other concurrent ordered maps;
 //! - [`keys`]: uniform and scrambled Zipfian key choice;
 //! - [`plot`]: throughput against threads or skew, drawn from JSON results;
@@ -13,6 +14,7 @@
 pub mod db;
 pub mod index;
 pub mod keys;
+pub mod paper;
 pub mod plot;
 pub mod report;
 pub mod tpcc;

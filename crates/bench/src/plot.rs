@@ -43,6 +43,25 @@ impl Axis {
             Axis::Theta => "Zipfian theta (skew)",
         }
     }
+
+    /// The frame of a throughput plot against this axis.
+    pub fn frame(self) -> Frame {
+        Frame {
+            x_title: self.title().into(),
+            y_title: "transactions per second".into(),
+            whole_x: self == Axis::Threads,
+        }
+    }
+}
+
+/// What a line plot's axes say.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Frame {
+    pub x_title: String,
+    pub y_title: String,
+    /// The horizontal axis counts things (threads): one tick per whole number, labelled only
+    /// where a point lies.
+    pub whole_x: bool,
 }
 
 /// One measured configuration, read from a result file.
@@ -253,7 +272,27 @@ const COLOURS: [RGBColor; 8] = [
 ];
 
 /// Draws `lines` into `out` (`.png` or `.svg`), titled `title`.
-pub fn draw(lines: &[Series], axis: Axis, title: &str, out: &Path) -> Result<(), String> {
+pub fn draw(lines: &[Series], frame: &Frame, title: &str, out: &Path) -> Result<(), String> {
+    on_canvas(out, |root| render(root, lines, frame, title))
+}
+
+/// Draws grouped bars into `out`: one group per category, one bar per series in it, each
+/// series `(label, one value per category)`.
+pub fn draw_bars(
+    categories: &[String],
+    bars: &[(String, Vec<f64>)],
+    y_title: &str,
+    title: &str,
+    out: &Path,
+) -> Result<(), String> {
+    on_canvas(out, |root| render_bars(root, categories, bars, y_title, title))
+}
+
+/// Calls `render` with a drawing area over `out`, chosen by its extension.
+fn on_canvas(
+    out: &Path,
+    render: impl FnOnce(AnyArea<'_>) -> Result<(), String>,
+) -> Result<(), String> {
     static REGISTER: Once = Once::new();
     REGISTER.call_once(|| {
         // The embedded font is valid; a failure would show as missing text, not a crash.
@@ -261,35 +300,128 @@ pub fn draw(lines: &[Series], axis: Axis, title: &str, out: &Path) -> Result<(),
     });
     let size = (960, 600);
     match out.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
-        Some("png") => {
-            let root = BitMapBackend::new(out, size).into_drawing_area();
-            render(root, lines, axis, title)
-        }
-        Some("svg") => {
-            let root = SVGBackend::new(out, size).into_drawing_area();
-            render(root, lines, axis, title)
-        }
+        Some("png") => render(AnyArea::Bitmap(BitMapBackend::new(out, size).into_drawing_area())),
+        Some("svg") => render(AnyArea::Svg(SVGBackend::new(out, size).into_drawing_area())),
         _ => Err(format!("{}: the output must end in .png or .svg", out.display())),
     }
 }
 
-fn render<B: DrawingBackend>(
+/// A drawing area on either backend.
+enum AnyArea<'a> {
+    Bitmap(DrawingArea<BitMapBackend<'a>, plotters::coord::Shift>),
+    Svg(DrawingArea<SVGBackend<'a>, plotters::coord::Shift>),
+}
+
+fn render(area: AnyArea<'_>, lines: &[Series], frame: &Frame, title: &str) -> Result<(), String> {
+    match area {
+        AnyArea::Bitmap(root) => render_lines(root, lines, frame, title),
+        AnyArea::Svg(root) => render_lines(root, lines, frame, title),
+    }
+}
+
+fn render_bars(
+    area: AnyArea<'_>,
+    categories: &[String],
+    bars: &[(String, Vec<f64>)],
+    y_title: &str,
+    title: &str,
+) -> Result<(), String> {
+    match area {
+        AnyArea::Bitmap(root) => render_bar_groups(root, categories, bars, y_title, title),
+        AnyArea::Svg(root) => render_bar_groups(root, categories, bars, y_title, title),
+    }
+}
+
+fn failed(error: &dyn std::fmt::Display) -> String {
+    format!("drawing failed: {error}")
+}
+
+/// Formats a vertical-axis value: rates as 12K or 1.5M, small values with one decimal.
+fn y_label(y: f64, y_max: f64) -> String {
+    if y_max < 100.0 { format!("{y:.1}") } else { short_rate(y) }
+}
+
+fn render_bar_groups<B: DrawingBackend>(
     root: DrawingArea<B, plotters::coord::Shift>,
-    lines: &[Series],
-    axis: Axis,
+    categories: &[String],
+    bars: &[(String, Vec<f64>)],
+    y_title: &str,
     title: &str,
 ) -> Result<(), String>
 where
     B::ErrorType: 'static,
 {
-    let failed = |error: &dyn std::fmt::Display| format!("drawing failed: {error}");
+    root.fill(&WHITE).map_err(|e| failed(&e))?;
+    let y_max = bars.iter().flat_map(|(_, values)| values.iter().copied()).fold(0.0, f64::max);
+    let y_top = (y_max * 1.12).max(1e-9);
+    let groups = categories.len() as f64;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 24))
+        .margin(16)
+        .margin_right(160)
+        .x_label_area_size(48)
+        .y_label_area_size(72)
+        .build_cartesian_2d(0.0..groups, 0.0..y_top)
+        .map_err(|e| failed(&e))?;
+    let name = |x: &f64| {
+        let index = x.floor() as usize;
+        let centred = (x - index as f64 - 0.5).abs() < 1e-6;
+        categories.get(index).filter(|_| centred).cloned().unwrap_or_default()
+    };
+    chart
+        .configure_mesh()
+        .y_desc(y_title)
+        .x_labels(categories.len() * 2 + 1)
+        .x_label_formatter(&name)
+        .y_label_formatter(&|y: &f64| y_label(*y, y_max))
+        .axis_desc_style(("sans-serif", 16))
+        .label_style(("sans-serif", 14))
+        .light_line_style(WHITE.mix(0.0))
+        .disable_x_mesh()
+        .draw()
+        .map_err(|e| failed(&e))?;
+    let width = 0.8 / bars.len().max(1) as f64;
+    for (index, (label, values)) in bars.iter().enumerate() {
+        let colour = COLOURS[index % COLOURS.len()];
+        let rectangles = values.iter().enumerate().map(|(group, &value)| {
+            let left = group as f64 + 0.1 + width * index as f64;
+            Rectangle::new([(left, 0.0), (left + width * 0.9, value)], colour.filled())
+        });
+        chart
+            .draw_series(rectangles)
+            .map_err(|e| failed(&e))?
+            .label(label.clone())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 12, y + 6)], colour.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .label_font(("sans-serif", 14))
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK.mix(0.3))
+        .draw()
+        .map_err(|e| failed(&e))?;
+    root.present().map_err(|e| failed(&e))
+}
+
+fn render_lines<B: DrawingBackend>(
+    root: DrawingArea<B, plotters::coord::Shift>,
+    lines: &[Series],
+    frame: &Frame,
+    title: &str,
+) -> Result<(), String>
+where
+    B::ErrorType: 'static,
+{
     root.fill(&WHITE).map_err(|e| failed(&e))?;
     let xs = lines.iter().flat_map(|line| line.points.iter().map(|p| p.0));
     let (x_min, x_max) = xs.fold((f64::MAX, f64::MIN), |(lo, hi), x| (lo.min(x), hi.max(x)));
     let y_max = lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)).fold(0.0, f64::max);
-    let (x_min, x_max) = match axis {
-        Axis::Threads => (x_min.min(1.0) - 0.25, x_max + 0.25),
-        Axis::Theta => (x_min - 0.05, x_max + 0.05),
+    let (x_min, x_max) = if frame.whole_x {
+        (x_min.min(1.0) - 0.25, x_max + 0.25)
+    } else {
+        let pad = ((x_max - x_min) * 0.05).max(0.05);
+        (x_min - pad, x_max + pad)
     };
     let label_width = lines.iter().map(|l| l.label.len()).max().unwrap_or(0) as u32 * 7 + 24;
     let mut chart = ChartBuilder::on(&root)
@@ -298,7 +430,7 @@ where
         .margin_right(label_width.clamp(40, 420))
         .x_label_area_size(48)
         .y_label_area_size(72)
-        .build_cartesian_2d(x_min..x_max, 0.0..(y_max * 1.12).max(1.0))
+        .build_cartesian_2d(x_min..x_max, 0.0..(y_max * 1.12).max(1e-9))
         .map_err(|e| failed(&e))?;
     let threads: Vec<f64> = {
         let mut all: Vec<f64> = lines.iter().flat_map(|l| l.points.iter().map(|p| p.0)).collect();
@@ -306,21 +438,26 @@ where
         all.dedup();
         all
     };
-    let x_format = |x: &f64| match axis {
-        Axis::Threads if threads.iter().any(|t| (t - x).abs() < 1e-9) => format!("{x:.0}"),
-        Axis::Threads => String::new(),
-        Axis::Theta => format!("{x:.2}"),
+    let x_format = |x: &f64| {
+        if !frame.whole_x {
+            format!("{x:.2}")
+        } else if threads.iter().any(|t| (t - x).abs() < 1e-9) {
+            format!("{x:.0}")
+        } else {
+            String::new()
+        }
     };
+    let y_format = |y: &f64| y_label(*y, y_max);
     let mut mesh = chart.configure_mesh();
-    mesh.x_desc(axis.title())
-        .y_desc("transactions per second")
+    mesh.x_desc(frame.x_title.as_str())
+        .y_desc(frame.y_title.as_str())
         .x_label_formatter(&x_format)
-        .y_label_formatter(&|y: &f64| short_rate(*y))
+        .y_label_formatter(&y_format)
         .axis_desc_style(("sans-serif", 16))
         .label_style(("sans-serif", 14))
         .light_line_style(WHITE.mix(0.0));
-    if axis == Axis::Threads {
-        // One tick per whole thread count in range.
+    if frame.whole_x {
+        // One tick per whole count in range.
         mesh.x_labels(((x_max - x_min).ceil() as usize + 1).min(40));
     }
     mesh.draw().map_err(|e| failed(&e))?;
@@ -423,13 +560,20 @@ mod tests {
         ];
         for name in ["t.png", "t.svg"] {
             let path = dir.join(name);
-            draw(&lines, Axis::Threads, "TPC-C", &path).unwrap();
+            draw(&lines, &Axis::Threads.frame(), "TPC-C", &path).unwrap();
             let bytes = std::fs::read(&path).unwrap();
             assert!(bytes.len() > 1000, "{name}: {} bytes", bytes.len());
         }
         let svg = std::fs::read_to_string(dir.join("t.svg")).unwrap();
         assert!(svg.contains("engram") && svg.contains("sqlite") && svg.contains("worker threads"));
-        assert!(draw(&lines, Axis::Threads, "x", &dir.join("t.gif")).is_err());
+        assert!(draw(&lines, &Axis::Threads.frame(), "x", &dir.join("t.gif")).is_err());
+        let bars =
+            vec![("MVTO".to_string(), vec![1.5, 0.2]), ("MV2PL".to_string(), vec![3.0, 0.0])];
+        let categories = vec!["NewOrder".to_string(), "Payment".to_string()];
+        draw_bars(&categories, &bars, "aborts per commit (%)", "TPC-C", &dir.join("b.svg"))
+            .unwrap();
+        let svg = std::fs::read_to_string(dir.join("b.svg")).unwrap();
+        assert!(svg.contains("NewOrder") && svg.contains("MV2PL") && svg.contains("aborts"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -103,8 +103,15 @@ pub trait YcsbDb: Db {
     /// Creates the table and its `rows` rows of `value_bytes` (at least 16), on `threads`
     /// threads. Called once, before the database is shared with driver threads.
     fn load(&mut self, rows: u64, value_bytes: usize, threads: usize) -> Result<(), String>;
-    /// Runs one transaction of `ops` once. `scratch` is the caller's reusable buffer.
-    fn execute(&self, conn: &mut Self::Conn, ops: &[Op], scratch: &mut Vec<u8>) -> Outcome;
+    /// Runs one transaction of `ops` once, declared read-only (a snapshot transaction, with
+    /// no conflict checks) when `read_only` is set. `scratch` is the caller's reusable buffer.
+    fn execute(
+        &self,
+        conn: &mut Self::Conn,
+        ops: &[Op],
+        read_only: bool,
+        scratch: &mut Vec<u8>,
+    ) -> Outcome;
 }
 
 /// Bumps the first attribute of a row: the "modify" of a read-modify-write.
@@ -189,10 +196,17 @@ impl YcsbDb for EngramYcsb {
         self.load_rows(rows, value_bytes, threads)
     }
 
-    fn execute(&self, worker: &mut Worker, ops: &[Op], scratch: &mut Vec<u8>) -> Outcome {
+    fn execute(
+        &self,
+        worker: &mut Worker,
+        ops: &[Op],
+        read_only: bool,
+        scratch: &mut Vec<u8>,
+    ) -> Outcome {
         let table = self.table();
+        let isolation = if read_only { Isolation::Snapshot } else { Isolation::Serializable };
         let result = match self.mode {
-            Mode::Txn => worker.transaction_once(Isolation::Serializable, |txn| {
+            Mode::Txn => worker.transaction_once(isolation, |txn| {
                 for op in ops {
                     let key = key_bytes(op.key);
                     let row = txn.get(table, &key)?.ok_or(Error::NotFound)?;
@@ -339,6 +353,29 @@ impl Tally {
     }
 }
 
+/// A group of driver threads that run one kind of transaction. Wu et al.'s heterogeneous
+/// workload runs a read-write class and a read-only class side by side.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Class {
+    pub threads: usize,
+    pub ops_per_txn: usize,
+    pub update_fraction: f64,
+    /// Declared read-only: every transaction runs as a snapshot transaction.
+    pub declared_read_only: bool,
+}
+
+impl Options {
+    /// The one class of a plain run: `threads` threads of the workload's transactions.
+    pub fn class(&self) -> Class {
+        Class {
+            threads: self.threads,
+            ops_per_txn: self.ops_per_txn,
+            update_fraction: self.workload.update_fraction(),
+            declared_read_only: false,
+        }
+    }
+}
+
 /// Runs `db` for `duration` on `options.threads` threads and tallies what happened.
 pub fn measure<D: YcsbDb>(
     db: &D,
@@ -346,29 +383,49 @@ pub fn measure<D: YcsbDb>(
     duration: Duration,
     label: &str,
 ) -> Result<Tally, String> {
+    let mut tallies = measure_classes(db, options, &[options.class()], duration, label)?;
+    Ok(tallies.remove(0))
+}
+
+/// Runs every class of `classes` at once for `duration`, keys chosen as `options` says, and
+/// tallies each class on its own.
+pub fn measure_classes<D: YcsbDb>(
+    db: &D,
+    options: &Options,
+    classes: &[Class],
+    duration: Duration,
+    label: &str,
+) -> Result<Vec<Tally>, String> {
     let chooser = KeyChooser::new(options.rows, options.theta)?;
     let stop = AtomicBool::new(false);
-    let counters: Vec<PaddedCounter> =
-        (0..options.threads).map(|_| PaddedCounter::default()).collect();
+    // Thread `i` runs class `of_thread[i]`.
+    let of_thread: Vec<usize> = classes
+        .iter()
+        .enumerate()
+        .flat_map(|(index, class)| std::iter::repeat_n(index, class.threads))
+        .collect();
+    let counters: Vec<PaddedCounter> = of_thread.iter().map(|_| PaddedCounter::default()).collect();
     let started = Instant::now();
-    let tallies = std::thread::scope(|scope| -> Result<Vec<Tally>, String> {
-        let handles: Vec<_> = (0..options.threads)
-            .map(|thread| {
+    let tallies = std::thread::scope(|scope| -> Result<Vec<(usize, Tally)>, String> {
+        let handles: Vec<_> = of_thread
+            .iter()
+            .enumerate()
+            .map(|(thread, &class_index)| {
                 let (chooser, stop, counter) = (chooser.clone(), &stop, &counters[thread]);
-                scope.spawn(move || -> Result<Tally, String> {
+                let class = classes[class_index];
+                scope.spawn(move || -> Result<(usize, Tally), String> {
                     let mut conn = db.connect()?;
                     let mut random = SmallRng::seed_from_u64(
                         options.seed.wrapping_mul(1_000_003) + thread as u64,
                     );
                     let mut tally = Tally::default();
-                    let mut ops = Vec::with_capacity(options.ops_per_txn);
+                    let mut ops = Vec::with_capacity(class.ops_per_txn);
                     let mut scratch = Vec::with_capacity(options.workload.value_bytes());
-                    let update_fraction = options.workload.update_fraction();
                     let quota = options.transactions.unwrap_or(u64::MAX);
                     while !stop.load(Ordering::Relaxed) && tally.committed < quota {
                         ops.clear();
-                        for _ in 0..options.ops_per_txn {
-                            let kind = if random.random::<f64>() < update_fraction {
+                        for _ in 0..class.ops_per_txn {
+                            let kind = if random.random::<f64>() < class.update_fraction {
                                 OpKind::Update
                             } else {
                                 OpKind::Read
@@ -377,9 +434,14 @@ pub fn measure<D: YcsbDb>(
                         }
                         let sampled = tally.committed % LATENCY_SAMPLE_EVERY == 0;
                         let begun = sampled.then(Instant::now);
-                        loop {
-                            match db.execute(&mut conn, &ops, &mut scratch) {
-                                Outcome::Committed | Outcome::RolledBack => break,
+                        let committed = loop {
+                            match db.execute(
+                                &mut conn,
+                                &ops,
+                                class.declared_read_only,
+                                &mut scratch,
+                            ) {
+                                Outcome::Committed | Outcome::RolledBack => break true,
                                 Outcome::Aborted(reason) => {
                                     tally.aborted += 1;
                                     *tally
@@ -388,6 +450,13 @@ pub fn measure<D: YcsbDb>(
                                         .or_default() += 1;
                                 }
                             }
+                            // A timed run that ends mid-retry stops retrying.
+                            if stop.load(Ordering::Relaxed) {
+                                break false;
+                            }
+                        };
+                        if !committed {
+                            break;
                         }
                         if let Some(begun) = begun {
                             tally.latency.record(begun.elapsed());
@@ -397,7 +466,7 @@ pub fn measure<D: YcsbDb>(
                             counter.0.store(tally.committed, Ordering::Relaxed);
                         }
                     }
-                    Ok(tally)
+                    Ok((class_index, tally))
                 })
             })
             .collect();
@@ -408,13 +477,15 @@ pub fn measure<D: YcsbDb>(
         handles.into_iter().map(|handle| handle.join().expect("driver thread")).collect()
     })?;
     let elapsed = started.elapsed();
-    let mut total = Tally::default();
-    for tally in &tallies {
-        total.merge(tally);
+    let mut totals: Vec<Tally> = classes.iter().map(|_| Tally::default()).collect();
+    for (class_index, tally) in &tallies {
+        totals[*class_index].merge(tally);
     }
-    total.elapsed = elapsed;
-    total.rounds.clear();
-    Ok(total)
+    for total in &mut totals {
+        total.elapsed = elapsed;
+        total.rounds.clear();
+    }
+    Ok(totals)
 }
 
 pub fn report<D: Db>(db: &D, options: &Options, mode: Mode, tally: &Tally) -> Report {

@@ -9,7 +9,7 @@ mod crash;
 mod serve;
 use engram_bench::db::Either;
 use engram_bench::tpcc::{self, spec::Scale, sql::SqlTpcc, sqlite::SqliteTpcc, wire::WireTpcc};
-use engram_bench::{index, plot, ycsb};
+use engram_bench::{index, paper, plot, ycsb};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -57,6 +57,43 @@ enum Benchmark {
     Plot(PlotArgs),
     /// Open (recover) a data directory and report how long each recovery phase took.
     Recovery(RecoveryArgs),
+    /// Wu et al.'s MVCC experiments (VLDB 2017, Figs. 6-23): a JSON result and an SVG plot per
+    /// figure panel (docs/paper.md).
+    Paper(PaperArgs),
+}
+
+#[derive(Args)]
+struct PaperArgs {
+    /// Figures to run, comma-separated (default: all; those the engine cannot run yet say why).
+    #[arg(long, value_delimiter = ',')]
+    figure: Vec<u32>,
+    /// Small tables and short points (100,000 rows, tiny TPC-C, 0.3 s per point).
+    #[arg(long)]
+    quick: bool,
+    /// The most worker threads, standing in for the paper's 40 (default: the number of cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// YCSB rows (default: the paper's 10,000,000; 100,000 with --quick).
+    #[arg(long)]
+    rows: Option<u64>,
+    /// Seconds each protocol is measured at each point (default 2; 0.3 with --quick).
+    #[arg(long)]
+    seconds: Option<f64>,
+    /// Protocols, comma-separated (default: mvto, mvocc, mv2pl, ssn, si, silo).
+    #[arg(long, value_delimiter = ',')]
+    protocol: Vec<String>,
+    /// Directory for the JSON results and plots.
+    #[arg(long, default_value = "paper")]
+    out: PathBuf,
+    /// Plot format: svg or png.
+    #[arg(long, default_value = "svg")]
+    format: String,
+    /// Seed of the key and operation choice.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// No progress bars.
+    #[arg(long)]
+    quiet: bool,
 }
 
 #[derive(Args)]
@@ -700,7 +737,7 @@ fn plot_command(args: PlotArgs) -> Result<(), String> {
     let axis = plot::Axis::parse(&args.x)?.unwrap_or_else(|| plot::choose_axis(&points));
     let lines = plot::series(&points, axis)?;
     let title = args.title.unwrap_or_else(|| plot::title(&points));
-    plot::draw(&lines, axis, &title, &args.out)?;
+    plot::draw(&lines, &axis.frame(), &title, &args.out)?;
     println!("{}: {} line(s), {} point(s)", args.out.display(), lines.len(), points.len());
     Ok(())
 }
@@ -926,6 +963,67 @@ fn index(args: IndexArgs) -> Result<(), String> {
     Ok(())
 }
 
+fn paper_command(args: PaperArgs) -> Result<(), String> {
+    let seconds = args.seconds.unwrap_or(if args.quick { 0.3 } else { 2.0 });
+    if seconds.is_nan() || seconds <= 0.0 {
+        return Err("--seconds must be positive".into());
+    }
+    let protocols = if args.protocol.is_empty() {
+        paper::Options::PROTOCOLS.to_vec()
+    } else {
+        args.protocol.iter().map(|name| Protocol::parse(name)).collect::<Result<Vec<_>, _>>()?
+    };
+    let options = paper::Options {
+        figures: args.figure,
+        quick: args.quick,
+        threads: args
+            .threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        rows: args.rows.unwrap_or(if args.quick { 100_000 } else { 10_000_000 }),
+        seconds,
+        protocols,
+        out: args.out,
+        format: args.format,
+        seed: args.seed,
+        progress: !args.quiet,
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+    };
+    let paper::Run { figures, not_run } = paper::run(&options)?;
+    for figure in &figures {
+        println!("Fig. {}: {} ({})", figure.figure, figure.title, figure.setup);
+        for panel in &figure.panels {
+            let columns: Vec<String> = match panel.categories.is_empty() {
+                true => panel.lines[0].points.iter().map(|s| format!("{}", s.x)).collect(),
+                false => panel.categories.clone(),
+            };
+            println!("  {} {}: {} by {}", panel.id, panel.title, panel.y_title, panel.x_title);
+            println!(
+                "    {:<10} {}",
+                "",
+                columns.iter().map(|c| format!("{c:>12}")).collect::<String>()
+            );
+            for line in &panel.lines {
+                let values: String = line
+                    .points
+                    .iter()
+                    .map(|s| {
+                        format!(
+                            "{:>12}",
+                            if s.y >= 100.0 { format_rate(s.y) } else { format!("{:.2}", s.y) }
+                        )
+                    })
+                    .collect();
+                println!("    {:<10} {values}", line.label);
+            }
+        }
+    }
+    for (figure, why) in &not_run {
+        println!("Fig. {figure}: not run: {why}");
+    }
+    println!("results and plots in {}", options.out.display());
+    Ok(())
+}
+
 fn main() -> ExitCode {
     tracing_subscriber::fmt().with_writer(std::io::stderr).with_target(false).init();
     let cli = Cli::parse();
@@ -935,6 +1033,7 @@ fn main() -> ExitCode {
         Command::Bench { benchmark: Benchmark::Tpcc(args) } => tpcc_command(args),
         Command::Bench { benchmark: Benchmark::Plot(args) } => plot_command(args),
         Command::Bench { benchmark: Benchmark::Recovery(args) } => recovery_command(args),
+        Command::Bench { benchmark: Benchmark::Paper(args) } => paper_command(args),
         Command::Check { data } => check_command(data),
         Command::Serve(args) => serve::run(args),
         Command::CrashTest(args) => crash::run(args),

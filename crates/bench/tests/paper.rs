@@ -1,0 +1,102 @@
+//! `engram bench paper` on a tiny scale: each figure it runs writes its JSON and a plot per
+//! panel with a line per protocol and a point per x; figures the engine cannot run say why.
+
+use engram_bench::paper::{self, Options};
+use std::path::PathBuf;
+
+fn options(figures: &[u32], out: PathBuf) -> Options {
+    Options {
+        figures: figures.to_vec(),
+        quick: true,
+        threads: 2,
+        rows: 2_000,
+        seconds: 0.05,
+        protocols: Options::PROTOCOLS.to_vec(),
+        out,
+        format: "svg".into(),
+        seed: 3,
+        progress: false,
+        command: "test".into(),
+    }
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("engram-paper-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+#[test]
+fn figures_write_json_and_a_plot_per_panel() {
+    let out = scratch("run");
+    let paper::Run { figures, not_run: skipped } =
+        paper::run(&options(&[8, 10, 12], out.clone())).unwrap();
+    assert_eq!(figures.iter().map(|f| f.figure).collect::<Vec<_>>(), [8, 10]);
+    assert_eq!(skipped.len(), 1);
+    assert_eq!(skipped[0].0, 12);
+    assert!(skipped[0].1.contains("o2n"), "{}", skipped[0].1);
+    assert!(!out.join("figure-12.json").exists());
+
+    for figure in &figures {
+        let text = std::fs::read_to_string(out.join(format!("figure-{}.json", figure.figure)))
+            .expect("the figure's JSON");
+        let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(json["figure"], figure.figure);
+        assert!(!json["paper_finding"].as_str().unwrap().is_empty());
+        for panel in &figure.panels {
+            let svg = std::fs::read_to_string(out.join(format!("figure-{}.svg", panel.id)))
+                .expect("the panel's plot");
+            assert_eq!(panel.lines.len(), 6, "a line per protocol");
+            if panel.categories.is_empty() {
+                let aborts = out.join(format!("figure-{}-aborts.svg", panel.id));
+                assert!(std::fs::read_to_string(aborts).unwrap().contains("aborted attempts"));
+            }
+            for line in &panel.lines {
+                assert!(svg.contains(&line.label), "{} in {}", line.label, panel.id);
+            }
+        }
+    }
+
+    // Fig. 8: one read-write thread beside 0, 1 and 2 read-only threads.
+    let fig8 = &figures[0];
+    let (writers, readers) = (&fig8.panels[0], &fig8.panels[1]);
+    for line in &writers.lines {
+        let xs: Vec<f64> = line.points.iter().map(|p| p.x).collect();
+        assert_eq!(xs, [0.0, 1.0, 2.0], "{}", line.label);
+        assert!(line.points[0].committed > 0, "{} alone commits", line.label);
+    }
+    for line in &readers.lines {
+        assert_eq!(line.points[0].committed, 0, "no read-only threads at x = 0");
+        assert_eq!(line.points[0].y, 0.0);
+    }
+    let read_only_commits: u64 =
+        readers.lines.iter().flat_map(|l| &l.points[1..]).map(|p| p.committed).sum();
+    assert!(read_only_commits > 0);
+
+    // Fig. 10: throughput at 1 and 2 threads, then aborts of each of the five types.
+    let fig10 = &figures[1];
+    for line in &fig10.panels[0].lines {
+        assert_eq!(line.points.len(), 2, "{}", line.label);
+        assert!(line.points.iter().all(|p| p.committed > 0 && p.y > 0.0), "{}", line.label);
+    }
+    assert_eq!(fig10.panels[1].categories.len(), 5);
+    for line in &fig10.panels[1].lines {
+        assert_eq!(line.points.len(), 5, "{}", line.label);
+        for point in &line.points {
+            let reasons: u64 = point.aborts_by_reason.values().sum();
+            assert_eq!(reasons, point.aborted, "every abort has its reason");
+        }
+    }
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+#[test]
+fn bad_requests_are_refused_before_any_work() {
+    let out = scratch("bad");
+    assert!(paper::run(&options(&[5], out.clone())).unwrap_err().contains("Figs. 6-23"));
+    let png_or_svg = Options { format: "gif".into(), ..options(&[6], out.clone()) };
+    assert!(paper::run(&png_or_svg).is_err());
+    let nothing = Options { protocols: Vec::new(), ..options(&[6], out.clone()) };
+    assert!(paper::run(&nothing).is_err());
+    assert!(!out.exists(), "nothing was written");
+}
