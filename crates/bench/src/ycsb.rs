@@ -167,11 +167,15 @@ impl Db for EngramYcsb {
     fn settings(&self) -> String {
         let config = self.db.config();
         format!(
-            "mode {}, protocol {}, serializable, epoch {} ms, snapshot every {} epochs, {}",
+            "mode {}, protocol {}, serializable, epoch {} ms, snapshot every {} epochs, {}, {}",
             self.mode.name(),
             config.protocol,
             config.epoch_interval_ms,
             config.snapshot_interval_epochs,
+            match config.memory_spaces {
+                0 => "a memory space per worker".to_string(),
+                spaces => format!("{spaces} shared memory space(s)"),
+            },
             match (&config.data_dir, config.durability) {
                 (Some(dir), engram_engine::Durability::Epoch) => {
                     format!("durability epoch (log in {})", dir.display())

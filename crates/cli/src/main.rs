@@ -134,6 +134,10 @@ struct DurabilityArgs {
     /// MiB of log between background checkpoints (0: none during the run).
     #[arg(long)]
     checkpoint_log_mib: Option<u64>,
+    /// Memory spaces the workers share for records and versions (0: one per worker, no
+    /// lock; Wu et al.'s Fig. 16).
+    #[arg(long, default_value_t = 0)]
+    memory_spaces: usize,
 }
 
 impl DurabilityArgs {
@@ -175,6 +179,7 @@ impl DurabilityArgs {
             durability: mode,
             log_compression: self.log_compression,
             checkpoint_log_bytes: self.checkpoint_log_mib.map(|mib| mib << 20),
+            memory_spaces: self.memory_spaces,
         })
     }
 }
@@ -988,35 +993,43 @@ fn paper_command(args: PaperArgs) -> Result<(), String> {
         progress: !args.quiet,
         command: std::env::args().collect::<Vec<_>>().join(" "),
     };
-    let paper::Run { figures, not_run } = paper::run(&options)?;
-    for figure in &figures {
+    let print = |figure: &paper::Figure| {
         println!("Fig. {}: {} ({})", figure.figure, figure.title, figure.setup);
         for panel in &figure.panels {
+            // Columns are the x values of every line (or the categories); a line without a
+            // point at some x shows "-" there.
+            let mut xs: Vec<f64> =
+                panel.lines.iter().flat_map(|l| l.points.iter().map(|s| s.x)).collect();
+            xs.sort_by(f64::total_cmp);
+            xs.dedup();
             let columns: Vec<String> = match panel.categories.is_empty() {
-                true => panel.lines[0].points.iter().map(|s| format!("{}", s.x)).collect(),
+                true => xs.iter().map(|x| format!("{x}")).collect(),
                 false => panel.categories.clone(),
             };
+            let width = panel.lines.iter().map(|l| l.label.len()).max().unwrap_or(0).max(10);
             println!("  {} {}: {} by {}", panel.id, panel.title, panel.y_title, panel.x_title);
             println!(
-                "    {:<10} {}",
+                "    {:<width$} {}",
                 "",
                 columns.iter().map(|c| format!("{c:>12}")).collect::<String>()
             );
             for line in &panel.lines {
-                let values: String = line
-                    .points
-                    .iter()
-                    .map(|s| {
-                        format!(
-                            "{:>12}",
-                            if s.y >= 100.0 { format_rate(s.y) } else { format!("{:.2}", s.y) }
-                        )
-                    })
-                    .collect();
-                println!("    {:<10} {values}", line.label);
+                let cell = |x: f64| match line.points.iter().find(|s| s.x == x) {
+                    Some(s) if s.y >= 100.0 => format_rate(s.y),
+                    Some(s) => format!("{:.2}", s.y),
+                    None => "-".into(),
+                };
+                let values: String = match panel.categories.is_empty() {
+                    true => xs.iter().map(|&x| format!("{:>12}", cell(x))).collect(),
+                    false => {
+                        (0..columns.len()).map(|i| format!("{:>12}", cell(i as f64))).collect()
+                    }
+                };
+                println!("    {:<width$} {values}", line.label);
             }
         }
-    }
+    };
+    let paper::Run { not_run, .. } = paper::run(&options, print)?;
     for (figure, why) in &not_run {
         println!("Fig. {figure}: not run: {why}");
     }

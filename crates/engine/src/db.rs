@@ -6,7 +6,7 @@ use crate::error::{AbortReason, Error, Result};
 use crate::gc::Garbage;
 use crate::gc::tasks::Tasks;
 use crate::limits::{SECONDARY_INDEXES_MAX, TABLES_MAX, WORKERS_MAX};
-use crate::storage::arena::Arena;
+use crate::storage::arena::{Arena, Space, new_space};
 use crate::storage::{Table, TableId, TableSpec};
 use crate::sync::Epoch;
 use crate::sync::EpochManager;
@@ -72,6 +72,10 @@ pub struct Config {
     pub index_keys: Option<IndexKeys>,
     /// The concurrency-control protocol (`cc::mv`): Silo by default.
     pub protocol: Protocol,
+    /// Memory spaces the workers allocate records and versions from. 0 (the default): each
+    /// worker has its own and allocates without a lock. `n` > 0: worker slot `i` allocates
+    /// from space `i % n` under that space's lock (Wu et al.'s Fig. 16 experiment).
+    pub memory_spaces: usize,
 }
 
 impl Default for Config {
@@ -95,6 +99,7 @@ impl Default for Config {
             recovery_threads: 0,
             index_keys: None,
             protocol: Protocol::Silo,
+            memory_spaces: 0,
         }
     }
 }
@@ -111,6 +116,11 @@ impl Config {
         }
         if self.workers_max == 0 || self.workers_max > WORKERS_MAX {
             return Err(Error::InvalidConfig(format!("workers_max must be in 1..={WORKERS_MAX}")));
+        }
+        if self.memory_spaces > WORKERS_MAX {
+            return Err(Error::InvalidConfig(format!(
+                "memory_spaces must be in 0..={WORKERS_MAX} (0: one per worker)"
+            )));
         }
         if self.loggers == 0 || self.loggers > 64 {
             return Err(Error::InvalidConfig("loggers must be in 1..=64".into()));
@@ -204,9 +214,19 @@ pub(crate) struct Shared {
     stop: AtomicBool,
     pub log: Option<Arc<Log>>,
     pub data: Option<DataDir>,
+    /// Shared memory spaces (`Config::memory_spaces`); empty: one arena per worker.
+    pub spaces: Vec<Space>,
 }
 
 impl Shared {
+    /// The arena of a worker in `slot`: its own, or one drawing from its memory space.
+    pub fn arena_for(&self, slot: crate::sync::SlotId) -> Arena {
+        match self.spaces.len() {
+            0 => Arena::new(),
+            spaces => Arena::in_space(Arc::clone(&self.spaces[slot.index() % spaces])),
+        }
+    }
+
     /// Every table in the catalog.
     pub fn tables(&self) -> Vec<TableRef> {
         let catalog = self.catalog.read().unwrap_or_else(|poison| poison.into_inner());
@@ -364,6 +384,7 @@ impl Database {
             stop: AtomicBool::new(false),
             log,
             data,
+            spaces: (0..config.memory_spaces).map(|_| new_space()).collect(),
         });
         for mut garbage in recovered_garbage {
             garbage.seal(&shared.epochs);

@@ -222,9 +222,9 @@ impl Worker {
             .ok_or(Error::TooManyWorkers { max: shared.epochs.slots_max() })?;
         let seed = (slot.index() as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         Ok(Worker {
+            arena: shared.arena_for(slot),
             shared,
             slot,
-            arena: Arena::new(),
             garbage: Garbage::new(),
             tasks: Tasks::default(),
             tables: Vec::new(),
@@ -505,6 +505,7 @@ impl Worker {
             garbage_freed: self.garbage.freed_total(),
             tasks_pending: self.tasks.len(),
             system_allocations: self.arena.stats().system_allocations,
+            shared_space: self.arena.is_shared(),
         }
     }
 }
@@ -624,7 +625,11 @@ pub struct WorkerMemory {
     pub garbage_pending: usize,
     pub garbage_freed: u64,
     pub tasks_pending: usize,
+    /// Batches taken from the shared chunks by the worker's own arena (0 when it draws from a
+    /// shared memory space).
     pub system_allocations: u64,
+    /// Whether the worker allocates from a memory space it shares (`Config::memory_spaces`).
+    pub shared_space: bool,
 }
 
 impl Drop for Worker {

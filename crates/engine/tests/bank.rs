@@ -41,11 +41,21 @@ fn run(isolation: Isolation, use_get_for_update: bool) {
 }
 
 fn run_with(protocol: Protocol, isolation: Isolation, use_get_for_update: bool) {
+    run_in_spaces(protocol, isolation, use_get_for_update, 0);
+}
+
+fn run_in_spaces(
+    protocol: Protocol,
+    isolation: Isolation,
+    use_get_for_update: bool,
+    memory_spaces: usize,
+) {
     let db = Arc::new(
         Database::open(Config {
             epoch_interval_ms: 1,
             snapshot_interval_epochs: 2,
             protocol,
+            memory_spaces,
             ..Config::default()
         })
         .unwrap(),
@@ -181,4 +191,22 @@ fn transfers_keep_the_total_under_the_multi_version_protocols() {
         run_with(protocol, Isolation::RepeatableRead, false);
         run_with(protocol, Isolation::ReadCommitted, true);
     }
+}
+
+/// Workers sharing memory spaces (`Config::memory_spaces`: one space for all, or two for the
+/// transfer threads, the readers and the checker) allocate and free versions under the
+/// space's lock; the totals hold as with a space per worker.
+#[test]
+fn transfers_keep_the_total_when_workers_share_memory_spaces() {
+    for spaces in [1, 2] {
+        run_in_spaces(Protocol::Mvto, Isolation::Serializable, false, spaces);
+        run_in_spaces(Protocol::Si, Isolation::RepeatableRead, false, spaces);
+        run_in_spaces(Protocol::Silo, Isolation::Serializable, false, spaces);
+    }
+    for (spaces, shared) in [(0, false), (1, true)] {
+        let db = Database::open(Config { memory_spaces: spaces, ..Config::default() }).unwrap();
+        assert_eq!(db.worker().unwrap().memory_stats().shared_space, shared);
+    }
+    let too_many = Config { memory_spaces: usize::MAX, ..Config::default() };
+    assert!(Database::open(too_many).unwrap_err().to_string().contains("memory_spaces"));
 }

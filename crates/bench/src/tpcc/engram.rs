@@ -83,6 +83,8 @@ pub struct Persistence {
     /// Log bytes between background checkpoints (`Config::checkpoint_log_bytes`); `None`
     /// keeps the default.
     pub checkpoint_log_bytes: Option<u64>,
+    /// Memory spaces shared by the workers (`Config::memory_spaces`; 0: one per worker).
+    pub memory_spaces: usize,
 }
 
 impl Persistence {
@@ -91,6 +93,7 @@ impl Persistence {
         let defaults = Config::default();
         Config {
             protocol: self.protocol,
+            memory_spaces: self.memory_spaces,
             data_dir: self.data_dir.clone(),
             durability: self.durability,
             log_compression: self.log_compression,

@@ -8,6 +8,12 @@
 //! allocates nothing. An empty class refills a batch of blocks from the chunks; a class holding
 //! more than `CACHED_BYTES_PER_CLASS_MAX` bytes gives half back, so blocks move between workers.
 //!
+//! An arena may instead draw from a [`Space`] that several workers share
+//! (`Config::memory_spaces`): every allocation and free then takes the space's lock. That is
+//! Wu et al.'s memory-space experiment (VLDB 2017, Fig. 16), where fewer spaces than cores make
+//! allocation the bottleneck of storage that copies a version on every update; the default
+//! gives each worker its own arena and takes no lock.
+//!
 //! | class range     | block sizes                          |
 //! |-----------------|--------------------------------------|
 //! | 0..64           | 16, 32, ..., 1024 bytes (16-byte steps) |
@@ -16,6 +22,7 @@
 
 use super::chunks;
 use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 const SMALL_STEP_BYTES: usize = 16;
 const SMALL_CLASSES: usize = 64;
@@ -70,6 +77,21 @@ pub struct ArenaStats {
 pub struct Arena {
     free: [Vec<*mut u8>; CLASSES],
     stats: ArenaStats,
+    /// The shared space this arena allocates from instead of its own cache, if any.
+    space: Option<Space>,
+}
+
+/// A memory space shared by the workers whose arenas draw from it.
+pub type Space = Arc<Mutex<Arena>>;
+
+/// A new shared memory space.
+pub fn new_space() -> Space {
+    Arc::new(Mutex::new(Arena::new()))
+}
+
+fn locked(space: &Space) -> MutexGuard<'_, Arena> {
+    // An arena's state is consistent between calls: a panic elsewhere cannot tear it.
+    space.lock().unwrap_or_else(|poison| poison.into_inner())
 }
 
 // SAFETY: the arena exclusively owns the free blocks it caches.
@@ -91,7 +113,38 @@ fn class_bytes(class: usize) -> usize {
 
 impl Arena {
     pub fn new() -> Self {
-        Arena { free: std::array::from_fn(|_| Vec::new()), stats: ArenaStats::default() }
+        Arena {
+            free: std::array::from_fn(|_| Vec::new()),
+            stats: ArenaStats::default(),
+            space: None,
+        }
+    }
+
+    /// An arena that allocates from `space`, under its lock.
+    pub fn in_space(space: Space) -> Self {
+        let mut arena = Arena::new();
+        arena.space = Some(space);
+        arena
+    }
+
+    /// Whether this arena draws from a shared space.
+    pub fn is_shared(&self) -> bool {
+        self.space.is_some()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn alloc_shared(space: &Space, bytes: usize) -> *mut u8 {
+        locked(space).alloc(bytes)
+    }
+
+    /// # Safety
+    /// As [`Arena::free`].
+    #[cold]
+    #[inline(never)]
+    unsafe fn free_shared(space: &Space, block: *mut u8, bytes: usize) {
+        // SAFETY: guaranteed by the caller.
+        unsafe { locked(space).free(block, bytes) }
     }
 
     pub fn stats(&self) -> ArenaStats {
@@ -101,6 +154,9 @@ impl Arena {
     /// A block of at least `bytes` bytes, aligned to [`BLOCK_ALIGN`], uninitialised.
     #[inline]
     pub fn alloc(&mut self, bytes: usize) -> *mut u8 {
+        if let Some(space) = &self.space {
+            return Self::alloc_shared(space, bytes);
+        }
         let Some((class, size)) = class_of(bytes) else {
             self.stats.system_allocations += 1;
             let layout = Self::large_layout(bytes);
@@ -127,6 +183,10 @@ impl Arena {
     /// reaches it any more.
     #[inline]
     pub unsafe fn free(&mut self, block: *mut u8, bytes: usize) {
+        if let Some(space) = &self.space {
+            // SAFETY: guaranteed by the caller.
+            return unsafe { Self::free_shared(space, block, bytes) };
+        }
         let Some((class, size)) = class_of(bytes) else {
             // SAFETY: guaranteed by the caller; the layout is the one `alloc` used.
             unsafe { dealloc(block, Self::large_layout(bytes)) };
@@ -179,5 +239,37 @@ mod tests {
         // SAFETY: as above.
         unsafe { arena.free(huge, LARGE_BYTES_MAX * 2) };
         assert_eq!(arena.stats().system_allocations, 2, "one refill of the class, one large block");
+    }
+
+    #[test]
+    fn arenas_in_one_space_share_its_blocks() {
+        let space = new_space();
+        let (mut first, mut second) = (Arena::in_space(space.clone()), Arena::in_space(space));
+        assert!(first.is_shared() && !Arena::new().is_shared());
+        let block = first.alloc(64);
+        // SAFETY: allocated above with the same size.
+        unsafe { first.free(block, 64) };
+        assert_eq!(second.alloc(64), block, "the block freed into the space comes back");
+        // SAFETY: as above.
+        unsafe { second.free(block, 64) };
+        let threads: Vec<_> = [first, second]
+            .into_iter()
+            .map(|mut arena| {
+                std::thread::spawn(move || {
+                    for round in 0..10_000usize {
+                        let bytes = 16 + round % 200;
+                        let block = arena.alloc(bytes);
+                        // SAFETY: a fresh block of at least `bytes` bytes.
+                        unsafe {
+                            block.write_bytes(0xAB, bytes);
+                            arena.free(block, bytes);
+                        }
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
     }
 }
