@@ -333,7 +333,20 @@ const _: () = assert!(size_of::<Head>() == 32);
 /// replaced. The record lock and the serial safety net's latch.
 #[inline]
 fn set_bit_waiting(word: &AtomicU64, bit: u64) -> Result<u64, Busy> {
-    let mut backoff = Backoff::new(RECORD_WAIT_STEPS_MAX);
+    set_bit_waiting_for(word, bit, RECORD_WAIT_STEPS_MAX)
+}
+
+/// Steps a committer waits for a serial-safety-net latch before aborting, 25 times the record
+/// lock's. Latch waits cannot deadlock: a commit takes its latches in address order after all
+/// its record locks, and while holding latches it waits only for latches at higher addresses.
+/// So a longer wait trades an abort (the whole transaction run again) for a few more yields;
+/// with the record lock's bound, latch timeouts were a third of `ssn`'s aborts on YCSB
+/// update-intensive at theta 0.8 (docs/performance.md). Still bounded: a latch holder that
+/// stops running (a descheduled thread) costs its waiters an abort, not a hang.
+const LATCH_WAIT_STEPS_MAX: u32 = 1_000;
+
+fn set_bit_waiting_for(word: &AtomicU64, bit: u64, steps_max: u32) -> Result<u64, Busy> {
+    let mut backoff = Backoff::new(steps_max);
     loop {
         let seen = word.load(Ordering::Relaxed);
         if seen & bit == 0
@@ -407,7 +420,7 @@ impl Stamps {
 
     /// Takes the latch, waiting (bounded) for a holder.
     pub fn latch(&self) -> Result<(), Busy> {
-        set_bit_waiting(&self.latch_pstamp, Self::LATCHED).map(|_| ())
+        set_bit_waiting_for(&self.latch_pstamp, Self::LATCHED, LATCH_WAIT_STEPS_MAX).map(|_| ())
     }
 
     /// Releases the latch, leaving `pstamp`.
