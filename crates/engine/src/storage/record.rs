@@ -336,14 +336,20 @@ fn set_bit_waiting(word: &AtomicU64, bit: u64) -> Result<u64, Busy> {
     set_bit_waiting_for(word, bit, RECORD_WAIT_STEPS_MAX)
 }
 
-/// Steps a committer waits for a serial-safety-net latch before aborting, 25 times the record
-/// lock's. Latch waits cannot deadlock: a commit takes its latches in address order after all
-/// its record locks, and while holding latches it waits only for latches at higher addresses.
-/// So a longer wait trades an abort (the whole transaction run again) for a few more yields;
-/// with the record lock's bound, latch timeouts were a third of `ssn`'s aborts on YCSB
-/// update-intensive at theta 0.8 (docs/performance.md). Still bounded: a latch holder that
-/// stops running (a descheduled thread) costs its waiters an abort, not a hang.
-const LATCH_WAIT_STEPS_MAX: u32 = 1_000;
+/// Steps of the two longer waits, 25 times the record lock's: a committer waiting for a serial
+/// safety net latch, and a multi-version read (`Head::read_as_of`) waiting for a locked record.
+/// Neither can close a cycle of waits:
+/// - a commit takes its latches in address order after all its record locks, and while
+///   holding latches it waits only for latches at higher addresses;
+/// - a multi-version reader holds no record lock or latch while it reads (MVTO's owner words
+///   are not waited for by committers, who own what they write), and the committer it waits
+///   for finishes without waiting for it.
+///
+/// So a longer wait trades an abort (the whole transaction run again) for a few more yields:
+/// with the record lock's bound, these two timeouts were most of `ssn`'s `record_busy` aborts on
+/// YCSB update-intensive at theta 0.8 (docs/performance.md). Still bounded: a holder that stops
+/// running (a descheduled thread) costs its waiters an abort, not a hang.
+const LONG_WAIT_STEPS_MAX: u32 = 1_000;
 
 fn set_bit_waiting_for(word: &AtomicU64, bit: u64, steps_max: u32) -> Result<u64, Busy> {
     let mut backoff = Backoff::new(steps_max);
@@ -420,7 +426,7 @@ impl Stamps {
 
     /// Takes the latch, waiting (bounded) for a holder.
     pub fn latch(&self) -> Result<(), Busy> {
-        set_bit_waiting_for(&self.latch_pstamp, Self::LATCHED, LATCH_WAIT_STEPS_MAX).map(|_| ())
+        set_bit_waiting_for(&self.latch_pstamp, Self::LATCHED, LONG_WAIT_STEPS_MAX).map(|_| ())
     }
 
     /// Releases the latch, leaving `pstamp`.
@@ -694,10 +700,10 @@ impl Head {
     }
 
     /// The newest committed state with a TID at or below `bound`, copied into `out` when it
-    /// holds a row, and the record's current word. Waits, bounded, while the record is locked:
-    /// the holder's TID may be at or below `bound`.
+    /// holds a row, and the record's current word. Waits, bounded ([`LONG_WAIT_STEPS_MAX`]),
+    /// while the record is locked: the holder's TID may be at or below `bound`.
     pub fn read_as_of(&self, bound: Tid, out: &mut Vec<u8>) -> Result<AsOf, Busy> {
-        let mut backoff = Backoff::new(RECORD_WAIT_STEPS_MAX);
+        let mut backoff = Backoff::new(LONG_WAIT_STEPS_MAX);
         loop {
             let before = TidWord(self.word.load(Ordering::Acquire));
             if before.is_locked() {
