@@ -131,6 +131,13 @@ pub struct Sample {
     pub aborts_by_reason: BTreeMap<String, u64>,
 }
 
+impl Sample {
+    /// Aborted attempts per 100 committed (or completed) transactions ([`ABORTS`]).
+    pub fn aborts_per_100(&self) -> f64 {
+        100.0 * self.aborted as f64 / self.committed.max(1) as f64
+    }
+}
+
 /// The paper's name for a protocol.
 pub fn label(protocol: Protocol) -> &'static str {
     match protocol {
@@ -215,26 +222,28 @@ pub fn run(options: &Options, mut measured: impl FnMut(&Figure)) -> Result<Run, 
 
 /// One YCSB database per protocol, each loaded with the same rows of ten 64-bit attributes.
 fn load_ycsb(options: &Options) -> Result<Vec<EngramYcsb>, String> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     options
         .protocols
         .iter()
-        .map(|&protocol| {
-            let persistence = Persistence { protocol, ..Persistence::default() };
-            let mut db = EngramYcsb::open_with(ycsb::Mode::Txn, &persistence)?;
-            let began = std::time::Instant::now();
-            db.load(options.rows, ycsb::Workload::ReadOnly.value_bytes(), threads)?;
-            if options.progress {
-                eprintln!(
-                    "loaded {} rows under {} in {:.1} s",
-                    options.rows,
-                    protocol,
-                    began.elapsed().as_secs_f64()
-                );
-            }
-            Ok(db)
-        })
+        .map(|&protocol| loaded_ycsb(options, Persistence { protocol, ..Persistence::default() }))
         .collect()
+}
+
+/// A YCSB database configured as `persistence` says, loaded with `options.rows` rows.
+fn loaded_ycsb(options: &Options, persistence: Persistence) -> Result<EngramYcsb, String> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut db = EngramYcsb::open_with(ycsb::Mode::Txn, &persistence)?;
+    let began = std::time::Instant::now();
+    db.load(options.rows, ycsb::Workload::ReadOnly.value_bytes(), threads)?;
+    if options.progress {
+        eprintln!(
+            "loaded {} rows into {} in {:.1} s",
+            options.rows,
+            db.settings(),
+            began.elapsed().as_secs_f64()
+        );
+    }
+    Ok(db)
 }
 
 /// The YCSB options of one point: `theta`, and the run's rows, seed and progress.
@@ -348,12 +357,7 @@ fn figure_6(options: &Options, dbs: &[EngramYcsb]) -> Result<Figure, String> {
     let xs: Vec<f64> = counts.iter().map(|&n| n as f64).collect();
     let mut panels = Vec::new();
     for (id, ops) in [("6a", 1), ("6b", 100)] {
-        let class = |threads: f64| Class {
-            threads: threads as usize,
-            ops_per_txn: ops,
-            update_fraction: 0.0,
-            declared_read_only: false,
-        };
+        let class = |threads: f64| Class::of(ycsb::Workload::ReadOnly, threads as usize, ops);
         let mut lines = ycsb_sweep(options, dbs, &xs, |x| (0.2, vec![class(x)]), 1)?;
         let title = format!("Read-only, {ops} op{} per txn", if ops == 1 { "" } else { "s" });
         panels.push(panel(id, &title, "worker threads", THROUGHPUT, lines.remove(0)));
@@ -381,12 +385,7 @@ fn figure_7(options: &Options, dbs: &[EngramYcsb]) -> Result<Figure, String> {
     for (id, workload) in
         [("7a", ycsb::Workload::ReadIntensive), ("7b", ycsb::Workload::UpdateIntensive)]
     {
-        let class = Class {
-            threads: options.threads,
-            ops_per_txn: 10,
-            update_fraction: workload.update_fraction(),
-            declared_read_only: false,
-        };
+        let class = Class::of(workload, options.threads, 10);
         let mut lines = ycsb_sweep(options, dbs, thetas, |theta| (theta, vec![class]), 1)?;
         let title = format!("{}, {} threads", workload_title(workload), options.threads);
         panels.push(panel(id, &title, "Zipfian theta (contention)", THROUGHPUT, lines.remove(0)));
@@ -428,17 +427,10 @@ fn heterogeneous(options: &Options, dbs: &[EngramYcsb], declared: bool) -> Resul
     let read_write = (options.threads / 2).max(1);
     let xs: Vec<f64> = read_only_counts(read_write).iter().map(|&n| n as f64).collect();
     let point = |read_only: f64| {
-        let writers = Class {
-            threads: read_write,
-            ops_per_txn: 100,
-            update_fraction: 0.8,
-            declared_read_only: false,
-        };
+        let writers = Class::of(ycsb::Workload::UpdateIntensive, read_write, 100);
         let readers = Class {
-            threads: read_only as usize,
-            ops_per_txn: 100,
-            update_fraction: 0.0,
             declared_read_only: declared,
+            ..Class::of(ycsb::Workload::ReadOnly, read_only as usize, 100)
         };
         (0.8, vec![writers, readers])
     };
@@ -492,7 +484,6 @@ fn heterogeneous(options: &Options, dbs: &[EngramYcsb], declared: bool) -> Resul
 /// two rounds.
 fn figure_16(options: &Options) -> Result<Figure, String> {
     let counts = thread_counts(options.threads);
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     // The last database is the default: an arena per worker, no lock (`memory_spaces` 0).
     let dbs = counts
         .iter()
@@ -503,9 +494,7 @@ fn figure_16(options: &Options) -> Result<Figure, String> {
                 memory_spaces: spaces,
                 ..Default::default()
             };
-            let mut db = EngramYcsb::open_with(ycsb::Mode::Txn, &persistence)?;
-            db.load(options.rows, ycsb::Workload::ReadOnly.value_bytes(), threads)?;
-            Ok(db)
+            loaded_ycsb(options, persistence)
         })
         .collect::<Result<Vec<_>, String>>()?;
     let rounds = if options.quick { 1 } else { 2 };
@@ -513,12 +502,7 @@ fn figure_16(options: &Options) -> Result<Figure, String> {
     for (id, workload) in
         [("16a", ycsb::Workload::ReadIntensive), ("16b", ycsb::Workload::UpdateIntensive)]
     {
-        let class = Class {
-            threads: options.threads,
-            ops_per_txn: 10,
-            update_fraction: workload.update_fraction(),
-            declared_read_only: false,
-        };
+        let class = Class::of(workload, options.threads, 10);
         let point = ycsb_options(options, 0.2, options.seconds / rounds as f64);
         let mut tallies = vec![ycsb::Tally::default(); dbs.len()];
         for round in 0..rounds {
@@ -621,14 +605,15 @@ fn figure_10(options: &Options) -> Result<Figure, String> {
         if run.threads == options.threads {
             for (index, kind) in kinds.iter().enumerate() {
                 let Some(typed) = report.per_type.get(kind.name()) else { continue };
-                let completed = typed.committed + typed.rolled_back;
-                aborts[*db].points.push(Sample {
+                let mut sample = Sample {
                     x: index as f64,
-                    y: 100.0 * typed.aborted as f64 / completed.max(1) as f64,
-                    committed: completed,
+                    y: 0.0,
+                    committed: typed.committed + typed.rolled_back,
                     aborted: typed.aborted,
                     aborts_by_reason: typed.aborts_by_reason.clone(),
-                });
+                };
+                sample.y = sample.aborts_per_100();
+                aborts[*db].points.push(sample);
             }
         }
     }
@@ -670,36 +655,25 @@ fn write(options: &Options, figure: &Figure) -> Result<(), String> {
         let path = options.out.join(format!("figure-{}.{}", panel.id, options.format));
         let title = format!("Fig. {}: {}", panel.id, panel.title);
         if panel.categories.is_empty() {
-            let lines: Vec<crate::plot::Series> = panel
-                .lines
-                .iter()
-                .map(|line| crate::plot::Series {
+            // The panel's lines, each point's value taken by `value`.
+            let series = |value: fn(&Sample) -> f64| -> Vec<crate::plot::Series> {
+                let line = |line: &Line| crate::plot::Series {
                     label: line.label.clone(),
-                    points: line.points.iter().map(|s| (s.x, s.y)).collect(),
-                })
-                .collect();
+                    points: line.points.iter().map(|s| (s.x, value(s))).collect(),
+                };
+                panel.lines.iter().map(line).collect()
+            };
             let frame = crate::plot::Frame {
                 x_title: panel.x_title.clone(),
                 y_title: panel.y_title.clone(),
                 whole_x: !panel.x_title.contains("theta"),
             };
-            crate::plot::draw(&lines, &frame, &title, &path)?;
+            crate::plot::draw(&series(|s| s.y), &frame, &title, &path)?;
             // Beside each throughput panel, the same points' aborts.
-            let aborts: Vec<crate::plot::Series> = panel
-                .lines
-                .iter()
-                .map(|line| crate::plot::Series {
-                    label: line.label.clone(),
-                    points: line
-                        .points
-                        .iter()
-                        .map(|s| (s.x, 100.0 * s.aborted as f64 / s.committed.max(1) as f64))
-                        .collect(),
-                })
-                .collect();
             let frame = crate::plot::Frame { y_title: ABORTS.into(), ..frame };
             let path = options.out.join(format!("figure-{}-aborts.{}", panel.id, options.format));
-            crate::plot::draw(&aborts, &frame, &format!("{title}: aborts"), &path)?;
+            let title = format!("{title}: aborts");
+            crate::plot::draw(&series(Sample::aborts_per_100), &frame, &title, &path)?;
         } else {
             let bars: Vec<(String, Vec<f64>)> = panel
                 .lines

@@ -368,15 +368,23 @@ pub struct Class {
     pub declared_read_only: bool,
 }
 
+impl Class {
+    /// `threads` threads of `workload`'s mix, `ops_per_txn` operations per transaction, not
+    /// declared read-only.
+    pub fn of(workload: Workload, threads: usize, ops_per_txn: usize) -> Class {
+        Class {
+            threads,
+            ops_per_txn,
+            update_fraction: workload.update_fraction(),
+            declared_read_only: false,
+        }
+    }
+}
+
 impl Options {
     /// The one class of a plain run: `threads` threads of the workload's transactions.
     pub fn class(&self) -> Class {
-        Class {
-            threads: self.threads,
-            ops_per_txn: self.ops_per_txn,
-            update_fraction: self.workload.update_fraction(),
-            declared_read_only: false,
-        }
+        Class::of(self.workload, self.threads, self.ops_per_txn)
     }
 }
 

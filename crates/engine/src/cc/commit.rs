@@ -124,18 +124,20 @@ fn commit_with<P: Hooks>(worker: &mut Worker) -> Result<CommitInfo> {
         }
     };
     // 5. The commit TID.
-    let tid = match stamp {
+    let tid = match (stamp, ordered) {
         _ if !writes => Tid::ZERO,
-        Some(stamp) => stamp,
+        (Some(stamp), _) => stamp,
         // MVTO commits at its timestamp.
-        None if ordered.is_some() => ordered.unwrap_or_default(),
-        None => match P::commit_tid(&worker.txn, worker.last_tid, epoch, &worker.shared.epochs) {
-            Ok(tid) => tid,
-            Err(reason) => {
-                abort(worker, Some(reason));
-                return Err(Error::Aborted(reason));
+        (None, Some(ts)) => ts,
+        (None, None) => {
+            match P::commit_tid(&worker.txn, worker.last_tid, epoch, &worker.shared.epochs) {
+                Ok(tid) => tid,
+                Err(reason) => {
+                    abort(worker, Some(reason));
+                    return Err(Error::Aborted(reason));
+                }
             }
-        },
+        }
     };
     // 6. Install and release; log the new images before leaving the commit, so that the
     // stable epoch covers the record (`wal::log`).
