@@ -3,8 +3,9 @@
 
 use crate::cc::{Isolation, Protocol, Rules};
 use crate::error::{AbortReason, Error, Result};
-use crate::gc::Garbage;
 use crate::gc::tasks::Tasks;
+use crate::gc::vacuum::{self, VacuumCounters, VacuumStats};
+use crate::gc::{Garbage, Gc};
 use crate::limits::{SECONDARY_INDEXES_MAX, TABLES_MAX, WORKERS_MAX};
 use crate::storage::arena::{Arena, Space, new_space};
 use crate::storage::{Table, TableId, TableSpec};
@@ -76,6 +77,11 @@ pub struct Config {
     /// worker has its own and allocates without a lock. `n` > 0: worker slot `i` allocates
     /// from space `i % n` under that space's lock (Wu et al.'s Fig. 16 experiment).
     pub memory_spaces: usize,
+    /// How superseded versions are removed (`gc::Gc`): by the writing transactions (the
+    /// default), by a background vacuum thread, or not at all.
+    pub gc: Gc,
+    /// Under `Gc::TupleVacuum`, the pause between two passes of the vacuum.
+    pub vacuum_interval_ms: u64,
 }
 
 impl Default for Config {
@@ -100,6 +106,8 @@ impl Default for Config {
             index_keys: None,
             protocol: Protocol::Silo,
             memory_spaces: 0,
+            gc: Gc::Transaction,
+            vacuum_interval_ms: 50,
         }
     }
 }
@@ -116,6 +124,12 @@ impl Config {
         }
         if self.workers_max == 0 || self.workers_max > WORKERS_MAX {
             return Err(Error::InvalidConfig(format!("workers_max must be in 1..={WORKERS_MAX}")));
+        }
+        if self.gc == Gc::TupleVacuum && self.workers_max < 2 {
+            return Err(Error::InvalidConfig(
+                "gc tuple-vacuum needs workers_max of at least 2: the vacuum takes a worker slot"
+                    .into(),
+            ));
         }
         if self.memory_spaces > WORKERS_MAX {
             return Err(Error::InvalidConfig(format!(
@@ -216,9 +230,16 @@ pub(crate) struct Shared {
     pub data: Option<DataDir>,
     /// Shared memory spaces (`Config::memory_spaces`); empty: one arena per worker.
     pub spaces: Vec<Space>,
+    /// What the vacuum did (`Gc::TupleVacuum`).
+    pub vacuum: VacuumCounters,
 }
 
 impl Shared {
+    /// Whether the database is closing (background threads end).
+    pub fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Acquire)
+    }
+
     /// The arena of a worker in `slot`: its own, or one drawing from its memory space.
     pub fn arena_for(&self, slot: crate::sync::SlotId) -> Arena {
         match self.spaces.len() {
@@ -285,6 +306,7 @@ pub struct Database {
     ticker: Option<JoinHandle<()>>,
     loggers: Vec<JoinHandle<()>>,
     checkpointer: Option<JoinHandle<()>>,
+    vacuum: Option<JoinHandle<()>>,
 }
 
 impl Database {
@@ -385,6 +407,7 @@ impl Database {
             log,
             data,
             spaces: (0..config.memory_spaces).map(|_| new_space()).collect(),
+            vacuum: VacuumCounters::default(),
         });
         for mut garbage in recovered_garbage {
             garbage.seal(&shared.epochs);
@@ -430,7 +453,14 @@ impl Database {
                 .spawn(move || run_checkpointer(&shared))
                 .expect("spawn the checkpointer")
         });
-        Ok(Database { shared, ticker, loggers, checkpointer })
+        let vacuum = (config.gc == Gc::TupleVacuum).then(|| {
+            let shared = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name("engram-vacuum".into())
+                .spawn(move || vacuum::run(shared))
+                .expect("spawn the vacuum")
+        });
+        Ok(Database { shared, ticker, loggers, checkpointer, vacuum })
     }
 
     /// A new worker for the calling thread.
@@ -557,6 +587,12 @@ impl Database {
         reserve(bytes)
     }
 
+    /// What the background vacuum has done (all zeros unless `Config::gc` is
+    /// `Gc::TupleVacuum`).
+    pub fn vacuum_stats(&self) -> VacuumStats {
+        self.shared.vacuum.stats()
+    }
+
     /// Commit and abort counts summed over all workers, past and present.
     pub fn stats(&self) -> Stats {
         let mut stats = Stats {
@@ -579,6 +615,10 @@ impl Drop for Database {
         if let Some(checkpointer) = self.checkpointer.take() {
             checkpointer.thread().unpark();
             let _ = checkpointer.join();
+        }
+        if let Some(vacuum) = self.vacuum.take() {
+            vacuum.thread().unpark();
+            let _ = vacuum.join();
         }
         if let Some(ticker) = self.ticker.take() {
             ticker.thread().unpark();

@@ -70,6 +70,8 @@ pub mod worker;
 pub use cc::{Isolation, Protocol, Txn};
 pub use db::{Config, Database, Stats};
 pub use error::{AbortReason, Error, Result};
+pub use gc::Gc;
+pub use gc::vacuum::VacuumStats;
 pub use index::Direction;
 pub use index::key::KeyBuilder;
 pub use storage::{IndexSpec, Table, TableId, TableSpec, Tid};

@@ -588,10 +588,12 @@ impl Raw<'_> {
             return Err(Error::Aborted(AbortReason::SequenceExhausted));
         };
         worker.last_tid = tid;
-        let retention = epochs.retention();
+        let gc = worker.shared.config.gc;
+        let retention =
+            crate::storage::record::Retention { prune: gc.writers_prune(), ..epochs.retention() };
         let new_word = TidWord::new(tid, TidWord::LATEST);
         worker.txn.dropped.clear();
-        head.install(
+        let kept = head.install(
             Some(value),
             new_word,
             retention,
@@ -600,6 +602,9 @@ impl Raw<'_> {
             &mut worker.txn.dropped,
         );
         head.unlock_to(new_word);
+        if kept && gc == crate::gc::Gc::TupleVacuum {
+            table.mark_dirty();
+        }
         if let Some(log) = &worker.shared.log {
             log.append(worker.slot.index(), |out| {
                 crate::wal::format::encode_txn_head(out, tid.as_u64(), 1);

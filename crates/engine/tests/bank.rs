@@ -2,7 +2,7 @@
 //! transactions, by serializable ones, or at the end.
 
 use engram_engine::{
-    Config, Database, Direction, Error, Isolation, KeyBuilder, Protocol, TableRef, TableSpec,
+    Config, Database, Direction, Error, Gc, Isolation, KeyBuilder, Protocol, TableRef, TableSpec,
 };
 use rand::{RngExt, SeedableRng, rngs::SmallRng};
 use std::ops::Bound;
@@ -50,16 +50,16 @@ fn run_in_spaces(
     use_get_for_update: bool,
     memory_spaces: usize,
 ) {
-    let db = Arc::new(
-        Database::open(Config {
-            epoch_interval_ms: 1,
-            snapshot_interval_epochs: 2,
-            protocol,
-            memory_spaces,
-            ..Config::default()
-        })
-        .unwrap(),
-    );
+    run_configured(isolation, use_get_for_update, Config { protocol, memory_spaces, ..bank() });
+}
+
+/// The bank's engine settings: 1 ms epochs, snapshots every two.
+fn bank() -> Config {
+    Config { epoch_interval_ms: 1, snapshot_interval_epochs: 2, ..Config::default() }
+}
+
+fn run_configured(isolation: Isolation, use_get_for_update: bool, config: Config) {
+    let db = Arc::new(Database::open(config).unwrap());
     let table = db.create_table(TableSpec::new("accounts")).unwrap();
     let mut setup = db.worker().unwrap();
     let opened = setup
@@ -190,6 +190,23 @@ fn transfers_keep_the_total_under_the_multi_version_protocols() {
         run_with(protocol, Isolation::Serializable, false);
         run_with(protocol, Isolation::RepeatableRead, false);
         run_with(protocol, Isolation::ReadCommitted, true);
+    }
+}
+
+/// Under every GC mode (a vacuum every millisecond pruning beside the transfers, or nothing
+/// pruned at all) the totals hold.
+#[test]
+fn transfers_keep_the_total_under_every_gc_mode() {
+    for gc in [Gc::TupleVacuum, Gc::None] {
+        for (protocol, isolation) in [
+            (Protocol::Mvto, Isolation::Serializable),
+            (Protocol::Si, Isolation::RepeatableRead),
+            (Protocol::Ssn, Isolation::Serializable),
+            (Protocol::Silo, Isolation::Serializable),
+        ] {
+            let config = Config { protocol, gc, vacuum_interval_ms: 1, ..bank() };
+            run_configured(isolation, false, config);
+        }
     }
 }
 

@@ -7,7 +7,7 @@
 //! the final lists and looks for cycles.
 
 use engram_engine::{
-    AbortReason, Config, Database, Direction, Isolation, KeyBuilder, Protocol, Stats, TableRef,
+    AbortReason, Config, Database, Direction, Gc, Isolation, KeyBuilder, Protocol, Stats, TableRef,
     TableSpec,
 };
 use engram_testkit::history::{self, Committed, Violation};
@@ -25,11 +25,18 @@ const SCAN_WIDTH_MAX: u64 = 12;
 /// A database with 2 ms epochs and snapshots every `snapshot_interval_epochs` epochs (deleted
 /// records leave the index once the snapshot horizon passes them).
 fn database(snapshot_interval_epochs: u64, protocol: Protocol) -> Arc<Database> {
+    database_with_gc(snapshot_interval_epochs, protocol, Gc::Transaction)
+}
+
+/// [`database`] under GC mode `gc` (the vacuum, if any, passes every millisecond).
+fn database_with_gc(snapshot_interval_epochs: u64, protocol: Protocol, gc: Gc) -> Arc<Database> {
     Arc::new(
         Database::open(Config {
             epoch_interval_ms: 2,
             snapshot_interval_epochs,
             protocol,
+            gc,
+            vacuum_interval_ms: 1,
             ..Config::default()
         })
         .unwrap(),
@@ -47,19 +54,21 @@ fn run(
     per_thread: usize,
     seed: u64,
 ) -> (Vec<Committed>, BTreeMap<u64, Vec<u64>>) {
-    let (committed, finals, _) = run_with_stats(protocol, isolation, threads, per_thread, seed);
+    let (committed, finals, _) =
+        run_with_stats(protocol, Gc::Transaction, isolation, threads, per_thread, seed);
     (committed, finals)
 }
 
 /// [`run`], with the database's commit and abort counts.
 fn run_with_stats(
     protocol: Protocol,
+    gc: Gc,
     isolation: Isolation,
     threads: usize,
     per_thread: usize,
     seed: u64,
 ) -> (Vec<Committed>, BTreeMap<u64, Vec<u64>>, Stats) {
-    let db = database(1, protocol);
+    let db = database_with_gc(1, protocol, gc);
     let table = db.create_table(TableSpec::new("lists")).unwrap();
     let next_id = Arc::new(AtomicU64::new(1));
     let frontier = Arc::new(AtomicU64::new(0));
@@ -170,10 +179,15 @@ fn run_with_stats(
 /// A serializable run under `protocol` (4 threads, 1,500 transactions each) whose history has
 /// no cycle, more than `commits_min` commits and anti-dependencies to check; its counts.
 fn serializable_run(protocol: Protocol, seed: u64, commits_min: usize) -> Stats {
+    serializable_run_gc(protocol, Gc::Transaction, seed, commits_min)
+}
+
+/// [`serializable_run`] under GC mode `gc`.
+fn serializable_run_gc(protocol: Protocol, gc: Gc, seed: u64, commits_min: usize) -> Stats {
     let (committed, finals, stats) =
-        run_with_stats(protocol, Isolation::Serializable, 4, 1500, seed);
+        run_with_stats(protocol, gc, Isolation::Serializable, 4, 1500, seed);
     let summary = history::check(&committed, &finals)
-        .unwrap_or_else(|violation| panic!("{protocol} seed {seed}: {violation}"));
+        .unwrap_or_else(|violation| panic!("{protocol} gc {gc} seed {seed}: {violation}"));
     assert!(summary.transactions > commits_min, "{protocol}: {} commit", summary.transactions);
     assert!(summary.read_write_edges > 100, "{protocol}: anti-dependencies to check");
     stats
@@ -183,6 +197,17 @@ fn serializable_run(protocol: Protocol, seed: u64, commits_min: usize) -> Stats 
 fn serializable_histories_have_no_cycles() {
     for seed in 0..3 {
         serializable_run(Protocol::Silo, seed, 3000);
+    }
+}
+
+/// A vacuum pruning every millisecond beside the transactions, or no pruning at all, leaves
+/// every serializable history acyclic.
+#[test]
+fn serializable_histories_have_no_cycles_under_every_gc_mode() {
+    for gc in [Gc::TupleVacuum, Gc::None] {
+        for protocol in [Protocol::Mvto, Protocol::Ssn, Protocol::Silo] {
+            serializable_run_gc(protocol, gc, 7, 2000);
+        }
     }
 }
 

@@ -10,7 +10,8 @@ use super::ssn;
 use super::txn::{pinned, release_locks};
 use crate::db::Counters;
 use crate::error::{AbortReason, Error, Result};
-use crate::storage::record::Busy;
+use crate::gc::Gc;
+use crate::storage::record::{Busy, Retention};
 use crate::storage::{Head, Tid, TidWord};
 use crate::sync::Epoch;
 use crate::wal::format::{self, LoggedWrite};
@@ -251,7 +252,8 @@ fn install_write_set(worker: &mut Worker, tid: Tid, low: Option<Tid>) {
     // SAFETY: commit runs while pinned.
     let pin = unsafe { pinned() };
     let epochs = &worker.shared.epochs;
-    let retention = epochs.retention();
+    let gc = worker.shared.config.gc;
+    let retention = Retention { prune: gc.writers_prune(), ..epochs.retention() };
     let Worker { tables, txn, arena, garbage, tasks, .. } = worker;
     for order in 0..txn.write_order.len() {
         let entry = txn.access.entries[txn.write_order[order] as usize];
@@ -273,6 +275,9 @@ fn install_write_set(worker: &mut Worker, tid: Tid, low: Option<Tid>) {
             let row = value.map(|span| txn.access.slice(span));
             head.install(row, new_word, retention, arena, garbage, &mut txn.dropped)
         };
+        if kept && gc == Gc::TupleVacuum {
+            table.mark_dirty();
+        }
         if secondaries && (had_row || !txn.dropped.is_empty()) {
             let TxnState { access, entry_scratch, dropped, .. } = &mut *txn;
             secondary::after_install(

@@ -33,7 +33,7 @@ mod commit;
 mod mv;
 mod mv2pl;
 mod mvto;
-mod secondary;
+pub(crate) mod secondary;
 mod silo;
 mod ssn;
 mod txn;

@@ -9,12 +9,79 @@
 //!   once the snapshot low-water mark passes the delete's epoch, then unlinks the record and
 //!   retires its head.
 //!
-//! Superseded versions are pruned by the writer that supersedes them (see `storage::record`):
-//! a version is kept only while a snapshot boundary at or above the snapshot low-water mark
-//! falls between its epoch and its successor's.
+//! - [`vacuum`]: the background vacuum of `Gc::TupleVacuum`.
+//!
+//! A version is kept only while a reader may need it: a snapshot boundary at or above the
+//! snapshot low-water mark, or a multi-version reader's timestamp, falls between its epoch and
+//! its successor's. Who removes the versions that stop being needed is the [`Gc`] mode
+//! (Wu et al. §5): the writing transactions (`transaction`, the default), a background vacuum
+//! (`tuple-vacuum`), or nobody (`none`, an experiment's baseline).
 
 pub mod reclaim;
 pub(crate) mod tasks;
+pub mod vacuum;
 
 pub use reclaim::Garbage;
 pub(crate) use reclaim::Retired;
+
+/// How superseded versions are found and removed (`--gc`, Wu et al. §5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Gc {
+    /// Transaction-level: a committing transaction, holding the locks of the records it
+    /// writes, unlinks the versions of those records that no reader can read any more (when a
+    /// record's chain has doubled since its last pruning, so the walks cost a constant per
+    /// update), and retires them in its epoch-tagged garbage list; they are freed in batches
+    /// when their epoch expires. No thread scans for garbage.
+    #[default]
+    Transaction,
+    /// Tuple-level background vacuum: writers never prune; a vacuum thread visits the tables
+    /// whose records gained versions since its last pass and prunes every record's chain.
+    TupleVacuum,
+    /// Nothing is pruned: versions a reader might need are kept until their record is
+    /// deleted. Memory grows with every update; for experiments (Wu et al.'s GC-off runs).
+    None,
+}
+
+impl Gc {
+    pub const ALL: [Gc; 3] = [Gc::Transaction, Gc::TupleVacuum, Gc::None];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Gc::Transaction => "transaction",
+            Gc::TupleVacuum => "tuple-vacuum",
+            Gc::None => "none",
+        }
+    }
+
+    /// Whether writers prune the chains of the records they write.
+    pub(crate) fn writers_prune(self) -> bool {
+        self == Gc::Transaction
+    }
+}
+
+impl std::fmt::Display for Gc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Gc {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "transaction" => Ok(Gc::Transaction),
+            "tuple-vacuum" | "vacuum" => Ok(Gc::TupleVacuum),
+            "none" | "off" => Ok(Gc::None),
+            "tuple-cooperative" | "cooperative" => {
+                Err("tuple-cooperative is not supported: cooperative cleaning removes the expired \
+                 versions a reader passes on its way along a chain, which needs oldest-to-newest \
+                 chains (a reader then meets the oldest versions first); Engram's chains are \
+                 newest-to-oldest, where readers stop before the expired tail. Use \
+                 tuple-vacuum or transaction"
+                    .into())
+            }
+            other => Err(format!("unknown gc \"{other}\": use transaction, tuple-vacuum or none")),
+        }
+    }
+}

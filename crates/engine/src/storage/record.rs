@@ -276,12 +276,14 @@ pub struct Retention {
     pub low: Epoch,
     pub interval: u64,
     pub readers_low: Tid,
+    /// Whether an install prunes the chain it grows (`gc::Gc::writers_prune`).
+    pub prune: bool,
 }
 
 impl Retention {
     /// Keeps nothing for anyone (recovery, before any reader exists).
     pub const NOTHING: Retention =
-        Retention { low: Epoch(u64::MAX), interval: 1, readers_low: Tid::MAX };
+        Retention { low: Epoch(u64::MAX), interval: 1, readers_low: Tid::MAX, prune: true };
 
     /// Whether a version committed at `tid` and superseded at `successor` may be read.
     #[inline]
@@ -895,7 +897,7 @@ impl Head {
         // protocol almost every update keeps a version, and a hot record's chain may hold
         // hundreds that readers still need: pruning walks the chain only when it has doubled
         // since the last prune, so the walks cost a constant per update.
-        if keep && self.prune_due(retention) {
+        if keep && retention.prune && self.prune_due(retention) {
             self.prune(new_tid, retention, garbage, dropped);
         }
         keep
@@ -1018,6 +1020,27 @@ impl Head {
         }
     }
 
+    /// Whether the record has older versions (racy: a hint for the vacuum).
+    #[inline]
+    pub fn has_older(&self) -> bool {
+        !self.older.load(Ordering::Relaxed).is_null()
+    }
+
+    /// The vacuum's pruning (`gc::vacuum`) of a head it has locked: drops the chain versions
+    /// no reader at or above `retention` can read, retiring them and appending them to
+    /// `dropped`. Returns how many it dropped.
+    pub(crate) fn vacuum_locked(
+        &self,
+        retention: Retention,
+        garbage: &mut Garbage,
+        dropped: &mut Vec<*const Version>,
+    ) -> usize {
+        debug_assert!(self.word().is_locked());
+        let before = dropped.len();
+        self.prune(self.word().tid(), retention, garbage, dropped);
+        dropped.len() - before
+    }
+
     /// Number of older versions (tests and statistics; racy but memory-safe while pinned).
     pub fn chain_len(&self) -> usize {
         let mut count = 0;
@@ -1071,7 +1094,7 @@ mod tests {
     use super::*;
 
     fn retention(low: u64, interval: u64) -> Retention {
-        Retention { low: Epoch(low), interval, readers_low: Tid::MAX }
+        Retention { low: Epoch(low), interval, readers_low: Tid::MAX, prune: true }
     }
 
     fn tid(epoch: u64) -> Tid {
@@ -1212,7 +1235,8 @@ mod tests {
         let mut write = |sequence: u64, readers_low: Tid, garbage: &mut Garbage| {
             head.lock().unwrap();
             let word = TidWord::new(at(sequence), TidWord::LATEST);
-            let retention = Retention { low: Epoch(u64::MAX), interval: 1, readers_low };
+            let retention =
+                Retention { low: Epoch(u64::MAX), interval: 1, readers_low, prune: true };
             let mut dropped = Vec::new();
             head.install(
                 Some(&sequence.to_le_bytes()),

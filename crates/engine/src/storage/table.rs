@@ -200,6 +200,9 @@ pub struct Table {
     name: String,
     pub primary: BTree,
     pub secondaries: Box<[SecondaryIndex]>,
+    /// Some record gained an older version since the vacuum last took this flag
+    /// (`gc::vacuum`; set only when the vacuum runs).
+    dirty: std::sync::atomic::AtomicBool,
 }
 
 impl fmt::Debug for Table {
@@ -225,7 +228,13 @@ impl Table {
                 definition: index.definition,
             })
             .collect();
-        Table { id, name: spec.name, primary: BTree::new(), secondaries }
+        Table {
+            id,
+            name: spec.name,
+            primary: BTree::new(),
+            secondaries,
+            dirty: std::sync::atomic::AtomicBool::new(false),
+        }
     }
 
     pub fn id(&self) -> TableId {
@@ -238,6 +247,21 @@ impl Table {
 
     pub fn has_secondaries(&self) -> bool {
         !self.secondaries.is_empty()
+    }
+
+    /// Notes that a record of this table gained an older version (for the vacuum). A load
+    /// first, so that a table already marked costs no write to a shared line.
+    #[inline]
+    pub(crate) fn mark_dirty(&self) {
+        use std::sync::atomic::Ordering;
+        if !self.dirty.load(Ordering::Relaxed) {
+            self.dirty.store(true, Ordering::Release);
+        }
+    }
+
+    /// Takes the dirty flag: whether a record gained a version since the last call.
+    pub(crate) fn take_dirty(&self) -> bool {
+        self.dirty.swap(false, std::sync::atomic::Ordering::AcqRel)
     }
 }
 

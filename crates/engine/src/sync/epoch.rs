@@ -245,6 +245,7 @@ impl EpochManager {
             low: self.snapshot_low(),
             interval: self.snapshot_interval_epochs,
             readers_low: self.readers_low(),
+            prune: true,
         }
     }
 

@@ -1,0 +1,160 @@
+//! The GC modes (`Config::gc`): who prunes version chains, and what each leaves behind.
+//!
+//! A reader that began before a run of updates keeps every version of the run needed; once it
+//! ends, the versions are garbage. `transaction` bounds a chain while it grows (its writers
+//! prune), `tuple-vacuum` prunes it in the background once the reader is gone, `none` keeps it.
+//! Pruning also removes the secondary entries that only the pruned versions produced.
+
+use engram_engine::index::{LeafVersion, ScanVisitor};
+use engram_engine::storage::Head;
+use engram_engine::{
+    Config, Database, Direction, Gc, IndexSpec, Isolation, KeyBuilder, Protocol, TableRef,
+    TableSpec,
+};
+use std::ops::Bound;
+use std::time::{Duration, Instant};
+
+const UPDATES: u64 = 300;
+
+fn key(i: u64) -> Vec<u8> {
+    KeyBuilder::new().u64(i).finish()
+}
+
+/// A row whose first eight bytes are its secondary key.
+fn row(group: u64) -> Vec<u8> {
+    let mut row = group.to_be_bytes().to_vec();
+    row.extend_from_slice(&[7u8; 24]);
+    row
+}
+
+fn open(gc: Gc) -> (Database, TableRef) {
+    let db = Database::open(Config {
+        epoch_interval_ms: 1,
+        snapshot_interval_epochs: 2,
+        protocol: Protocol::Mvto,
+        gc,
+        vacuum_interval_ms: 1,
+        ..Config::default()
+    })
+    .unwrap();
+    let by_group = IndexSpec::new("by_group", false, |row: &[u8], out: &mut Vec<u8>| {
+        out.extend_from_slice(&row[..8]);
+        true
+    });
+    let table = db.create_table(TableSpec::new("t").index(by_group)).unwrap();
+    (db, table)
+}
+
+/// Older versions of row 0, and entries in the secondary index.
+fn chain_and_entries(db: &Database, table: &TableRef) -> (usize, usize) {
+    let mut worker = db.worker().unwrap();
+    worker
+        .pinned(|pin, _| {
+            let head = table.primary.get(&key(0), pin).value.expect("row 0");
+            // SAFETY: found in the index while pinned.
+            let chain = unsafe { &*(head as *const Head) }.chain_len();
+            struct Count(usize);
+            impl ScanVisitor for Count {
+                fn leaf(&mut self, _leaf: LeafVersion) {}
+                fn entry(&mut self, _key: &[u8], _value: u64) -> bool {
+                    self.0 += 1;
+                    true
+                }
+            }
+            let mut entries = Count(0);
+            table.secondaries[0].tree.scan(
+                Bound::Unbounded,
+                Bound::Unbounded,
+                Direction::Forward,
+                pin,
+                &mut Default::default(),
+                &mut entries,
+            );
+            (chain, entries.0)
+        })
+        .unwrap()
+}
+
+/// Updates row 0 `UPDATES` times, each to a new secondary key, while a reader that began
+/// before holds the versions; returns the chain and entry counts with the reader still open,
+/// then a second after it ended.
+fn run(gc: Gc) -> ((usize, usize), (usize, usize)) {
+    let (db, table) = open(gc);
+    let mut writer = db.worker().unwrap();
+    writer
+        .transaction(Isolation::Serializable, |txn| txn.insert(&table, &key(0), &row(0)))
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(5));
+    let mut reader = db.worker().unwrap();
+    reader.begin(Isolation::Serializable).unwrap();
+    assert_eq!(reader.txn().unwrap().get(&table, &key(1)).unwrap(), None);
+    for update in 1..=UPDATES {
+        writer
+            .transaction(Isolation::Serializable, |txn| txn.update(&table, &key(0), &row(update)))
+            .unwrap();
+    }
+    let held = chain_and_entries(&db, &table);
+    reader.commit().unwrap();
+    // Updates spread over 100 ms after the reader is gone: with no reader, an update keeps a
+    // version (and a pruning writer then prunes) only when a snapshot boundary passes.
+    for update in UPDATES + 1..=UPDATES + 20 {
+        writer
+            .transaction(Isolation::Serializable, |txn| txn.update(&table, &key(0), &row(update)))
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let deadline = Instant::now() + Duration::from_secs(1);
+    let mut after = chain_and_entries(&db, &table);
+    while Instant::now() < deadline && gc == Gc::TupleVacuum && after.0 > 1 {
+        std::thread::sleep(Duration::from_millis(10));
+        after = chain_and_entries(&db, &table);
+    }
+    if gc == Gc::TupleVacuum {
+        let stats = db.vacuum_stats();
+        assert!(stats.passes > 0 && stats.versions > 0, "{stats:?}");
+    } else {
+        assert_eq!(db.vacuum_stats(), Default::default());
+    }
+    (held, after)
+}
+
+#[test]
+fn transaction_gc_prunes_as_writers_write() {
+    let ((held, _), (after, entries)) = run(Gc::Transaction);
+    // While a multi-version reader is open every version above its timestamp is kept (the
+    // retention rule is conservative: `Retention::needed`); once it ends, the next update
+    // that keeps a version prunes the chain, to the few versions that snapshot boundaries
+    // (every two 1 ms epochs here) may still need.
+    assert!(held >= UPDATES as usize / 2, "chain of {held} with the reader open");
+    assert!(after < 16, "chain of {after} after the reader ended");
+    assert!(entries <= after + 2, "{entries} secondary entries for {after} older versions");
+}
+
+#[test]
+fn tuple_vacuum_prunes_in_the_background() {
+    let ((held, held_entries), (after, entries)) = run(Gc::TupleVacuum);
+    assert!(held >= UPDATES as usize / 2, "chain of {held}: writers pruned under tuple-vacuum");
+    assert!(held_entries > UPDATES as usize / 2, "{held_entries} entries with the reader open");
+    assert!(after <= 1, "chain of {after} a second after the reader ended");
+    assert!(entries <= 2, "{entries} secondary entries left after the vacuum");
+}
+
+#[test]
+fn no_gc_keeps_every_version() {
+    let ((held, _), (after, entries)) = run(Gc::None);
+    assert!(held >= UPDATES as usize / 2, "chain of {held}: something pruned under none");
+    assert!(after >= held, "chain fell from {held} to {after} with nothing to prune it");
+    assert!(entries > UPDATES as usize / 2, "{entries} secondary entries");
+}
+
+#[test]
+fn cooperative_cleaning_is_refused_with_the_reason() {
+    let refused = "tuple-cooperative".parse::<Gc>().unwrap_err();
+    assert!(refused.contains("oldest-to-newest"), "{refused}");
+    for gc in Gc::ALL {
+        assert_eq!(gc.name().parse::<Gc>(), Ok(gc));
+    }
+    // The vacuum takes a worker slot of its own.
+    let alone = Config { gc: Gc::TupleVacuum, workers_max: 1, ..Config::default() };
+    assert!(Database::open(alone).unwrap_err().to_string().contains("vacuum"));
+}
