@@ -167,9 +167,11 @@ impl Db for EngramYcsb {
     fn settings(&self) -> String {
         let config = self.db.config();
         format!(
-            "mode {}, protocol {}, serializable, epoch {} ms, snapshot every {} epochs, {}, {}",
+            "mode {}, protocol {}, gc {}, serializable, epoch {} ms, snapshot every {} epochs, \
+             {}, {}",
             self.mode.name(),
             config.protocol,
+            config.gc,
             config.epoch_interval_ms,
             config.snapshot_interval_epochs,
             match config.memory_spaces {

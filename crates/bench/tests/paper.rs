@@ -1,24 +1,11 @@
 //! `engram bench paper` on a tiny scale: each figure it runs writes its JSON and a plot per
 //! panel with a line per protocol and a point per x; figures the engine cannot run say why.
 
+mod common;
+
+use common::options;
 use engram_bench::paper::{self, Options};
 use std::path::PathBuf;
-
-fn options(figures: &[u32], out: PathBuf) -> Options {
-    Options {
-        figures: figures.to_vec(),
-        quick: true,
-        threads: 2,
-        rows: 2_000,
-        seconds: 0.05,
-        protocols: Options::PROTOCOLS.to_vec(),
-        out,
-        format: "svg".into(),
-        seed: 3,
-        progress: false,
-        command: "test".into(),
-    }
-}
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("engram-paper-{name}-{}", std::process::id()));

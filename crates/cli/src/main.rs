@@ -3,7 +3,7 @@
 use clap::{Args, Parser, Subcommand};
 use engram_bench::report::{format_rate, write_json};
 use engram_bench::tpcc::engram::{EngramTpcc, Persistence, ReadOnlyLevels};
-use engram_engine::{Durability, Protocol};
+use engram_engine::{Durability, Gc, Protocol};
 
 mod crash;
 mod serve;
@@ -138,6 +138,14 @@ struct DurabilityArgs {
     /// lock; Wu et al.'s Fig. 16).
     #[arg(long, default_value_t = 0)]
     memory_spaces: usize,
+    /// How superseded versions are removed: transaction (the writers, the default),
+    /// tuple-vacuum (a background thread) or none (kept until deleted; experiments only).
+    #[arg(long, default_value = "transaction", value_parser = parse_gc)]
+    gc: Gc,
+}
+
+fn parse_gc(text: &str) -> Result<Gc, String> {
+    text.parse()
 }
 
 impl DurabilityArgs {
@@ -180,6 +188,7 @@ impl DurabilityArgs {
             log_compression: self.log_compression,
             checkpoint_log_bytes: self.checkpoint_log_mib.map(|mib| mib << 20),
             memory_spaces: self.memory_spaces,
+            gc: self.gc,
         })
     }
 }

@@ -19,7 +19,7 @@ use super::spec::{
 use super::{DistrictFacts, Facts, TpccDb, load};
 use crate::db::{Db, Outcome};
 use engram_engine::{
-    Config, Database, Direction, Durability, Error, IndexKeys, IndexSpec, Isolation, Protocol,
+    Config, Database, Direction, Durability, Error, Gc, IndexKeys, IndexSpec, Isolation, Protocol,
     TableRef, TableSpec, Txn, Worker,
 };
 use std::ops::Bound;
@@ -85,6 +85,8 @@ pub struct Persistence {
     pub checkpoint_log_bytes: Option<u64>,
     /// Memory spaces shared by the workers (`Config::memory_spaces`; 0: one per worker).
     pub memory_spaces: usize,
+    /// How superseded versions are removed (`Config::gc`).
+    pub gc: Gc,
 }
 
 impl Persistence {
@@ -94,6 +96,7 @@ impl Persistence {
         Config {
             protocol: self.protocol,
             memory_spaces: self.memory_spaces,
+            gc: self.gc,
             data_dir: self.data_dir.clone(),
             durability: self.durability,
             log_compression: self.log_compression,
