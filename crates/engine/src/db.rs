@@ -78,7 +78,8 @@ pub struct Config {
     /// from space `i % n` under that space's lock (Wu et al.'s Fig. 16 experiment).
     pub memory_spaces: usize,
     /// How superseded versions are removed (`gc::Gc`): by the writing transactions (the
-    /// default), by a background vacuum thread, or not at all.
+    /// default), by a background vacuum thread, or not at all. The vacuum takes one of the
+    /// `workers_max` slots for itself.
     pub gc: Gc,
     /// Under `Gc::TupleVacuum`, the pause between two passes of the vacuum.
     pub vacuum_interval_ms: u64,
