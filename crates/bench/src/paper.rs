@@ -18,7 +18,7 @@
 //! | 11-19, 22, 23 | version storage, cooperative GC, index pointers | not run: the engine has one storage scheme (see [`NOT_BUILT`]) |
 //!
 //! The paper's storage for its protocol experiments is newest-to-oldest append-only chains,
-//! transaction-level GC and logical index pointers, which is what Engram has. Its machine had
+//! transaction-level GC and logical index pointers, which are Engram's defaults. Its machine had
 //! 40 cores; `threads` (default: this machine's cores) stands in for its 40, and its 20
 //! read-write threads of Figs. 8 and 9 become half of `threads`.
 //!
