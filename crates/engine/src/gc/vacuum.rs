@@ -106,10 +106,6 @@ struct Buffers {
     entries: EntryScratch,
 }
 
-// SAFETY: the version pointers in `dropped` are only examined by the vacuum thread, while
-// pinned, between a prune and the end of the same batch.
-unsafe impl Send for Buffers {}
-
 /// One pass: every table whose dirty flag is set, visited whole.
 fn pass(worker: &mut Worker, buffers: &mut Buffers) {
     let shared = Arc::clone(&worker.shared);
