@@ -8,7 +8,8 @@ use crate::gc::vacuum::{self, VacuumCounters, VacuumStats};
 use crate::gc::{Garbage, Gc};
 use crate::limits::{SECONDARY_INDEXES_MAX, TABLES_MAX, WORKERS_MAX};
 use crate::storage::arena::{Arena, Space, new_space};
-use crate::storage::{Table, TableId, TableSpec};
+use crate::storage::record::HeadShape;
+use crate::storage::{Table, TableId, TableSpec, VersionStorage};
 use crate::sync::Epoch;
 use crate::sync::EpochManager;
 use crate::wal::format::{CatalogRecord, IndexRecord};
@@ -81,6 +82,9 @@ pub struct Config {
     /// default), by a background vacuum thread, or not at all. The vacuum takes one of the
     /// `workers_max` slots for itself.
     pub gc: Gc,
+    /// Where record versions are kept (`storage::record::VersionStorage`): time-travel (the
+    /// default: the newest version in place), or append-only chains, newest or oldest first.
+    pub version_storage: VersionStorage,
     /// Under `Gc::TupleVacuum`, the pause between two passes of the vacuum.
     pub vacuum_interval_ms: u64,
 }
@@ -108,12 +112,18 @@ impl Default for Config {
             protocol: Protocol::Silo,
             memory_spaces: 0,
             gc: Gc::Transaction,
+            version_storage: VersionStorage::TimeTravel,
             vacuum_interval_ms: 50,
         }
     }
 }
 
 impl Config {
+    /// What new record heads are made of: the protocol's words and the storage's layout.
+    pub(crate) fn head_shape(&self) -> HeadShape {
+        HeadShape { words: self.protocol.head_words(), storage: self.version_storage }
+    }
+
     fn validate(&self) -> Result<()> {
         if self.snapshot_interval_epochs == 0 {
             return Err(Error::InvalidConfig("snapshot_interval_epochs must be at least 1".into()));
@@ -338,7 +348,7 @@ impl Database {
                 &*storage,
                 config.index_keys.as_ref(),
                 config.recovery_threads(),
-                config.protocol.head_words(),
+                config.head_shape(),
             )?;
             epochs.restart_after(Epoch(recovered.last_epoch));
             let mut records = Vec::with_capacity(recovered.tables.len());

@@ -3,6 +3,7 @@
 
 use engram_engine::{
     Config, Database, Direction, Error, Gc, Isolation, KeyBuilder, Protocol, TableRef, TableSpec,
+    VersionStorage,
 };
 use rand::{RngExt, SeedableRng, rngs::SmallRng};
 use std::ops::Bound;
@@ -205,6 +206,26 @@ fn transfers_keep_the_total_under_every_gc_mode() {
             (Protocol::Silo, Isolation::Serializable),
         ] {
             let config = Config { protocol, gc, vacuum_interval_ms: 1, ..bank() };
+            run_configured(isolation, false, config);
+        }
+    }
+}
+
+/// Append-only chains, newest or oldest first, under each kind of protocol and with writers,
+/// a vacuum or nobody pruning them: the totals hold.
+#[test]
+fn transfers_keep_the_total_under_every_version_storage() {
+    for storage in [VersionStorage::AppendN2o, VersionStorage::AppendO2n] {
+        for (protocol, isolation, gc) in [
+            (Protocol::Mvto, Isolation::Serializable, Gc::Transaction),
+            (Protocol::Mv2pl, Isolation::Serializable, Gc::TupleVacuum),
+            (Protocol::Si, Isolation::RepeatableRead, Gc::None),
+            (Protocol::Ssn, Isolation::Serializable, Gc::Transaction),
+            (Protocol::Mvocc, Isolation::Serializable, Gc::TupleVacuum),
+            (Protocol::Silo, Isolation::Serializable, Gc::Transaction),
+        ] {
+            let config =
+                Config { protocol, gc, version_storage: storage, vacuum_interval_ms: 1, ..bank() };
             run_configured(isolation, false, config);
         }
     }

@@ -3,13 +3,14 @@
 //! A reader that began before a run of updates keeps every version of the run needed; once it
 //! ends, the versions are garbage. `transaction` bounds a chain while it grows (its writers
 //! prune), `tuple-vacuum` prunes it in the background once the reader is gone, `none` keeps it.
-//! Pruning also removes the secondary entries that only the pruned versions produced.
+//! Pruning also removes the secondary entries that only the pruned versions produced. Every
+//! mode is run with each version storage (`Config::version_storage`).
 
 use engram_engine::index::{LeafVersion, ScanVisitor};
 use engram_engine::storage::Head;
 use engram_engine::{
     Config, Database, Direction, Gc, IndexSpec, Isolation, KeyBuilder, Protocol, TableRef,
-    TableSpec,
+    TableSpec, VersionStorage,
 };
 use std::ops::Bound;
 use std::time::{Duration, Instant};
@@ -27,12 +28,13 @@ fn row(group: u64) -> Vec<u8> {
     row
 }
 
-fn open(gc: Gc) -> (Database, TableRef) {
+fn open(gc: Gc, storage: VersionStorage) -> (Database, TableRef) {
     let db = Database::open(Config {
         epoch_interval_ms: 1,
         snapshot_interval_epochs: 2,
         protocol: Protocol::Mvto,
         gc,
+        version_storage: storage,
         vacuum_interval_ms: 1,
         ..Config::default()
     })
@@ -78,8 +80,8 @@ fn chain_and_entries(db: &Database, table: &TableRef) -> (usize, usize) {
 /// Updates row 0 `UPDATES` times, each to a new secondary key, while a reader that began
 /// before holds the versions; returns the chain and entry counts with the reader still open,
 /// then a second after it ended.
-fn run(gc: Gc) -> ((usize, usize), (usize, usize)) {
-    let (db, table) = open(gc);
+fn run(gc: Gc, storage: VersionStorage) -> ((usize, usize), (usize, usize)) {
+    let (db, table) = open(gc, storage);
     let mut writer = db.worker().unwrap();
     writer
         .transaction(Isolation::Serializable, |txn| txn.insert(&table, &key(0), &row(0)))
@@ -120,31 +122,47 @@ fn run(gc: Gc) -> ((usize, usize), (usize, usize)) {
 
 #[test]
 fn transaction_gc_prunes_as_writers_write() {
-    let ((held, _), (after, entries)) = run(Gc::Transaction);
-    // While a multi-version reader is open every version above its timestamp is kept (the
-    // retention rule is conservative: `Retention::needed`); once it ends, the next update
-    // that keeps a version prunes the chain, to the few versions that snapshot boundaries
-    // (every two 1 ms epochs here) may still need.
-    assert!(held >= UPDATES as usize / 2, "chain of {held} with the reader open");
-    assert!(after < 16, "chain of {after} after the reader ended");
-    assert!(entries <= after + 2, "{entries} secondary entries for {after} older versions");
+    for storage in VersionStorage::ALL {
+        let ((held, _), (after, entries)) = run(Gc::Transaction, storage);
+        // While a multi-version reader is open every version above its timestamp is kept (the
+        // retention rule is conservative: `Retention::needed`); once it ends, the next update
+        // that keeps a version prunes the chain, to the few versions that snapshot boundaries
+        // (every two 1 ms epochs here) may still need.
+        assert!(held >= UPDATES as usize / 2, "{storage}: chain of {held} with the reader open");
+        assert!(after < 16, "{storage}: chain of {after} after the reader ended");
+        assert!(entries <= after + 2, "{storage}: {entries} entries for {after} older versions");
+    }
 }
 
 #[test]
 fn tuple_vacuum_prunes_in_the_background() {
-    let ((held, held_entries), (after, entries)) = run(Gc::TupleVacuum);
-    assert!(held >= UPDATES as usize / 2, "chain of {held}: writers pruned under tuple-vacuum");
-    assert!(held_entries > UPDATES as usize / 2, "{held_entries} entries with the reader open");
-    assert!(after <= 1, "chain of {after} a second after the reader ended");
-    assert!(entries <= 2, "{entries} secondary entries left after the vacuum");
+    for storage in VersionStorage::ALL {
+        let ((held, held_entries), (after, entries)) = run(Gc::TupleVacuum, storage);
+        assert!(held >= UPDATES as usize / 2, "{storage}: chain of {held}: writers pruned");
+        assert!(held_entries > UPDATES as usize / 2, "{storage}: {held_entries} entries");
+        assert!(after <= 1, "{storage}: chain of {after} a second after the reader ended");
+        assert!(entries <= 2, "{storage}: {entries} secondary entries left after the vacuum");
+    }
 }
 
 #[test]
 fn no_gc_keeps_every_version() {
-    let ((held, _), (after, entries)) = run(Gc::None);
-    assert!(held >= UPDATES as usize / 2, "chain of {held}: something pruned under none");
-    assert!(after >= held, "chain fell from {held} to {after} with nothing to prune it");
-    assert!(entries > UPDATES as usize / 2, "{entries} secondary entries");
+    for storage in VersionStorage::ALL {
+        let ((held, _), (after, entries)) = run(Gc::None, storage);
+        assert!(held >= UPDATES as usize / 2, "{storage}: chain of {held}: something pruned");
+        assert!(after >= held, "{storage}: chain fell from {held} to {after}, nothing pruning");
+        assert!(entries > UPDATES as usize / 2, "{storage}: {entries} secondary entries");
+    }
+}
+
+#[test]
+fn version_storages_parse_and_delta_is_refused_with_the_reason() {
+    for storage in VersionStorage::ALL {
+        assert_eq!(storage.name().parse::<VersionStorage>(), Ok(storage));
+    }
+    let refused = "delta".parse::<VersionStorage>().unwrap_err();
+    assert!(refused.contains("not built"), "{refused}");
+    assert!("n2o".parse::<VersionStorage>().unwrap_err().contains("append-n2o"));
 }
 
 #[test]

@@ -8,7 +8,7 @@
 
 use engram_engine::{
     AbortReason, Config, Database, Direction, Gc, Isolation, KeyBuilder, Protocol, Stats, TableRef,
-    TableSpec,
+    TableSpec, VersionStorage,
 };
 use engram_testkit::history::{self, Committed, Violation};
 use rand::{RngExt, SeedableRng, rngs::SmallRng};
@@ -25,17 +25,35 @@ const SCAN_WIDTH_MAX: u64 = 12;
 /// A database with 2 ms epochs and snapshots every `snapshot_interval_epochs` epochs (deleted
 /// records leave the index once the snapshot horizon passes them).
 fn database(snapshot_interval_epochs: u64, protocol: Protocol) -> Arc<Database> {
-    database_with_gc(snapshot_interval_epochs, protocol, Gc::Transaction)
+    database_with_gc(snapshot_interval_epochs, protocol, Versions::default())
 }
 
 /// [`database`] under GC mode `gc` (the vacuum, if any, passes every millisecond).
-fn database_with_gc(snapshot_interval_epochs: u64, protocol: Protocol, gc: Gc) -> Arc<Database> {
+/// How versions are kept and collected.
+#[derive(Debug, Clone, Copy, Default)]
+struct Versions {
+    gc: Gc,
+    storage: VersionStorage,
+}
+
+impl std::fmt::Display for Versions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "gc {}, {} storage", self.gc, self.storage)
+    }
+}
+
+fn database_with_gc(
+    snapshot_interval_epochs: u64,
+    protocol: Protocol,
+    versions: Versions,
+) -> Arc<Database> {
     Arc::new(
         Database::open(Config {
             epoch_interval_ms: 2,
             snapshot_interval_epochs,
             protocol,
-            gc,
+            gc: versions.gc,
+            version_storage: versions.storage,
             vacuum_interval_ms: 1,
             ..Config::default()
         })
@@ -55,20 +73,20 @@ fn run(
     seed: u64,
 ) -> (Vec<Committed>, BTreeMap<u64, Vec<u64>>) {
     let (committed, finals, _) =
-        run_with_stats(protocol, Gc::Transaction, isolation, threads, per_thread, seed);
+        run_with_stats(protocol, Versions::default(), isolation, threads, per_thread, seed);
     (committed, finals)
 }
 
 /// [`run`], with the database's commit and abort counts.
 fn run_with_stats(
     protocol: Protocol,
-    gc: Gc,
+    versions: Versions,
     isolation: Isolation,
     threads: usize,
     per_thread: usize,
     seed: u64,
 ) -> (Vec<Committed>, BTreeMap<u64, Vec<u64>>, Stats) {
-    let db = database_with_gc(1, protocol, gc);
+    let db = database_with_gc(1, protocol, versions);
     let table = db.create_table(TableSpec::new("lists")).unwrap();
     let next_id = Arc::new(AtomicU64::new(1));
     let frontier = Arc::new(AtomicU64::new(0));
@@ -179,15 +197,20 @@ fn run_with_stats(
 /// A serializable run under `protocol` (4 threads, 1,500 transactions each) whose history has
 /// no cycle, more than `commits_min` commits and anti-dependencies to check; its counts.
 fn serializable_run(protocol: Protocol, seed: u64, commits_min: usize) -> Stats {
-    serializable_run_gc(protocol, Gc::Transaction, seed, commits_min)
+    serializable_run_gc(protocol, Versions::default(), seed, commits_min)
 }
 
-/// [`serializable_run`] under GC mode `gc`.
-fn serializable_run_gc(protocol: Protocol, gc: Gc, seed: u64, commits_min: usize) -> Stats {
+/// [`serializable_run`] with `versions`' GC mode and version storage.
+fn serializable_run_gc(
+    protocol: Protocol,
+    versions: Versions,
+    seed: u64,
+    commits_min: usize,
+) -> Stats {
     let (committed, finals, stats) =
-        run_with_stats(protocol, gc, Isolation::Serializable, 4, 1500, seed);
+        run_with_stats(protocol, versions, Isolation::Serializable, 4, 1500, seed);
     let summary = history::check(&committed, &finals)
-        .unwrap_or_else(|violation| panic!("{protocol} gc {gc} seed {seed}: {violation}"));
+        .unwrap_or_else(|violation| panic!("{protocol} {versions} seed {seed}: {violation}"));
     assert!(summary.transactions > commits_min, "{protocol}: {} commit", summary.transactions);
     assert!(summary.read_write_edges > 100, "{protocol}: anti-dependencies to check");
     stats
@@ -206,7 +229,24 @@ fn serializable_histories_have_no_cycles() {
 fn serializable_histories_have_no_cycles_under_every_gc_mode() {
     for gc in [Gc::TupleVacuum, Gc::None] {
         for protocol in [Protocol::Mvto, Protocol::Ssn, Protocol::Silo] {
-            serializable_run_gc(protocol, gc, 7, 2000);
+            let versions = Versions { gc, ..Versions::default() };
+            serializable_run_gc(protocol, versions, 7, 2000);
+        }
+    }
+}
+
+/// Append-only chains, newest or oldest first, under every protocol, with writers or a
+/// vacuum pruning them: every serializable history is acyclic.
+#[test]
+fn serializable_histories_have_no_cycles_under_every_version_storage() {
+    for storage in [VersionStorage::AppendN2o, VersionStorage::AppendO2n] {
+        for protocol in Protocol::ALL {
+            let versions = Versions { storage, ..Versions::default() };
+            serializable_run_gc(protocol, versions, 11, 1500);
+        }
+        for protocol in [Protocol::Mvto, Protocol::Ssn] {
+            let versions = Versions { gc: Gc::TupleVacuum, storage };
+            serializable_run_gc(protocol, versions, 12, 1500);
         }
     }
 }

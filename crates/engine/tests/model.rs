@@ -1,7 +1,9 @@
 //! Single-threaded transactions against a `BTreeMap` model: random operations, committed or
 //! rolled back, in every writing isolation level, with a secondary index checked too.
 
-use engram_engine::{Config, Database, Direction, Error, IndexSpec, Isolation, TableSpec};
+use engram_engine::{
+    Config, Database, Direction, Error, IndexSpec, Isolation, TableSpec, VersionStorage,
+};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -47,9 +49,11 @@ proptest! {
 
     #[test]
     fn transactions_match_a_model(
-        transactions in proptest::collection::vec((proptest::collection::vec(op(), 0..12), any::<bool>(), 0usize..3), 1..40)
+        transactions in proptest::collection::vec((proptest::collection::vec(op(), 0..12), any::<bool>(), 0usize..3), 1..40),
+        storage in proptest::sample::select(VersionStorage::ALL.to_vec()),
     ) {
-        let db = Database::open(Config { epoch_interval_ms: 0, snapshot_interval_epochs: 1, ..Config::default() }).unwrap();
+        let config = Config { epoch_interval_ms: 0, snapshot_interval_epochs: 1, version_storage: storage, ..Config::default() };
+        let db = Database::open(config).unwrap();
         let by_value = IndexSpec::new("by_value", false, |row: &[u8], out: &mut Vec<u8>| {
             out.push(row[0]);
             true

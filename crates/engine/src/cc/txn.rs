@@ -723,8 +723,8 @@ impl<'w> Txn<'w> {
         pin: &Pin<'_>,
     ) -> Result<Option<u64>> {
         let worker = &mut *self.worker;
-        let words = worker.shared.config.protocol.head_words();
-        let head = Head::alloc_with(&mut worker.arena, value.len(), TidWord::FRESH, words);
+        let shape = worker.shared.config.head_shape();
+        let head = Head::alloc_with(&mut worker.arena, value.len(), TidWord::FRESH, shape);
         // A fresh head is write-locked by its inserter from the start (`mvto`, `mv2pl`).
         let locking = worker.txn.rules.locking;
         // SAFETY: the head is ours alone until the index publishes it.

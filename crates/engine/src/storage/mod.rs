@@ -11,5 +11,5 @@ pub mod chunks;
 pub mod record;
 pub mod table;
 
-pub use record::{Head, Tid, TidWord};
+pub use record::{Head, Tid, TidWord, VersionStorage};
 pub use table::{IndexSpec, KeyExtractor, SecondaryIndex, Table, TableId, TableSpec};

@@ -9,6 +9,19 @@
 //! while some snapshot may still read them. A value longer than the head's inline capacity is
 //! stored in an immutable overflow version that the head points to.
 //!
+//! VERSION STORAGE (Wu et al. §4, [`VersionStorage`], chosen when the database opens)
+//!
+//! - `time-travel` (the default) is the layout above: the master version in the head, each
+//!   replaced version copied into the chain, newest first.
+//! - `append-n2o`: heads have no inline room, so every version is its own immutable block
+//!   (an overflow version). The head points to the newest, which an update links into the
+//!   chain as it is, without a copy; readers follow one pointer more than under time-travel.
+//! - `append-o2n`: as `append-n2o`, but the chain runs from the oldest version kept to the
+//!   newest, and the current row, when there is one, is the chain's last version. `older`
+//!   points to the oldest; `overflow` is unused. Every read of the current row and every
+//!   update walks the whole chain, which is what the paper measures against N2O (its Fig. 12).
+//!   The head's `len` is 0 or [`OVERFLOW`]; its bit 29 of `capacity_words` marks the order.
+//!
 //! TID WORD (one `AtomicU64`; the bit table is also in docs/format.md)
 //!
 //! | bits   | field    | meaning                                                          |
@@ -26,8 +39,8 @@
 //! |--------|------------------|-----------------------------------------------------------|
 //! | 0      | word             | TID word                                                  |
 //! | 8      | len              | value length; bit 31 set: the value is in `overflow`      |
-//! | 12     | capacity_words   | inline capacity in 8-byte words (immutable)               |
-//! | 16     | older            | newest older version, or null                             |
+//! | 12     | capacity_words   | inline capacity in 8-byte words (immutable); bit 29: O2N  |
+//! | 16     | older            | newest older version (oldest version under `append-o2n`) |
 //! | 24     | overflow         | the current value when it does not fit inline, or null    |
 //! | 32     | inline words     | the current value, little-endian words                    |
 //! | 32+8c  | protocol words   | two words, under `ssn`, `mvto` and `mv2pl` only (bits 30-31 |
@@ -38,8 +51,10 @@
 //! INVARIANTS
 //! - `word`, `len`, `overflow`, `older` and the inline words change only while LOCK is held
 //!   by the changing thread, and every change ends with a release store of a new `word`.
-//! - Versions in the chain are immutable except their `prev` link, which only the lock holder
-//!   changes, and only to drop versions no snapshot at or above the low-water mark can read.
+//! - Versions in the chain are immutable except their `link`, which only the lock holder
+//!   changes: to drop versions no reader at or above the retention bounds can read, or (under
+//!   `append-o2n`) to append a newer version to the chain's last one. A dropped version's `link`
+//!   never changes again, so a reader standing on it still reaches the rest of the chain.
 //! - A CLAIMED head is changed only by the transaction that claimed it.
 
 use super::arena::Arena;
@@ -184,7 +199,9 @@ const PRUNE_SLACK: u32 = 4;
 #[derive(Debug)]
 pub struct Version {
     word: u64,
-    prev: AtomicPtr<Version>,
+    /// The next version along the chain: the next older one, or under `append-o2n` the next
+    /// newer one. Null at the chain's end.
+    link: AtomicPtr<Version>,
     len: u32,
     /// Chain bookkeeping, read and written only by the head's lock holder, and only on the
     /// newest version of a chain: how many versions the chain held when this one was linked
@@ -206,7 +223,7 @@ impl Version {
         unsafe {
             block.write(Version {
                 word: word.without(TidWord::LOCK).raw(),
-                prev: AtomicPtr::new(std::ptr::null_mut()),
+                link: AtomicPtr::new(std::ptr::null_mut()),
                 len: data.len() as u32,
                 depth: AtomicU32::new(0),
                 creator_pi: AtomicU64::new(0),
@@ -246,9 +263,9 @@ impl Version {
     fn retire_chain(mut version: *mut Version, garbage: &mut Garbage) {
         while !version.is_null() {
             // SAFETY: the chain was unlinked by the caller and is still allocated.
-            let prev = unsafe { (*version).prev.load(Ordering::Relaxed) };
+            let link = unsafe { (*version).link.load(Ordering::Relaxed) };
             Self::retire(version, garbage);
-            version = prev;
+            version = link;
         }
     }
 
@@ -258,10 +275,10 @@ impl Version {
         while !version.is_null() {
             // SAFETY: guaranteed by the caller.
             unsafe {
-                let prev = (*version).prev.load(Ordering::Relaxed);
+                let link = (*version).link.load(Ordering::Relaxed);
                 let len = (*version).len as usize;
                 arena.free(version as *mut u8, Self::bytes_for(len));
-                version = prev;
+                version = link;
             }
         }
     }
@@ -373,12 +390,82 @@ fn set_bit_waiting_for(word: &AtomicU64, bit: u64, steps_max: u32) -> Result<u64
 /// Bits of `capacity_words` that say which protocol words follow the inline words.
 const WORDS_SHIFT: u32 = 30;
 const WORDS_MASK: u32 = 0b11 << WORDS_SHIFT;
+/// The bit of `capacity_words` that marks an oldest-to-newest chain (`append-o2n`).
+const OLDEST_FIRST: u32 = 1 << 29;
+/// The bits of `capacity_words` that are not the inline capacity.
+const FLAGS_MASK: u32 = WORDS_MASK | OLDEST_FIRST;
+const _: () = assert!(INLINE_BYTES_MAX / 8 < OLDEST_FIRST as usize);
+
+/// Where a record's versions are kept (`--version-storage`; Wu et al. §4). See the module
+/// comment for the layouts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum VersionStorage {
+    /// The newest version in place in the head, replaced versions copied into a
+    /// newest-to-oldest chain.
+    #[default]
+    TimeTravel,
+    /// Every version its own block, chained newest to oldest; the head points to the newest.
+    AppendN2o,
+    /// Every version its own block, chained oldest to newest; the head points to the oldest.
+    AppendO2n,
+}
+
+impl VersionStorage {
+    pub const ALL: [VersionStorage; 3] =
+        [VersionStorage::TimeTravel, VersionStorage::AppendN2o, VersionStorage::AppendO2n];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            VersionStorage::TimeTravel => "time-travel",
+            VersionStorage::AppendN2o => "append-n2o",
+            VersionStorage::AppendO2n => "append-o2n",
+        }
+    }
+
+    /// Whether readers meet the oldest versions first.
+    pub fn oldest_first(self) -> bool {
+        self == VersionStorage::AppendO2n
+    }
+}
+
+impl std::fmt::Display for VersionStorage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for VersionStorage {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "time-travel" => Ok(VersionStorage::TimeTravel),
+            "append-n2o" => Ok(VersionStorage::AppendN2o),
+            "append-o2n" => Ok(VersionStorage::AppendO2n),
+            "delta" => Err("delta version storage is not built yet: the engine stores rows as \
+                            opaque bytes and has no undo records of changed columns; use \
+                            time-travel, append-n2o or append-o2n"
+                .into()),
+            other => Err(format!(
+                "unknown version storage \"{other}\": use time-travel, append-n2o or append-o2n"
+            )),
+        }
+    }
+}
+
+/// What a new head is made of: the protocol's words and the version storage's layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HeadShape {
+    pub words: HeadWords,
+    pub storage: VersionStorage,
+}
 
 /// The two protocol words a head carries after its inline words, chosen by the database's
 /// protocol (`cc::Protocol::head_words`) when the head is allocated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum HeadWords {
     /// None (Silo, `si`, `mvocc`): the head is 32 bytes plus its inline words.
+    #[default]
     None = 0,
     /// The serial safety net's [`Stamps`] (`ssn`).
     Stamps = 1,
@@ -390,7 +477,7 @@ pub enum HeadWords {
 
 impl HeadWords {
     fn from_bits(bits: u32) -> HeadWords {
-        match bits >> WORDS_SHIFT {
+        match (bits & WORDS_MASK) >> WORDS_SHIFT {
             0 => HeadWords::None,
             1 => HeadWords::Stamps,
             2 => HeadWords::Timestamps,
@@ -482,17 +569,23 @@ impl Head {
 
     /// A new head with `word`, inline room for values of `capacity_len` bytes, and no value.
     pub fn alloc(arena: &mut Arena, capacity_len: usize, word: TidWord) -> *mut Head {
-        Self::alloc_with(arena, capacity_len, word, HeadWords::None)
+        Self::alloc_with(arena, capacity_len, word, HeadShape::default())
     }
 
-    /// [`Head::alloc`], with the protocol `words` after the inline words.
+    /// [`Head::alloc`], with the protocol words after the inline words and the layout of
+    /// `shape`'s version storage (no inline room under the append-only ones).
     pub fn alloc_with(
         arena: &mut Arena,
         capacity_len: usize,
         word: TidWord,
-        words: HeadWords,
+        shape: HeadShape,
     ) -> *mut Head {
-        let capacity_words = Self::capacity_for(capacity_len);
+        let HeadShape { words, storage } = shape;
+        let capacity_words = match storage {
+            VersionStorage::TimeTravel => Self::capacity_for(capacity_len),
+            VersionStorage::AppendN2o | VersionStorage::AppendO2n => 0,
+        };
+        let order = if storage.oldest_first() { OLDEST_FIRST } else { 0 };
         let block = arena.alloc(Self::bytes_for(capacity_words, words)) as *mut Head;
         // SAFETY: a fresh block large enough for the header, the inline words and the protocol
         // words; all are initialised here (inline words to zero).
@@ -500,7 +593,7 @@ impl Head {
             block.write(Head {
                 word: AtomicU64::new(word.raw()),
                 len: AtomicU32::new(0),
-                capacity_words: capacity_words as u32 | (words as u32) << WORDS_SHIFT,
+                capacity_words: capacity_words as u32 | (words as u32) << WORDS_SHIFT | order,
                 older: AtomicPtr::new(std::ptr::null_mut()),
                 overflow: AtomicPtr::new(std::ptr::null_mut()),
             });
@@ -527,7 +620,13 @@ impl Head {
     /// Inline capacity in words.
     #[inline]
     fn capacity_words(&self) -> usize {
-        (self.capacity_words & !WORDS_MASK) as usize
+        (self.capacity_words & !FLAGS_MASK) as usize
+    }
+
+    /// Whether the chain runs oldest to newest (`append-o2n`), the current row last.
+    #[inline]
+    fn oldest_first(&self) -> bool {
+        self.capacity_words & OLDEST_FIRST != 0
     }
 
     /// Which protocol words follow the inline words.
@@ -583,6 +682,9 @@ impl Head {
         if current.tid() <= tid {
             return None;
         }
+        if self.oldest_first() {
+            return self.successor_pi_oldest_first(stamps, current, tid);
+        }
         let mut successor = stamps.creator_pi();
         let mut version = self.older.load(Ordering::Acquire);
         while !version.is_null() {
@@ -592,11 +694,45 @@ impl Head {
                 return Some(successor);
             }
             successor = Tid::from_u64(older.creator_pi.load(Ordering::Relaxed));
-            version = older.prev.load(Ordering::Acquire);
+            version = older.link.load(Ordering::Acquire);
         }
         // The chain ended above `tid`: only a state that never had a version (a fresh head's
         // absent state, TID zero) has its successor at the chain's end.
         (tid == Tid::ZERO).then_some(successor)
+    }
+
+    /// [`Head::successor_pi`] on an oldest-to-newest chain: the first version above `tid` is
+    /// the successor, its creator's stamp kept in the version, or in `stamps` while it is the
+    /// current row.
+    #[cold]
+    fn successor_pi_oldest_first(
+        &self,
+        stamps: &Stamps,
+        current: TidWord,
+        tid: Tid,
+    ) -> Option<Tid> {
+        // A state at `tid` is shown by a version at or below it (or is the fresh head's).
+        let mut shown = tid == Tid::ZERO;
+        let mut version = self.older.load(Ordering::Acquire);
+        while !version.is_null() {
+            // SAFETY: chain versions reached while pinned stay allocated until we unpin.
+            let newer = unsafe { &*version };
+            let newer_tid = newer.word().tid();
+            if newer_tid > tid {
+                return shown.then(|| {
+                    if newer_tid == current.tid() {
+                        stamps.creator_pi()
+                    } else {
+                        Tid::from_u64(newer.creator_pi.load(Ordering::Relaxed))
+                    }
+                });
+            }
+            shown = true;
+            version = newer.link.load(Ordering::Acquire);
+        }
+        // Every version is at or below `tid`: the current state, which has none (a delete),
+        // followed it.
+        shown.then(|| stamps.creator_pi())
     }
 
     fn inline_ptr(head: *const Head) -> *mut AtomicU64 {
@@ -668,6 +804,9 @@ impl Head {
     fn copy_value(&self, out: &mut Vec<u8>) -> bool {
         let len = self.len.load(Ordering::Relaxed);
         if len & OVERFLOW != 0 {
+            if self.oldest_first() {
+                return self.copy_last(out);
+            }
             let version = self.overflow.load(Ordering::Acquire);
             if version.is_null() {
                 return false;
@@ -693,6 +832,27 @@ impl Head {
         }
         // SAFETY: the first `len <= words * 8` spare bytes were just written.
         unsafe { out.set_len(start + len) };
+        true
+    }
+
+    /// Copies the value of an oldest-to-newest chain's last version, walking the chain to it;
+    /// `false` if the chain was empty (a torn read).
+    #[cold]
+    fn copy_last(&self, out: &mut Vec<u8>) -> bool {
+        let mut last: *const Version = std::ptr::null();
+        // Acquire pairs with the release stores that link versions in `install_oldest_first`.
+        let mut version = self.older.load(Ordering::Acquire);
+        while !version.is_null() {
+            last = version;
+            // SAFETY: chain versions reached while pinned stay allocated until we unpin, and a
+            // dropped version's link still leads along the chain.
+            version = unsafe { (*version).link.load(Ordering::Acquire) };
+        }
+        if last.is_null() {
+            return false;
+        }
+        // SAFETY: as above; versions are immutable once linked.
+        out.extend_from_slice(unsafe { (*last).data() });
         true
     }
 
@@ -736,6 +896,32 @@ impl Head {
             // only versions that no reader at or above the retention bounds reads.
             let mut present = false;
             let mut tid = Tid::ZERO;
+            if self.oldest_first() {
+                // Oldest first: the last version at or below `bound`. Versions appended since
+                // `before` are newer than it, so above `bound`.
+                let mut found: *const Version = std::ptr::null();
+                while !version.is_null() {
+                    // SAFETY: chain versions reached while pinned stay allocated until we
+                    // unpin, and a dropped version's link still leads along the chain.
+                    let current = unsafe { &*version };
+                    if current.word().tid() > bound {
+                        break;
+                    }
+                    found = version;
+                    version = current.link.load(Ordering::Acquire);
+                }
+                if !found.is_null() {
+                    // SAFETY: as above.
+                    let found = unsafe { &*found };
+                    out.clear();
+                    tid = found.word().tid();
+                    present = !found.word().is_absent();
+                    if present {
+                        out.extend_from_slice(found.data());
+                    }
+                }
+                return Ok(AsOf { current: before, present, tid });
+            }
             while !version.is_null() {
                 // SAFETY: chain versions reached while pinned stay allocated until we unpin.
                 let current = unsafe { &*version };
@@ -748,7 +934,7 @@ impl Head {
                     }
                     break;
                 }
-                version = current.prev.load(Ordering::Acquire);
+                version = current.link.load(Ordering::Acquire);
             }
             return Ok(AsOf { current: before, present, tid });
         }
@@ -829,6 +1015,9 @@ impl Head {
         garbage: &mut Garbage,
         dropped: &mut Vec<*const Version>,
     ) -> bool {
+        if self.oldest_first() {
+            return self.install_oldest_first(value, new_word, retention, arena, garbage, dropped);
+        }
         let old_word = TidWord(self.word.load(Ordering::Relaxed));
         debug_assert!(old_word.is_locked());
         let new_tid = new_word.tid();
@@ -855,7 +1044,7 @@ impl Head {
                 if let Some(stamps) = self.stamps() {
                     (*kept).creator_pi.store(stamps.creator_pi().as_u64(), Ordering::Relaxed);
                 }
-                (*kept).prev.store(older, Ordering::Relaxed);
+                (*kept).link.store(older, Ordering::Relaxed);
                 let depth =
                     if older.is_null() { 0 } else { (*older).depth.load(Ordering::Relaxed) };
                 let (length, pruned) = (depth & 0xffff, depth >> 16);
@@ -903,6 +1092,104 @@ impl Head {
         keep
     }
 
+    /// [`Head::install`] on an oldest-to-newest chain (`append-o2n`). The current row, if any,
+    /// is the chain's last version: the install walks the whole chain to it, drops it if no
+    /// reader needs it, and links the new row after it. Writers prune (when `retention` says
+    /// so) at every install that keeps a state, since the walk is paid anyway.
+    #[cold]
+    fn install_oldest_first(
+        &self,
+        value: Option<&[u8]>,
+        new_word: TidWord,
+        retention: Retention,
+        arena: &mut Arena,
+        garbage: &mut Garbage,
+        dropped: &mut Vec<*const Version>,
+    ) -> bool {
+        let old_word = TidWord(self.word.load(Ordering::Relaxed));
+        debug_assert!(old_word.is_locked());
+        let keep = retention.needed(old_word.tid(), new_word.tid());
+        // The link that ends the chain, and the one that points to its last version.
+        let (mut end, mut to_last) = (&self.older, &self.older);
+        let mut last: *mut Version = std::ptr::null_mut();
+        let mut version = self.older.load(Ordering::Relaxed);
+        while !version.is_null() {
+            (to_last, last) = (end, version);
+            // SAFETY: chain versions are allocated while linked, and we hold the lock.
+            end = unsafe { &(*version).link };
+            version = end.load(Ordering::Relaxed);
+        }
+        let creator_pi = self.stamps().map_or(0, |stamps| stamps.creator_pi().as_u64());
+        if !old_word.is_absent() {
+            // SAFETY: a present row is the chain's last version (module invariant).
+            let current = unsafe { &*last };
+            assert_eq!(current.word().tid(), old_word.tid(), "the row is the chain's last version");
+            if keep {
+                current.creator_pi.store(creator_pi, Ordering::Relaxed);
+            } else {
+                to_last.store(std::ptr::null_mut(), Ordering::Release);
+                Version::retire(last, garbage);
+                end = to_last;
+            }
+        } else if keep {
+            let marker = Version::alloc(arena, old_word, &[]);
+            // SAFETY: ours until the release store below publishes it.
+            unsafe { (*marker).creator_pi.store(creator_pi, Ordering::Relaxed) };
+            // Release pairs with the Acquire loads of chain walkers.
+            end.store(marker, Ordering::Release);
+            // SAFETY: just linked, and we hold the lock.
+            end = unsafe { &(*marker).link };
+        }
+        match value {
+            Some(bytes) => {
+                let version = Version::alloc(arena, new_word, bytes);
+                // Release pairs with the Acquire loads of chain walkers.
+                end.store(version, Ordering::Release);
+                self.len.store(OVERFLOW, Ordering::Relaxed);
+            }
+            None => self.len.store(0, Ordering::Relaxed),
+        }
+        if keep && retention.prune {
+            self.prune_oldest_first(new_word.tid(), value.is_some(), retention, garbage, dropped);
+        }
+        keep
+    }
+
+    /// Drops the versions of an oldest-to-newest chain that no reader at or above the
+    /// retention bounds can read: each version's successor is the next along the chain, or
+    /// the current state (at `newest`) for the last version when `row_last` is false. The
+    /// current row (the last version when `row_last`) always stays. Locked head.
+    fn prune_oldest_first(
+        &self,
+        newest: Tid,
+        row_last: bool,
+        retention: Retention,
+        garbage: &mut Garbage,
+        dropped: &mut Vec<*const Version>,
+    ) {
+        let mut link = &self.older;
+        let mut version = link.load(Ordering::Relaxed);
+        while !version.is_null() {
+            // SAFETY: chain versions are allocated while linked; we hold the lock.
+            let current = unsafe { &*version };
+            let next = current.link.load(Ordering::Relaxed);
+            if next.is_null() && row_last {
+                break;
+            }
+            // SAFETY: as above.
+            let successor = if next.is_null() { newest } else { unsafe { (*next).word().tid() } };
+            if retention.needed(current.word().tid(), successor) {
+                link = &current.link;
+            } else {
+                // Release pairs with the Acquire loads of chain walkers.
+                link.store(next, Ordering::Release);
+                dropped.push(version);
+                Version::retire(version, garbage);
+            }
+            version = next;
+        }
+    }
+
     /// Copies the current value of a head this thread has locked into `out`; returns whether
     /// a row is present.
     pub fn value_locked(&self, out: &mut Vec<u8>) -> bool {
@@ -919,14 +1206,32 @@ impl Head {
 
     /// Calls `visit` with each older version's word and data, newest first. The caller holds
     /// the lock, or is pinned and tolerates a chain that changes while it walks.
+    /// (Oldest first under `append-o2n`, where the current row's version is not visited.)
     pub fn for_each_older(&self, mut visit: impl FnMut(TidWord, &[u8])) {
+        let row = self.row_version();
         let mut version = self.older.load(Ordering::Acquire);
-        while !version.is_null() {
+        while !version.is_null() && version != row {
             // SAFETY: chain versions reached while pinned stay allocated until we unpin.
             let current = unsafe { &*version };
             visit(current.word(), current.data());
-            version = current.prev.load(Ordering::Acquire);
+            version = current.link.load(Ordering::Acquire);
         }
+    }
+
+    /// Under `append-o2n`, the chain's last version when it is the current row; otherwise
+    /// null. Locked, or pinned (a racy answer).
+    fn row_version(&self) -> *mut Version {
+        if !self.oldest_first() || self.word().is_absent() {
+            return std::ptr::null_mut();
+        }
+        let mut last = std::ptr::null_mut();
+        let mut version = self.older.load(Ordering::Acquire);
+        while !version.is_null() {
+            last = version;
+            // SAFETY: chain versions reached while pinned stay allocated until we unpin.
+            version = unsafe { (*version).link.load(Ordering::Acquire) };
+        }
+        last
     }
 
     /// A new version holding the inline value of a locked head, with `word`.
@@ -939,7 +1244,7 @@ impl Head {
         unsafe {
             version.write(Version {
                 word: word.without(TidWord::LOCK).raw(),
-                prev: AtomicPtr::new(std::ptr::null_mut()),
+                link: AtomicPtr::new(std::ptr::null_mut()),
                 len: len as u32,
                 depth: AtomicU32::new(0),
                 creator_pi: AtomicU64::new(0),
@@ -986,22 +1291,22 @@ impl Head {
             // SAFETY: chain versions are allocated while linked; we hold the lock.
             let current = unsafe { &*version };
             let tid = current.word().tid();
-            let next = current.prev.load(Ordering::Relaxed);
+            let next = current.link.load(Ordering::Relaxed);
             if retention.needed(tid, successor) {
                 remaining += 1;
                 if retention.visible_to_all(tid) {
                     // Visible to every reader: nothing older is readable.
-                    current.prev.store(std::ptr::null_mut(), Ordering::Release);
+                    current.link.store(std::ptr::null_mut(), Ordering::Release);
                     let mut tail = next;
                     while !tail.is_null() {
                         dropped.push(tail);
                         // SAFETY: unlinked above, still allocated.
-                        tail = unsafe { (*tail).prev.load(Ordering::Relaxed) };
+                        tail = unsafe { (*tail).link.load(Ordering::Relaxed) };
                     }
                     Version::retire_chain(next, garbage);
                     break;
                 }
-                link = &current.prev;
+                link = &current.link;
             } else {
                 link.store(next, Ordering::Release);
                 dropped.push(version);
@@ -1020,10 +1325,17 @@ impl Head {
         }
     }
 
-    /// Whether the record has older versions (racy: a hint for the vacuum).
+    /// Whether the record has versions other than its current row (racy: a hint for the
+    /// vacuum). Pinned.
     #[inline]
     pub fn has_older(&self) -> bool {
-        !self.older.load(Ordering::Relaxed).is_null()
+        let first = self.older.load(Ordering::Acquire);
+        if first.is_null() || !self.oldest_first() || self.word().is_absent() {
+            return !first.is_null();
+        }
+        // Oldest first with a row: more than the row's own version. SAFETY: the caller is
+        // pinned, so a version reached through the chain stays allocated.
+        !unsafe { (*first).link.load(Ordering::Relaxed) }.is_null()
     }
 
     /// The vacuum's pruning (`gc::vacuum`) of a head it has locked: drops the chain versions
@@ -1037,19 +1349,19 @@ impl Head {
     ) -> usize {
         debug_assert!(self.word().is_locked());
         let before = dropped.len();
-        self.prune(self.word().tid(), retention, garbage, dropped);
+        let word = self.word();
+        if self.oldest_first() {
+            self.prune_oldest_first(word.tid(), !word.is_absent(), retention, garbage, dropped);
+        } else {
+            self.prune(word.tid(), retention, garbage, dropped);
+        }
         dropped.len() - before
     }
 
     /// Number of older versions (tests and statistics; racy but memory-safe while pinned).
     pub fn chain_len(&self) -> usize {
         let mut count = 0;
-        let mut version = self.older.load(Ordering::Acquire);
-        while !version.is_null() {
-            count += 1;
-            // SAFETY: see `read_at`.
-            version = unsafe { (*version).prev.load(Ordering::Acquire) };
-        }
+        self.for_each_older(|_, _| count += 1);
         count
     }
 
@@ -1129,11 +1441,21 @@ mod tests {
         assert!(!retention(0, 10).needed(Tid::ZERO, tid(11)));
     }
 
+    fn alloc(arena: &mut Arena, storage: VersionStorage) -> *mut Head {
+        Head::alloc_with(arena, 8, TidWord::FRESH, HeadShape { words: HeadWords::None, storage })
+    }
+
     #[test]
     fn snapshot_reads_walk_back_and_pruning_keeps_what_they_need() {
+        for storage in VersionStorage::ALL {
+            snapshot_reads_walk_back_and_pruning_keeps_what_they_need_in(storage);
+        }
+    }
+
+    fn snapshot_reads_walk_back_and_pruning_keeps_what_they_need_in(storage: VersionStorage) {
         let mut arena = Arena::new();
         let mut garbage = Garbage::new();
-        let head_ptr = Head::alloc(&mut arena, 8, TidWord::FRESH);
+        let head_ptr = alloc(&mut arena, storage);
         // SAFETY: owned by the test.
         let head = unsafe { &*head_ptr };
         let keep_all = retention(0, 1);
@@ -1180,9 +1502,15 @@ mod tests {
 
     #[test]
     fn the_chain_is_pruned_whenever_it_grows() {
+        for storage in VersionStorage::ALL {
+            the_chain_is_pruned_whenever_it_grows_in(storage);
+        }
+    }
+
+    fn the_chain_is_pruned_whenever_it_grows_in(storage: VersionStorage) {
         let mut arena = Arena::new();
         let mut garbage = Garbage::new();
-        let head_ptr = Head::alloc(&mut arena, 8, TidWord::FRESH);
+        let head_ptr = alloc(&mut arena, storage);
         // SAFETY: owned by the test.
         let head = unsafe { &*head_ptr };
         let write =
@@ -1225,9 +1553,17 @@ mod tests {
 
     #[test]
     fn timestamp_reads_find_their_version_and_long_chains_are_pruned_in_batches() {
+        for storage in VersionStorage::ALL {
+            timestamp_reads_find_their_version_in(storage);
+        }
+    }
+
+    /// Newest-first chains are pruned when they have doubled; oldest-first ones, whose
+    /// installs walk the chain anyway, at every install that keeps a version.
+    fn timestamp_reads_find_their_version_in(storage: VersionStorage) {
         let mut arena = Arena::new();
         let mut garbage = Garbage::new();
-        let head_ptr = Head::alloc(&mut arena, 8, TidWord::FRESH);
+        let head_ptr = alloc(&mut arena, storage);
         // SAFETY: owned by the test.
         let head = unsafe { &*head_ptr };
         let at = |sequence: u64| Tid::new(Epoch(3), sequence);
@@ -1269,8 +1605,13 @@ mod tests {
         for sequence in 41..=120 {
             walks += usize::from(write(sequence, at(sequence - 5), &mut garbage));
             assert!(head.chain_len() <= 2 * 35 + PRUNE_SLACK as usize + 1, "{}", head.chain_len());
+            if storage.oldest_first() {
+                assert!(head.chain_len() <= 5, "{storage}: {}", head.chain_len());
+            }
         }
-        assert!(walks <= 10, "pruned {walks} times in 80 updates");
+        if !storage.oldest_first() {
+            assert!(walks <= 10, "pruned {walks} times in 80 updates");
+        }
         assert!(head.chain_len() <= 2 * 5 + PRUNE_SLACK as usize + 1, "{}", head.chain_len());
         let seen = head.read_as_of(at(115), &mut out).unwrap();
         assert!(seen.present);

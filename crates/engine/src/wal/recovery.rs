@@ -20,7 +20,7 @@ use super::{IndexDefinition, IndexKeys, io_error};
 use crate::error::{Error, Result};
 use crate::gc::Garbage;
 use crate::storage::arena::Arena;
-use crate::storage::record::{Busy, HeadWords, Retention};
+use crate::storage::record::{Busy, HeadShape, Retention};
 use crate::storage::{Head, IndexSpec, Table, TableId, TableSpec, Tid, TidWord};
 use crate::sync::{Epoch, Pin};
 use crate::worker::TableRef;
@@ -201,8 +201,8 @@ struct Applier {
     garbage: Garbage,
     dropped: Vec<*const crate::storage::record::Version>,
     applied: u64,
-    /// The protocol words heads carry (`cc::Protocol::head_words`).
-    words: HeadWords,
+    /// The protocol words and version storage of new heads (`Config::head_shape`).
+    shape: HeadShape,
 }
 
 // SAFETY: the raw version pointers in `dropped` are only examined by the owning thread.
@@ -211,13 +211,13 @@ unsafe impl Send for Applier {}
 const KEEP_NOTHING: Retention = Retention::NOTHING;
 
 impl Applier {
-    fn new(words: HeadWords) -> Applier {
+    fn new(shape: HeadShape) -> Applier {
         Applier {
             arena: Arena::new(),
             garbage: Garbage::new(),
             dropped: Vec::new(),
             applied: 0,
-            words,
+            shape,
         }
     }
 
@@ -250,7 +250,7 @@ impl Applier {
             &mut self.arena,
             value.map_or(0, <[u8]>::len),
             TidWord::new(Tid::ZERO, TidWord::LOCK | TidWord::LATEST | TidWord::ABSENT),
-            self.words,
+            self.shape,
         );
         match table.primary.insert(key, fresh as u64, pin, &mut self.garbage, &mut ()) {
             Ok(_) => {
@@ -516,7 +516,7 @@ fn run(
     keys: Option<&IndexKeys>,
     threads: usize,
     mode: Mode,
-    words: HeadWords,
+    shape: HeadShape,
 ) -> Result<Recovered> {
     let started = Instant::now();
     let threads = threads.max(1);
@@ -543,7 +543,7 @@ fn run(
         appliers = parallel(
             threads,
             files.len(),
-            || Applier::new(words),
+            || Applier::new(shape),
             |index, applier| {
                 let pin = nothing_is_reclaimed();
                 let (file_rows, file_bytes) = read_checkpoint_file(
@@ -642,7 +642,7 @@ fn run(
             replay_threads,
             files.len(),
             || ReplayState {
-                applier: Applier::new(words),
+                applier: Applier::new(shape),
                 transactions: 0,
                 bytes: 0,
                 max_epoch: 0,
@@ -730,7 +730,7 @@ fn run(
         let more = parallel(
             threads,
             live.len(),
-            || Applier::new(words),
+            || Applier::new(shape),
             |index, applier| {
                 finish_table(live[index], applier, &nothing_is_reclaimed());
                 Ok(())
@@ -829,20 +829,20 @@ fn finish_table(table: &Table, applier: &mut Applier, pin: &Pin<'_>) {
     }
 }
 
-/// Recovers the tables; `words`: the protocol words their heads carry.
+/// Recovers the tables; `shape`: what their heads are made of.
 pub(crate) fn recover(
     storage: &dyn Storage,
     keys: Option<&IndexKeys>,
     threads: usize,
-    words: HeadWords,
+    shape: HeadShape,
 ) -> Result<Recovered> {
-    run(storage, keys, threads, Mode::Recover, words)
+    run(storage, keys, threads, Mode::Recover, shape)
 }
 
 /// Verifies a data directory without changing it: every checkpoint and log block's checksum,
 /// every record's structure, and the catalog. Torn tails are reported, not truncated.
 pub fn check(storage: &dyn Storage, threads: usize) -> Result<RecoveryReport> {
-    run(storage, None, threads, Mode::Check, HeadWords::None).map(|recovered| recovered.report)
+    run(storage, None, threads, Mode::Check, HeadShape::default()).map(|recovered| recovered.report)
 }
 
 /// The catalog as a list of live tables `(id, name, index names)`, for reports.
