@@ -167,11 +167,12 @@ impl Db for EngramYcsb {
     fn settings(&self) -> String {
         let config = self.db.config();
         format!(
-            "mode {}, protocol {}, gc {}, serializable, epoch {} ms, snapshot every {} epochs, \
-             {}, {}",
+            "mode {}, protocol {}, gc {}, {} storage, serializable, epoch {} ms, snapshot every \
+             {} epochs, {}, {}",
             self.mode.name(),
             config.protocol,
             config.gc,
+            config.version_storage,
             config.epoch_interval_ms,
             config.snapshot_interval_epochs,
             match config.memory_spaces {

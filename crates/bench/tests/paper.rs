@@ -17,16 +17,16 @@ fn scratch(name: &str) -> PathBuf {
 fn figures_write_json_and_a_plot_per_panel() {
     let out = scratch("run");
     let paper::Run { figures, not_run: skipped } =
-        paper::run(&options(&[16, 12, 10, 9, 8], out.clone()), |_| ()).unwrap();
+        paper::run(&options(&[16, 22, 12, 10, 9, 8], out.clone()), |_| ()).unwrap();
     assert_eq!(
         figures.iter().map(|f| f.figure).collect::<Vec<_>>(),
-        [8, 9, 10, 16],
+        [8, 9, 10, 12, 16],
         "YCSB's first"
     );
     assert_eq!(skipped.len(), 1);
-    assert_eq!(skipped[0].0, 12);
-    assert!(skipped[0].1.contains("o2n"), "{}", skipped[0].1);
-    assert!(!out.join("figure-12.json").exists());
+    assert_eq!(skipped[0].0, 22);
+    assert!(skipped[0].1.contains("physical"), "{}", skipped[0].1);
+    assert!(!out.join("figure-22.json").exists());
 
     for figure in &figures {
         let text = std::fs::read_to_string(out.join(format!("figure-{}.json", figure.figure)))
@@ -40,7 +40,8 @@ fn figures_write_json_and_a_plot_per_panel() {
             if figure.figure == 16 {
                 continue;
             }
-            assert_eq!(panel.lines.len(), 6, "a line per protocol");
+            let lines = if figure.figure == 12 { 3 } else { 6 };
+            assert_eq!(panel.lines.len(), lines, "a line per protocol or storage");
             if panel.categories.is_empty() {
                 let aborts = out.join(format!("figure-{}-aborts.svg", panel.id));
                 assert!(std::fs::read_to_string(aborts).unwrap().contains("aborted attempts"));
@@ -84,8 +85,19 @@ fn figures_write_json_and_a_plot_per_panel() {
         }
     }
 
-    // Fig. 16: MVTO with the workers sharing one and two memory spaces, and with an arena each.
+    // Fig. 12: MVTO over N2O and O2N append-only chains, and over time-travel storage, at
+    // two thetas each.
     for panel in &figures[3].panels {
+        let labels: Vec<&str> = panel.lines.iter().map(|l| l.label.as_str()).collect();
+        assert!(labels[0].starts_with("N2O") && labels[1].starts_with("O2N"), "{labels:?}");
+        for line in &panel.lines {
+            assert_eq!(line.points.iter().map(|p| p.x).collect::<Vec<_>>(), [0.2, 0.9]);
+            assert!(line.points.iter().all(|p| p.committed > 0), "{}", line.label);
+        }
+    }
+
+    // Fig. 16: MVTO with the workers sharing one and two memory spaces, and with an arena each.
+    for panel in &figures[4].panels {
         let [shared, own] = &panel.lines[..] else { panic!("two lines") };
         assert_eq!(shared.points.iter().map(|p| p.x).collect::<Vec<_>>(), [1.0, 2.0]);
         assert_eq!(own.points.iter().map(|p| p.x).collect::<Vec<_>>(), [2.0]);

@@ -3,7 +3,7 @@
 use clap::{Args, Parser, Subcommand};
 use engram_bench::report::{format_rate, write_json};
 use engram_bench::tpcc::engram::{EngramTpcc, Persistence, ReadOnlyLevels};
-use engram_engine::{Durability, Gc, Protocol};
+use engram_engine::{Durability, Gc, Protocol, VersionStorage};
 
 mod crash;
 mod serve;
@@ -142,9 +142,17 @@ struct DurabilityArgs {
     /// tuple-vacuum (a background thread) or none (kept until deleted; experiments only).
     #[arg(long, default_value = "transaction", value_parser = parse_gc)]
     gc: Gc,
+    /// Where versions are kept: time-travel (the newest in place, the default), append-n2o or
+    /// append-o2n (every version its own block, chained newest or oldest first).
+    #[arg(long, default_value = "time-travel", value_parser = parse_version_storage)]
+    version_storage: VersionStorage,
 }
 
 fn parse_gc(text: &str) -> Result<Gc, String> {
+    text.parse()
+}
+
+fn parse_version_storage(text: &str) -> Result<VersionStorage, String> {
     text.parse()
 }
 
@@ -189,6 +197,7 @@ impl DurabilityArgs {
             checkpoint_log_bytes: self.checkpoint_log_mib.map(|mib| mib << 20),
             memory_spaces: self.memory_spaces,
             gc: self.gc,
+            version_storage: self.version_storage,
         })
     }
 }

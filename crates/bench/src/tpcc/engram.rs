@@ -20,7 +20,7 @@ use super::{DistrictFacts, Facts, TpccDb, load};
 use crate::db::{Db, Outcome};
 use engram_engine::{
     Config, Database, Direction, Durability, Error, Gc, IndexKeys, IndexSpec, Isolation, Protocol,
-    TableRef, TableSpec, Txn, Worker,
+    TableRef, TableSpec, Txn, VersionStorage, Worker,
 };
 use std::ops::Bound;
 use std::sync::Arc;
@@ -87,6 +87,8 @@ pub struct Persistence {
     pub memory_spaces: usize,
     /// How superseded versions are removed (`Config::gc`).
     pub gc: Gc,
+    /// Where versions are kept (`Config::version_storage`).
+    pub version_storage: VersionStorage,
 }
 
 impl Persistence {
@@ -97,6 +99,7 @@ impl Persistence {
             protocol: self.protocol,
             memory_spaces: self.memory_spaces,
             gc: self.gc,
+            version_storage: self.version_storage,
             data_dir: self.data_dir.clone(),
             durability: self.durability,
             log_compression: self.log_compression,
