@@ -142,6 +142,16 @@ impl Config {
                     .into(),
             ));
         }
+        if self.gc == Gc::TupleCooperative && !self.version_storage.oldest_first() {
+            return Err(Error::InvalidConfig(format!(
+                "gc tuple-cooperative needs version_storage append-o2n, not {}: cooperative \
+                 cleaning removes the expired versions a reader passes on its way along a \
+                 chain, and only an oldest-to-newest chain puts them in its way (readers of a \
+                 newest-to-oldest chain stop before its expired tail); use tuple-vacuum or \
+                 transaction with {}",
+                self.version_storage, self.version_storage
+            )));
+        }
         if self.memory_spaces > WORKERS_MAX {
             return Err(Error::InvalidConfig(format!(
                 "memory_spaces must be in 0..={WORKERS_MAX} (0: one per worker)"
@@ -241,7 +251,8 @@ pub(crate) struct Shared {
     pub data: Option<DataDir>,
     /// Shared memory spaces (`Config::memory_spaces`); empty: one arena per worker.
     pub spaces: Vec<Space>,
-    /// What the vacuum did (`Gc::TupleVacuum`).
+    /// What the vacuum (`Gc::TupleVacuum`) or the readers' cleaning (`Gc::TupleCooperative`)
+    /// did.
     pub vacuum: VacuumCounters,
 }
 
@@ -598,8 +609,8 @@ impl Database {
         reserve(bytes)
     }
 
-    /// What the background vacuum has done (all zeros unless `Config::gc` is
-    /// `Gc::TupleVacuum`).
+    /// What the background vacuum or the readers' cooperative cleaning has done (all zeros
+    /// unless `Config::gc` is `Gc::TupleVacuum` or `Gc::TupleCooperative`).
     pub fn vacuum_stats(&self) -> VacuumStats {
         self.shared.vacuum.stats()
     }

@@ -123,6 +123,9 @@ pub(crate) struct TxnState {
     pub latch_order: Vec<u32>,
     /// Versions dropped by installs, examined for secondary entries.
     pub dropped: Vec<*const Version>,
+    /// What cooperative cleaning (`gc::cooperative`) reuses, and the records it noted.
+    pub prune: crate::gc::vacuum::PruneBuffers,
+    pub noted: crate::gc::cooperative::Noted,
     pub last_lookup: LastLookup,
     /// Rows `update_range` will write: (head, start, key length, row length) in `pending_bytes`.
     pub pending_updates: Vec<(*mut crate::storage::Head, u32, u32, u32)>,
@@ -157,6 +160,8 @@ impl Default for TxnState {
             write_order: Vec::new(),
             latch_order: Vec::new(),
             dropped: Vec::new(),
+            prune: Default::default(),
+            noted: Default::default(),
             last_lookup: LastLookup::default(),
             pending_updates: Vec::new(),
             pending_bytes: Vec::new(),

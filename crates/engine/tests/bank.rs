@@ -212,7 +212,7 @@ fn transfers_keep_the_total_under_every_gc_mode() {
 }
 
 /// Append-only chains, newest or oldest first, under each kind of protocol and with writers,
-/// a vacuum or nobody pruning them: the totals hold.
+/// a vacuum, readers or nobody pruning them: the totals hold.
 #[test]
 fn transfers_keep_the_total_under_every_version_storage() {
     for storage in [VersionStorage::AppendN2o, VersionStorage::AppendO2n] {
@@ -228,6 +228,21 @@ fn transfers_keep_the_total_under_every_version_storage() {
                 Config { protocol, gc, version_storage: storage, vacuum_interval_ms: 1, ..bank() };
             run_configured(isolation, false, config);
         }
+    }
+    // Readers cleaning the oldest-to-newest chains they pass.
+    for (protocol, isolation) in [
+        (Protocol::Mvto, Isolation::Serializable),
+        (Protocol::Si, Isolation::RepeatableRead),
+        (Protocol::Ssn, Isolation::Serializable),
+        (Protocol::Silo, Isolation::Serializable),
+    ] {
+        let config = Config {
+            protocol,
+            gc: Gc::TupleCooperative,
+            version_storage: VersionStorage::AppendO2n,
+            ..bank()
+        };
+        run_configured(isolation, false, config);
     }
 }
 

@@ -22,7 +22,7 @@ fn key(i: u64) -> Vec<u8> {
 }
 
 /// A row whose first eight bytes are its secondary key.
-fn row(group: u64) -> Vec<u8> {
+fn row_of(group: u64) -> Vec<u8> {
     let mut row = group.to_be_bytes().to_vec();
     row.extend_from_slice(&[7u8; 24]);
     row
@@ -84,7 +84,7 @@ fn run(gc: Gc, storage: VersionStorage) -> ((usize, usize), (usize, usize)) {
     let (db, table) = open(gc, storage);
     let mut writer = db.worker().unwrap();
     writer
-        .transaction(Isolation::Serializable, |txn| txn.insert(&table, &key(0), &row(0)))
+        .transaction(Isolation::Serializable, |txn| txn.insert(&table, &key(0), &row_of(0)))
         .unwrap();
     std::thread::sleep(Duration::from_millis(5));
     let mut reader = db.worker().unwrap();
@@ -92,7 +92,9 @@ fn run(gc: Gc, storage: VersionStorage) -> ((usize, usize), (usize, usize)) {
     assert_eq!(reader.txn().unwrap().get(&table, &key(1)).unwrap(), None);
     for update in 1..=UPDATES {
         writer
-            .transaction(Isolation::Serializable, |txn| txn.update(&table, &key(0), &row(update)))
+            .transaction(Isolation::Serializable, |txn| {
+                txn.update(&table, &key(0), &row_of(update))
+            })
             .unwrap();
     }
     let held = chain_and_entries(&db, &table);
@@ -101,19 +103,30 @@ fn run(gc: Gc, storage: VersionStorage) -> ((usize, usize), (usize, usize)) {
     // version (and a pruning writer then prunes) only when a snapshot boundary passes.
     for update in UPDATES + 1..=UPDATES + 20 {
         writer
-            .transaction(Isolation::Serializable, |txn| txn.update(&table, &key(0), &row(update)))
+            .transaction(Isolation::Serializable, |txn| {
+                txn.update(&table, &key(0), &row_of(update))
+            })
             .unwrap();
         std::thread::sleep(Duration::from_millis(5));
     }
     let deadline = Instant::now() + Duration::from_secs(1);
     let mut after = chain_and_entries(&db, &table);
-    while Instant::now() < deadline && gc == Gc::TupleVacuum && after.0 > 1 {
+    let tuple_level = matches!(gc, Gc::TupleVacuum | Gc::TupleCooperative);
+    while Instant::now() < deadline && tuple_level && after.0 > 1 {
         std::thread::sleep(Duration::from_millis(10));
+        if gc == Gc::TupleCooperative {
+            // A reader passing the chain cleans it.
+            let row = writer.transaction(Isolation::Serializable, |txn| {
+                Ok(txn.get(&table, &key(0))?.map(<[u8]>::to_vec))
+            });
+            assert_eq!(row.unwrap(), Some(row_of(UPDATES + 20)));
+        }
         after = chain_and_entries(&db, &table);
     }
-    if gc == Gc::TupleVacuum {
+    if tuple_level {
         let stats = db.vacuum_stats();
-        assert!(stats.passes > 0 && stats.versions > 0, "{stats:?}");
+        assert!(stats.versions > 0, "{stats:?}");
+        assert_eq!(stats.passes > 0, gc == Gc::TupleVacuum, "{stats:?}");
     } else {
         assert_eq!(db.vacuum_stats(), Default::default());
     }
@@ -146,6 +159,16 @@ fn tuple_vacuum_prunes_in_the_background() {
 }
 
 #[test]
+fn tuple_cooperative_readers_prune_what_they_pass() {
+    let storage = VersionStorage::AppendO2n;
+    let ((held, held_entries), (after, entries)) = run(Gc::TupleCooperative, storage);
+    assert!(held >= UPDATES as usize / 2, "chain of {held}: writers pruned");
+    assert!(held_entries > UPDATES as usize / 2, "{held_entries} entries with the reader open");
+    assert!(after <= 1, "chain of {after} after readers passed it");
+    assert!(entries <= 2, "{entries} secondary entries left after the readers' cleaning");
+}
+
+#[test]
 fn no_gc_keeps_every_version() {
     for storage in VersionStorage::ALL {
         let ((held, _), (after, entries)) = run(Gc::None, storage);
@@ -166,12 +189,28 @@ fn version_storages_parse_and_delta_is_refused_with_the_reason() {
 }
 
 #[test]
-fn cooperative_cleaning_is_refused_with_the_reason() {
-    let refused = "tuple-cooperative".parse::<Gc>().unwrap_err();
-    assert!(refused.contains("oldest-to-newest"), "{refused}");
+fn cooperative_cleaning_needs_oldest_to_newest_chains() {
     for gc in Gc::ALL {
         assert_eq!(gc.name().parse::<Gc>(), Ok(gc));
     }
+    for storage in [VersionStorage::TimeTravel, VersionStorage::AppendN2o] {
+        let config =
+            Config { gc: Gc::TupleCooperative, version_storage: storage, ..Config::default() };
+        let refused = Database::open(config).unwrap_err().to_string();
+        assert!(
+            refused.contains("append-o2n") && refused.contains("oldest-to-newest"),
+            "{refused}"
+        );
+    }
+    let o2n = VersionStorage::AppendO2n;
+    assert!(
+        Database::open(Config {
+            gc: Gc::TupleCooperative,
+            version_storage: o2n,
+            ..Config::default()
+        })
+        .is_ok()
+    );
     // The vacuum takes a worker slot of its own.
     let alone = Config { gc: Gc::TupleVacuum, workers_max: 1, ..Config::default() };
     assert!(Database::open(alone).unwrap_err().to_string().contains("vacuum"));

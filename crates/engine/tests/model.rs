@@ -2,7 +2,7 @@
 //! rolled back, in every writing isolation level, with a secondary index checked too.
 
 use engram_engine::{
-    Config, Database, Direction, Error, IndexSpec, Isolation, TableSpec, VersionStorage,
+    Config, Database, Direction, Error, Gc, IndexSpec, Isolation, TableSpec, VersionStorage,
 };
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -51,8 +51,11 @@ proptest! {
     fn transactions_match_a_model(
         transactions in proptest::collection::vec((proptest::collection::vec(op(), 0..12), any::<bool>(), 0usize..3), 1..40),
         storage in proptest::sample::select(VersionStorage::ALL.to_vec()),
+        readers_clean in any::<bool>(),
     ) {
-        let config = Config { epoch_interval_ms: 0, snapshot_interval_epochs: 1, version_storage: storage, ..Config::default() };
+        // Oldest-to-newest chains are pruned by their writers or by their readers.
+        let gc = if readers_clean && storage.oldest_first() { Gc::TupleCooperative } else { Gc::Transaction };
+        let config = Config { epoch_interval_ms: 0, snapshot_interval_epochs: 1, version_storage: storage, gc, ..Config::default() };
         let db = Database::open(config).unwrap();
         let by_value = IndexSpec::new("by_value", false, |row: &[u8], out: &mut Vec<u8>| {
             out.push(row[0]);

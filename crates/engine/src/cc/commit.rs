@@ -10,7 +10,7 @@ use super::ssn;
 use super::txn::{pinned, release_locks};
 use crate::db::Counters;
 use crate::error::{AbortReason, Error, Result};
-use crate::gc::Gc;
+use crate::gc::{Gc, cooperative};
 use crate::storage::record::{Busy, Retention};
 use crate::storage::{Head, Tid, TidWord};
 use crate::sync::Epoch;
@@ -393,6 +393,10 @@ fn finish(worker: &mut Worker) {
     }
     if !worker.tasks.is_empty() {
         run_ready_tasks(worker);
+    }
+    if !worker.txn.noted.is_empty() {
+        // SAFETY: called before unpinning.
+        cooperative::clean_noted(worker, &unsafe { pinned() });
     }
     worker.garbage.seal(&worker.shared.epochs);
     worker.shared.epochs.unpin(worker.slot);

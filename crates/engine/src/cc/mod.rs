@@ -9,7 +9,8 @@
 //! 4. validate the read set and the node set;
 //! 5. choose the commit timestamp (Silo: a TID from the worker, no global counter);
 //! 6. install the writes, fix the secondary entries of dropped versions, release the locks;
-//! 7. finish: run ready clean-up tasks, seal garbage, unpin.
+//! 7. finish: run ready clean-up tasks, clean the records cooperative GC noted, seal garbage,
+//!    unpin.
 //!
 //! A protocol supplies the hooks through the `Hooks` trait (`silo.rs`; the multi-version
 //! protocols' in `mv.rs`, with the serial safety net's extra steps in `ssn.rs`); the skeleton

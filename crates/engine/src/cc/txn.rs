@@ -15,6 +15,7 @@ use super::secondary;
 use super::silo::{Hooks, Silo};
 use super::{mv2pl, mvto};
 use crate::error::{AbortReason, Error, Result};
+use crate::gc::cooperative;
 use crate::index::{Direction, GROUP_KEYS, LeafVersion, Probe, ScanVisitor};
 use crate::limits::{KEY_BYTES_MAX, VALUE_BYTES_MAX};
 use crate::storage::record::{AsOf, Busy};
@@ -424,6 +425,9 @@ impl<'w> Txn<'w> {
                 return Ok(Found::None);
             };
             let present = read_snapshot(head as *mut Head, at, &mut state.read_buffer);
+            if present {
+                cooperative::after_read(self.worker, table_id, key, head as *mut Head);
+            }
             return Ok(if present { Found::Buffer } else { Found::None });
         }
         let validate = for_update || state.rules.validate_reads;
@@ -453,14 +457,11 @@ impl<'w> Txn<'w> {
                 }
                 Seen::Current(word) if !word.is_latest() => continue,
                 Seen::Current(word) if word.is_absent() => return Ok(Found::None),
-                Seen::Current(_) => {
-                    state.last_lookup.remember(table_id, key, raw as *mut Head);
-                    return Ok(Found::Buffer);
-                }
                 Seen::AsOf(seen) if !seen.current.is_latest() => continue,
                 Seen::AsOf(seen) if !seen.present => return Ok(Found::None),
-                Seen::AsOf(_) => {
+                Seen::Current(_) | Seen::AsOf(_) => {
                     state.last_lookup.remember(table_id, key, raw as *mut Head);
+                    cooperative::after_read(self.worker, table_id, key, raw as *mut Head);
                     return Ok(Found::Buffer);
                 }
             }

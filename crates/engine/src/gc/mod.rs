@@ -10,13 +10,16 @@
 //!   retires its head.
 //!
 //! - [`vacuum`]: the background vacuum of `Gc::TupleVacuum`.
+//! - [`cooperative`]: the readers' cleaning of `Gc::TupleCooperative`.
 //!
 //! A version is kept only while a reader may need it: a snapshot boundary at or above the
 //! snapshot low-water mark, or a multi-version reader's timestamp, falls between its epoch and
 //! its successor's. Who removes the versions that stop being needed is the [`Gc`] mode
 //! (Wu et al. §5): the writing transactions (`transaction`, the default), a background vacuum
-//! (`tuple-vacuum`), or nobody (`none`, an experiment's baseline).
+//! (`tuple-vacuum`), the readers that pass them (`tuple-cooperative`, oldest-to-newest chains
+//! only), or nobody (`none`, an experiment's baseline).
 
+pub(crate) mod cooperative;
 pub mod reclaim;
 pub(crate) mod tasks;
 pub mod vacuum;
@@ -37,18 +40,23 @@ pub enum Gc {
     /// Tuple-level background vacuum: writers never prune; a vacuum thread visits the tables
     /// whose records gained versions since its last pass and prunes every record's chain.
     TupleVacuum,
+    /// Tuple-level cooperative cleaning: writers never prune; a transaction that reads a
+    /// record whose oldest-to-newest chain starts with expired versions prunes it
+    /// (`gc::cooperative`). Needs `VersionStorage::AppendO2n`.
+    TupleCooperative,
     /// Nothing is pruned: versions a reader might need are kept until their record is
     /// deleted. Memory grows with every update; for experiments (Wu et al.'s GC-off runs).
     None,
 }
 
 impl Gc {
-    pub const ALL: [Gc; 3] = [Gc::Transaction, Gc::TupleVacuum, Gc::None];
+    pub const ALL: [Gc; 4] = [Gc::Transaction, Gc::TupleVacuum, Gc::TupleCooperative, Gc::None];
 
     pub fn name(self) -> &'static str {
         match self {
             Gc::Transaction => "transaction",
             Gc::TupleVacuum => "tuple-vacuum",
+            Gc::TupleCooperative => "tuple-cooperative",
             Gc::None => "none",
         }
     }
@@ -73,15 +81,10 @@ impl std::str::FromStr for Gc {
             "transaction" => Ok(Gc::Transaction),
             "tuple-vacuum" | "vacuum" => Ok(Gc::TupleVacuum),
             "none" | "off" => Ok(Gc::None),
-            "tuple-cooperative" | "cooperative" => {
-                Err("tuple-cooperative is not supported: cooperative cleaning removes the expired \
-                 versions a reader passes on its way along a chain, which needs oldest-to-newest \
-                 chains (a reader then meets the oldest versions first); Engram's chains are \
-                 newest-to-oldest, where readers stop before the expired tail. Use \
-                 tuple-vacuum or transaction"
-                    .into())
-            }
-            other => Err(format!("unknown gc \"{other}\": use transaction, tuple-vacuum or none")),
+            "tuple-cooperative" | "cooperative" => Ok(Gc::TupleCooperative),
+            other => Err(format!(
+                "unknown gc \"{other}\": use transaction, tuple-vacuum, tuple-cooperative or none"
+            )),
         }
     }
 }

@@ -25,9 +25,11 @@
 
 use crate::cc::secondary::{self, EntryScratch};
 use crate::db::Shared;
+use crate::gc::Garbage;
 use crate::index::{Direction, LeafVersion, ScanBuffer, ScanVisitor};
 use crate::storage::record::{Retention, Version};
 use crate::storage::{Head, Table};
+use crate::sync::Pin;
 use crate::worker::Worker;
 use std::ops::Bound;
 use std::sync::Arc;
@@ -38,14 +40,16 @@ use std::time::Duration;
 /// long, large enough that pinning costs nothing next to the visits.
 const BATCH_RECORDS: usize = 256;
 
-/// What the vacuum has done since the database opened.
+/// What the tuple-level GC has done since the database opened: the vacuum
+/// (`Gc::TupleVacuum`), or the readers' cooperative cleaning (`Gc::TupleCooperative`, which
+/// makes no passes and visits no tables).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct VacuumStats {
     /// Completed passes over the dirty tables.
     pub passes: u64,
     /// Tables visited (dirty when a pass came).
     pub tables: u64,
-    /// Records visited.
+    /// Records visited (cooperative: records a reader locked to prune).
     pub records: u64,
     /// Versions pruned from chains.
     pub versions: u64,
@@ -57,9 +61,9 @@ pub struct VacuumStats {
 pub(crate) struct VacuumCounters {
     passes: AtomicU64,
     tables: AtomicU64,
-    records: AtomicU64,
-    versions: AtomicU64,
-    busy: AtomicU64,
+    pub(crate) records: AtomicU64,
+    pub(crate) versions: AtomicU64,
+    pub(crate) busy: AtomicU64,
 }
 
 impl VacuumCounters {
@@ -101,9 +105,51 @@ struct Buffers {
     keys: Vec<u8>,
     batch: Vec<(u32, u32, u64)>,
     resume: Vec<u8>,
+    prune: PruneBuffers,
+}
+
+/// What pruning a record reuses: the versions dropped, the record's row, and the secondary
+/// entry keys compared.
+#[derive(Debug, Default)]
+pub(crate) struct PruneBuffers {
     dropped: Vec<*const Version>,
     row: Vec<u8>,
     entries: EntryScratch,
+}
+
+/// Prunes the chain of `head`, which this thread has locked (record `key` of `table`), as a
+/// writer's install would, and removes the secondary entries that only the dropped versions
+/// produced. Returns how many versions it dropped. The vacuum and cooperative cleaning
+/// (`gc::cooperative`) share it.
+pub(crate) fn prune_locked(
+    table: &Table,
+    head: *mut Head,
+    key: &[u8],
+    retention: Retention,
+    buffers: &mut PruneBuffers,
+    pin: &Pin<'_>,
+    garbage: &mut Garbage,
+) -> usize {
+    let PruneBuffers { dropped, row, entries } = buffers;
+    // SAFETY: the caller holds the record's lock, so the head is linked and allocated.
+    let head_ref = unsafe { &*head };
+    dropped.clear();
+    let pruned = head_ref.vacuum_locked(retention, garbage, dropped);
+    if pruned > 0 && table.has_secondaries() {
+        let has_row = head_ref.value_locked(row);
+        secondary::after_install(
+            table,
+            entries,
+            head,
+            key,
+            None,
+            has_row.then_some(&row[..]),
+            dropped,
+            pin,
+            garbage,
+        );
+    }
+    pruned
 }
 
 /// One pass: every table whose dirty flag is set, visited whole.
@@ -143,7 +189,7 @@ fn vacuum_table(worker: &mut Worker, table: &Table, buffers: &mut Buffers) {
     buffers.resume.clear();
     let mut first = true;
     loop {
-        let Buffers { scan, keys, batch, resume, dropped, row, entries } = &mut *buffers;
+        let Buffers { scan, keys, batch, resume, prune } = &mut *buffers;
         let more = worker
             .pinned(|pin, garbage| {
                 keys.clear();
@@ -177,22 +223,7 @@ fn vacuum_table(worker: &mut Worker, table: &Table, buffers: &mut Buffers) {
                         head.unlock_to(word);
                         continue;
                     }
-                    dropped.clear();
-                    let pruned = head.vacuum_locked(retention, garbage, dropped);
-                    if pruned > 0 && table.has_secondaries() {
-                        let has_row = head.value_locked(row);
-                        secondary::after_install(
-                            table,
-                            entries,
-                            head_ptr,
-                            key,
-                            None,
-                            has_row.then_some(&row[..]),
-                            dropped,
-                            pin,
-                            garbage,
-                        );
-                    }
+                    let pruned = prune_locked(table, head_ptr, key, retention, prune, pin, garbage);
                     remaining |= head.has_older();
                     head.unlock_to(word);
                     versions += pruned as u64;

@@ -979,6 +979,42 @@ impl Head {
         self.word.store(word.without(TidWord::LOCK).raw(), Ordering::Release);
     }
 
+    /// Locks the record if its word is still `seen` (unlocked), without waiting: cooperative
+    /// cleaning (`gc::cooperative`) gives way to anyone else.
+    pub fn try_lock(&self, seen: TidWord) -> bool {
+        debug_assert!(!seen.is_locked());
+        let locked = self
+            .word
+            .compare_exchange(
+                seen.raw(),
+                seen.with(TidWord::LOCK).raw(),
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            )
+            .is_ok();
+        // Orders the lock bit before the pruning's stores, as `lock` does.
+        fence(Ordering::Release);
+        locked
+    }
+
+    /// Whether an oldest-to-newest chain (`append-o2n`) starts with a version that no reader
+    /// at or above `retention` can read: what a reader walking to the row passes first, and
+    /// cooperative cleaning's cue. Always false for newest-first chains. Pinned (a racy hint).
+    pub fn oldest_expired(&self, retention: Retention) -> bool {
+        if !self.oldest_first() {
+            return false;
+        }
+        let first = self.older.load(Ordering::Acquire);
+        if first.is_null() {
+            return false;
+        }
+        // SAFETY: chain versions reached while pinned stay allocated until we unpin.
+        let first = unsafe { &*first };
+        let next = first.link.load(Ordering::Acquire);
+        // SAFETY: as above.
+        !next.is_null() && !retention.needed(first.word().tid(), unsafe { (*next).word().tid() })
+    }
+
     /// Claims an absent, unclaimed head for an insert, if its word is still `seen`.
     pub fn claim(&self, seen: TidWord) -> bool {
         debug_assert!(seen.is_absent() && !seen.is_claimed() && !seen.is_locked());
@@ -1338,7 +1374,8 @@ impl Head {
         !unsafe { (*first).link.load(Ordering::Relaxed) }.is_null()
     }
 
-    /// The vacuum's pruning (`gc::vacuum`) of a head it has locked: drops the chain versions
+    /// The pruning of the vacuum and of cooperative cleaning (`gc::vacuum`, `gc::cooperative`) of a
+    /// head the caller has locked: drops the chain versions
     /// no reader at or above `retention` can read, retiring them and appending them to
     /// `dropped`. Returns how many it dropped.
     pub(crate) fn vacuum_locked(

@@ -1,0 +1,104 @@
+//! Cooperative cleaning of `Gc::TupleCooperative` (Wu et al. §5.1, Hekaton's "cooperative
+//! cleaning").
+//!
+//! Under this mode writers never prune and no thread scans for garbage: the transactions that
+//! read a record clean it. A reader of an oldest-to-newest chain (`append-o2n`, the only
+//! storage this mode opens with) meets the oldest versions first on its way to the one it
+//! reads, so it is the first to see that they expired. After a point read (`Txn::get` and the
+//! reads of `get_many`, `update_many` and the like) the reader checks the chain's first version
+//! (`Head::oldest_expired`) and, if no reader at or above the retention bounds can read it,
+//! notes the record (at most [`NOTED_RECORDS_MAX`] per transaction). When the transaction ends,
+//! committed or not and still pinned (commit step 7, `finish`), its worker cleans what it
+//! noted: it tries each record's lock without waiting (`Head::try_lock`), prunes the chain as
+//! the vacuum does (`vacuum::prune_locked`: every expired version, and the secondary entries
+//! only they produced), and unlocks the record to the word it had. A record someone else holds
+//! is left for the next reader.
+//!
+//! Why at the end and not during the read: removing a secondary entry changes the version of
+//! the index leaf that held it, and a transaction that had scanned that leaf would fail its own
+//! node validation at commit (the model test found this). At the end, the cleaner's own
+//! validation is behind it; other transactions may still see such a leaf change, as they may
+//! under the vacuum or a committer's pruning, and abort with `node_validation`.
+//!
+//! DEVIATIONS
+//! - Hekaton's readers unlink expired versions without a lock; here a reader takes the record
+//!   lock for the few instructions of the prune, because a committer appending at the chain's
+//!   end and a reader cutting its start would otherwise race on a one-version chain.
+//! - Only point reads clean. A scan passes many records; a record read only by scans keeps its
+//!   garbage until a point read or a delete reaches it (the paper's "dusty corners", which
+//!   Hekaton sweeps with a background pass).
+//! - The cue is the first version only: a version in the middle of a chain that expired while
+//!   an older one is still needed is dropped with the next prune of the record.
+
+use super::Gc;
+use super::vacuum::prune_locked;
+use crate::storage::{Head, TableId};
+use crate::sync::Pin;
+use crate::worker::Worker;
+use std::sync::atomic::Ordering;
+
+/// Records one transaction notes for cleaning: bounds the work its end does.
+pub(crate) const NOTED_RECORDS_MAX: usize = 64;
+
+/// Records a transaction read whose chains start with expired versions: (table, key start and
+/// length in `keys`, head).
+#[derive(Debug, Default)]
+pub(crate) struct Noted {
+    records: Vec<(TableId, u32, u32, *mut Head)>,
+    keys: Vec<u8>,
+}
+
+impl Noted {
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+}
+
+/// After `worker`'s transaction read the row `key` of table `table` at `head`: under
+/// `Gc::TupleCooperative`, notes the record if its chain starts with an expired version.
+/// Nothing under the other modes.
+#[inline]
+pub(crate) fn after_read(worker: &mut Worker, table: TableId, key: &[u8], head: *mut Head) {
+    if worker.shared.config.gc != Gc::TupleCooperative {
+        return;
+    }
+    let noted = &mut worker.txn.noted;
+    if noted.records.len() >= NOTED_RECORDS_MAX {
+        return;
+    }
+    // SAFETY: reached through an index while pinned.
+    if unsafe { &*head }.oldest_expired(worker.shared.epochs.retention()) {
+        let start = noted.keys.len() as u32;
+        noted.keys.extend_from_slice(key);
+        noted.records.push((table, start, key.len() as u32, head));
+    }
+}
+
+/// Cleans the records the ending transaction noted. Called from commit step 7 while pinned,
+/// after the transaction left the readers (so its own timestamp no longer holds versions).
+pub(crate) fn clean_noted(worker: &mut Worker, pin: &Pin<'_>) {
+    let retention = worker.shared.epochs.retention();
+    let Worker { shared, txn, garbage, tables, .. } = &mut *worker;
+    let mut noted = std::mem::take(&mut txn.noted);
+    for &(table, start, len, head) in &noted.records {
+        let table = tables[table.index()].as_deref().expect("the read registered the table");
+        let key = &noted.keys[start as usize..(start + len) as usize];
+        // SAFETY: read through an index by this transaction, and we are still pinned.
+        let head_ref = unsafe { &*head };
+        let seen = head_ref.word();
+        if seen.is_locked() || seen.is_absent() || seen.is_claimed() || !seen.is_latest() {
+            continue;
+        }
+        if !head_ref.try_lock(seen) {
+            shared.vacuum.busy.fetch_add(1, Ordering::Relaxed);
+            continue;
+        }
+        let pruned = prune_locked(table, head, key, retention, &mut txn.prune, pin, garbage);
+        head_ref.unlock_to(seen);
+        shared.vacuum.records.fetch_add(1, Ordering::Relaxed);
+        shared.vacuum.versions.fetch_add(pruned as u64, Ordering::Relaxed);
+    }
+    noted.records.clear();
+    noted.keys.clear();
+    txn.noted = noted;
+}
