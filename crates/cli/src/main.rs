@@ -139,7 +139,8 @@ struct DurabilityArgs {
     #[arg(long, default_value_t = 0)]
     memory_spaces: usize,
     /// How superseded versions are removed: transaction (the writers, the default),
-    /// tuple-vacuum (a background thread) or none (kept until deleted; experiments only).
+    /// tuple-vacuum (a background thread), tuple-cooperative (the readers; needs
+    /// --version-storage append-o2n) or none (kept until deleted; experiments only).
     #[arg(long, default_value = "transaction", value_parser = parse_gc)]
     gc: Gc,
     /// Where versions are kept: time-travel (the newest in place, the default), append-n2o or
