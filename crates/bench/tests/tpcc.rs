@@ -305,6 +305,28 @@ fn concurrent_runs_under_every_protocol_pass_the_consistency_checks() {
     }
 }
 
+/// Version storages and GC modes keep TPC-C consistent too (its secondary index on customer
+/// names included): append-only chains newest or oldest first, pruned by writers, the vacuum
+/// or the readers, and the default storage under the vacuum and with no GC at all.
+#[test]
+fn concurrent_runs_under_every_version_storage_and_gc_pass_the_consistency_checks() {
+    use engram_engine::{Gc, Protocol, VersionStorage};
+    for (version_storage, protocol, gc) in [
+        (VersionStorage::AppendN2o, Protocol::Mvto, Gc::Transaction),
+        (VersionStorage::AppendN2o, Protocol::Ssn, Gc::TupleVacuum),
+        (VersionStorage::AppendO2n, Protocol::Mvto, Gc::TupleCooperative),
+        (VersionStorage::AppendO2n, Protocol::Silo, Gc::Transaction),
+        (VersionStorage::AppendO2n, Protocol::Mv2pl, Gc::TupleVacuum),
+        (VersionStorage::TimeTravel, Protocol::Mvocc, Gc::TupleVacuum),
+        (VersionStorage::TimeTravel, Protocol::Mvto, Gc::None),
+    ] {
+        concurrent_run(|| {
+            let persistence = Persistence { protocol, gc, version_storage, ..Default::default() };
+            EngramTpcc::open(ReadOnlyLevels::Specification, 0, persistence)
+        });
+    }
+}
+
 #[test]
 fn concurrent_runs_with_snapshot_readers_pass_the_consistency_checks() {
     concurrent_run(|| EngramTpcc::open(ReadOnlyLevels::Snapshot, 0, Default::default()));
