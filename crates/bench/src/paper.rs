@@ -14,7 +14,7 @@
 //! | 9      | heterogeneous, read-only declared             | as 8, read-only as snapshot transactions |
 //! | 10     | TPC-C: throughput and aborts by type          | one warehouse per four threads        |
 //! | 12     | chain order: read- and update-intensive YCSB under MVTO | `--version-storage append-n2o`, `append-o2n` and `time-travel`, theta 0.2 to 0.9 |
-//! | 16     | memory spaces: update- and read-intensive YCSB under MVTO | 1, 2, 4, ... spaces up to `threads` |
+//! | 16     | memory spaces: update- and read-intensive YCSB under MVTO | 1, 2, 4, ... spaces up to `threads`, time-travel and append-only N2O storage |
 //! | 18, 19 | tuple-level GC: throughput and memory over time, update-intensive YCSB at theta 0.2 and 0.8, MVTO, O2N | `--gc tuple-vacuum`, `tuple-cooperative` and `none`, as 20 and 21 |
 //! | 20, 21 | GC: throughput and memory over time, YCSB theta 0.8 under MVTO | `--gc transaction`, `tuple-vacuum` and `none`, `seconds` x 10 each, sampled 20 times |
 //! | 11, 13-15, 17, 22, 23 | non-inline attributes, delta storage, index pointers | not run: the engine lacks these designs (see [`NOT_BUILT`]) |
@@ -510,14 +510,20 @@ fn heterogeneous(options: &Options, dbs: &[EngramYcsb], declared: bool) -> Resul
 /// two rounds.
 fn figure_16(options: &Options) -> Result<Figure, String> {
     let counts = thread_counts(options.threads);
-    // The last database is the default: an arena per worker, no lock (`memory_spaces` 0).
-    let dbs = counts
+    let storages = [VersionStorage::TimeTravel, VersionStorage::AppendN2o];
+    // Per storage, a database per space count, then the default: an arena per worker, no lock
+    // (`memory_spaces` 0).
+    let configurations: Vec<(VersionStorage, usize)> = storages
         .iter()
-        .chain([&0])
-        .map(|&spaces| {
+        .flat_map(|&storage| counts.iter().chain([&0]).map(move |&spaces| (storage, spaces)))
+        .collect();
+    let dbs = configurations
+        .iter()
+        .map(|&(version_storage, memory_spaces)| {
             let persistence = Persistence {
                 protocol: Protocol::Mvto,
-                memory_spaces: spaces,
+                memory_spaces,
+                version_storage,
                 ..Default::default()
             };
             loaded_ycsb(options, persistence)
@@ -533,25 +539,33 @@ fn figure_16(options: &Options) -> Result<Figure, String> {
         let mut tallies = vec![ycsb::Tally::default(); dbs.len()];
         for round in 0..rounds {
             for (index, db) in dbs.iter().enumerate() {
-                let spaces = counts.get(index).map_or("own".into(), |n| n.to_string());
-                let label = format!("{id} spaces {spaces} {}/{rounds}", round + 1);
+                let (storage, spaces) = configurations[index];
+                let spaces = if spaces == 0 { "own".into() } else { spaces.to_string() };
+                let label = format!("{id} {storage} spaces {spaces} {}/{rounds}", round + 1);
                 let tally = ycsb::measure_classes(db, &point, &[class], point.duration, &label)?;
                 tallies[index].merge(&tally[0]);
             }
         }
-        let points = counts
-            .iter()
-            .zip(&tallies)
-            .map(|(&spaces, tally)| sample(spaces as f64, rate(tally), tally))
-            .collect();
-        let shared = Line { label: "MVTO, shared spaces".into(), points };
-        let own = tallies.last().expect("the default database");
-        let own = Line {
-            label: "MVTO, arena per worker".into(),
-            points: vec![sample(options.threads as f64, rate(own), own)],
-        };
+        let mut lines = Vec::new();
+        for (storage, tallies) in storages.iter().zip(tallies.chunks(counts.len() + 1)) {
+            let name = match storage {
+                VersionStorage::AppendN2o => "append-only",
+                _ => "time-travel",
+            };
+            let points = counts
+                .iter()
+                .zip(tallies)
+                .map(|(&spaces, tally)| sample(spaces as f64, rate(tally), tally))
+                .collect();
+            lines.push(Line { label: format!("{name}, shared spaces"), points });
+            let own = tallies.last().expect("the default database");
+            lines.push(Line {
+                label: format!("{name}, arena per worker"),
+                points: vec![sample(options.threads as f64, rate(own), own)],
+            });
+        }
         let title = format!("{}, {} threads", workload_title(workload), options.threads);
-        panels.push(panel(id, &title, "memory spaces", THROUGHPUT, vec![shared, own]));
+        panels.push(panel(id, &title, "memory spaces", THROUGHPUT, lines));
     }
     Ok(figure(
         16,
@@ -560,8 +574,9 @@ fn figure_16(options: &Options) -> Result<Figure, String> {
          version is allocated on every update); delta storage, which copies only the modified \
          attributes, is flat.",
         format!(
-            "{} rows, theta 0.2, {} threads, MVTO, serializable; one database per space count, \
-             {} s each in {rounds} alternating round(s)",
+            "{} rows, theta 0.2, {} threads, MVTO, serializable; time-travel (Engram's default) \
+             and append-only N2O storage; one database per storage and space count, {} s each \
+             in {rounds} alternating round(s)",
             options.rows, options.threads, options.seconds
         ),
         panels,
