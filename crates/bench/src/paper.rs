@@ -634,10 +634,11 @@ fn figure_12(options: &Options) -> Result<Figure, String> {
 }
 
 /// What a GC-over-time experiment runs: panels of (id suffix, workload, theta), the GC modes
-/// (one line each) and the version storage.
+/// (one line each: the mode, and for cooperative cleaning its sweep interval in ms, 0 for none)
+/// and the version storage.
 struct GcRuns<'a> {
     panels: &'a [(&'a str, ycsb::Workload, f64)],
-    modes: &'a [Gc],
+    modes: &'a [(Gc, Option<u64>)],
     storage: VersionStorage,
     /// The figure numbers of the throughput and the memory panels.
     numbers: (u32, u32),
@@ -662,10 +663,16 @@ fn gc_over_time(
         let point = ycsb_options(options, theta, slice.as_secs_f64());
         let mut throughput_lines = Vec::new();
         let mut memory_lines = Vec::new();
-        for &gc in runs.modes {
+        for &(gc, sweep_ms) in runs.modes {
+            let name = match sweep_ms {
+                Some(0) => format!("{gc}, no sweep"),
+                Some(ms) => format!("{gc}, sweep every {ms} ms"),
+                None => gc.name().to_string(),
+            };
             let persistence = Persistence {
                 protocol: Protocol::Mvto,
                 gc,
+                cooperative_sweep_interval_ms: sweep_ms,
                 version_storage: runs.storage,
                 ..Default::default()
             };
@@ -673,7 +680,7 @@ fn gc_over_time(
             let loaded = in_use_bytes();
             let (mut rates, mut memory) = (Vec::new(), Vec::new());
             for index in 0..SLICES {
-                let label = format!("{id} gc {gc} {}/{SLICES}", index + 1);
+                let label = format!("{id} gc {name} {}/{SLICES}", index + 1);
                 let tally = ycsb::measure_classes(&db, &point, &[class], slice, &label)?;
                 // The slice's nominal end, so every line shares the x values (slices start
                 // within milliseconds of them: `measure_classes` spawns its threads anew).
@@ -685,7 +692,7 @@ fn gc_over_time(
             if matches!(gc, Gc::TupleVacuum | Gc::TupleCooperative) {
                 let stats = db.db.vacuum_stats();
                 notes.push(format!(
-                    "{gc}, {}, theta {theta}: {} passes, {} records pruned or visited, {} \
+                    "{name}, {}, theta {theta}: {} passes, {} records pruned or visited, {} \
                      versions pruned, {} records busy",
                     workload_title(workload),
                     stats.passes,
@@ -695,8 +702,8 @@ fn gc_over_time(
                 ));
             }
             drop(db);
-            throughput_lines.push(Line { label: gc.name().into(), points: rates });
-            memory_lines.push(Line { label: gc.name().into(), points: memory });
+            throughput_lines.push(Line { label: name.clone(), points: rates });
+            memory_lines.push(Line { label: name, points: memory });
         }
         let title =
             format!("{}, theta {theta}, {} threads", workload_title(workload), options.threads);
@@ -739,7 +746,12 @@ fn figures_18_19(options: &Options) -> Result<Vec<Figure>, String> {
             ("a", ycsb::Workload::UpdateIntensive, 0.2),
             ("b", ycsb::Workload::UpdateIntensive, 0.8),
         ],
-        modes: &[Gc::TupleVacuum, Gc::TupleCooperative, Gc::None],
+        modes: &[
+            (Gc::TupleVacuum, None),
+            (Gc::TupleCooperative, Some(0)),
+            (Gc::TupleCooperative, Some(1_000)),
+            (Gc::None, None),
+        ],
         storage: VersionStorage::AppendO2n,
         numbers: (18, 19),
     };
@@ -775,7 +787,7 @@ fn figures_20_21(options: &Options) -> Result<Vec<Figure>, String> {
             ("a", ycsb::Workload::ReadIntensive, 0.8),
             ("b", ycsb::Workload::UpdateIntensive, 0.8),
         ],
-        modes: &[Gc::Transaction, Gc::TupleVacuum, Gc::None],
+        modes: &[(Gc::Transaction, None), (Gc::TupleVacuum, None), (Gc::None, None)],
         storage: VersionStorage::TimeTravel,
         numbers: (20, 21),
     };

@@ -199,6 +199,7 @@ impl DurabilityArgs {
             memory_spaces: self.memory_spaces,
             gc: self.gc,
             version_storage: self.version_storage,
+            cooperative_sweep_interval_ms: None,
         })
     }
 }

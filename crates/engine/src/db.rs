@@ -87,6 +87,9 @@ pub struct Config {
     pub version_storage: VersionStorage,
     /// Under `Gc::TupleVacuum`, the pause between two passes of the vacuum.
     pub vacuum_interval_ms: u64,
+    /// Under `Gc::TupleCooperative`, the pause between two sweeps of the vacuum over the
+    /// records readers do not clean (Hekaton's "dusty corners"); 0: no sweep, no thread.
+    pub cooperative_sweep_interval_ms: u64,
 }
 
 impl Default for Config {
@@ -114,6 +117,7 @@ impl Default for Config {
             gc: Gc::Transaction,
             version_storage: VersionStorage::TimeTravel,
             vacuum_interval_ms: 50,
+            cooperative_sweep_interval_ms: 1_000,
         }
     }
 }
@@ -122,6 +126,18 @@ impl Config {
     /// What new record heads are made of: the protocol's words and the storage's layout.
     pub(crate) fn head_shape(&self) -> HeadShape {
         HeadShape { words: self.protocol.head_words(), storage: self.version_storage }
+    }
+
+    /// The pause between the vacuum's passes, if the GC mode runs a vacuum thread.
+    pub(crate) fn vacuum_interval(&self) -> Option<std::time::Duration> {
+        let ms = match self.gc {
+            Gc::TupleVacuum => self.vacuum_interval_ms,
+            Gc::TupleCooperative if self.cooperative_sweep_interval_ms > 0 => {
+                self.cooperative_sweep_interval_ms
+            }
+            _ => return None,
+        };
+        Some(std::time::Duration::from_millis(ms.max(1)))
     }
 
     fn validate(&self) -> Result<()> {
@@ -136,11 +152,11 @@ impl Config {
         if self.workers_max == 0 || self.workers_max > WORKERS_MAX {
             return Err(Error::InvalidConfig(format!("workers_max must be in 1..={WORKERS_MAX}")));
         }
-        if self.gc == Gc::TupleVacuum && self.workers_max < 2 {
-            return Err(Error::InvalidConfig(
-                "gc tuple-vacuum needs workers_max of at least 2: the vacuum takes a worker slot"
-                    .into(),
-            ));
+        if self.vacuum_interval().is_some() && self.workers_max < 2 {
+            return Err(Error::InvalidConfig(format!(
+                "gc {} needs workers_max of at least 2: the vacuum takes a worker slot",
+                self.gc
+            )));
         }
         if self.gc == Gc::TupleCooperative && !self.version_storage.oldest_first() {
             return Err(Error::InvalidConfig(format!(
@@ -475,7 +491,7 @@ impl Database {
                 .spawn(move || run_checkpointer(&shared))
                 .expect("spawn the checkpointer")
         });
-        let vacuum = (config.gc == Gc::TupleVacuum).then(|| {
+        let vacuum = config.vacuum_interval().is_some().then(|| {
             let shared = Arc::clone(&shared);
             std::thread::Builder::new()
                 .name("engram-vacuum".into())

@@ -607,7 +607,7 @@ impl Raw<'_> {
             &mut worker.txn.dropped,
         );
         head.unlock_to(new_word);
-        if kept && gc == crate::gc::Gc::TupleVacuum {
+        if kept && gc.marks_dirty() {
             table.mark_dirty();
         }
         if let Some(log) = &worker.shared.log {

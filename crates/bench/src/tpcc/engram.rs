@@ -89,6 +89,9 @@ pub struct Persistence {
     pub gc: Gc,
     /// Where versions are kept (`Config::version_storage`).
     pub version_storage: VersionStorage,
+    /// Under cooperative cleaning, the vacuum's sweep interval
+    /// (`Config::cooperative_sweep_interval_ms`); `None` keeps the default.
+    pub cooperative_sweep_interval_ms: Option<u64>,
 }
 
 impl Persistence {
@@ -100,6 +103,9 @@ impl Persistence {
             memory_spaces: self.memory_spaces,
             gc: self.gc,
             version_storage: self.version_storage,
+            cooperative_sweep_interval_ms: self
+                .cooperative_sweep_interval_ms
+                .unwrap_or(defaults.cooperative_sweep_interval_ms),
             data_dir: self.data_dir.clone(),
             durability: self.durability,
             log_compression: self.log_compression,

@@ -10,7 +10,7 @@ use super::ssn;
 use super::txn::{pinned, release_locks};
 use crate::db::Counters;
 use crate::error::{AbortReason, Error, Result};
-use crate::gc::{Gc, cooperative};
+use crate::gc::cooperative;
 use crate::storage::record::{Busy, Retention};
 use crate::storage::{Head, Tid, TidWord};
 use crate::sync::Epoch;
@@ -275,7 +275,7 @@ fn install_write_set(worker: &mut Worker, tid: Tid, low: Option<Tid>) {
             let row = value.map(|span| txn.access.slice(span));
             head.install(row, new_word, retention, arena, garbage, &mut txn.dropped)
         };
-        if kept && gc == Gc::TupleVacuum {
+        if kept && gc.marks_dirty() {
             table.mark_dirty();
         }
         if secondaries && (had_row || !txn.dropped.is_empty()) {

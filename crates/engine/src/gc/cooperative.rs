@@ -24,9 +24,10 @@
 //! - Hekaton's readers unlink expired versions without a lock; here a reader takes the record
 //!   lock for the few instructions of the prune, because a committer appending at the chain's
 //!   end and a reader cutting its start would otherwise race on a one-version chain.
-//! - Only point reads clean. A scan passes many records; a record read only by scans keeps its
-//!   garbage until a point read or a delete reaches it (the paper's "dusty corners", which
-//!   Hekaton sweeps with a background pass).
+//! - Only point reads clean. Records that only scans read, or that nobody reads again (the
+//!   paper's "dusty corners"), are left to the vacuum thread, which under this mode sweeps the
+//!   dirty tables every `Config::cooperative_sweep_interval_ms` (1 s by default), as Hekaton
+//!   and the paper pair cooperative cleaning with a periodic full pass.
 //! - The cue is the first version only: a version in the middle of a chain that expired while
 //!   an older one is still needed is dropped with the next prune of the record.
 

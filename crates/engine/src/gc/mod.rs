@@ -42,7 +42,8 @@ pub enum Gc {
     TupleVacuum,
     /// Tuple-level cooperative cleaning: writers never prune; a transaction that reads a
     /// record whose oldest-to-newest chain starts with expired versions prunes it
-    /// (`gc::cooperative`). Needs `VersionStorage::AppendO2n`.
+    /// (`gc::cooperative`), and the vacuum sweeps the records nobody reads, every
+    /// `Config::cooperative_sweep_interval_ms`. Needs `VersionStorage::AppendO2n`.
     TupleCooperative,
     /// Nothing is pruned: versions a reader might need are kept until their record is
     /// deleted. Memory grows with every update; for experiments (Wu et al.'s GC-off runs).
@@ -64,6 +65,11 @@ impl Gc {
     /// Whether writers prune the chains of the records they write.
     pub(crate) fn writers_prune(self) -> bool {
         self == Gc::Transaction
+    }
+
+    /// Whether commits mark the tables whose records keep versions, for a vacuum to visit.
+    pub(crate) fn marks_dirty(self) -> bool {
+        matches!(self, Gc::TupleVacuum | Gc::TupleCooperative)
     }
 }
 

@@ -19,6 +19,9 @@
 //! does. Deleted records and records an insert
 //! has claimed are skipped: the delete's clean-up task retires a deleted record's chain whole.
 //!
+//! Under `Gc::TupleCooperative` the same thread sweeps every
+//! `Config::cooperative_sweep_interval_ms`, for the records that readers never pass again.
+//!
 //! The regions the vacuum tracks are whole tables: it skips tables nobody updated, and visits
 //! every record of the others. That is the cost the paper measures: a vacuum's work grows with
 //! the table, not with the garbage.
@@ -34,7 +37,6 @@ use crate::worker::Worker;
 use std::ops::Bound;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 /// Records visited under one pin: small enough that a pass never holds the epoch back for
 /// long, large enough that pinning costs nothing next to the visits.
@@ -87,7 +89,7 @@ pub(crate) fn run(shared: Arc<Shared>) {
             return;
         }
     };
-    let interval = Duration::from_millis(shared.config.vacuum_interval_ms.max(1));
+    let interval = shared.config.vacuum_interval().expect("a GC mode with a vacuum");
     let mut buffers = Buffers::default();
     while !shared.stopping() {
         std::thread::park_timeout(interval);
