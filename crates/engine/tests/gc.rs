@@ -10,7 +10,7 @@ use engram_engine::index::{LeafVersion, ScanVisitor};
 use engram_engine::storage::Head;
 use engram_engine::{
     Config, Database, Direction, Gc, IndexSpec, Isolation, KeyBuilder, Protocol, TableRef,
-    TableSpec, VersionStorage,
+    TableSpec, VersionStorage, Worker,
 };
 use std::ops::Bound;
 use std::time::{Duration, Instant};
@@ -83,26 +83,31 @@ fn chain_and_entries(db: &Database, table: &TableRef) -> (usize, usize) {
         .unwrap()
 }
 
+/// Inserts row 0 and updates it `UPDATES` times while a reader that began before holds the
+/// versions; returns the writer and the reader, still open.
+fn updates_under_a_reader(db: &Database, table: &TableRef) -> (Worker, Worker) {
+    let mut writer = db.worker().unwrap();
+    writer
+        .transaction(Isolation::Serializable, |txn| txn.insert(table, &key(0), &row_of(0)))
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(5));
+    let mut reader = db.worker().unwrap();
+    reader.begin(Isolation::Serializable).unwrap();
+    assert_eq!(reader.txn().unwrap().get(table, &key(1)).unwrap(), None);
+    for update in 1..=UPDATES {
+        writer
+            .transaction(Isolation::Serializable, |txn| txn.update(table, &key(0), &row_of(update)))
+            .unwrap();
+    }
+    (writer, reader)
+}
+
 /// Updates row 0 `UPDATES` times, each to a new secondary key, while a reader that began
 /// before holds the versions; returns the chain and entry counts with the reader still open,
 /// then a second after it ended.
 fn run(gc: Gc, storage: VersionStorage) -> ((usize, usize), (usize, usize)) {
     let (db, table) = open(gc, storage);
-    let mut writer = db.worker().unwrap();
-    writer
-        .transaction(Isolation::Serializable, |txn| txn.insert(&table, &key(0), &row_of(0)))
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(5));
-    let mut reader = db.worker().unwrap();
-    reader.begin(Isolation::Serializable).unwrap();
-    assert_eq!(reader.txn().unwrap().get(&table, &key(1)).unwrap(), None);
-    for update in 1..=UPDATES {
-        writer
-            .transaction(Isolation::Serializable, |txn| {
-                txn.update(&table, &key(0), &row_of(update))
-            })
-            .unwrap();
-    }
+    let (mut writer, mut reader) = updates_under_a_reader(&db, &table);
     let held = chain_and_entries(&db, &table);
     reader.commit().unwrap();
     // Updates spread over 100 ms after the reader is gone: with no reader, an update keeps a
@@ -180,20 +185,7 @@ fn tuple_cooperative_readers_prune_what_they_pass() {
 fn the_cooperative_sweep_cleans_what_no_reader_passes() {
     for sweep_ms in [0, 1] {
         let (db, table) = open_sweeping(Gc::TupleCooperative, VersionStorage::AppendO2n, sweep_ms);
-        let mut writer = db.worker().unwrap();
-        writer
-            .transaction(Isolation::Serializable, |txn| txn.insert(&table, &key(0), &row_of(0)))
-            .unwrap();
-        let mut reader = db.worker().unwrap();
-        reader.begin(Isolation::Serializable).unwrap();
-        assert_eq!(reader.txn().unwrap().get(&table, &key(1)).unwrap(), None);
-        for update in 1..=UPDATES {
-            writer
-                .transaction(Isolation::Serializable, |txn| {
-                    txn.update(&table, &key(0), &row_of(update))
-                })
-                .unwrap();
-        }
+        let (mut writer, mut reader) = updates_under_a_reader(&db, &table);
         reader.commit().unwrap();
         // Updates only, no reads of row 0 from here on.
         let deadline = Instant::now() + Duration::from_secs(1);
