@@ -3,11 +3,11 @@
 //!
 //! Under this mode writers never prune and no thread scans for garbage: the transactions that
 //! read a record clean it. A reader of an oldest-to-newest chain (`append-o2n`, the only
-//! storage this mode opens with) meets the oldest versions first on its way to the one it
-//! reads, so it is the first to see that they expired. After a point read (`Txn::get` and the
-//! reads of `get_many`, `update_many` and the like) the reader checks the chain's first version
-//! (`Head::oldest_expired`) and, if no reader at or above the retention bounds can read it,
-//! notes the record (at most [`NOTED_RECORDS_MAX`] per transaction). When the transaction ends,
+//! storage this mode opens with) passes every older version on its way to the row, so it is
+//! the first to see that they expired. After a point read (`Txn::get` and the reads of
+//! `get_many`, `update_many` and the like) the reader checks the versions it passed
+//! (`Head::has_expired`) and, if no reader at or above the retention bounds can read one of
+//! them, notes the record (at most [`NOTED_RECORDS_MAX`] per transaction). When the transaction ends,
 //! committed or not and still pinned (commit step 7, `finish`), its worker cleans what it
 //! noted: it tries each record's lock without waiting (`Head::try_lock`), prunes the chain as
 //! the vacuum does (`vacuum::prune_locked`: every expired version, and the secondary entries
@@ -28,8 +28,10 @@
 //!   paper's "dusty corners"), are left to the vacuum thread, which under this mode sweeps the
 //!   dirty tables every `Config::cooperative_sweep_interval_ms` (1 s by default), as Hekaton
 //!   and the paper pair cooperative cleaning with a periodic full pass.
-//! - The cue is the first version only: a version in the middle of a chain that expired while
-//!   an older one is still needed is dropped with the next prune of the record.
+//! - The cue looks at every version the reader passed, not only the oldest: a snapshot
+//!   boundary keeps the version visible at it needed for up to a second, and the versions
+//!   after it expire long before. (A first version used as the only cue let chains grow
+//!   between boundaries: a 1-second sawtooth in Fig. 19.)
 
 use super::Gc;
 use super::vacuum::prune_locked;
@@ -68,7 +70,7 @@ pub(crate) fn after_read(worker: &mut Worker, table: TableId, key: &[u8], head: 
         return;
     }
     // SAFETY: reached through an index while pinned.
-    if unsafe { &*head }.oldest_expired(worker.shared.epochs.retention()) {
+    if unsafe { &*head }.has_expired(worker.shared.epochs.retention()) {
         let start = noted.keys.len() as u32;
         noted.keys.extend_from_slice(key);
         noted.records.push((table, start, key.len() as u32, head));

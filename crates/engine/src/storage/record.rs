@@ -997,22 +997,30 @@ impl Head {
         locked
     }
 
-    /// Whether an oldest-to-newest chain (`append-o2n`) starts with a version that no reader
-    /// at or above `retention` can read: what a reader walking to the row passes first, and
-    /// cooperative cleaning's cue. Always false for newest-first chains. Pinned (a racy hint).
-    pub fn oldest_expired(&self, retention: Retention) -> bool {
+    /// Whether an oldest-to-newest chain (`append-o2n`) holds a version that no reader at or
+    /// above `retention` can read: what a reader walking to the row has passed, and cooperative
+    /// cleaning's cue. Always false for newest-first chains. Pinned (a racy hint).
+    pub fn has_expired(&self, retention: Retention) -> bool {
         if !self.oldest_first() {
             return false;
         }
-        let first = self.older.load(Ordering::Acquire);
-        if first.is_null() {
-            return false;
+        let mut version = self.older.load(Ordering::Acquire);
+        while !version.is_null() {
+            // SAFETY: chain versions reached while pinned stay allocated until we unpin, and a
+            // dropped version's link still leads along the chain.
+            let current = unsafe { &*version };
+            let next = current.link.load(Ordering::Acquire);
+            if next.is_null() {
+                // The row's own version (a deleted record's chain is its clean-up task's).
+                return false;
+            }
+            // SAFETY: as above.
+            if !retention.needed(current.word().tid(), unsafe { (*next).word().tid() }) {
+                return true;
+            }
+            version = next;
         }
-        // SAFETY: chain versions reached while pinned stay allocated until we unpin.
-        let first = unsafe { &*first };
-        let next = first.link.load(Ordering::Acquire);
-        // SAFETY: as above.
-        !next.is_null() && !retention.needed(first.word().tid(), unsafe { (*next).word().tid() })
+        false
     }
 
     /// Claims an absent, unclaimed head for an insert, if its word is still `seen`.
