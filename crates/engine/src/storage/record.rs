@@ -1545,6 +1545,48 @@ mod tests {
         }
     }
 
+    /// Cooperative cleaning's cue sees an expired version behind one a snapshot still needs.
+    #[test]
+    fn an_expired_version_behind_a_needed_one_is_seen() {
+        let mut arena = Arena::new();
+        let mut garbage = Garbage::new();
+        let head_ptr = alloc(&mut arena, VersionStorage::AppendO2n);
+        // SAFETY: owned by the test.
+        let head = unsafe { &*head_ptr };
+        let keep_all = retention(0, 1);
+        for epoch in [9, 11, 12, 14] {
+            head.lock().unwrap();
+            let word = TidWord::new(Tid::new(Epoch(epoch), 1), TidWord::LATEST);
+            head.install(Some(b"row"), word, keep_all, &mut arena, &mut garbage, &mut Vec::new());
+            head.unlock_to(word);
+        }
+        assert_eq!(head.chain_len(), 3);
+        // Snapshots at 10, 20, ...: 9 is visible at 10 and needed; 11 and 12 are not.
+        assert!(retention(0, 10).needed(tid(9), tid(11)));
+        assert!(head.has_expired(retention(0, 10)));
+        assert!(!head.has_expired(keep_all), "every version is visible at some boundary");
+        head.lock().unwrap();
+        assert_eq!(head.vacuum_locked(retention(0, 10), &mut garbage, &mut Vec::new()), 2);
+        head.unlock_to(head.word().without(TidWord::LOCK));
+        assert!(!head.has_expired(retention(0, 10)));
+        assert!(!alloc_time_travel_has_expired(&mut arena));
+        // SAFETY: the head was never published; nothing else can reach what is retired.
+        unsafe {
+            Head::retire(head_ptr, &mut garbage);
+            garbage.free_all(&mut arena);
+        }
+    }
+
+    /// Newest-first chains never give the cue.
+    fn alloc_time_travel_has_expired(arena: &mut Arena) -> bool {
+        let head_ptr = alloc(arena, VersionStorage::TimeTravel);
+        // SAFETY: owned by the test.
+        let expired = unsafe { &*head_ptr }.has_expired(retention(0, 10));
+        // SAFETY: never published, no versions.
+        unsafe { Head::free_now(head_ptr, arena) };
+        expired
+    }
+
     #[test]
     fn the_chain_is_pruned_whenever_it_grows() {
         for storage in VersionStorage::ALL {
