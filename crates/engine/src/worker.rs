@@ -192,6 +192,7 @@ impl TxnState {
         self.write_order.clear();
         self.latch_order.clear();
         self.dropped.clear();
+        self.noted.clear();
     }
 }
 

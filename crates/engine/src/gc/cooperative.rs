@@ -55,6 +55,12 @@ impl Noted {
     pub fn is_empty(&self) -> bool {
         self.records.is_empty()
     }
+
+    /// Forgets what was noted (its heads may be freed once the transaction unpins).
+    pub fn clear(&mut self) {
+        self.records.clear();
+        self.keys.clear();
+    }
 }
 
 /// After `worker`'s transaction read the row `key` of table `table` at `head`: under
@@ -101,7 +107,6 @@ pub(crate) fn clean_noted(worker: &mut Worker, pin: &Pin<'_>) {
         shared.vacuum.records.fetch_add(1, Ordering::Relaxed);
         shared.vacuum.versions.fetch_add(pruned as u64, Ordering::Relaxed);
     }
-    noted.records.clear();
-    noted.keys.clear();
+    noted.clear();
     txn.noted = noted;
 }

@@ -1252,30 +1252,19 @@ impl Head {
     /// the lock, or is pinned and tolerates a chain that changes while it walks.
     /// (Oldest first under `append-o2n`, where the current row's version is not visited.)
     pub fn for_each_older(&self, mut visit: impl FnMut(TidWord, &[u8])) {
-        let row = self.row_version();
-        let mut version = self.older.load(Ordering::Acquire);
-        while !version.is_null() && version != row {
-            // SAFETY: chain versions reached while pinned stay allocated until we unpin.
-            let current = unsafe { &*version };
-            visit(current.word(), current.data());
-            version = current.link.load(Ordering::Acquire);
-        }
-    }
-
-    /// Under `append-o2n`, the chain's last version when it is the current row; otherwise
-    /// null. Locked, or pinned (a racy answer).
-    fn row_version(&self) -> *mut Version {
-        if !self.oldest_first() || self.word().is_absent() {
-            return std::ptr::null_mut();
-        }
-        let mut last = std::ptr::null_mut();
+        // Under `append-o2n` the last version is the row's own when a row is present.
+        let row_last = self.oldest_first() && !self.word().is_absent();
         let mut version = self.older.load(Ordering::Acquire);
         while !version.is_null() {
-            last = version;
             // SAFETY: chain versions reached while pinned stay allocated until we unpin.
-            version = unsafe { (*version).link.load(Ordering::Acquire) };
+            let current = unsafe { &*version };
+            let next = current.link.load(Ordering::Acquire);
+            if next.is_null() && row_last {
+                break;
+            }
+            visit(current.word(), current.data());
+            version = next;
         }
-        last
     }
 
     /// A new version holding the inline value of a locked head, with `word`.
