@@ -604,6 +604,7 @@ fn figure_12(options: &Options) -> Result<Figure, String> {
             VersionStorage::AppendN2o => "N2O (append-only)".to_string(),
             VersionStorage::AppendO2n => "O2N (append-only)".to_string(),
             VersionStorage::TimeTravel => "time-travel N2O (the default)".to_string(),
+            VersionStorage::Delta => "delta N2O".to_string(),
         })
         .collect();
     let thetas: &[f64] = if options.quick { &[0.2, 0.9] } else { &[0.2, 0.4, 0.6, 0.7, 0.8, 0.9] };

@@ -307,7 +307,8 @@ fn concurrent_runs_under_every_protocol_pass_the_consistency_checks() {
 
 /// Version storages and GC modes keep TPC-C consistent too (its secondary index on customer
 /// names included): append-only chains newest or oldest first, pruned by writers, the vacuum
-/// or the readers, and the default storage under the vacuum and with no GC at all.
+/// or the readers, the default storage under the vacuum and with no GC at all, and delta
+/// records pruned by writers and by the vacuum.
 #[test]
 fn concurrent_runs_under_every_version_storage_and_gc_pass_the_consistency_checks() {
     use engram_engine::{Gc, Protocol, VersionStorage};
@@ -319,6 +320,9 @@ fn concurrent_runs_under_every_version_storage_and_gc_pass_the_consistency_check
         (VersionStorage::AppendO2n, Protocol::Mv2pl, Gc::TupleVacuum),
         (VersionStorage::TimeTravel, Protocol::Mvocc, Gc::TupleVacuum),
         (VersionStorage::TimeTravel, Protocol::Mvto, Gc::None),
+        (VersionStorage::Delta, Protocol::Mvto, Gc::Transaction),
+        (VersionStorage::Delta, Protocol::Si, Gc::TupleVacuum),
+        (VersionStorage::Delta, Protocol::Silo, Gc::Transaction),
     ] {
         concurrent_run(|| {
             let persistence = Persistence { protocol, gc, version_storage, ..Default::default() };

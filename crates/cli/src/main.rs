@@ -144,7 +144,8 @@ struct DurabilityArgs {
     #[arg(long, default_value = "transaction", value_parser = parse_gc)]
     gc: Gc,
     /// Where versions are kept: time-travel (the newest in place, the default), append-n2o or
-    /// append-o2n (every version its own block, chained newest or oldest first).
+    /// append-o2n (every version its own block, chained newest or oldest first), or delta
+    /// (the newest in place, older versions as records of the bytes that changed).
     #[arg(long, default_value = "time-travel", value_parser = parse_version_storage)]
     version_storage: VersionStorage,
 }

@@ -24,7 +24,7 @@ use crate::index::ScanBuffer;
 use crate::limits::VALUE_BYTES_MAX;
 use crate::storage::arena::Arena;
 use crate::storage::record::Busy;
-use crate::storage::record::Version;
+use crate::storage::record::Dropped;
 use crate::storage::{Head, Table, TableId, Tid, TidWord};
 use crate::sync::{Epoch, Pin, SlotId};
 use std::sync::Arc;
@@ -122,7 +122,7 @@ pub(crate) struct TxnState {
     /// Access-set positions in latch order (`cc/ssn.rs`), built at commit.
     pub latch_order: Vec<u32>,
     /// Versions dropped by installs, examined for secondary entries.
-    pub dropped: Vec<*const Version>,
+    pub dropped: Dropped,
     /// What cooperative cleaning (`gc::cooperative`) reuses, and the records it noted.
     pub prune: crate::gc::vacuum::PruneBuffers,
     pub noted: crate::gc::cooperative::Noted,
@@ -159,7 +159,7 @@ impl Default for TxnState {
             entry_scratch: cc::EntryScratch::default(),
             write_order: Vec::new(),
             latch_order: Vec::new(),
-            dropped: Vec::new(),
+            dropped: Dropped::default(),
             prune: Default::default(),
             noted: Default::default(),
             last_lookup: LastLookup::default(),
@@ -191,7 +191,7 @@ impl TxnState {
         self.inserted_entries.clear();
         self.write_order.clear();
         self.latch_order.clear();
-        self.dropped.clear();
+        self.dropped.reset(false);
         self.noted.clear();
     }
 }
@@ -475,13 +475,21 @@ impl Worker {
     /// records outside any transaction (benchmarks of the bare index, maintenance). Fails if a
     /// transaction is open.
     pub fn pinned<T>(&mut self, body: impl FnOnce(&Pin<'_>, &mut Garbage) -> T) -> Result<T> {
+        self.pinned_with_arena(|pin, _, garbage| body(pin, garbage))
+    }
+
+    /// [`Worker::pinned`], with the worker's arena for blocks `body` allocates.
+    pub(crate) fn pinned_with_arena<T>(
+        &mut self,
+        body: impl FnOnce(&Pin<'_>, &mut Arena, &mut Garbage) -> T,
+    ) -> Result<T> {
         if self.txn.status != Status::Idle {
             return Err(Error::TransactionOpen);
         }
         self.shared.epochs.pin(self.slot);
         // SAFETY: the slot was pinned above and stays pinned until after `body` returns.
         let pin = unsafe { Pin::assume_pinned() };
-        let result = body(&pin, &mut self.garbage);
+        let result = body(&pin, &mut self.arena, &mut self.garbage);
         self.garbage.seal(&self.shared.epochs);
         self.shared.epochs.unpin(self.slot);
         self.garbage.collect(&self.shared.epochs, &mut self.arena);
@@ -598,7 +606,7 @@ impl Raw<'_> {
         let retention =
             crate::storage::record::Retention { prune: gc.writers_prune(), ..epochs.retention() };
         let new_word = TidWord::new(tid, TidWord::LATEST);
-        worker.txn.dropped.clear();
+        worker.txn.dropped.reset(false);
         let kept = head.install(
             Some(value),
             new_word,

@@ -211,11 +211,11 @@ fn transfers_keep_the_total_under_every_gc_mode() {
     }
 }
 
-/// Append-only chains, newest or oldest first, under each kind of protocol and with writers,
-/// a vacuum, readers or nobody pruning them: the totals hold.
+/// Append-only chains, newest or oldest first, and delta records, under each kind of protocol
+/// and with writers, a vacuum, readers or nobody pruning them: the totals hold.
 #[test]
 fn transfers_keep_the_total_under_every_version_storage() {
-    for storage in [VersionStorage::AppendN2o, VersionStorage::AppendO2n] {
+    for storage in [VersionStorage::AppendN2o, VersionStorage::AppendO2n, VersionStorage::Delta] {
         for (protocol, isolation, gc) in [
             (Protocol::Mvto, Isolation::Serializable, Gc::Transaction),
             (Protocol::Mv2pl, Isolation::Serializable, Gc::TupleVacuum),

@@ -235,11 +235,12 @@ fn serializable_histories_have_no_cycles_under_every_gc_mode() {
     }
 }
 
-/// Append-only chains, newest or oldest first, under every protocol, with writers, a vacuum
-/// or (oldest first) the readers pruning them: every serializable history is acyclic.
+/// Append-only chains, newest or oldest first, and delta records, under every protocol, with
+/// writers, a vacuum or (oldest first) the readers pruning them: every serializable history is
+/// acyclic.
 #[test]
 fn serializable_histories_have_no_cycles_under_every_version_storage() {
-    for storage in [VersionStorage::AppendN2o, VersionStorage::AppendO2n] {
+    for storage in [VersionStorage::AppendN2o, VersionStorage::AppendO2n, VersionStorage::Delta] {
         for protocol in Protocol::ALL {
             let versions = Versions { storage, ..Versions::default() };
             serializable_run_gc(protocol, versions, 11, 1500);

@@ -270,7 +270,7 @@ fn install_write_set(worker: &mut Worker, tid: Tid, low: Option<Tid>) {
         // commit step 2 found the update leaves every key as it was).
         let mut old_row = std::mem::take(&mut txn.scratch);
         let had_row = secondaries && !entry.keys_unchanged && head.value_locked(&mut old_row);
-        txn.dropped.clear();
+        txn.dropped.reset(secondaries);
         let kept = {
             let row = value.map(|span| txn.access.slice(span));
             head.install(row, new_word, retention, arena, garbage, &mut txn.dropped)

@@ -22,6 +22,7 @@ use super::txn::{duplicate, pinned, poison};
 use crate::error::{AbortReason, Result};
 use crate::gc::Garbage;
 use crate::index::{Direction, LeafVersion, ScanVisitor};
+use crate::storage::record::Dropped;
 use crate::storage::table::BoundKind;
 use crate::storage::{Head, SecondaryIndex, Table, TableId, TidWord};
 use crate::sync::Pin;
@@ -46,6 +47,8 @@ pub(crate) struct EntryScratch {
     /// Entries of the states that remain.
     remaining: Vec<(u16, u32, u32)>,
     scratch: Vec<u8>,
+    /// Rows rebuilt from `delta` storage's chains.
+    rebuilt: Vec<u8>,
 }
 
 /// Gives up a fresh head that never got a committed row: marks it unlinked, retires it.
@@ -437,22 +440,20 @@ pub(crate) fn after_install(
     primary_key: &[u8],
     old_row: Option<&[u8]>,
     new_row: Option<&[u8]>,
-    dropped: &[*const crate::storage::record::Version],
+    dropped: &Dropped,
     pin: &Pin<'_>,
     garbage: &mut Garbage,
 ) {
-    let EntryScratch { keys, dropped: dropped_spans, remaining, scratch } = buffers;
+    let EntryScratch { keys, dropped: dropped_spans, remaining, scratch, rebuilt } = buffers;
     keys.clear();
     dropped_spans.clear();
     remaining.clear();
     if let Some(row) = old_row {
         collect_entries(table, row, primary_key, keys, dropped_spans, scratch);
     }
-    for &version in dropped {
-        // SAFETY: dropped versions were retired by this install and stay allocated while pinned.
-        let version = unsafe { &*version };
-        if !version.word().is_absent() {
-            collect_entries(table, version.data(), primary_key, keys, dropped_spans, scratch);
+    for (word, row) in dropped.states() {
+        if !word.is_absent() {
+            collect_entries(table, row, primary_key, keys, dropped_spans, scratch);
         }
     }
     if dropped_spans.is_empty() {
@@ -462,7 +463,7 @@ pub(crate) fn after_install(
         collect_entries(table, row, primary_key, keys, remaining, scratch);
     }
     // SAFETY: the head is locked by this commit, so its chain is stable.
-    unsafe { &*head }.for_each_older(|word, data| {
+    unsafe { &*head }.for_each_older(rebuilt, |word, data| {
         if !word.is_absent() {
             collect_entries(table, data, primary_key, keys, remaining, scratch);
         }
@@ -493,10 +494,10 @@ pub(crate) fn unlink_entries(
     pin: &Pin<'_>,
     garbage: &mut Garbage,
 ) {
-    let EntryScratch { keys, dropped, scratch, .. } = buffers;
+    let EntryScratch { keys, dropped, scratch, rebuilt, .. } = buffers;
     keys.clear();
     dropped.clear();
-    head.for_each_older(|word, data| {
+    head.for_each_older(rebuilt, |word, data| {
         if !word.is_absent() {
             collect_entries(table, data, primary_key, keys, dropped, scratch);
         }

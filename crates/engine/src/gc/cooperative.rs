@@ -87,7 +87,7 @@ pub(crate) fn after_read(worker: &mut Worker, table: TableId, key: &[u8], head: 
 /// after the transaction left the readers (so its own timestamp no longer holds versions).
 pub(crate) fn clean_noted(worker: &mut Worker, pin: &Pin<'_>) {
     let retention = worker.shared.epochs.retention();
-    let Worker { shared, txn, garbage, tables, .. } = &mut *worker;
+    let Worker { shared, txn, arena, garbage, tables, .. } = &mut *worker;
     let mut noted = std::mem::take(&mut txn.noted);
     for &(table, start, len, head) in &noted.records {
         let table = tables[table.index()].as_deref().expect("the read registered the table");
@@ -102,7 +102,7 @@ pub(crate) fn clean_noted(worker: &mut Worker, pin: &Pin<'_>) {
             shared.vacuum.busy.fetch_add(1, Ordering::Relaxed);
             continue;
         }
-        let pruned = prune_locked(table, head, key, retention, &mut txn.prune, pin, garbage);
+        let pruned = prune_locked(table, head, key, retention, &mut txn.prune, pin, arena, garbage);
         head_ref.unlock_to(seen);
         shared.vacuum.records.fetch_add(1, Ordering::Relaxed);
         shared.vacuum.versions.fetch_add(pruned as u64, Ordering::Relaxed);

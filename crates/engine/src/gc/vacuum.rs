@@ -30,7 +30,8 @@ use crate::cc::secondary::{self, EntryScratch};
 use crate::db::Shared;
 use crate::gc::Garbage;
 use crate::index::{Direction, LeafVersion, ScanBuffer, ScanVisitor};
-use crate::storage::record::{Retention, Version};
+use crate::storage::arena::Arena;
+use crate::storage::record::{Dropped, Retention};
 use crate::storage::{Head, Table};
 use crate::sync::Pin;
 use crate::worker::Worker;
@@ -114,7 +115,7 @@ struct Buffers {
 /// entry keys compared.
 #[derive(Debug, Default)]
 pub(crate) struct PruneBuffers {
-    dropped: Vec<*const Version>,
+    dropped: Dropped,
     row: Vec<u8>,
     entries: EntryScratch,
 }
@@ -123,6 +124,7 @@ pub(crate) struct PruneBuffers {
 /// writer's install would, and removes the secondary entries that only the dropped versions
 /// produced. Returns how many versions it dropped. The vacuum and cooperative cleaning
 /// (`gc::cooperative`) share it.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn prune_locked(
     table: &Table,
     head: *mut Head,
@@ -130,13 +132,14 @@ pub(crate) fn prune_locked(
     retention: Retention,
     buffers: &mut PruneBuffers,
     pin: &Pin<'_>,
+    arena: &mut Arena,
     garbage: &mut Garbage,
 ) -> usize {
     let PruneBuffers { dropped, row, entries } = buffers;
     // SAFETY: the caller holds the record's lock, so the head is linked and allocated.
     let head_ref = unsafe { &*head };
-    dropped.clear();
-    let pruned = head_ref.vacuum_locked(retention, garbage, dropped);
+    dropped.reset(table.has_secondaries());
+    let pruned = head_ref.vacuum_locked(retention, arena, garbage, dropped);
     if pruned > 0 && table.has_secondaries() {
         let has_row = head_ref.value_locked(row);
         secondary::after_install(
@@ -193,7 +196,7 @@ fn vacuum_table(worker: &mut Worker, table: &Table, buffers: &mut Buffers) {
     loop {
         let Buffers { scan, keys, batch, resume, prune } = &mut *buffers;
         let more = worker
-            .pinned(|pin, garbage| {
+            .pinned_with_arena(|pin, arena, garbage| {
                 keys.clear();
                 batch.clear();
                 let low = if first { Bound::Unbounded } else { Bound::Excluded(&resume[..]) };
@@ -225,7 +228,8 @@ fn vacuum_table(worker: &mut Worker, table: &Table, buffers: &mut Buffers) {
                         head.unlock_to(word);
                         continue;
                     }
-                    let pruned = prune_locked(table, head_ptr, key, retention, prune, pin, garbage);
+                    let pruned =
+                        prune_locked(table, head_ptr, key, retention, prune, pin, arena, garbage);
                     remaining |= head.has_older();
                     head.unlock_to(word);
                     versions += pruned as u64;

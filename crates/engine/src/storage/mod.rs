@@ -4,10 +4,12 @@
 //!   the chain of older versions;
 //! - [`table`]: primary and secondary indexes over record heads;
 //! - [`arena`]: per-worker block caches for heads and versions;
-//! - [`chunks`]: huge-page chunks carved into blocks, under arenas and index nodes.
+//! - [`chunks`]: huge-page chunks carved into blocks, under arenas and index nodes;
+//! - [`delta`]: the delta records of `delta` version storage.
 
 pub mod arena;
 pub mod chunks;
+pub mod delta;
 pub mod record;
 pub mod table;
 

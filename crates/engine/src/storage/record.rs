@@ -21,6 +21,14 @@
 //!   points to the oldest; `overflow` is unused. Every read of the current row and every
 //!   update walks the whole chain, which is what the paper measures against N2O (its Fig. 12).
 //!   The head's `len` is 0 or [`OVERFLOW`]; its bit 29 of `capacity_words` marks the order.
+//! - `delta`: as `time-travel`, but a replaced version is kept as a delta record
+//!   (`storage::delta`): the bytes in which it differs from the state that replaced it. A
+//!   reader of an older state copies the master version and applies the deltas along the chain
+//!   down to its state, checking (as a sequence lock) that the master and the chain's first
+//!   delta belong together. Dropping a version from the middle of the chain makes the next
+//!   one kept anew, as a delta against the version above the gap; an install that keeps
+//!   nothing makes the chain's first delta anew against the new master. Bit 28 of
+//!   `capacity_words` marks the layout.
 //!
 //! TID WORD (one `AtomicU64`; the bit table is also in docs/format.md)
 //!
@@ -39,7 +47,8 @@
 //! |--------|------------------|-----------------------------------------------------------|
 //! | 0      | word             | TID word                                                  |
 //! | 8      | len              | value length; bit 31 set: the value is in `overflow`      |
-//! | 12     | capacity_words   | inline capacity in 8-byte words (immutable); bit 29: O2N  |
+//! | 12     | capacity_words   | inline capacity in 8-byte words (immutable); bit 29: O2N, |
+//! |        |                  | bit 28: delta chain                                       |
 //! | 16     | older            | newest older version (oldest version under `append-o2n`) |
 //! | 24     | overflow         | the current value when it does not fit inline, or null    |
 //! | 32     | inline words     | the current value, little-endian words                    |
@@ -58,6 +67,7 @@
 //! - A CLAIMED head is changed only by the transaction that claimed it.
 
 use super::arena::Arena;
+use super::delta;
 use crate::gc::{Garbage, Retired};
 use crate::sync::lockword::{TimestampWords, TwoPhaseWord};
 use crate::sync::{Backoff, Epoch, shim};
@@ -217,18 +227,41 @@ impl Version {
         size_of::<Version>() + len
     }
 
-    fn alloc(arena: &mut Arena, word: TidWord, data: &[u8]) -> *mut Version {
-        let block = arena.alloc(Self::bytes_for(data.len())) as *mut Version;
+    /// A new, unlinked version with `word` and room for `len` bytes of data, which the caller
+    /// writes before publishing it.
+    fn alloc_header(arena: &mut Arena, word: TidWord, len: usize) -> *mut Version {
+        let block = arena.alloc(Self::bytes_for(len)) as *mut Version;
         // SAFETY: a fresh block large enough for the header and the data, suitably aligned.
         unsafe {
             block.write(Version {
                 word: word.without(TidWord::LOCK).raw(),
                 link: AtomicPtr::new(std::ptr::null_mut()),
-                len: data.len() as u32,
+                len: len as u32,
                 depth: AtomicU32::new(0),
                 creator_pi: AtomicU64::new(0),
             });
-            std::ptr::copy_nonoverlapping(data.as_ptr(), Self::data_ptr(block), data.len());
+        }
+        block
+    }
+
+    fn alloc(arena: &mut Arena, word: TidWord, data: &[u8]) -> *mut Version {
+        let block = Self::alloc_header(arena, word, data.len());
+        // SAFETY: the block has room for `data` after its header, and is not yet published.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), Self::data_ptr(block), data.len()) };
+        block
+    }
+
+    /// A delta version (`delta` storage) with `word`, holding what turns `newer`, the state
+    /// that replaced it, into `older`, its own row.
+    fn alloc_delta(arena: &mut Arena, word: TidWord, newer: &[u8], older: &[u8]) -> *mut Version {
+        let plan = delta::plan(newer, older);
+        let len = plan.len();
+        let block = Self::alloc_header(arena, word, len);
+        // SAFETY: the delta is written into the block's `len` bytes of data before the
+        // version is published.
+        unsafe {
+            let data = std::slice::from_raw_parts_mut(Self::data_ptr(block), len);
+            delta::write(&plan, newer, older, data);
         }
         block
     }
@@ -238,7 +271,8 @@ impl Version {
         unsafe { (version as *mut u8).add(size_of::<Version>()) }
     }
 
-    /// The version's bytes. Versions are immutable once published.
+    /// The version's bytes: its row, or under `delta` storage the delta to its row. Versions
+    /// are immutable once published.
     pub fn data(&self) -> &[u8] {
         // SAFETY: `len` bytes were written after the header before the version was published.
         unsafe {
@@ -281,6 +315,73 @@ impl Version {
                 version = link;
             }
         }
+    }
+}
+
+/// The versions an install or a prune dropped from a chain (retired, and readable while the
+/// caller stays pinned), with the rows they held when the caller wants them (to find the
+/// secondary entries only they produced). Under `delta` storage a version's bytes are a delta,
+/// so its row is rebuilt while the chain is still whole. Also the scratch rows of `delta`
+/// storage's installs, so that the commit path does not allocate.
+#[derive(Debug, Default)]
+pub struct Dropped {
+    versions: Vec<*const Version>,
+    rows_wanted: bool,
+    /// Under `delta` storage, when rows are wanted: `spans[i]` is the row of `versions[i]` in
+    /// `rows`.
+    rows: Vec<u8>,
+    spans: Vec<(u32, u32)>,
+    /// A `delta` install's copy of the replaced row.
+    replaced: Vec<u8>,
+    /// A row being rebuilt from deltas.
+    rebuilt: Vec<u8>,
+}
+
+// SAFETY: the version pointers are only dereferenced by the thread that owns the `Dropped`,
+// while it is pinned; between uses they are cleared.
+unsafe impl Send for Dropped {}
+
+impl Dropped {
+    /// Forgets what was dropped; `rows_wanted`: whether the next drop records rows.
+    pub fn reset(&mut self, rows_wanted: bool) {
+        self.versions.clear();
+        self.rows.clear();
+        self.spans.clear();
+        self.rows_wanted = rows_wanted;
+    }
+
+    pub fn len(&self) -> usize {
+        self.versions.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.versions.is_empty()
+    }
+
+    fn push(&mut self, version: *const Version) {
+        self.versions.push(version);
+    }
+
+    fn push_rebuilt(&mut self, version: *const Version, row: &[u8]) {
+        self.spans.push((self.rows.len() as u32, row.len() as u32));
+        self.rows.extend_from_slice(row);
+        self.versions.push(version);
+    }
+
+    /// Each dropped state's word and row (empty for an absent state), if rows were wanted.
+    pub fn states(&self) -> impl Iterator<Item = (TidWord, &[u8])> + '_ {
+        assert!(self.rows_wanted, "rows are recorded only when wanted");
+        debug_assert!(self.spans.is_empty() || self.spans.len() == self.versions.len());
+        self.versions.iter().enumerate().map(move |(index, &version)| {
+            // SAFETY: dropped versions are retired and stay allocated while the owner is
+            // pinned, which it is from the drop until it is done with them.
+            let version = unsafe { &*version };
+            let row = match self.spans.get(index) {
+                Some(&(start, len)) => &self.rows[start as usize..(start + len) as usize],
+                None => version.data(),
+            };
+            (version.word(), row)
+        })
     }
 }
 
@@ -392,9 +493,11 @@ const WORDS_SHIFT: u32 = 30;
 const WORDS_MASK: u32 = 0b11 << WORDS_SHIFT;
 /// The bit of `capacity_words` that marks an oldest-to-newest chain (`append-o2n`).
 const OLDEST_FIRST: u32 = 1 << 29;
+/// The bit of `capacity_words` that marks a chain of delta records (`delta`).
+const DELTAS: u32 = 1 << 28;
 /// The bits of `capacity_words` that are not the inline capacity.
-const FLAGS_MASK: u32 = WORDS_MASK | OLDEST_FIRST;
-const _: () = assert!(INLINE_BYTES_MAX / 8 < OLDEST_FIRST as usize);
+const FLAGS_MASK: u32 = WORDS_MASK | OLDEST_FIRST | DELTAS;
+const _: () = assert!(INLINE_BYTES_MAX / 8 < DELTAS as usize);
 
 /// Where a record's versions are kept (`--version-storage`; Wu et al. §4). See the module
 /// comment for the layouts.
@@ -408,17 +511,25 @@ pub enum VersionStorage {
     AppendN2o,
     /// Every version its own block, chained oldest to newest; the head points to the oldest.
     AppendO2n,
+    /// The newest version in place in the head, replaced versions kept as delta records of
+    /// the bytes that changed, newest to oldest.
+    Delta,
 }
 
 impl VersionStorage {
-    pub const ALL: [VersionStorage; 3] =
-        [VersionStorage::TimeTravel, VersionStorage::AppendN2o, VersionStorage::AppendO2n];
+    pub const ALL: [VersionStorage; 4] = [
+        VersionStorage::TimeTravel,
+        VersionStorage::AppendN2o,
+        VersionStorage::AppendO2n,
+        VersionStorage::Delta,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             VersionStorage::TimeTravel => "time-travel",
             VersionStorage::AppendN2o => "append-n2o",
             VersionStorage::AppendO2n => "append-o2n",
+            VersionStorage::Delta => "delta",
         }
     }
 
@@ -442,12 +553,10 @@ impl std::str::FromStr for VersionStorage {
             "time-travel" => Ok(VersionStorage::TimeTravel),
             "append-n2o" => Ok(VersionStorage::AppendN2o),
             "append-o2n" => Ok(VersionStorage::AppendO2n),
-            "delta" => Err("delta version storage is not built yet: the engine stores rows as \
-                            opaque bytes and has no undo records of changed columns; use \
-                            time-travel, append-n2o or append-o2n"
-                .into()),
+            "delta" => Ok(VersionStorage::Delta),
             other => Err(format!(
-                "unknown version storage \"{other}\": use time-travel, append-n2o or append-o2n"
+                "unknown version storage \"{other}\": use time-travel, append-n2o, append-o2n \
+                 or delta"
             )),
         }
     }
@@ -582,10 +691,14 @@ impl Head {
     ) -> *mut Head {
         let HeadShape { words, storage } = shape;
         let capacity_words = match storage {
-            VersionStorage::TimeTravel => Self::capacity_for(capacity_len),
+            VersionStorage::TimeTravel | VersionStorage::Delta => Self::capacity_for(capacity_len),
             VersionStorage::AppendN2o | VersionStorage::AppendO2n => 0,
         };
-        let order = if storage.oldest_first() { OLDEST_FIRST } else { 0 };
+        let order = match storage {
+            VersionStorage::AppendO2n => OLDEST_FIRST,
+            VersionStorage::Delta => DELTAS,
+            VersionStorage::TimeTravel | VersionStorage::AppendN2o => 0,
+        };
         let block = arena.alloc(Self::bytes_for(capacity_words, words)) as *mut Head;
         // SAFETY: a fresh block large enough for the header, the inline words and the protocol
         // words; all are initialised here (inline words to zero).
@@ -627,6 +740,12 @@ impl Head {
     #[inline]
     fn oldest_first(&self) -> bool {
         self.capacity_words & OLDEST_FIRST != 0
+    }
+
+    /// Whether older versions are delta records (`delta`).
+    #[inline]
+    fn deltas(&self) -> bool {
+        self.capacity_words & DELTAS != 0
     }
 
     /// Which protocol words follow the inline words.
@@ -887,6 +1006,12 @@ impl Head {
                 }
                 continue;
             }
+            if self.deltas() {
+                match self.read_deltas_as_of(before, bound, out) {
+                    Some(found) => return Ok(found),
+                    None => continue,
+                }
+            }
             let mut version = self.older.load(Ordering::Acquire);
             fence(Ordering::Acquire);
             if self.word.load(Ordering::Relaxed) != before.0 {
@@ -938,6 +1063,40 @@ impl Head {
             }
             return Ok(AsOf { current: before, present, tid });
         }
+    }
+
+    /// [`Head::read_as_of`] of a state older than `before`, the unlocked current word, under
+    /// `delta` storage: copies the master version and applies the chain's deltas down to the
+    /// newest state at or below `bound`. `None` if the head changed while it read (the caller
+    /// retries).
+    fn read_deltas_as_of(&self, before: TidWord, bound: Tid, out: &mut Vec<u8>) -> Option<AsOf> {
+        out.clear();
+        // The master version and the chain's first delta (made against it) must belong to the
+        // same state: both are read between two loads of the same unlocked word.
+        let consistent = before.is_absent() || self.copy_value(out);
+        let mut version = self.older.load(Ordering::Acquire);
+        fence(Ordering::Acquire);
+        if !consistent || self.word.load(Ordering::Relaxed) != before.0 {
+            return None;
+        }
+        while !version.is_null() {
+            // SAFETY: chain versions reached while pinned stay allocated until we unpin. Each
+            // is immutable, and a dropped one's link still leads along the chain, so each delta
+            // reached applies to the row rebuilt so far.
+            let current = unsafe { &*version };
+            let word = current.word();
+            if word.is_absent() {
+                out.clear();
+            } else {
+                delta::apply(current.data(), out);
+            }
+            if word.tid() <= bound {
+                return Some(AsOf { current: before, present: !word.is_absent(), tid: word.tid() });
+            }
+            version = current.link.load(Ordering::Acquire);
+        }
+        out.clear();
+        Some(AsOf { current: before, present: false, tid: Tid::ZERO })
     }
 
     /// The record's word once no commit holds it (waiting, bounded), without reading its value.
@@ -1057,7 +1216,7 @@ impl Head {
         retention: Retention,
         arena: &mut Arena,
         garbage: &mut Garbage,
-        dropped: &mut Vec<*const Version>,
+        dropped: &mut Dropped,
     ) -> bool {
         if self.oldest_first() {
             return self.install_oldest_first(value, new_word, retention, arena, garbage, dropped);
@@ -1067,7 +1226,9 @@ impl Head {
         let new_tid = new_word.tid();
         let old_overflow = self.overflow.load(Ordering::Relaxed);
         let keep = retention.needed(old_word.tid(), new_tid);
-        if keep {
+        if self.deltas() {
+            self.chain_delta(old_word, value.unwrap_or(&[]), keep, arena, garbage, dropped);
+        } else if keep {
             let kept = if !old_overflow.is_null() && !old_word.is_absent() {
                 old_overflow
             } else if old_word.is_absent() {
@@ -1081,20 +1242,7 @@ impl Head {
                 self.overflow.store(std::ptr::null_mut(), Ordering::Relaxed);
                 Version::retire(old_overflow, garbage);
             }
-            let older = self.older.load(Ordering::Relaxed);
-            // SAFETY: `kept` is ours until published by the store below; `older`, if any, is
-            // allocated while linked, and we hold the lock.
-            unsafe {
-                if let Some(stamps) = self.stamps() {
-                    (*kept).creator_pi.store(stamps.creator_pi().as_u64(), Ordering::Relaxed);
-                }
-                (*kept).link.store(older, Ordering::Relaxed);
-                let depth =
-                    if older.is_null() { 0 } else { (*older).depth.load(Ordering::Relaxed) };
-                let (length, pruned) = (depth & 0xffff, depth >> 16);
-                (*kept).depth.store(((length + 1).min(0xffff)) | (pruned << 16), Ordering::Relaxed);
-            }
-            self.older.store(kept, Ordering::Release);
+            self.link_newest(kept);
         } else if !old_overflow.is_null() {
             self.overflow.store(std::ptr::null_mut(), Ordering::Relaxed);
             Version::retire(old_overflow, garbage);
@@ -1131,9 +1279,84 @@ impl Head {
         // hundreds that readers still need: pruning walks the chain only when it has doubled
         // since the last prune, so the walks cost a constant per update.
         if keep && retention.prune && self.prune_due(retention) {
-            self.prune(new_tid, retention, garbage, dropped);
+            self.prune(new_tid, retention, arena, garbage, dropped);
         }
         keep
+    }
+
+    /// Links `kept`, the replaced state's new version, at the front of a newest-first chain.
+    /// Locked head.
+    fn link_newest(&self, kept: *mut Version) {
+        let older = self.older.load(Ordering::Relaxed);
+        // SAFETY: `kept` is ours until published by the store below; `older`, if any, is
+        // allocated while linked, and we hold the lock.
+        unsafe {
+            if let Some(stamps) = self.stamps() {
+                (*kept).creator_pi.store(stamps.creator_pi().as_u64(), Ordering::Relaxed);
+            }
+            (*kept).link.store(older, Ordering::Relaxed);
+            let depth = if older.is_null() { 0 } else { (*older).depth.load(Ordering::Relaxed) };
+            let (length, pruned) = (depth & 0xffff, depth >> 16);
+            (*kept).depth.store(((length + 1).min(0xffff)) | (pruned << 16), Ordering::Relaxed);
+        }
+        // Release pairs with the Acquire loads of chain walkers.
+        self.older.store(kept, Ordering::Release);
+    }
+
+    /// Under `delta` storage, before the master version becomes `newer` (empty for a delete):
+    /// keeps the replaced state as a delta against `newer` at the chain's front if `keep`, and
+    /// otherwise makes the chain's first delta, which was made against the replaced state, a
+    /// delta against `newer`. Retires a replaced overflow version. Locked head.
+    fn chain_delta(
+        &self,
+        old_word: TidWord,
+        newer: &[u8],
+        keep: bool,
+        arena: &mut Arena,
+        garbage: &mut Garbage,
+        dropped: &mut Dropped,
+    ) {
+        let first = self.older.load(Ordering::Relaxed);
+        if keep || !first.is_null() {
+            let replaced = &mut dropped.replaced;
+            replaced.clear();
+            if !old_word.is_absent() {
+                let consistent = self.copy_value(replaced);
+                debug_assert!(consistent, "a locked head is never torn");
+            }
+            if keep {
+                let kept = Version::alloc_delta(arena, old_word, newer, replaced);
+                self.link_newest(kept);
+            } else {
+                // SAFETY: linked, and we hold the lock.
+                let first_ref = unsafe { &*first };
+                let row = &mut dropped.rebuilt;
+                row.clear();
+                if !first_ref.word().is_absent() {
+                    row.extend_from_slice(replaced);
+                    delta::apply(first_ref.data(), row);
+                }
+                let again = Version::alloc_delta(arena, first_ref.word(), newer, row);
+                // SAFETY: ours until published by the store below.
+                unsafe {
+                    let again = &*again;
+                    again.link.store(first_ref.link.load(Ordering::Relaxed), Ordering::Relaxed);
+                    again.depth.store(first_ref.depth.load(Ordering::Relaxed), Ordering::Relaxed);
+                    again
+                        .creator_pi
+                        .store(first_ref.creator_pi.load(Ordering::Relaxed), Ordering::Relaxed);
+                }
+                // Release pairs with the Acquire loads of chain walkers. A reader that holds
+                // the replaced delta read it with the replaced master, so it still applies.
+                self.older.store(again, Ordering::Release);
+                Version::retire(first, garbage);
+            }
+        }
+        let old_overflow = self.overflow.load(Ordering::Relaxed);
+        if !old_overflow.is_null() {
+            self.overflow.store(std::ptr::null_mut(), Ordering::Relaxed);
+            Version::retire(old_overflow, garbage);
+        }
     }
 
     /// [`Head::install`] on an oldest-to-newest chain (`append-o2n`). The current row, if any,
@@ -1148,7 +1371,7 @@ impl Head {
         retention: Retention,
         arena: &mut Arena,
         garbage: &mut Garbage,
-        dropped: &mut Vec<*const Version>,
+        dropped: &mut Dropped,
     ) -> bool {
         let old_word = TidWord(self.word.load(Ordering::Relaxed));
         debug_assert!(old_word.is_locked());
@@ -1209,7 +1432,7 @@ impl Head {
         row_last: bool,
         retention: Retention,
         garbage: &mut Garbage,
-        dropped: &mut Vec<*const Version>,
+        dropped: &mut Dropped,
     ) {
         let mut link = &self.older;
         let mut version = link.load(Ordering::Relaxed);
@@ -1248,10 +1471,34 @@ impl Head {
         true
     }
 
-    /// Calls `visit` with each older version's word and data, newest first. The caller holds
-    /// the lock, or is pinned and tolerates a chain that changes while it walks.
+    /// Calls `visit` with each older version's word and row, newest first. The caller holds
+    /// the lock, or is pinned and tolerates a chain that changes while it walks (and, under
+    /// `delta` storage, rows rebuilt from a master version that changed under it).
     /// (Oldest first under `append-o2n`, where the current row's version is not visited.)
-    pub fn for_each_older(&self, mut visit: impl FnMut(TidWord, &[u8])) {
+    /// `row` is scratch space for `delta` storage's rebuilt rows.
+    pub fn for_each_older(&self, row: &mut Vec<u8>, mut visit: impl FnMut(TidWord, &[u8])) {
+        if self.deltas() {
+            // The master version is copied as it is now: under the lock, the row just
+            // installed (a delete leaves it empty), which the chain's first delta is made
+            // against.
+            row.clear();
+            if !self.copy_value(row) {
+                return;
+            }
+            let mut version = self.older.load(Ordering::Acquire);
+            while !version.is_null() {
+                // SAFETY: chain versions reached while pinned stay allocated until we unpin.
+                let current = unsafe { &*version };
+                if current.word().is_absent() {
+                    row.clear();
+                } else {
+                    delta::apply(current.data(), row);
+                }
+                visit(current.word(), row);
+                version = current.link.load(Ordering::Acquire);
+            }
+            return;
+        }
         // Under `append-o2n` the last version is the row's own when a row is present.
         let row_last = self.oldest_first() && !self.word().is_absent();
         let mut version = self.older.load(Ordering::Acquire);
@@ -1271,17 +1518,10 @@ impl Head {
     fn inline_to_version(&self, word: TidWord, arena: &mut Arena) -> *mut Version {
         let len = self.len.load(Ordering::Relaxed) as usize;
         debug_assert!(len <= self.capacity_words() * 8);
-        let version = arena.alloc(Version::bytes_for(len)) as *mut Version;
-        // SAFETY: a fresh block for the header and `len` bytes; the inline words hold `len`
-        // bytes, little-endian, and we hold the lock so they do not change.
+        let version = Version::alloc_header(arena, word, len);
+        // SAFETY: a fresh block with room for `len` bytes; the inline words hold `len` bytes,
+        // little-endian, and we hold the lock so they do not change.
         unsafe {
-            version.write(Version {
-                word: word.without(TidWord::LOCK).raw(),
-                link: AtomicPtr::new(std::ptr::null_mut()),
-                len: len as u32,
-                depth: AtomicU32::new(0),
-                creator_pi: AtomicU64::new(0),
-            });
             let data = Version::data_ptr(version);
             for (index, word) in self.inline()[..len / 8].iter().enumerate() {
                 let bytes = word.load(Ordering::Relaxed).to_le_bytes();
@@ -1313,9 +1553,13 @@ impl Head {
         &self,
         newest: Tid,
         retention: Retention,
+        arena: &mut Arena,
         garbage: &mut Garbage,
-        dropped: &mut Vec<*const Version>,
+        dropped: &mut Dropped,
     ) {
+        if self.deltas() {
+            return self.prune_deltas(newest, retention, arena, garbage, dropped);
+        }
         let mut successor = newest;
         let mut link = &self.older;
         let mut version = link.load(Ordering::Relaxed);
@@ -1329,14 +1573,7 @@ impl Head {
                 remaining += 1;
                 if retention.visible_to_all(tid) {
                     // Visible to every reader: nothing older is readable.
-                    current.link.store(std::ptr::null_mut(), Ordering::Release);
-                    let mut tail = next;
-                    while !tail.is_null() {
-                        dropped.push(tail);
-                        // SAFETY: unlinked above, still allocated.
-                        tail = unsafe { (*tail).link.load(Ordering::Relaxed) };
-                    }
-                    Version::retire_chain(next, garbage);
+                    Self::drop_tail(&current.link, garbage, dropped);
                     break;
                 }
                 link = &current.link;
@@ -1348,6 +1585,187 @@ impl Head {
             successor = tid;
             version = next;
         }
+        self.pruned_to(remaining);
+    }
+
+    /// [`Head::prune`] under `delta` storage. Each delta turns the state above it into its own,
+    /// so dropping a version in the middle of the chain means making the next version kept a
+    /// delta against the last one kept above it: a new block, linked in place of the old one
+    /// only when it is complete, so a reader sees either the old path (the dropped version
+    /// and the old delta, whose links do not change) or the new one. The walk rebuilds each
+    /// version's row from the master version, and gives the dropped versions' rows to
+    /// `dropped` if it wants them. Locked head.
+    fn prune_deltas(
+        &self,
+        newest: Tid,
+        retention: Retention,
+        arena: &mut Arena,
+        garbage: &mut Garbage,
+        dropped: &mut Dropped,
+    ) {
+        if !dropped.rows_wanted && self.prune_delta_tail(newest, retention, garbage, dropped) {
+            return;
+        }
+        // `row`: the state of the version visited; `kept_row`: of the last one kept above it
+        // (the master version first).
+        let mut kept_row = std::mem::take(&mut dropped.replaced);
+        let mut row = std::mem::take(&mut dropped.rebuilt);
+        kept_row.clear();
+        let consistent = self.copy_value(&mut kept_row);
+        debug_assert!(consistent, "a locked head is never torn");
+        row.clear();
+        row.extend_from_slice(&kept_row);
+        let mut successor = newest;
+        // The link of the last version kept, and whether versions were dropped below it.
+        let (mut link, mut gap) = (&self.older, false);
+        let mut remaining = 0u32;
+        let mut version = self.older.load(Ordering::Relaxed);
+        while !version.is_null() {
+            // SAFETY: chain versions are allocated while linked (a dropped one until the
+            // caller unpins); we hold the lock.
+            let current = unsafe { &*version };
+            let (word, next) = (current.word(), current.link.load(Ordering::Relaxed));
+            if word.is_absent() {
+                row.clear();
+            } else {
+                delta::apply(current.data(), &mut row);
+            }
+            if !retention.needed(word.tid(), successor) {
+                if dropped.rows_wanted {
+                    dropped.push_rebuilt(version, &row);
+                } else {
+                    dropped.push(version);
+                }
+                Version::retire(version, garbage);
+                gap = true;
+                successor = word.tid();
+                version = next;
+                continue;
+            }
+            remaining += 1;
+            // Visible to every reader: nothing older is readable, and the chain ends here.
+            let last = retention.visible_to_all(word.tid());
+            let kept = if gap {
+                let again = Version::alloc_delta(arena, word, &kept_row, &row);
+                // SAFETY: ours until published by the store below.
+                unsafe {
+                    let again = &*again;
+                    again
+                        .link
+                        .store(if last { std::ptr::null_mut() } else { next }, Ordering::Relaxed);
+                    again
+                        .creator_pi
+                        .store(current.creator_pi.load(Ordering::Relaxed), Ordering::Relaxed);
+                }
+                // Release pairs with the Acquire loads of chain walkers.
+                link.store(again, Ordering::Release);
+                Version::retire(version, garbage);
+                again
+            } else {
+                if last {
+                    current.link.store(std::ptr::null_mut(), Ordering::Release);
+                }
+                version
+            };
+            // SAFETY: linked, and we hold the lock.
+            link = unsafe { &(*kept).link };
+            gap = false;
+            kept_row.clear();
+            kept_row.extend_from_slice(&row);
+            successor = word.tid();
+            version = next;
+            if last {
+                // The tail: every version below goes.
+                while !version.is_null() {
+                    // SAFETY: as above.
+                    let current = unsafe { &*version };
+                    if current.word().is_absent() {
+                        row.clear();
+                    } else if dropped.rows_wanted {
+                        delta::apply(current.data(), &mut row);
+                    }
+                    if dropped.rows_wanted {
+                        dropped.push_rebuilt(version, &row);
+                    } else {
+                        dropped.push(version);
+                    }
+                    let next = current.link.load(Ordering::Relaxed);
+                    Version::retire(version, garbage);
+                    version = next;
+                }
+                break;
+            }
+        }
+        if gap {
+            // The chain ended in dropped versions.
+            link.store(std::ptr::null_mut(), Ordering::Release);
+        }
+        dropped.replaced = kept_row;
+        dropped.rebuilt = row;
+        self.pruned_to(remaining);
+    }
+
+    /// [`Head::prune_deltas`] without rebuilding any row, when that is enough: if every
+    /// version to drop lies below the last one kept (the chain's tail), cuts the chain there
+    /// and returns true; otherwise changes nothing and returns false. A walk over the words
+    /// alone. Locked head.
+    fn prune_delta_tail(
+        &self,
+        newest: Tid,
+        retention: Retention,
+        garbage: &mut Garbage,
+        dropped: &mut Dropped,
+    ) -> bool {
+        let mut successor = newest;
+        let (mut cut, mut gap, mut remaining) = (&self.older, false, 0u32);
+        let mut version = self.older.load(Ordering::Relaxed);
+        while !version.is_null() {
+            // SAFETY: chain versions are allocated while linked; we hold the lock.
+            let current = unsafe { &*version };
+            let tid = current.word().tid();
+            if retention.needed(tid, successor) {
+                if gap {
+                    // A kept version below a dropped one must be made anew.
+                    return false;
+                }
+                remaining += 1;
+                cut = &current.link;
+                if retention.visible_to_all(tid) {
+                    break;
+                }
+            } else {
+                gap = true;
+            }
+            successor = tid;
+            version = current.link.load(Ordering::Relaxed);
+        }
+        Self::drop_tail(cut, garbage, dropped);
+        self.pruned_to(remaining);
+        true
+    }
+
+    /// Ends a chain at `cut`, a link of a locked head's chain: retires every version below it
+    /// and adds them to `dropped`.
+    fn drop_tail(cut: &AtomicPtr<Version>, garbage: &mut Garbage, dropped: &mut Dropped) {
+        let tail = cut.load(Ordering::Relaxed);
+        if tail.is_null() {
+            return;
+        }
+        // Release pairs with the Acquire loads of chain walkers; a reader already in the tail
+        // still walks it, its links unchanged.
+        cut.store(std::ptr::null_mut(), Ordering::Release);
+        let mut version = tail;
+        while !version.is_null() {
+            dropped.push(version);
+            // SAFETY: unlinked above, still allocated until the caller unpins.
+            version = unsafe { (*version).link.load(Ordering::Relaxed) };
+        }
+        Version::retire_chain(tail, garbage);
+    }
+
+    /// Records on a locked head's newest version that a prune left `remaining` versions
+    /// (`Head::prune_due`).
+    fn pruned_to(&self, remaining: u32) {
         let newest_version = self.older.load(Ordering::Relaxed);
         if !newest_version.is_null() {
             let remaining = remaining.min(0xffff);
@@ -1378,8 +1796,9 @@ impl Head {
     pub(crate) fn vacuum_locked(
         &self,
         retention: Retention,
+        arena: &mut Arena,
         garbage: &mut Garbage,
-        dropped: &mut Vec<*const Version>,
+        dropped: &mut Dropped,
     ) -> usize {
         debug_assert!(self.word().is_locked());
         let before = dropped.len();
@@ -1387,7 +1806,7 @@ impl Head {
         if self.oldest_first() {
             self.prune_oldest_first(word.tid(), !word.is_absent(), retention, garbage, dropped);
         } else {
-            self.prune(word.tid(), retention, garbage, dropped);
+            self.prune(word.tid(), retention, arena, garbage, dropped);
         }
         dropped.len() - before
     }
@@ -1395,7 +1814,16 @@ impl Head {
     /// Number of older versions (tests and statistics; racy but memory-safe while pinned).
     pub fn chain_len(&self) -> usize {
         let mut count = 0;
-        self.for_each_older(|_, _| count += 1);
+        let mut version = self.older.load(Ordering::Acquire);
+        while !version.is_null() {
+            count += 1;
+            // SAFETY: chain versions reached while pinned stay allocated until we unpin.
+            version = unsafe { (*version).link.load(Ordering::Acquire) };
+        }
+        // Under `append-o2n` the last version is the row's own when a row is present.
+        if self.oldest_first() && !self.word().is_absent() && count > 0 {
+            count -= 1;
+        }
         count
     }
 
@@ -1502,7 +1930,7 @@ mod tests {
             let flags =
                 if value.is_some() { TidWord::LATEST } else { TidWord::LATEST | TidWord::ABSENT };
             let word = TidWord::new(Tid::new(Epoch(epoch), 1), flags);
-            head.install(value, word, keep, arena, garbage, &mut Vec::new());
+            head.install(value, word, keep, arena, garbage, &mut Dropped::default());
             head.unlock_to(word);
         };
         write(Some(b"one"), 2, &mut arena, &mut garbage, keep_all);
@@ -1534,6 +1962,211 @@ mod tests {
         }
     }
 
+    /// Under `delta` storage every kept state is rebuilt from the master version and the
+    /// deltas above it: after installs that keep nothing (the chain's first delta is made again
+    /// against the new master), across deletes and re-inserts, and after pruning drops versions
+    /// from the top, the middle or the tail of the chain (whose rows it rebuilds for the
+    /// secondary entries).
+    #[test]
+    fn delta_chains_rebuild_every_kept_state_whatever_is_pruned() {
+        let mut arena = Arena::new();
+        let mut garbage = Garbage::new();
+        // Inline room for 8 bytes: the longer rows below are overflow versions.
+        let head_ptr = alloc(&mut arena, VersionStorage::Delta);
+        // SAFETY: owned by the test.
+        let head = unsafe { &*head_ptr };
+        let row = |fill: u8, len: usize| {
+            let mut row: Vec<u8> = (0..len).map(|byte| byte as u8).collect();
+            row[len / 2] = fill;
+            row
+        };
+        let (a, b, c, e, f) = (row(1, 100), row(2, 100), row(3, 60), row(5, 3000), row(6, 8));
+        let snapshots = retention(0, 10);
+        let write = |value: Option<&[u8]>, epoch: u64, arena: &mut Arena, garbage: &mut Garbage| {
+            head.lock().unwrap();
+            let flags =
+                if value.is_some() { TidWord::LATEST } else { TidWord::LATEST | TidWord::ABSENT };
+            let word = TidWord::new(Tid::new(Epoch(epoch), 1), flags);
+            let kept =
+                head.install(value, word, snapshots, arena, garbage, &mut Dropped::default());
+            head.unlock_to(word);
+            kept
+        };
+        let mut out = Vec::new();
+        let at = |epoch, out: &mut Vec<u8>| {
+            head.read_at(Epoch(epoch), out).unwrap().then(|| out.clone())
+        };
+        // Snapshot boundaries at 10, 20, 30 and 40.
+        assert!(!write(Some(&a), 5, &mut arena, &mut garbage));
+        assert!(write(Some(&b), 15, &mut arena, &mut garbage), "a is visible at 10");
+        assert!(!write(Some(&c), 16, &mut arena, &mut garbage), "b is visible at no boundary");
+        assert_eq!(at(10, &mut out), Some(a.clone()), "a's delta was made again against c");
+        assert!(write(Some(&b), 25, &mut arena, &mut garbage));
+        assert!(!write(Some(&e), 26, &mut arena, &mut garbage));
+        assert!(write(None, 35, &mut arena, &mut garbage), "e is visible at 30");
+        assert!(write(Some(&f), 45, &mut arena, &mut garbage), "the delete is visible at 40");
+        let expected = [(10, Some(&a)), (20, Some(&c)), (30, Some(&e)), (40, None), (50, Some(&f))];
+        for (epoch, row) in expected {
+            assert_eq!(at(epoch, &mut out).as_ref(), row, "as of {epoch}");
+        }
+        assert_eq!(head.chain_len(), 4);
+        let mut states = Vec::new();
+        head.for_each_older(&mut out, |word, row| states.push((word.epoch().0, row.to_vec())));
+        assert_eq!(states, [(35, vec![]), (26, e.clone()), (16, c.clone()), (5, a.clone())]);
+        // Snapshots at 30 and later: a and c are no longer read, and as the tail they go.
+        let gone = vacuum_rows(head, retention(25, 10), &mut arena, &mut garbage);
+        assert_eq!(gone, [(16, c.clone()), (5, a.clone())]);
+        assert_eq!(head.chain_len(), 2);
+        assert_eq!(at(30, &mut out), Some(e.clone()));
+        assert_eq!(at(40, &mut out), None);
+        // Versions at epochs 1 to 5 under a master at 6, every one kept; then snapshots only at
+        // even epochs: 5, 3 and 1 go, and 4 and 2 are made anew against the versions above.
+        let second_ptr = alloc(&mut arena, VersionStorage::Delta);
+        // SAFETY: owned by the test.
+        let second = unsafe { &*second_ptr };
+        let rows: Vec<Vec<u8>> = (0..=6).map(|epoch| row(epoch as u8, 40 + 8 * epoch)).collect();
+        for epoch in 1..=6u64 {
+            second.lock().unwrap();
+            let word = TidWord::new(Tid::new(Epoch(epoch), 1), TidWord::LATEST);
+            let value = Some(&rows[epoch as usize][..]);
+            let dropped = &mut Dropped::default();
+            second.install(value, word, retention(0, 1), &mut arena, &mut garbage, dropped);
+            second.unlock_to(word);
+        }
+        assert_eq!(second.chain_len(), 5);
+        let gone = vacuum_rows(second, retention(0, 2), &mut arena, &mut garbage);
+        assert_eq!(gone, [(5, rows[5].clone()), (3, rows[3].clone()), (1, rows[1].clone())]);
+        assert_eq!(second.chain_len(), 2);
+        for epoch in [2, 4, 6] {
+            assert_eq!(second.read_at(Epoch(epoch), &mut out), Ok(true));
+            assert_eq!(out, rows[epoch as usize], "as of {epoch}");
+        }
+        // SAFETY: the heads were never published; nothing else can reach what is retired.
+        unsafe {
+            Head::retire(head_ptr, &mut garbage);
+            Head::retire(second_ptr, &mut garbage);
+            garbage.free_all(&mut arena);
+        }
+    }
+
+    /// Prunes `head` as the vacuum does; returns the epochs and rows of the states it dropped.
+    fn vacuum_rows(
+        head: &Head,
+        retention: Retention,
+        arena: &mut Arena,
+        garbage: &mut Garbage,
+    ) -> Vec<(u64, Vec<u8>)> {
+        let mut dropped = Dropped::default();
+        dropped.reset(true);
+        head.lock().unwrap();
+        let count = head.vacuum_locked(retention, arena, garbage, &mut dropped);
+        head.unlock_to(head.word().without(TidWord::LOCK));
+        let gone: Vec<_> =
+            dropped.states().map(|(word, row)| (word.epoch().0, row.to_vec())).collect();
+        assert_eq!(gone.len(), count);
+        gone
+    }
+
+    /// Readers racing a writer under `delta` storage (the writer keeping, making again and
+    /// pruning deltas from the chain's middle and tail, rows moving between inline and
+    /// overflow) always rebuild the whole state
+    /// at their snapshot: a master version and a first delta that do not belong together
+    /// would show as a row that is not the one its TID wrote.
+    #[test]
+    fn delta_reads_racing_installs_rebuild_whole_states() {
+        const WRITES: u64 = 4_000;
+        const PER_EPOCH: u64 = 4;
+        // Snapshot boundaries every 3 epochs from `LOW` on; the state at each is kept.
+        const LOW: u64 = 60;
+        let tid_of = |write: u64| Tid::new(Epoch(write / PER_EPOCH + 1), write % PER_EPOCH + 1);
+        // Rows of 16 to 136 bytes (inline up to 64): the first word is the TID, one other word
+        // changes, the rest stay.
+        let row_of = |tid: Tid| {
+            let words = 2 + (tid.as_u64() % 16) as usize;
+            let mut row: Vec<u8> = (0..words * 8).map(|byte| byte as u8).collect();
+            row[..8].copy_from_slice(&tid.as_u64().to_le_bytes());
+            let changed = 1 + (tid.as_u64() as usize % (words - 1));
+            row[changed * 8..changed * 8 + 8].copy_from_slice(&(!tid.as_u64()).to_le_bytes());
+            row
+        };
+        let mut arena = Arena::new();
+        let mut garbage = Garbage::new();
+        let head_ptr = Head::alloc_with(
+            &mut arena,
+            64,
+            TidWord::FRESH,
+            HeadShape { words: HeadWords::None, storage: VersionStorage::Delta },
+        );
+        // SAFETY: owned by the test; nothing retired is freed before the threads end.
+        let head = unsafe { &*head_ptr };
+        let done = std::sync::atomic::AtomicBool::new(false);
+        // Installs keep every epoch's last state from `LOW` on; every 16th write a vacuum pass
+        // keeps only the readers' (every third epoch's), dropping versions in the middle.
+        let installs =
+            Retention { low: Epoch(LOW), interval: 1, readers_low: Tid::MAX, prune: true };
+        let readers = Retention { interval: 3, ..installs };
+        std::thread::scope(|scope| {
+            for reader in 0..2u64 {
+                let done = &done;
+                scope.spawn(move || {
+                    let mut out = Vec::new();
+                    let mut boundary = LOW.div_ceil(3) * 3 + 3 * reader;
+                    let mut checked = 0;
+                    while !done.load(Ordering::Acquire) || checked < 2_000 {
+                        let bound = Tid::last_of(Epoch(boundary));
+                        // A writer descheduled while it holds the lock makes a reader give
+                        // up (bounded waits); it tries again.
+                        let Ok(seen) = head.read_as_of(bound, &mut out) else { continue };
+                        if seen.present {
+                            assert_eq!(out, row_of(seen.tid), "the row its TID wrote");
+                        }
+                        if seen.current.tid() > bound {
+                            let last = Tid::new(Epoch(boundary), PER_EPOCH);
+                            assert_eq!(seen.tid, last, "the state at the boundary");
+                            assert!(seen.present);
+                        }
+                        checked += 1;
+                        boundary += 3;
+                        if boundary > WRITES / PER_EPOCH {
+                            boundary = LOW.div_ceil(3) * 3;
+                        }
+                    }
+                });
+            }
+            let mut dropped = Dropped::default();
+            for write in 0..WRITES {
+                let tid = tid_of(write);
+                head.lock().unwrap();
+                let word = TidWord::new(tid, TidWord::LATEST);
+                let rows_wanted = write % 2 == 0;
+                dropped.reset(rows_wanted);
+                head.install(
+                    Some(&row_of(tid)),
+                    word,
+                    installs,
+                    &mut arena,
+                    &mut garbage,
+                    &mut dropped,
+                );
+                if write % 16 == 15 {
+                    head.vacuum_locked(readers, &mut arena, &mut garbage, &mut dropped);
+                }
+                if rows_wanted {
+                    for (word, row) in dropped.states() {
+                        assert_eq!(row, row_of(word.tid()), "a dropped state's rebuilt row");
+                    }
+                }
+                head.unlock_to(word);
+            }
+            done.store(true, Ordering::Release);
+        });
+        // SAFETY: the threads are gone; nothing else can reach what is retired.
+        unsafe {
+            Head::retire(head_ptr, &mut garbage);
+            garbage.free_all(&mut arena);
+        }
+    }
+
     /// Cooperative cleaning's cue sees an expired version behind one a snapshot still needs.
     #[test]
     fn an_expired_version_behind_a_needed_one_is_seen() {
@@ -1546,7 +2179,14 @@ mod tests {
         for epoch in [9, 11, 12, 14] {
             head.lock().unwrap();
             let word = TidWord::new(Tid::new(Epoch(epoch), 1), TidWord::LATEST);
-            head.install(Some(b"row"), word, keep_all, &mut arena, &mut garbage, &mut Vec::new());
+            head.install(
+                Some(b"row"),
+                word,
+                keep_all,
+                &mut arena,
+                &mut garbage,
+                &mut Dropped::default(),
+            );
             head.unlock_to(word);
         }
         assert_eq!(head.chain_len(), 3);
@@ -1555,7 +2195,10 @@ mod tests {
         assert!(head.has_expired(retention(0, 10)));
         assert!(!head.has_expired(keep_all), "every version is visible at some boundary");
         head.lock().unwrap();
-        assert_eq!(head.vacuum_locked(retention(0, 10), &mut garbage, &mut Vec::new()), 2);
+        assert_eq!(
+            head.vacuum_locked(retention(0, 10), &mut arena, &mut garbage, &mut Dropped::default()),
+            2
+        );
         head.unlock_to(head.word().without(TidWord::LOCK));
         assert!(!head.has_expired(retention(0, 10)));
         assert!(!alloc_time_travel_has_expired(&mut arena));
@@ -1599,7 +2242,7 @@ mod tests {
                     retention(low, 10),
                     arena,
                     garbage,
-                    &mut Vec::new(),
+                    &mut Dropped::default(),
                 );
                 head.unlock_to(word);
                 kept
@@ -1649,7 +2292,7 @@ mod tests {
             let word = TidWord::new(at(sequence), TidWord::LATEST);
             let retention =
                 Retention { low: Epoch(u64::MAX), interval: 1, readers_low, prune: true };
-            let mut dropped = Vec::new();
+            let mut dropped = Dropped::default();
             head.install(
                 Some(&sequence.to_le_bytes()),
                 word,

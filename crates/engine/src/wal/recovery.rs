@@ -199,14 +199,11 @@ pub(crate) fn build_tables(
 struct Applier {
     arena: Arena,
     garbage: Garbage,
-    dropped: Vec<*const crate::storage::record::Version>,
+    dropped: crate::storage::record::Dropped,
     applied: u64,
     /// The protocol words and version storage of new heads (`Config::head_shape`).
     shape: HeadShape,
 }
-
-// SAFETY: the raw version pointers in `dropped` are only examined by the owning thread.
-unsafe impl Send for Applier {}
 
 const KEEP_NOTHING: Retention = Retention::NOTHING;
 
@@ -215,7 +212,7 @@ impl Applier {
         Applier {
             arena: Arena::new(),
             garbage: Garbage::new(),
-            dropped: Vec::new(),
+            dropped: Default::default(),
             applied: 0,
             shape,
         }
@@ -224,7 +221,7 @@ impl Applier {
     /// Installs `value` (or a deletion) with `new_word` on a head this thread has locked, and
     /// unlocks it.
     fn install(&mut self, head: &Head, value: Option<&[u8]>, new_word: TidWord) {
-        self.dropped.clear();
+        self.dropped.reset(false);
         head.install(
             value,
             new_word,
