@@ -8,8 +8,10 @@
 //! | `update-intensive` | 10                         | 80%     | ten 64-bit attributes |
 //!
 //! One table of `rows` rows with 64-bit keys; keys are chosen uniformly or by a scrambled
-//! Zipfian of skew `theta`. A read copies the row; an update is a read-modify-write of one
-//! attribute. Every transaction runs at SERIALIZABLE. `--mode raw` runs the same operations
+//! Zipfian of skew `theta`. A read copies the row and reads its first attribute; an update is a
+//! read-modify-write of the first attribute. Wu et al.'s version-storage experiments (`engram
+//! bench paper`, Figs. 13-15) load rows of more attributes and read or modify more of them
+//! ([`Touch`]). Every transaction runs at SERIALIZABLE. `--mode raw` runs the same operations
 //! through the engine's non-transactional record access (`Worker::raw`): the same index and
 //! records with no read set, validation or commit, which is Silo's "key-value" baseline.
 
@@ -104,22 +106,50 @@ pub trait YcsbDb: Db {
     /// threads. Called once, before the database is shared with driver threads.
     fn load(&mut self, rows: u64, value_bytes: usize, threads: usize) -> Result<(), String>;
     /// Runs one transaction of `ops` once, declared read-only (a snapshot transaction, with
-    /// no conflict checks) when `read_only` is set. `scratch` is the caller's reusable buffer.
+    /// no conflict checks) when `read_only` is set; reads and updates touch the attributes
+    /// `touch` says. `scratch` is the caller's reusable buffer.
     fn execute(
         &self,
         conn: &mut Self::Conn,
         ops: &[Op],
         read_only: bool,
+        touch: Touch,
         scratch: &mut Vec<u8>,
     ) -> Outcome;
 }
 
-/// Bumps the first attribute of a row: the "modify" of a read-modify-write.
+/// Bytes of an attribute: rows are 64-bit attributes.
+pub const ATTRIBUTE_BYTES: usize = 8;
+
+/// How many of a row's attributes an operation touches, from the first: a read sums `read`
+/// attributes, an update bumps `modified` of them (both capped by the row's attributes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Touch {
+    pub read: usize,
+    pub modified: usize,
+}
+
+impl Touch {
+    /// YCSB's own: one attribute read, one modified.
+    pub const ONE: Touch = Touch { read: 1, modified: 1 };
+}
+
+/// Bumps the first `count` attributes of a row: the "modify" of a read-modify-write.
 #[inline]
-fn modify(row: &mut [u8]) {
-    let mut first = [0u8; 8];
-    first.copy_from_slice(&row[..8]);
-    row[..8].copy_from_slice(&u64::from_le_bytes(first).wrapping_add(1).to_le_bytes());
+fn modify(row: &mut [u8], count: usize) {
+    for attribute in row.chunks_exact_mut(ATTRIBUTE_BYTES).take(count.max(1)) {
+        let value = u64::from_le_bytes((&*attribute).try_into().expect("an attribute"));
+        attribute.copy_from_slice(&value.wrapping_add(1).to_le_bytes());
+    }
+}
+
+/// Sums the first `count` attributes of a row: the read of an operation.
+#[inline]
+fn read_attributes(row: &[u8], count: usize) -> u64 {
+    row.chunks_exact(ATTRIBUTE_BYTES)
+        .take(count.max(1))
+        .map(|attribute| u64::from_le_bytes(attribute.try_into().expect("an attribute")))
+        .fold(0, u64::wrapping_add)
 }
 
 /// Engram, through transactions or through raw record access.
@@ -208,6 +238,7 @@ impl YcsbDb for EngramYcsb {
         worker: &mut Worker,
         ops: &[Op],
         read_only: bool,
+        touch: Touch,
         scratch: &mut Vec<u8>,
     ) -> Outcome {
         let table = self.table();
@@ -220,10 +251,10 @@ impl YcsbDb for EngramYcsb {
                     if op.kind == OpKind::Update {
                         scratch.clear();
                         scratch.extend_from_slice(row);
-                        modify(scratch);
+                        modify(scratch, touch.modified);
                         txn.update(table, &key, scratch)?;
                     } else {
-                        std::hint::black_box(row[0]);
+                        std::hint::black_box(read_attributes(row, touch.read));
                     }
                 }
                 Ok(())
@@ -236,10 +267,10 @@ impl YcsbDb for EngramYcsb {
                         if op.kind == OpKind::Update {
                             scratch.clear();
                             scratch.extend_from_slice(row);
-                            modify(scratch);
+                            modify(scratch, touch.modified);
                             raw.update(table, &key, scratch)?;
                         } else {
-                            std::hint::black_box(row[0]);
+                            std::hint::black_box(read_attributes(row, touch.read));
                         }
                     }
                     Ok(())
@@ -311,6 +342,10 @@ pub struct Options {
     pub transactions: Option<u64>,
     /// Where and how commits are logged (`None` data directory: nothing is).
     pub persistence: crate::tpcc::engram::Persistence,
+    /// 64-bit attributes per row (`None`: the workload's rows).
+    pub attributes: Option<usize>,
+    /// The attributes each read and update touches.
+    pub touch: Touch,
 }
 
 /// The result of measuring one configuration.
@@ -371,6 +406,8 @@ pub struct Class {
     pub update_fraction: f64,
     /// Declared read-only: every transaction runs as a snapshot transaction.
     pub declared_read_only: bool,
+    /// The attributes each read and update touches.
+    pub touch: Touch,
 }
 
 impl Class {
@@ -382,6 +419,7 @@ impl Class {
             ops_per_txn,
             update_fraction: workload.update_fraction(),
             declared_read_only: false,
+            touch: Touch::ONE,
         }
     }
 }
@@ -389,7 +427,12 @@ impl Class {
 impl Options {
     /// The one class of a plain run: `threads` threads of the workload's transactions.
     pub fn class(&self) -> Class {
-        Class::of(self.workload, self.threads, self.ops_per_txn)
+        Class { touch: self.touch, ..Class::of(self.workload, self.threads, self.ops_per_txn) }
+    }
+
+    /// Bytes of a row.
+    pub fn value_bytes(&self) -> usize {
+        self.attributes.map_or(self.workload.value_bytes(), |n| n * ATTRIBUTE_BYTES)
     }
 }
 
@@ -437,7 +480,7 @@ pub fn measure_classes<D: YcsbDb>(
                     );
                     let mut tally = Tally::default();
                     let mut ops = Vec::with_capacity(class.ops_per_txn);
-                    let mut scratch = Vec::with_capacity(options.workload.value_bytes());
+                    let mut scratch = Vec::with_capacity(options.value_bytes());
                     let quota = options.transactions.unwrap_or(u64::MAX);
                     while !stop.load(Ordering::Relaxed) && tally.committed < quota {
                         ops.clear();
@@ -456,6 +499,7 @@ pub fn measure_classes<D: YcsbDb>(
                                 &mut conn,
                                 &ops,
                                 class.declared_read_only,
+                                class.touch,
                                 &mut scratch,
                             ) {
                                 Outcome::Committed | Outcome::RolledBack => break true,
@@ -541,7 +585,7 @@ pub fn run(
     let mut engram = EngramYcsb::open_with(modes[0], &options.persistence)?;
     let load_threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let loading = Instant::now();
-    engram.load(options.rows, options.workload.value_bytes(), load_threads)?;
+    engram.load(options.rows, options.value_bytes(), load_threads)?;
     if options.progress {
         eprintln!("loaded {} rows in {:.1} s", options.rows, loading.elapsed().as_secs_f64());
     }

@@ -113,6 +113,41 @@ fn figures_write_json_and_a_plot_per_panel() {
     std::fs::remove_dir_all(&out).unwrap();
 }
 
+/// Figs. 13-15 and 17 measure append-only, time-travel and delta storage at every point: rows
+/// of 10 and 100 attributes, updates and reads of one to every attribute, and TPC-C with
+/// StockScan, whose scans finish beside the workers.
+#[test]
+fn version_storage_figures_measure_every_storage() {
+    let out = scratch("storage");
+    let run = paper::run(&options(&[17, 15, 14, 13], out.clone()), |_| ()).unwrap();
+    assert!(run.not_run.is_empty());
+    assert_eq!(run.figures.iter().map(|f| f.figure).collect::<Vec<_>>(), [13, 14, 15, 17]);
+    for figure in &run.figures {
+        let xs: &[f64] = match figure.figure {
+            13 => &[20.0, 80.0],
+            14 | 15 => &[1.0, 100.0],
+            _ => &[1.0, 2.0],
+        };
+        for panel in &figure.panels {
+            let labels: Vec<&str> = panel.lines.iter().map(|l| l.label.as_str()).collect();
+            assert_eq!(labels, ["append-only", "time-travel", "delta"], "{}", panel.id);
+            for line in &panel.lines {
+                assert_eq!(line.points.iter().map(|p| p.x).collect::<Vec<_>>(), xs);
+                assert!(
+                    line.points.iter().all(|p| p.committed > 0 && p.y > 0.0),
+                    "{} {}",
+                    panel.id,
+                    line.label
+                );
+            }
+            assert!(out.join(format!("figure-{}.svg", panel.id)).exists());
+        }
+    }
+    assert!(run.figures[2].setup.contains("rows of 100 attributes"));
+    assert_eq!(run.figures[3].panels[1].y_title, "StockScan median latency (ms)");
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
 /// Fig. 9's read-only transactions are snapshot transactions: they never abort, and the
 /// snapshot they read holds every loaded row.
 fn declared_readers_commit(figure: &paper::Figure) {

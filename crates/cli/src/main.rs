@@ -150,6 +150,11 @@ struct DurabilityArgs {
     version_storage: VersionStorage,
 }
 
+/// The most attributes a YCSB row may have: a row stays within the engine's value limit.
+fn limits_attributes_max() -> usize {
+    engram_engine::limits::VALUE_BYTES_MAX / ycsb::ATTRIBUTE_BYTES
+}
+
 fn parse_gc(text: &str) -> Result<Gc, String> {
     text.parse()
 }
@@ -322,6 +327,15 @@ struct YcsbArgs {
     /// Seed of the key and operation choice.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// 64-bit attributes per row (default: the workload's; at least 2).
+    #[arg(long)]
+    attributes: Option<usize>,
+    /// Attributes a read reads, from the first (Wu et al.'s Fig. 15).
+    #[arg(long, default_value_t = 1)]
+    attributes_read: usize,
+    /// Attributes an update modifies, from the first (Wu et al.'s Fig. 14).
+    #[arg(long, default_value_t = 1)]
+    attributes_modified: usize,
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
@@ -359,6 +373,15 @@ fn ycsb(args: YcsbArgs) -> Result<(), String> {
             args.workload
         )
     })?;
+    if args
+        .attributes
+        .is_some_and(|attributes| !(2..=limits_attributes_max()).contains(&attributes))
+    {
+        return Err(format!(
+            "--attributes must be 2 to {}: rows hold an update counter and the key",
+            limits_attributes_max()
+        ));
+    }
     let modes: Vec<ycsb::Mode> = match args.mode.as_str() {
         "txn" => vec![ycsb::Mode::Txn],
         "raw" => vec![ycsb::Mode::Raw],
@@ -383,6 +406,8 @@ fn ycsb(args: YcsbArgs) -> Result<(), String> {
         seed: args.seed,
         progress: !args.quiet,
         transactions: args.transactions,
+        attributes: args.attributes,
+        touch: ycsb::Touch { read: args.attributes_read, modified: args.attributes_modified },
         persistence: match (&args.durability.modes()?[..], &args.durability.protocols()?[..]) {
             ([mode], [_]) => args.durability.persistence(*mode, None)?,
             _ => return Err("YCSB runs one --durability mode and one --protocol at a time".into()),
