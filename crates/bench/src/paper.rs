@@ -671,63 +671,67 @@ fn heterogeneous(options: &Options, dbs: &[EngramYcsb], declared: bool) -> Resul
 /// two rounds.
 fn figure_16(options: &Options) -> Result<Figure, String> {
     let counts = thread_counts(options.threads);
-    let storages = [VersionStorage::TimeTravel, VersionStorage::AppendN2o];
-    // Per storage, a database per space count, then the default: an arena per worker, no lock
-    // (`memory_spaces` 0).
-    let configurations: Vec<(VersionStorage, usize)> = storages
-        .iter()
-        .flat_map(|&storage| counts.iter().chain([&0]).map(move |&spaces| (storage, spaces)))
-        .collect();
-    let dbs = configurations
-        .iter()
-        .map(|&(version_storage, memory_spaces)| {
-            let persistence = Persistence {
-                protocol: Protocol::Mvto,
-                memory_spaces,
-                version_storage,
-                ..Default::default()
-            };
-            loaded_ycsb(options, persistence)
-        })
-        .collect::<Result<Vec<_>, String>>()?;
+    let storages = [
+        (VersionStorage::TimeTravel, "time-travel"),
+        (VersionStorage::AppendN2o, "append-only"),
+        (VersionStorage::Delta, "delta"),
+    ];
+    let workloads =
+        [("16a", ycsb::Workload::ReadIntensive), ("16b", ycsb::Workload::UpdateIntensive)];
     let rounds = if options.quick { 1 } else { 2 };
-    let mut panels = Vec::new();
-    for (id, workload) in
-        [("16a", ycsb::Workload::ReadIntensive), ("16b", ycsb::Workload::UpdateIntensive)]
-    {
-        let class = Class::of(workload, options.threads, 10);
-        let point = ycsb_options(options, 0.2, options.seconds / rounds as f64);
-        let mut tallies = vec![ycsb::Tally::default(); dbs.len()];
-        for round in 0..rounds {
-            for (index, db) in dbs.iter().enumerate() {
-                let (storage, spaces) = configurations[index];
-                let spaces = if spaces == 0 { "own".into() } else { spaces.to_string() };
-                let label = format!("{id} {storage} spaces {spaces} {}/{rounds}", round + 1);
-                let tally = ycsb::measure_classes(db, &point, &[class], point.duration, &label)?;
-                tallies[index].merge(&tally[0]);
+    let mut lines: Vec<Vec<Line>> = workloads.iter().map(|_| Vec::new()).collect();
+    // One storage's databases at a time (nine at once would not fit this machine's memory):
+    // a database per space count, then the default, an arena per worker and no lock
+    // (`memory_spaces` 0).
+    for (storage, name) in storages {
+        let spaces: Vec<usize> = counts.iter().copied().chain([0]).collect();
+        let dbs = spaces
+            .iter()
+            .map(|&memory_spaces| {
+                let persistence = Persistence {
+                    protocol: Protocol::Mvto,
+                    memory_spaces,
+                    version_storage: storage,
+                    ..Default::default()
+                };
+                loaded_ycsb(options, persistence)
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        for (panel_lines, (id, workload)) in lines.iter_mut().zip(workloads) {
+            let class = Class::of(workload, options.threads, 10);
+            let point = ycsb_options(options, 0.2, options.seconds / rounds as f64);
+            let mut tallies = vec![ycsb::Tally::default(); dbs.len()];
+            for round in 0..rounds {
+                for (index, db) in dbs.iter().enumerate() {
+                    let count =
+                        if spaces[index] == 0 { "own".into() } else { spaces[index].to_string() };
+                    let label = format!("{id} {storage} spaces {count} {}/{rounds}", round + 1);
+                    let tally =
+                        ycsb::measure_classes(db, &point, &[class], point.duration, &label)?;
+                    tallies[index].merge(&tally[0]);
+                }
             }
-        }
-        let mut lines = Vec::new();
-        for (storage, tallies) in storages.iter().zip(tallies.chunks(counts.len() + 1)) {
-            let name = match storage {
-                VersionStorage::AppendN2o => "append-only",
-                _ => "time-travel",
-            };
             let points = counts
                 .iter()
-                .zip(tallies)
+                .zip(&tallies)
                 .map(|(&spaces, tally)| sample(spaces as f64, rate(tally), tally))
                 .collect();
-            lines.push(Line { label: format!("{name}, shared spaces"), points });
+            panel_lines.push(Line { label: format!("{name}, shared spaces"), points });
             let own = tallies.last().expect("the default database");
-            lines.push(Line {
+            panel_lines.push(Line {
                 label: format!("{name}, arena per worker"),
                 points: vec![sample(options.threads as f64, rate(own), own)],
             });
         }
-        let title = format!("{}, {} threads", workload_title(workload), options.threads);
-        panels.push(panel(id, &title, "memory spaces", THROUGHPUT, lines));
     }
+    let panels = workloads
+        .iter()
+        .zip(lines)
+        .map(|((id, workload), lines)| {
+            let title = format!("{}, {} threads", workload_title(*workload), options.threads);
+            panel(id, &title, "memory spaces", THROUGHPUT, lines)
+        })
+        .collect();
     Ok(figure(
         16,
         "Memory allocation (YCSB, theta 0.2, 10 ops per txn, MVTO)",
@@ -735,9 +739,9 @@ fn figure_16(options: &Options) -> Result<Figure, String> {
          version is allocated on every update); delta storage, which copies only the modified \
          attributes, is flat.",
         format!(
-            "{} rows, theta 0.2, {} threads, MVTO, serializable; time-travel (Engram's default) \
-             and append-only N2O storage; one database per storage and space count, {} s each \
-             in {rounds} alternating round(s)",
+            "{} rows, theta 0.2, {} threads, MVTO, serializable; time-travel (Engram's default), \
+             append-only N2O and delta storage; one database per storage and space count (one \
+             storage's loaded at a time), {} s each in {rounds} alternating round(s)",
             options.rows, options.threads, options.seconds
         ),
         panels,

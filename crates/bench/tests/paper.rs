@@ -97,13 +97,16 @@ fn figures_write_json_and_a_plot_per_panel() {
     }
 
     // Fig. 16: MVTO with the workers sharing one and two memory spaces, and with an arena
-    // each, over time-travel and append-only storage.
+    // each, over time-travel, append-only and delta storage.
     for panel in &figures[4].panels {
-        let [shared, own, append_shared, append_own] = &panel.lines[..] else {
+        let [shared, own, append_shared, append_own, delta_shared, delta_own] = &panel.lines[..]
+        else {
             panic!("two lines per storage")
         };
         assert!(shared.label.starts_with("time-travel") && append_own.label.starts_with("append"));
-        for (shared, own) in [(shared, own), (append_shared, append_own)] {
+        assert!(delta_shared.label.starts_with("delta"));
+        for (shared, own) in [(shared, own), (append_shared, append_own), (delta_shared, delta_own)]
+        {
             assert_eq!(shared.points.iter().map(|p| p.x).collect::<Vec<_>>(), [1.0, 2.0]);
             assert_eq!(own.points.iter().map(|p| p.x).collect::<Vec<_>>(), [2.0]);
             assert!(shared.points.iter().chain(&own.points).all(|p| p.committed > 0));
