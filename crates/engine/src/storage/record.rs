@@ -64,6 +64,13 @@
 //!   changes: to drop versions no reader at or above the retention bounds can read, or (under
 //!   `append-o2n`) to append a newer version to the chain's last one. A dropped version's `link`
 //!   never changes again, so a reader standing on it still reaches the rest of the chain.
+//! - Under `delta` storage each delta applies to the state above it on the path a reader
+//!   takes (the master version, or the version that links to it). A version made anew against
+//!   another state is linked in only once complete, and the one it replaces is retired like a
+//!   dropped version, its `link` unchanged: whichever path a reader is on, each delta it meets
+//!   applies to the row it has rebuilt so far. A prune (the vacuum's, cooperative cleaning's)
+//!   that changes `older` but not the master restores the word it found, and the old and the
+//!   new chain both fit that master.
 //! - A CLAIMED head is changed only by the transaction that claimed it.
 
 use super::arena::Arena;
