@@ -422,11 +422,15 @@ fn ycsb(args: YcsbArgs) -> Result<(), String> {
     }
     let reports = ycsb::run(&options, &modes, &thread_counts, args.rounds)?;
     println!(
-        "YCSB {} | {} rows | theta {} | {} ops/txn | {}",
+        "YCSB {} | {} rows of {} bytes | theta {} | {} ops/txn | {} attribute(s) read, {} \
+         modified per op | {}",
         workload.name(),
         options.rows,
+        options.value_bytes(),
         options.theta,
         options.ops_per_txn,
+        options.touch.read,
+        options.touch.modified,
         reports[0].settings
     );
     println!(

@@ -130,6 +130,14 @@ fn bad_arguments_are_errors_not_panics() {
         .unwrap();
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("theta"));
+    for attributes in ["1", "200000"] {
+        let output = Command::new(env!("CARGO_BIN_EXE_engram"))
+            .args(["bench", "ycsb", "--attributes", attributes, "--rows", "10"])
+            .output()
+            .unwrap();
+        assert!(!output.status.success());
+        assert!(String::from_utf8_lossy(&output.stderr).contains("--attributes must be"));
+    }
     // A reserve larger than the machine is an error, not a crash.
     #[rustfmt::skip]
     let output = Command::new(env!("CARGO_BIN_EXE_engram"))
