@@ -17,7 +17,7 @@
 //! | 13     | transaction footprint: YCSB rows of 10 and 100 attributes, 0-100% updates, MVTO | `append-n2o`, `time-travel` and `delta` (as 14, 15 and 17); 100-attribute tables hold a tenth of the rows |
 //! | 14     | attributes modified per update (1 to 100), read- and update-intensive | as 13, 100 attributes |
 //! | 15     | attributes read per read (1 to 100), updates modifying one or all | as 13, 100 attributes, read-intensive |
-//! | 16     | memory spaces: update- and read-intensive YCSB under MVTO | 1, 2, 4, ... spaces up to `threads`, time-travel and append-only N2O storage |
+//! | 16     | memory spaces: update- and read-intensive YCSB under MVTO | 1, 2, 4, ... spaces up to `threads`, time-travel, append-only N2O and delta storage |
 //! | 18, 19 | tuple-level GC: throughput and memory over time, update-intensive YCSB at theta 0.2 and 0.8, MVTO, O2N | `--gc tuple-vacuum`, `tuple-cooperative` and `none`, as 20 and 21 |
 //! | 20, 21 | GC: throughput and memory over time, YCSB theta 0.8 under MVTO | `--gc transaction`, `tuple-vacuum` and `none`, `seconds` x 10 each, sampled 20 times |
 //! | 17     | TPC-C with StockScan by version storage, MVTO | one warehouse per four threads, StockScan on one more thread |
@@ -667,8 +667,8 @@ fn heterogeneous(options: &Options, dbs: &[EngramYcsb], declared: bool) -> Resul
 
 /// Fig. 16: YCSB (theta 0.2, 10 ops) under MVTO at `threads`, the workers sharing 1, 2, 4, ...
 /// memory spaces (`Config::memory_spaces`, each under a lock), and the default arena per worker
-/// (no lock) as a second line's one point; one database per configuration, measured in turn in
-/// two rounds.
+/// (no lock) as a second line's one point, for time-travel, append-only N2O and delta storage;
+/// one database per configuration, a storage's measured in turn in two rounds.
 fn figure_16(options: &Options) -> Result<Figure, String> {
     let counts = thread_counts(options.threads);
     let storages = [
