@@ -1,7 +1,7 @@
 //! `engram serve`: the PostgreSQL wire-protocol server over a data directory.
 
 use clap::Args;
-use engram_engine::{Config, Durability, Protocol};
+use engram_engine::{Config, Durability, Gc, Protocol, VersionStorage};
 use engram_server::{AuthMethod, Server, ServerConfig};
 use engram_sql::SqlDb;
 use std::path::PathBuf;
@@ -46,6 +46,14 @@ pub struct ServeArgs {
     /// (docs/isolation.md).
     #[arg(long, default_value = "silo")]
     protocol: String,
+    /// Where versions are kept: time-travel (default), append-n2o, append-o2n or delta
+    /// (docs/architecture.md, Wu et al.'s version storage).
+    #[arg(long, default_value = "time-travel")]
+    version_storage: String,
+    /// How superseded versions are removed: transaction (default), tuple-vacuum,
+    /// tuple-cooperative (needs --version-storage append-o2n) or none.
+    #[arg(long, default_value = "transaction")]
+    gc: String,
 }
 
 pub fn run(args: ServeArgs) -> Result<(), String> {
@@ -84,10 +92,14 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
         return Err("--epoch-ms must be at least 1".into());
     }
     let protocol = Protocol::parse(&args.protocol)?;
+    let version_storage: VersionStorage = args.version_storage.parse()?;
+    let gc: Gc = args.gc.parse()?;
     // Snapshots stay about a second apart and idle transactions are given up after about
     // ten seconds, whatever the epoch length.
     let engine = Config {
         protocol,
+        version_storage,
+        gc,
         data_dir: args.data.clone(),
         durability,
         reserved_memory_bytes: args.reserve_memory_mib << 20,

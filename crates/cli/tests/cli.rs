@@ -138,6 +138,14 @@ fn bad_arguments_are_errors_not_panics() {
         assert!(!output.status.success());
         assert!(String::from_utf8_lossy(&output.stderr).contains("--attributes must be"));
     }
+    // A server whose design options do not go together says why and does not start.
+    let output = Command::new(env!("CARGO_BIN_EXE_engram"))
+        .args(["serve", "--gc", "tuple-cooperative", "--version-storage", "delta"])
+        .args(["--listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("needs version_storage append-o2n"));
     // A reserve larger than the machine is an error, not a crash.
     #[rustfmt::skip]
     let output = Command::new(env!("CARGO_BIN_EXE_engram"))
