@@ -134,22 +134,31 @@ impl Touch {
     pub const ONE: Touch = Touch { read: 1, modified: 1 };
 }
 
-/// Bumps the first `count` attributes of a row: the "modify" of a read-modify-write.
+/// The attribute of `row` at `index`.
+#[inline]
+fn attribute(row: &[u8], index: usize) -> u64 {
+    let at = index * ATTRIBUTE_BYTES;
+    u64::from_le_bytes(row[at..at + ATTRIBUTE_BYTES].try_into().expect("an attribute"))
+}
+
+/// Bumps the first `count` attributes of a row (at least one): the "modify" of a
+/// read-modify-write.
 #[inline]
 fn modify(row: &mut [u8], count: usize) {
-    for attribute in row.chunks_exact_mut(ATTRIBUTE_BYTES).take(count.max(1)) {
-        let value = u64::from_le_bytes((&*attribute).try_into().expect("an attribute"));
-        attribute.copy_from_slice(&value.wrapping_add(1).to_le_bytes());
+    for index in 0..count.clamp(1, row.len() / ATTRIBUTE_BYTES) {
+        let bumped = attribute(row, index).wrapping_add(1);
+        row[index * ATTRIBUTE_BYTES..][..ATTRIBUTE_BYTES].copy_from_slice(&bumped.to_le_bytes());
     }
 }
 
-/// Sums the first `count` attributes of a row: the read of an operation.
+/// Sums the first `count` attributes of a row (at least one): the read of an operation.
 #[inline]
 fn read_attributes(row: &[u8], count: usize) -> u64 {
-    row.chunks_exact(ATTRIBUTE_BYTES)
-        .take(count.max(1))
-        .map(|attribute| u64::from_le_bytes(attribute.try_into().expect("an attribute")))
-        .fold(0, u64::wrapping_add)
+    let mut sum = attribute(row, 0);
+    for index in 1..count.min(row.len() / ATTRIBUTE_BYTES) {
+        sum = sum.wrapping_add(attribute(row, index));
+    }
+    sum
 }
 
 /// Engram, through transactions or through raw record access.
