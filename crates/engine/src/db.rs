@@ -83,7 +83,8 @@ pub struct Config {
     /// `workers_max` slots for itself.
     pub gc: Gc,
     /// Where record versions are kept (`storage::record::VersionStorage`): time-travel (the
-    /// default: the newest version in place), or append-only chains, newest or oldest first.
+    /// default: the newest version in place), append-only chains newest or oldest first, or
+    /// delta records behind the newest version in place.
     pub version_storage: VersionStorage,
     /// Under `Gc::TupleVacuum`, the pause between two passes of the vacuum.
     pub vacuum_interval_ms: u64,

@@ -43,8 +43,8 @@ use std::sync::atomic::Ordering;
 /// Records one transaction notes for cleaning: bounds the work its end does.
 pub(crate) const NOTED_RECORDS_MAX: usize = 64;
 
-/// Records a transaction read whose chains start with expired versions: (table, key start and
-/// length in `keys`, head).
+/// Records a transaction read whose chains hold expired versions: (table, key start and length
+/// in `keys`, head).
 #[derive(Debug, Default)]
 pub(crate) struct Noted {
     records: Vec<(TableId, u32, u32, *mut Head)>,
@@ -64,7 +64,7 @@ impl Noted {
 }
 
 /// After `worker`'s transaction read the row `key` of table `table` at `head`: under
-/// `Gc::TupleCooperative`, notes the record if its chain starts with an expired version.
+/// `Gc::TupleCooperative`, notes the record if its chain holds an expired version.
 /// Nothing under the other modes.
 #[inline]
 pub(crate) fn after_read(worker: &mut Worker, table: TableId, key: &[u8], head: *mut Head) {

@@ -41,7 +41,7 @@ pub enum Gc {
     /// whose records gained versions since its last pass and prunes every record's chain.
     TupleVacuum,
     /// Tuple-level cooperative cleaning: writers never prune; a transaction that reads a
-    /// record whose oldest-to-newest chain starts with expired versions prunes it
+    /// record whose oldest-to-newest chain holds an expired version prunes it
     /// (`gc::cooperative`), and the vacuum sweeps the records nobody reads, every
     /// `Config::cooperative_sweep_interval_ms`. Needs `VersionStorage::AppendO2n`.
     TupleCooperative,

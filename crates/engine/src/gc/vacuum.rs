@@ -138,9 +138,10 @@ pub(crate) fn prune_locked(
     let PruneBuffers { dropped, row, entries } = buffers;
     // SAFETY: the caller holds the record's lock, so the head is linked and allocated.
     let head_ref = unsafe { &*head };
-    dropped.reset(table.has_secondaries());
+    let secondaries = table.has_secondaries();
+    dropped.reset(secondaries);
     let pruned = head_ref.vacuum_locked(retention, arena, garbage, dropped);
-    if pruned > 0 && table.has_secondaries() {
+    if pruned > 0 && secondaries {
         let has_row = head_ref.value_locked(row);
         secondary::after_install(
             table,

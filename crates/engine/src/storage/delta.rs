@@ -115,11 +115,6 @@ pub fn plan(newer: &[u8], older: &[u8]) -> Plan {
     plan
 }
 
-/// Bytes of the delta that turns `newer` into `older`.
-pub fn encoded_len(newer: &[u8], older: &[u8]) -> usize {
-    plan(newer, older).len
-}
-
 /// Writes the delta `plan` found from `newer` to `older` into `out`, which is exactly
 /// [`Plan::len`] bytes long.
 pub fn write(plan: &Plan, newer: &[u8], older: &[u8], out: &mut [u8]) {
@@ -141,12 +136,6 @@ pub fn write(plan: &Plan, newer: &[u8], older: &[u8], out: &mut [u8]) {
         for_each_run(newer, older, put);
     }
     assert_eq!(at, out.len(), "the buffer is the delta's encoded length");
-}
-
-/// Writes the delta that turns `newer` into `older` into `out`, which is exactly
-/// [`encoded_len`] bytes long.
-pub fn encode_into(newer: &[u8], older: &[u8], out: &mut [u8]) {
-    write(&plan(newer, older), newer, older, out);
 }
 
 fn read_u32(bytes: &[u8], at: usize) -> usize {
@@ -171,8 +160,9 @@ mod tests {
     use proptest::prelude::*;
 
     fn delta(newer: &[u8], older: &[u8]) -> Vec<u8> {
-        let mut out = vec![0; encoded_len(newer, older)];
-        encode_into(newer, older, &mut out);
+        let plan = plan(newer, older);
+        let mut out = vec![0; plan.len()];
+        write(&plan, newer, older, &mut out);
         out
     }
 
