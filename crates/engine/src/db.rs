@@ -25,7 +25,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::thread::{JoinHandle, Thread};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How a database behaves. `Config::default()` is what a server would run with.
 #[derive(Debug, Clone)]
@@ -33,6 +33,10 @@ pub struct Config {
     /// Interval of the global epoch ticker (Silo: 40 ms). 0 disables the ticker; epochs then
     /// advance only through [`Database::advance_epoch`] (deterministic tests).
     pub epoch_interval_ms: u64,
+    /// Epochs on demand (`wal::log`): while a commit waits for durability, the ticker ends
+    /// the epoch once it is this many microseconds old rather than at the interval. 0: epochs
+    /// end only at the interval (Silo's behaviour, the default).
+    pub epoch_min_us: u64,
     /// Snapshot transactions read at multiples of this many epochs (Silo: 25, one second).
     /// Smaller gives fresher snapshots and keeps more old versions.
     pub snapshot_interval_epochs: u64,
@@ -97,6 +101,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             epoch_interval_ms: 40,
+            epoch_min_us: 0,
             snapshot_interval_epochs: 25,
             idle_transaction_epochs_max: 250,
             workers_max: WORKERS_MAX,
@@ -470,20 +475,19 @@ impl Database {
         let logger_threads: Vec<Thread> =
             loggers.iter().map(|handle| handle.thread().clone()).collect();
         let ticker = (config.epoch_interval_ms > 0).then(|| {
-            let shared = Arc::clone(&shared);
+            let ticking = Arc::clone(&shared);
             let logger_threads = logger_threads.clone();
-            std::thread::Builder::new()
+            let shortest = Duration::from_micros(config.epoch_min_us).min(interval);
+            let handle = std::thread::Builder::new()
                 .name("engram-epoch".into())
-                .spawn(move || {
-                    while !shared.stop.load(Ordering::Acquire) {
-                        std::thread::park_timeout(interval);
-                        shared.epochs.advance();
-                        for thread in &logger_threads {
-                            thread.unpark();
-                        }
-                    }
-                })
-                .expect("spawn the epoch ticker")
+                .spawn(move || run_ticker(&ticking, &logger_threads, interval, shortest))
+                .expect("spawn the epoch ticker");
+            if config.epoch_min_us > 0
+                && let Some(log) = &shared.log
+            {
+                log.end_epochs_on_demand(handle.thread().clone());
+            }
+            handle
         });
         let checkpointer = (shared.data.is_some() && config.checkpoint_log_bytes > 0).then(|| {
             let shared = Arc::clone(&shared);
@@ -673,6 +677,28 @@ impl Drop for Database {
                 let _ = logger.join();
             }
             log.fail("the database was closed".into(), false);
+        }
+    }
+}
+
+/// The epoch ticker: ends an epoch every `interval`, or once it is `shortest` old while a
+/// commit waits for it to become durable (`wal::log`, epochs on demand), and wakes the loggers.
+fn run_ticker(shared: &Shared, loggers: &[Thread], interval: Duration, shortest: Duration) {
+    let mut last = Instant::now();
+    while !shared.stop.load(Ordering::Acquire) {
+        let waited_for =
+            shared.log.as_ref().is_some_and(|log| log.demand() > shared.epochs.stable());
+        let due = if waited_for { shortest } else { interval };
+        let age = last.elapsed();
+        if age < due {
+            // Woken early by a waiter (or spuriously): look again.
+            std::thread::park_timeout(due - age);
+            continue;
+        }
+        shared.epochs.advance();
+        last = Instant::now();
+        for thread in loggers {
+            thread.unpark();
         }
     }
 }

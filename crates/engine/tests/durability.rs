@@ -416,6 +416,66 @@ fn durable_waits_are_async_too_and_off_logs_nothing() {
     worker.wait_durable().unwrap();
 }
 
+/// Epochs on demand (`Config::epoch_min_us`): with a ten-minute interval, durable waits,
+/// blocking and async, from several threads at once return because the ticker ends their
+/// epochs early; with nobody waiting the epoch stays where it is.
+#[test]
+fn waited_commits_end_their_epoch_early_and_an_idle_epoch_waits_for_the_interval() {
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let storage = FaultyStorage::new(11);
+    let db = Arc::new(
+        Database::open(Config {
+            epoch_interval_ms: 600_000,
+            epoch_min_us: 1000,
+            ..config(&storage)
+        })
+        .unwrap(),
+    );
+    let table = db.create_table(TableSpec::new("t")).unwrap();
+    let commits_per_thread = 20u64;
+    let (done, finished) = std::sync::mpsc::channel();
+    for thread in 0..3u64 {
+        let (db, table, done) = (Arc::clone(&db), table.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut worker = db.worker().unwrap();
+            for n in 0..commits_per_thread {
+                let id = thread * 1000 + n;
+                worker
+                    .transaction(Isolation::Serializable, |txn| txn.put(&table, &key(id), b"v"))
+                    .unwrap();
+                let epoch = worker.last_commit().epoch;
+                if n % 2 == 0 {
+                    worker.wait_durable().unwrap();
+                } else {
+                    // The async wait, polled by hand.
+                    let mut future = std::pin::pin!(db.durability_watcher().durable_future(epoch));
+                    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+                    let mut context = Context::from_waker(&waker);
+                    while future.as_mut().poll(&mut context).is_pending() {
+                        std::thread::park();
+                    }
+                }
+                assert!(db.durable_epoch() >= epoch);
+            }
+            done.send(()).unwrap();
+        });
+    }
+    for _ in 0..3 {
+        finished
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("durable waits end their epochs long before the ten-minute interval");
+    }
+    let settled = db.epochs().global();
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert_eq!(db.epochs().global(), settled, "no waiter, no early epoch");
+    assert_eq!(rows(&db, "t").len(), 3 * commits_per_thread as usize);
+}
+
 #[test]
 fn a_data_directory_is_locked_against_a_second_open() {
     let dir = std::env::temp_dir().join(format!("engram-lock-{}", std::process::id()));
