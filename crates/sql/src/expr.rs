@@ -33,6 +33,13 @@ pub enum Func {
     Floor,
     Ceil,
     Random,
+    Repeat,
+    Replace,
+    Left,
+    Right,
+    Lpad,
+    Rpad,
+    Strpos,
 }
 
 #[derive(Debug, Clone)]
@@ -427,7 +434,9 @@ pub fn arith(op: BinaryOp, left: Value, right: Value, ty: Type) -> SqlResult<Val
     }
     if op == BinaryOp::Concat {
         let mut out = left.to_text(Type::Text).unwrap_or_default();
-        out.push_str(&right.to_text(Type::Text).unwrap_or_default());
+        let right = right.to_text(Type::Text).unwrap_or_default();
+        check_text_len(out.len().saturating_add(right.len()))?;
+        out.push_str(&right);
         return Ok(Value::Text(out));
     }
     // Date arithmetic: date + integer days, date - date.
@@ -561,6 +570,49 @@ fn division_scale(quotient: Decimal, operand_scale: u32) -> u32 {
     (16 - weight * 4).max(i64::from(operand_scale)).clamp(0, 20) as u32
 }
 
+/// The longest text a function or `||` may build (PostgreSQL's limit is 1 GB; a statement's
+/// result is held in memory, so Engram's is lower).
+pub const TEXT_BYTES_MAX: usize = 64 << 20;
+
+/// Fails with 54000 if a text of `len` bytes would be longer than [`TEXT_BYTES_MAX`].
+fn check_text_len(len: usize) -> SqlResult<()> {
+    if len > TEXT_BYTES_MAX {
+        return Err(SqlError::new(
+            "54000",
+            format!("requested length too large: {len} bytes (the limit is {TEXT_BYTES_MAX})"),
+        ));
+    }
+    Ok(())
+}
+
+/// `lpad` / `rpad`: `text` cut or filled with `fill` to `len` characters.
+fn pad(text: &str, len: i64, fill: &str, left: bool) -> SqlResult<String> {
+    let len = len.max(0) as usize;
+    let chars = text.chars().count();
+    if chars >= len {
+        return Ok(text.chars().take(len).collect());
+    }
+    if fill.is_empty() {
+        return Ok(text.to_string());
+    }
+    let missing = len - chars;
+    let fill_bytes = fill.len().div_ceil(fill.chars().count()) * missing;
+    check_text_len(text.len().saturating_add(fill_bytes))?;
+    let filler: String = fill.chars().cycle().take(missing).collect();
+    Ok(if left { filler + text } else { text.to_string() + &filler })
+}
+
+/// `left` / `right`: the first (last) `n` characters, or all but the last (first) `-n`.
+fn take_chars(text: &str, n: i64, from_left: bool) -> String {
+    let chars = text.chars().count() as i64;
+    let keep = if n >= 0 { n.min(chars) } else { (chars + n).max(0) } as usize;
+    if from_left {
+        text.chars().take(keep).collect()
+    } else {
+        text.chars().skip(chars as usize - keep).collect()
+    }
+}
+
 fn call(func: Func, args: &[BExpr], ty: Type, row: &[Value], cx: &Context<'_>) -> SqlResult<Value> {
     // Functions that do not evaluate all their arguments first.
     match func {
@@ -630,7 +682,43 @@ fn call(func: Func, args: &[BExpr], ty: Type, row: &[Value], cx: &Context<'_>) -
             let to = (end.max(1) - 1).min(source.len() as i64) as usize;
             Value::Text(if from >= to { String::new() } else { source[from..to].iter().collect() })
         }
-        Func::Concat => Value::Text(values.iter().filter_map(|v| v.to_text(Type::Text)).collect()),
+        Func::Concat => {
+            let out: String = values.iter().filter_map(|v| v.to_text(Type::Text)).collect();
+            check_text_len(out.len())?;
+            Value::Text(out)
+        }
+        Func::Repeat => {
+            let source = text(0);
+            let count = values[1].as_int().unwrap_or(0).max(0) as usize;
+            check_text_len(source.len().saturating_mul(count))?;
+            Value::Text(source.repeat(count))
+        }
+        Func::Replace => {
+            let (source, from, to) = (text(0), text(1), text(2));
+            if from.is_empty() {
+                Value::Text(source)
+            } else {
+                let matches = source.matches(from.as_str()).count();
+                let grown = to.len().saturating_sub(from.len()).saturating_mul(matches);
+                check_text_len(source.len().saturating_add(grown))?;
+                Value::Text(source.replace(from.as_str(), &to))
+            }
+        }
+        Func::Left | Func::Right => {
+            Value::Text(take_chars(&text(0), values[1].as_int().unwrap_or(0), func == Func::Left))
+        }
+        Func::Lpad | Func::Rpad => {
+            let fill = if values.len() > 2 { text(2) } else { " ".to_string() };
+            let len = values[1].as_int().unwrap_or(0);
+            Value::Text(pad(&text(0), len, &fill, func == Func::Lpad)?)
+        }
+        Func::Strpos => {
+            let (haystack, needle) = (text(0), text(1));
+            Value::Int(match haystack.find(needle.as_str()) {
+                Some(byte) => haystack[..byte].chars().count() as i64 + 1,
+                None => 0,
+            })
+        }
         Func::Nullif => {
             if values[0].compare(&values[1]) == Ordering::Equal {
                 Value::Null

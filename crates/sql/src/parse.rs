@@ -867,6 +867,12 @@ pub fn expr_from(expr: sp::Expr) -> SqlResult<Expr> {
             }
             Expr::Function { name: "substr".into(), args, distinct: false, star: false }
         }
+        E::Position { expr, r#in } => Expr::Function {
+            name: "strpos".into(),
+            args: vec![expr_from(*r#in)?, expr_from(*expr)?],
+            distinct: false,
+            star: false,
+        },
         E::Case { operand, conditions, else_result, .. } => Expr::Case {
             operand: operand.map(|o| boxed(*o)).transpose()?,
             whens: conditions

@@ -752,6 +752,26 @@ impl<'a> Binder<'a> {
                 (Func::Substr, Type::Text)
             }
             "concat" => (Func::Concat, Type::Text),
+            "repeat" => {
+                arity(2, 2)?;
+                (Func::Repeat, Type::Text)
+            }
+            "replace" => {
+                arity(3, 3)?;
+                (Func::Replace, Type::Text)
+            }
+            "left" | "right" => {
+                arity(2, 2)?;
+                (if name == "left" { Func::Left } else { Func::Right }, Type::Text)
+            }
+            "lpad" | "rpad" => {
+                arity(2, 3)?;
+                (if name == "lpad" { Func::Lpad } else { Func::Rpad }, Type::Text)
+            }
+            "strpos" => {
+                arity(2, 2)?;
+                (Func::Strpos, Type::Int4)
+            }
             "coalesce" | "greatest" | "least" => {
                 arity(1, 100)?;
                 let mut ty = Type::Unknown;
@@ -814,9 +834,30 @@ impl<'a> Binder<'a> {
         let mut args = Vec::new();
         for (expr, t) in bound {
             let target = match func {
-                Func::Lower | Func::Upper | Func::Length | Func::Trim | Func::Concat => Type::Text,
-                Func::Substr if args.is_empty() => Type::Text,
-                Func::Substr => Type::Int8,
+                Func::Lower
+                | Func::Upper
+                | Func::Length
+                | Func::Trim
+                | Func::Concat
+                | Func::Replace
+                | Func::Strpos => Type::Text,
+                Func::Substr
+                | Func::Repeat
+                | Func::Left
+                | Func::Right
+                | Func::Lpad
+                | Func::Rpad
+                    if args.is_empty() =>
+                {
+                    Type::Text
+                }
+                Func::Lpad | Func::Rpad if args.len() == 2 => Type::Text,
+                Func::Substr
+                | Func::Repeat
+                | Func::Left
+                | Func::Right
+                | Func::Lpad
+                | Func::Rpad => Type::Int8,
                 _ => ty,
             };
             args.push(self.coerce(expr, t, target)?.0);

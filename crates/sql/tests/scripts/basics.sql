@@ -89,6 +89,39 @@ SELECT upper(name) || '-' || length(name), substr(name, 2, 3), lower('ABC'), 7 /
 ----
 APPLE-5 | ppl | abc | 3 | 1 | 3.5000000000000000
 
+SELECT repeat('ab', 3), repeat('x', 0), repeat('x', -1), replace('hello world', 'o', '0'), replace('abc', '', 'z'), left('hello', 2), left('hello', -2), right('hello', 2), right('hello', -2)
+----
+ababab |  |  | hell0 w0rld | abc | he | hel | lo | llo
+
+SELECT lpad('7', 3, '0'), rpad('ab', 5, 'xy'), lpad('hello', 2), rpad('hi', 4), lpad('hi', 5, ''), strpos('hello', 'll'), strpos('hello', 'z'), position('lo' IN 'hello'), length(repeat('é', 3)), lpad('é', 3, 'ü')
+----
+007 | abxyx | he | hi   | hi | 3 | 0 | 4 | 3 | üüé
+
+SELECT repeat(NULL, 2), left(name, 3), repeat(name, 2), lpad(CAST(id AS TEXT), 4, '0') FROM items WHERE id = 1
+----
+NULL | app | appleapple | 0001
+
+-- Text a function would build past the limit is refused before it is built.
+SELECT repeat('x', 100000000)
+----
+error 54000
+
+SELECT repeat('abc', 9223372036854775807)
+----
+error 54000
+
+SELECT lpad('x', 2000000000, 'ab')
+----
+error 54000
+
+SELECT replace(repeat('a', 1000000), 'a', repeat('b', 100))
+----
+error 54000
+
+SELECT repeat('x', 2, 3)
+----
+error 42883
+
 SELECT NULL = NULL, NULL IS NULL, 1 < 2 AND NULL, 1 > 2 AND NULL, 1 < 2 OR NULL, NOT (1 IN (2, NULL))
 ----
 NULL | t | NULL | f | t | NULL
