@@ -41,7 +41,7 @@ pub struct ServeArgs {
     epoch_ms: u64,
     /// While a COMMIT waits for durability, end its epoch once it is this many microseconds
     /// old instead of at --epoch-ms (0: only at --epoch-ms). Shorter answers commits sooner
-    /// and uses up epochs faster: 2^36 epochs last 2.2 years at 1 ms.
+    /// and uses up epochs faster: 2^38 epochs last 8.7 years at 1 ms.
     #[arg(long, default_value_t = 1000)]
     epoch_min_us: u64,
     /// Memory (MiB) mapped and faulted in at start for rows and index nodes.

@@ -21,7 +21,8 @@ pub enum AbortReason {
     InsertConflict,
     /// A record stayed locked longer than the transaction would wait.
     RecordBusy,
-    /// The epoch's TID sequence space ran out (16 million dependent commits in one epoch).
+    /// The epoch's TID sequence space ran out (4 million dependent commits in one epoch; under
+    /// the multi-version protocols, 4 million timestamps in one epoch).
     SequenceExhausted,
     /// The transaction sat idle between calls for longer than the idle limit, so the engine
     /// stopped waiting for it (garbage collection and snapshots moved on).

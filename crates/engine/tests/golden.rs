@@ -1,15 +1,16 @@
-//! Golden data directory: `tests/golden/v1` was written by format version 1 and must stay
+//! Golden data directories: `tests/golden/vN` was written by format version N and must stay
 //! readable by every later build (a format change bumps `FORMAT_VERSION` and keeps a reader or
-//! a migration for version 1). Regenerate only when adding a new version's directory:
-//! `ENGRAM_WRITE_GOLDEN=1 cargo test -p engram-engine --test golden`.
+//! a migration for every older version). Write only the new version's directory, once, when
+//! the format changes: `ENGRAM_WRITE_GOLDEN=1 cargo test -p engram-engine --test golden`
+//! writes `v{FORMAT_VERSION}` and leaves the older ones alone.
 
 use engram_engine::wal;
 use engram_engine::{Config, Database, IndexKeys, IndexSpec, Isolation, KeyBuilder, TableSpec};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-fn golden_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/v1")
+fn golden_dir(version: u32) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/golden/v{version}"))
 }
 
 fn key(id: u64) -> Vec<u8> {
@@ -103,13 +104,22 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 #[test]
-fn the_version_1_data_directory_stays_readable() {
+fn every_versions_data_directory_stays_readable() {
     if std::env::var_os("ENGRAM_WRITE_GOLDEN").is_some() {
-        write_golden(&golden_dir());
+        write_golden(&golden_dir(wal::format::FORMAT_VERSION));
     }
-    let copy = std::env::temp_dir().join(format!("engram-golden-{}", std::process::id()));
+    for version in 1..=wal::format::FORMAT_VERSION {
+        read_golden(version);
+    }
+}
+
+/// Opens a copy of version `version`'s directory, checks its rows, then writes to it and opens
+/// it again, so that its files and this build's are read together.
+fn read_golden(version: u32) {
+    let copy =
+        std::env::temp_dir().join(format!("engram-golden-v{version}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&copy);
-    copy_dir(&golden_dir(), &copy);
+    copy_dir(&golden_dir(version), &copy);
     let storage = wal::DirStorage::open(&copy).unwrap();
     let report = wal::check(&storage, 1).unwrap();
     assert!(report.checkpoint_epoch.is_some() && report.log_transactions > 0, "{report:?}");
@@ -149,8 +159,29 @@ fn the_version_1_data_directory_stays_readable() {
             Ok((rows, odd))
         })
         .unwrap();
-    assert_eq!(rows, expected());
+    assert_eq!(rows, expected(), "version {version}");
     assert_eq!(odd, expected().values().filter(|v| v[0] % 2 == 1).count());
+    // Newer TIDs than every logged one, in this build's layout, next to the old files.
+    let before = worker.last_commit().epoch;
+    worker
+        .transaction(Isolation::Serializable, |txn| {
+            txn.update(&table, &key(1), b"1-now").map(|_| ())
+        })
+        .unwrap();
+    assert!(worker.last_commit().epoch >= before);
+    worker.wait_durable().unwrap();
+    drop(worker);
+    drop(table);
+    drop(db);
+    let db = Database::open(config(&copy)).unwrap();
+    let table = db.table("golden").unwrap();
+    let mut worker = db.worker().unwrap();
+    let one = worker
+        .transaction(Isolation::Serializable, |txn| {
+            txn.get(&table, &key(1)).map(|row| row.map(<[u8]>::to_vec))
+        })
+        .unwrap();
+    assert_eq!(one.as_deref(), Some(&b"1-now"[..]), "version {version}, reopened");
     drop(worker);
     drop(table);
     drop(db);

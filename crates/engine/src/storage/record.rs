@@ -38,8 +38,8 @@
 //! | 1      | LATEST   | the head is in its primary index; cleared when it is unlinked     |
 //! | 2      | ABSENT   | no row: never committed, or deleted                              |
 //! | 3      | CLAIMED  | an in-flight insert owns this absent head                        |
-//! | 4..28  | sequence | orders TIDs within an epoch (24 bits)                            |
-//! | 28..64 | epoch    | the commit epoch (36 bits: 87 years of 40 ms epochs)             |
+//! | 4..26  | sequence | orders TIDs within an epoch (22 bits)                            |
+//! | 26..64 | epoch    | the commit epoch (38 bits: 8.7 years of 1 ms epochs)             |
 //!
 //! HEAD LAYOUT
 //!
@@ -80,8 +80,8 @@ use crate::sync::lockword::{TimestampWords, TwoPhaseWord};
 use crate::sync::{Backoff, Epoch, shim};
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering, fence};
 
-/// Bits of the sequence field.
-const SEQUENCE_BITS: u32 = 24;
+/// Bits of the sequence field (24 in data format 1: `wal::format::tid_from_file`).
+const SEQUENCE_BITS: u32 = 22;
 const STATUS_BITS: u32 = 4;
 const SEQUENCE_MAX: u64 = (1 << SEQUENCE_BITS) - 1;
 
@@ -93,6 +93,8 @@ impl Tid {
     pub const ZERO: Tid = Tid(0);
     /// Above every real TID (a bound meaning "no such reader").
     pub const MAX: Tid = Tid(u64::MAX);
+    /// The largest sequence number within an epoch.
+    pub const SEQUENCE_MAX: u64 = SEQUENCE_MAX;
 
     pub fn new(epoch: Epoch, sequence: u64) -> Tid {
         assert!(sequence <= SEQUENCE_MAX);
@@ -130,7 +132,7 @@ impl Tid {
 
     /// Silo's commit TID: greater than `floor` (every TID the transaction read or wrote, and
     /// the worker's previous commit), and in `epoch`. `None` when the epoch's sequence space is
-    /// used up (16 million commits in one dependency chain in one epoch).
+    /// used up (4 million commits in one dependency chain in one epoch).
     pub fn commit_after(floor: Tid, epoch: Epoch) -> Option<Tid> {
         debug_assert!(floor.epoch() <= epoch, "nothing committed in a future epoch");
         if floor.epoch() < epoch {

@@ -4,11 +4,43 @@
 //! did not finish) or as corruption, and the caller decides which it may accept.
 
 use crate::error::{Error, Result};
+use crate::storage::Tid;
+use crate::sync::Epoch;
 use std::borrow::Cow;
 
 /// Bumped whenever any byte format changes; readers keep accepting every older version they
-/// know (there is one so far).
-pub const FORMAT_VERSION: u32 = 1;
+/// know. Version 2 logs TIDs with 22 sequence bits under a 38-bit epoch, where version 1 had
+/// 24 under 36 ([`tid_from_file`]); nothing else differs.
+pub const FORMAT_VERSION: u32 = 2;
+
+/// Sequence bits of a TID as format 1 logged it.
+const V1_SEQUENCE_BITS: u32 = 24;
+
+/// A TID that a file of format `version` logged, in this build's layout: the same epoch and
+/// sequence. Fails for a format 1 TID whose sequence this layout cannot hold (more than 4
+/// million commits in one dependency chain within one epoch, which no known run reached).
+pub fn tid_from_file(version: u32, raw: u64) -> std::result::Result<u64, String> {
+    if version >= 2 {
+        return Ok(raw);
+    }
+    let (epoch, sequence) = (raw >> V1_SEQUENCE_BITS, raw & ((1 << V1_SEQUENCE_BITS) - 1));
+    if sequence > Tid::SEQUENCE_MAX {
+        return Err(format!(
+            "a format 1 TID with sequence {sequence} in epoch {epoch}: this build holds at most \
+             {} per epoch",
+            Tid::SEQUENCE_MAX
+        ));
+    }
+    if epoch >= 1 << 36 {
+        return Err(format!("a format 1 TID with epoch {epoch}, beyond format 1's 36 bits"));
+    }
+    Ok(Tid::new(Epoch(epoch), sequence).as_u64())
+}
+
+/// The format version of a file whose header [`decode_file_header`] accepted.
+pub fn file_version(data: &[u8]) -> u32 {
+    u32_at(data, 8)
+}
 
 pub const FILE_HEADER_BYTES: usize = 40;
 pub const BLOCK_HEADER_BYTES: usize = 32;
@@ -386,11 +418,13 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// Visits every transaction in a log block payload: `visit(tid, writes)`. A record that does
-/// not parse is an error (its checksum passed, so the writer wrote it wrongly or the format is
-/// not what this build expects).
+/// Visits every transaction in a log block payload of a file of format `version`:
+/// `visit(tid, writes)`, the TID in this build's layout. A record that does not parse is an
+/// error (its checksum passed, so the writer wrote it wrongly or the format is not what this
+/// build expects).
 pub fn decode_log_payload(
     payload: &[u8],
+    version: u32,
     mut visit: impl FnMut(u64, &[LoggedWrite<'_>]),
 ) -> std::result::Result<(), String> {
     let mut cursor = Cursor::new(payload);
@@ -401,7 +435,7 @@ pub fn decode_log_payload(
         if cursor.u8() != Some(RECORD_TXN) {
             return Err(format!("unknown record type at payload offset {at}"));
         }
-        let tid = cursor.u64().ok_or_else(bad)?;
+        let tid = tid_from_file(version, cursor.u64().ok_or_else(bad)?)?;
         let count = cursor.u32().ok_or_else(bad)?;
         local.clear();
         for _ in 0..count {
@@ -659,13 +693,29 @@ mod tests {
     }
 
     #[test]
+    fn format_1_tids_keep_their_epoch_and_sequence() {
+        let v1 = |epoch: u64, sequence: u64| (epoch << 24) | sequence;
+        for (epoch, sequence) in
+            [(0, 0), (1, 1), (5, 7), (123_456, Tid::SEQUENCE_MAX), ((1 << 36) - 1, 3)]
+        {
+            let tid = Tid::from_u64(tid_from_file(1, v1(epoch, sequence)).unwrap());
+            assert_eq!((tid.epoch().0, tid.sequence()), (epoch, sequence));
+        }
+        assert!(tid_from_file(1, v1(9, Tid::SEQUENCE_MAX + 1)).is_err());
+        assert_eq!(tid_from_file(2, 12345), Ok(12345));
+        // Order is kept: v1 TIDs compare as their conversions do.
+        let (a, b) = (v1(3, 900), v1(4, 2));
+        assert!(tid_from_file(1, a).unwrap() < tid_from_file(1, b).unwrap());
+    }
+
+    #[test]
     fn log_and_catalog_records_round_trip() {
         let mut payload = Vec::new();
         encode_txn_head(&mut payload, 99, 2);
         encode_write(&mut payload, LoggedWrite { table: 3, key: b"k", value: Some(b"value") });
         encode_write(&mut payload, LoggedWrite { table: 4, key: b"gone", value: None });
         let mut seen = Vec::new();
-        decode_log_payload(&payload, |tid, writes| {
+        decode_log_payload(&payload, FORMAT_VERSION, |tid, writes| {
             seen.push((
                 tid,
                 writes
@@ -682,7 +732,9 @@ mod tests {
                 vec![(3, b"k".to_vec(), Some(b"value".to_vec())), (4, b"gone".to_vec(), None)]
             )]
         );
-        assert!(decode_log_payload(&payload[..payload.len() - 1], |_, _| {}).is_err());
+        assert!(
+            decode_log_payload(&payload[..payload.len() - 1], FORMAT_VERSION, |_, _| {}).is_err()
+        );
         let record = CatalogRecord::Create {
             table: 7,
             name: "t".into(),

@@ -19,7 +19,7 @@
 //! epoch as soon as it is `epoch_min_us` old instead of at the interval: group commit then
 //! takes what arrived while the previous fsync ran, as PostgreSQL's does, and an idle server
 //! still ticks only at the interval. The floor bounds how fast epochs are used up (the TID
-//! word's 36-bit epoch field lasts 2.2 years of back-to-back 1 ms epochs).
+//! word's 38-bit epoch field lasts 8.7 years of back-to-back 1 ms epochs).
 
 use super::format::{self, BlockKind, FileHeader, FileKind};
 use super::storage::{Storage, StorageFile};

@@ -466,6 +466,7 @@ fn scan_segment(
         Err(error) => return Err(error),
     };
     scan.loggers = (header.a & 0xFFFF) as usize;
+    let version = format::file_version(data);
     let mut reader = BlockReader::new(data);
     loop {
         match reader.next_block() {
@@ -480,7 +481,7 @@ fn scan_segment(
                 }
                 let mut max_epoch = scan.max_epoch.max(block.mark);
                 let mut transactions = 0;
-                format::decode_log_payload(&block.payload, |tid, writes| {
+                format::decode_log_payload(&block.payload, version, |tid, writes| {
                     max_epoch = max_epoch.max(Tid::from_u64(tid).epoch().0);
                     transactions += 1;
                     record(tid, writes);
