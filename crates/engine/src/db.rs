@@ -706,6 +706,8 @@ fn run_ticker(shared: &Shared, loggers: &[Thread], interval: Duration, shortest:
 /// The background checkpointer: a checkpoint after every `checkpoint_log_bytes` of log.
 fn run_checkpointer(shared: &Arc<Shared>) {
     let Some(data) = &shared.data else { return };
+    // Behind the workers and the logger: a checkpoint may take its time, commits may not.
+    crate::wal::log::set_thread_nice(10);
     let threshold = shared.config.checkpoint_log_bytes;
     let mut logged_at_last = 0;
     while !shared.stop.load(Ordering::Acquire) {

@@ -476,6 +476,35 @@ fn waited_commits_end_their_epoch_early_and_an_idle_epoch_waits_for_the_interval
     assert_eq!(rows(&db, "t").len(), 3 * commits_per_thread as usize);
 }
 
+/// The background checkpointer runs behind the workers (nice 10), so that on a busy machine
+/// a checkpoint does not hold commits back (docs/durability.md).
+#[test]
+fn the_background_checkpointer_runs_at_a_lower_priority() {
+    let nice_of = |name: &str| -> Option<i64> {
+        for task in std::fs::read_dir("/proc/self/task").ok()? {
+            let path = task.ok()?.path();
+            let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
+            if comm.trim_end() == name {
+                let stat = std::fs::read_to_string(path.join("stat")).ok()?;
+                // Fields after the command's closing parenthesis; nice is field 19.
+                let after = &stat[stat.rfind(')')? + 2..];
+                return after.split(' ').nth(16)?.parse().ok();
+            }
+        }
+        None
+    };
+    let storage = FaultyStorage::new(12);
+    let db = Database::open(Config { checkpoint_log_bytes: 1 << 30, ..config(&storage) }).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut nice = nice_of("engram-checkpoi");
+    while nice != Some(10) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        nice = nice_of("engram-checkpoi");
+    }
+    assert_eq!(nice, Some(10), "the checkpointer's nice value");
+    drop(db);
+}
+
 #[test]
 fn a_data_directory_is_locked_against_a_second_open() {
     let dir = std::env::temp_dir().join(format!("engram-lock-{}", std::process::id()));

@@ -408,10 +408,16 @@ impl Segment {
 /// machine busy with transactions still writes the log promptly: every commit waits on it.
 /// Without the privilege to do so the thread keeps the default priority.
 fn raise_priority() {
+    set_thread_nice(-10);
+}
+
+/// Sets the calling thread's nice value (threads it spawns inherit it); without the privilege
+/// a raise is ignored.
+pub(crate) fn set_thread_nice(nice: i32) {
     // SAFETY: gettid and setpriority on the calling thread have no memory effects.
     unsafe {
         let thread = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        libc::setpriority(libc::PRIO_PROCESS, thread, -10);
+        libc::setpriority(libc::PRIO_PROCESS, thread, nice);
     }
 }
 
