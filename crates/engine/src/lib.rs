@@ -67,7 +67,7 @@ pub mod sync;
 pub mod wal;
 pub mod worker;
 
-pub use cc::{Isolation, Protocol, Txn};
+pub use cc::{Isolation, Protocol, Recompute, Txn};
 pub use db::{Config, Database, Stats};
 pub use error::{AbortReason, Error, Result};
 pub use gc::Gc;

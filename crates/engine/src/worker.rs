@@ -138,6 +138,12 @@ pub(crate) struct TxnState {
     pub scratch_high: Vec<u8>,
     pub entry_keys: Vec<u8>,
     pub scan_buffer: ScanBuffer,
+    /// READ COMMITTED updates commit may apply again (`Txn::update_recomputable`).
+    pub recomputes: cc::Recomputes,
+    /// The access-set position of the last row written.
+    pub last_written: u32,
+    /// An `update_recomputable` is running.
+    pub recomputing: bool,
 }
 
 impl Default for TxnState {
@@ -173,6 +179,9 @@ impl Default for TxnState {
             scratch_high: Vec::new(),
             entry_keys: Vec::new(),
             scan_buffer: ScanBuffer::new(),
+            recomputes: cc::Recomputes::default(),
+            last_written: 0,
+            recomputing: false,
         }
     }
 }
@@ -193,6 +202,7 @@ impl TxnState {
         self.latch_order.clear();
         self.dropped.reset(false);
         self.noted.clear();
+        self.recomputes.0.clear();
     }
 }
 

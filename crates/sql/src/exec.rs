@@ -9,10 +9,11 @@ use crate::plan::{
     Access, AggFunc, Aggregate, ConflictAction, InsertPlan, InsertRows, ModifyPlan, Path, QueryPlan,
 };
 use crate::types::{GroupKey, Type, Value, cast};
-use engram_engine::{Direction, Error, Txn};
+use engram_engine::{Direction, Error, Recompute, Txn};
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 use std::ops::Bound;
+use std::sync::Arc;
 
 /// Rows a statement produced, and how many rows it affected.
 #[derive(Debug, Default)]
@@ -1063,23 +1064,7 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
             returning(&plan.returning, &values, &cx, &mut produced.rows)?;
             continue;
         }
-        // Every assignment reads the old row.
-        changes.clear();
-        for (column, expr) in &plan.assignments {
-            let value = conform_column(table, *column, expr.eval(&values, &cx)?)?;
-            changes.push((*column, value));
-        }
-        if !patch_row(current, table.schema.version, &table.types, &changes, &mut bytes)? {
-            // Written before a column was added: decode and encode it whole.
-            decode_row(current, &table.types, &[], &mut values)?;
-            for (column, value) in &changes {
-                values[*column] = value.clone();
-            }
-            encode_row(table.schema.version, &table.types, &values, &mut bytes);
-        }
-        for (column, value) in changes.drain(..) {
-            values[column] = value;
-        }
+        assign(table, &plan.assignments, current, &cx, &mut values, &mut changes, &mut bytes)?;
         if plan.changes_key {
             let mut new_key = Vec::new();
             primary_key(table, &values, &mut new_key);
@@ -1091,9 +1076,94 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
                 continue;
             }
         }
-        txn.update(&table.engine, &key, &bytes).map_err(|e| engine_error(e, table))?;
+        let updated = if plan.reapplies && txn.recomputes_updates() {
+            let statement = Box::new(Reapply {
+                table: Arc::clone(table),
+                assignments: Arc::clone(&plan.assignments),
+                decode: Arc::clone(&plan.decode),
+                params: env.params.to_vec(),
+                now: env.now,
+            });
+            txn.update_recomputable(&table.engine, &key, &bytes, statement)
+        } else {
+            txn.update(&table.engine, &key, &bytes)
+        };
+        updated.map_err(|e| engine_error(e, table))?;
         produced.affected += 1;
         returning(&plan.returning, &values, &cx, &mut produced.rows)?;
     }
     Ok(produced)
+}
+
+/// Writes into `bytes` the row an UPDATE's `assignments` make of `current`, whose columns the
+/// statement reads are decoded in `values`; `values` then holds the changed columns too.
+fn assign(
+    table: &TableInfo,
+    assignments: &[(usize, BExpr)],
+    current: &[u8],
+    cx: &Context<'_>,
+    values: &mut Vec<Value>,
+    changes: &mut Vec<(usize, Value)>,
+    bytes: &mut Vec<u8>,
+) -> SqlResult<()> {
+    // Every assignment reads the old row.
+    changes.clear();
+    for (column, expr) in assignments {
+        let value = conform_column(table, *column, expr.eval(values, cx)?)?;
+        changes.push((*column, value));
+    }
+    if !patch_row(current, table.schema.version, &table.types, changes, bytes)? {
+        // Written before a column was added: decode and encode it whole.
+        decode_row(current, &table.types, &[], values)?;
+        for (column, value) in changes.iter() {
+            values[*column] = value.clone();
+        }
+        encode_row(table.schema.version, &table.types, values, bytes);
+    }
+    for (column, value) in changes.drain(..) {
+        values[column] = value;
+    }
+    Ok(())
+}
+
+/// An UPDATE's change of one row (`ModifyPlan::reapplies`), which a READ COMMITTED commit
+/// applies again to the row it locks when another transaction changed it after the statement
+/// read it (`Txn::update_recomputable`): the statement then updates the newest committed row,
+/// as PostgreSQL's READ COMMITTED UPDATE does after waiting for the other writer. An error the
+/// statement would now raise (a value out of range, NOT NULL) aborts the commit with 40001;
+/// run again, the statement reports it.
+struct Reapply {
+    table: Arc<TableInfo>,
+    assignments: Arc<[(usize, BExpr)]>,
+    decode: Arc<[bool]>,
+    params: Vec<Value>,
+    now: i64,
+}
+
+impl Recompute for Reapply {
+    fn recompute(&mut self, current: &[u8], out: &mut Vec<u8>) -> bool {
+        let interrupt = Interrupt::default();
+        let no_sequences = |_: &Sequence, _: i64| -> SqlResult<()> {
+            Err(SqlError::new("XX000", "no sequence is used at commit"))
+        };
+        let cx = Context {
+            params: &self.params,
+            subqueries: &[],
+            now: self.now,
+            reserve: &no_sequences,
+            interrupt: &interrupt,
+        };
+        let mut values = Vec::new();
+        decode_row(current, &self.table.types, &self.decode, &mut values).is_ok()
+            && assign(
+                &self.table,
+                &self.assignments,
+                current,
+                &cx,
+                &mut values,
+                &mut Vec::new(),
+                out,
+            )
+            .is_ok()
+    }
 }

@@ -147,7 +147,7 @@ pub struct ModifyPlan {
     pub access: Access,
     pub filter: Option<BExpr>,
     /// UPDATE's assignments (table column, value over the old row); empty for DELETE.
-    pub assignments: Vec<(usize, BExpr)>,
+    pub assignments: Arc<[(usize, BExpr)]>,
     pub delete: bool,
     pub returning: Vec<BExpr>,
     pub columns: Vec<OutputColumn>,
@@ -156,7 +156,11 @@ pub struct ModifyPlan {
     pub changes_key: bool,
     /// The columns the statement reads from each row it changes (filters, assignments,
     /// RETURNING, the key when it may change); the others are copied as bytes.
-    pub decode: Vec<bool>,
+    pub decode: Arc<[bool]>,
+    /// An UPDATE of one row by its whole primary key, its WHERE decided by the key, with no
+    /// RETURNING, subquery or volatile function, that leaves the key as it is: commit may apply
+    /// it again to the newest row at READ COMMITTED (`exec::Reapply`), as PostgreSQL does.
+    pub reapplies: bool,
     /// The whole WHERE clause when the path reads a secondary index, whose columns may have
     /// changed between the scan and the locking re-read; `None` when `filter` suffices (a
     /// row found again by its primary key still satisfies what the path decided).
@@ -1581,6 +1585,14 @@ impl<'a> Binder<'a> {
                 .collect(),
         );
         let recheck = if uses_primary_key { None } else { join_conjuncts(conjuncts.clone()) };
+        let reapplies = assignments_given.is_some()
+            && matches!(path, Path::Point(_))
+            && filter.is_none()
+            && recheck.is_none()
+            && returning.is_empty()
+            && self.subqueries.is_empty()
+            && !changes_key
+            && !assignments.iter().any(|(_, expr)| contains_volatile(expr));
         // The scan reads the filter's columns; each changed row, what the statement reads.
         let mut wanted = vec![false; width];
         let mut decode = vec![false; width];
@@ -1617,9 +1629,10 @@ impl<'a> Binder<'a> {
             },
             filter,
             recheck,
-            decode,
+            decode: decode.into(),
+            reapplies,
             delete: assignments_given.is_none(),
-            assignments,
+            assignments: assignments.into(),
             returning,
             columns,
             subqueries: std::mem::take(&mut self.subqueries),

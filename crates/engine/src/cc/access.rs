@@ -55,6 +55,7 @@ impl Access {
             value: Span::default(),
             key: Span::default(),
             keys_unchanged: false,
+            recompute: false,
         }
     }
 }
@@ -92,6 +93,9 @@ pub(crate) struct Access {
     pub key: Span,
     /// Commit found that this update leaves every secondary key as it was.
     pub keys_unchanged: bool,
+    /// A READ COMMITTED update whose statement commit may apply again to the row it locks
+    /// (`TxnState::recomputes`); cleared once the transaction sees the row it wrote.
+    pub recompute: bool,
 }
 
 /// Below this many entries a linear scan beats hashing.

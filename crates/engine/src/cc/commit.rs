@@ -210,7 +210,7 @@ fn bump_commits(worker: &Worker) {
 fn lock_write_set(state: &mut TxnState) -> Result<(), AbortReason> {
     // Multi-version first committer wins: written records must be unchanged since then.
     let unchanged_since = mv::unchanged_since(state);
-    let TxnState { access, write_order, .. } = state;
+    let TxnState { access, write_order, recomputes, scratch, scratch_entry, .. } = state;
     write_order.clear();
     for (position, entry) in access.entries.iter().enumerate() {
         if matches!(entry.kind, Kind::Update | Kind::Delete | Kind::Insert) {
@@ -234,7 +234,15 @@ fn lock_write_set(state: &mut TxnState) -> Result<(), AbortReason> {
                     return Err(AbortReason::WriteConflict);
                 }
                 if entry.validate && word != entry.observed {
-                    return Err(AbortReason::ReadValidation);
+                    let recomputed = entry.recompute
+                        && recompute(head, recomputes, position, scratch, scratch_entry);
+                    if !recomputed {
+                        return Err(AbortReason::ReadValidation);
+                    }
+                    let span = access.store(scratch_entry);
+                    let entry = &mut access.entries[position as usize];
+                    entry.value = span;
+                    entry.observed = word;
                 }
             }
             Kind::Insert => {
@@ -244,6 +252,25 @@ fn lock_write_set(state: &mut TxnState) -> Result<(), AbortReason> {
         }
     }
     Ok(())
+}
+
+/// Applies the statement of the update at `position` again to the row of `head`, which this
+/// commit locked after another transaction changed it: the new row goes to `out`. Whether the
+/// statement could make one.
+fn recompute(
+    head: &Head,
+    recomputes: &mut super::Recomputes,
+    position: u32,
+    current: &mut Vec<u8>,
+    out: &mut Vec<u8>,
+) -> bool {
+    let Some((_, statement)) = recomputes.0.iter_mut().rev().find(|(at, _)| *at == position) else {
+        return false;
+    };
+    out.clear();
+    head.value_locked(current)
+        && statement.recompute(current, out)
+        && out.len() <= crate::limits::VALUE_BYTES_MAX
 }
 
 /// Step 6. Installs every write with `tid`, fixes secondary entries, and releases the locks.

@@ -157,6 +157,9 @@ pub(crate) fn observe(
     if let Some(index) = own
         && access.entries[index].kind != Kind::Read
     {
+        // The transaction sees its own row now: commit may no longer apply the statement
+        // that wrote it to another row (`Txn::update_recomputable`).
+        access.entries[index].recompute = false;
         return Ok(Seen::Own(index));
     }
     match mode {
@@ -305,6 +308,24 @@ fn reads_still_valid(state: &TxnState) -> bool {
         // SAFETY: heads in the access set were reached while pinned; the worker stays pinned.
         !entry.validate || unsafe { (*entry.head).word() } == entry.observed
     })
+}
+
+/// A READ COMMITTED statement's change of one row, which commit applies again to the row it
+/// locks when another transaction changed it in between ([`Txn::update_recomputable`]).
+pub trait Recompute: Send {
+    /// Writes into `out` the row the statement makes of `current`; `false` if it cannot (a
+    /// value out of range, a constraint), and the commit then aborts as it would without it.
+    fn recompute(&mut self, current: &[u8], out: &mut Vec<u8>) -> bool;
+}
+
+/// The transaction's [`Recompute`]s, by access-set position.
+#[derive(Default)]
+pub(crate) struct Recomputes(pub Vec<(u32, Box<dyn Recompute>)>);
+
+impl std::fmt::Debug for Recomputes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Recomputes({})", self.0.len())
+    }
 }
 
 /// The row of an own access, if it has one.
@@ -703,6 +724,7 @@ impl<'w> Txn<'w> {
             value: value_span,
             key: key_span,
             keys_unchanged: false,
+            recompute: false,
         };
         match own {
             Some(index) => state.access.entries[index] = access,
@@ -775,6 +797,7 @@ impl<'w> Txn<'w> {
             value: value_span,
             key: key_span,
             keys_unchanged: false,
+            recompute: false,
         });
         Ok(None)
     }
@@ -783,6 +806,49 @@ impl<'w> Txn<'w> {
     pub fn update(&mut self, table: &TableRef, key: &[u8], value: &[u8]) -> Result<bool> {
         check_value(value)?;
         self.write(table, key, Some(value))
+    }
+
+    /// Whether [`Txn::update_recomputable`] takes its `recompute` here: Silo at READ
+    /// COMMITTED, where nothing the transaction read is validated but the rows it updated.
+    pub fn recomputes_updates(&self) -> bool {
+        let state = &self.worker.txn;
+        state.begin.is_none()
+            && state.snapshot.is_none()
+            && state.isolation == Isolation::ReadCommitted
+    }
+
+    /// As [`Txn::update`], for an update that a statement computed from the row it read with
+    /// [`Txn::get_for_update`] in this transaction (SQL's `UPDATE ... SET x = x + 1 WHERE key =
+    /// ...` at READ COMMITTED). If another transaction commits a change to the row before this
+    /// one commits, commit asks `recompute` for the row the statement makes of the row it then
+    /// locks, instead of aborting: PostgreSQL's READ COMMITTED applies an UPDATE to the newest
+    /// committed row the same way. `recompute` is dropped, and a concurrent change aborts the
+    /// commit as before, once the transaction reads the row it wrote or writes it again (it
+    /// has seen the statement's result), and where [`Txn::recomputes_updates`] is false.
+    pub fn update_recomputable(
+        &mut self,
+        table: &TableRef,
+        key: &[u8],
+        value: &[u8],
+        recompute: Box<dyn Recompute>,
+    ) -> Result<bool> {
+        let recomputes = self.recomputes_updates();
+        // A change since the read is what commit recomputes: not a reason to abort now.
+        self.worker.txn.recomputing = recomputes;
+        let updated = self.update(table, key, value);
+        self.worker.txn.recomputing = false;
+        let updated = updated?;
+        if updated && recomputes {
+            let state = &mut self.worker.txn;
+            let position = state.last_written;
+            let entry = &mut state.access.entries[position as usize];
+            if entry.kind == Kind::Update && entry.validate && !entry.fresh {
+                entry.recompute = true;
+                state.recomputes.0.retain(|(at, _)| *at != position);
+                state.recomputes.0.push((position, recompute));
+            }
+        }
+        Ok(updated)
     }
 
     /// Deletes the row with primary key `key`. Returns whether there was a row.
@@ -849,6 +915,8 @@ impl<'w> Txn<'w> {
         let own = worker.txn.access.find(head);
         if let Some(index) = own {
             let entry = worker.txn.access.entries[index];
+            worker.txn.access.entries[index].recompute = false;
+            worker.txn.last_written = index as u32;
             match (entry.kind, value) {
                 (Kind::Update, Some(value)) => {
                     let span = worker.txn.access.store(value);
@@ -910,7 +978,7 @@ impl<'w> Txn<'w> {
         }
         if let Some(index) = own {
             let entry = state.access.entries[index];
-            if entry.validate && entry.observed != word {
+            if entry.validate && entry.observed != word && !state.recomputing {
                 return Err(poison(state, AbortReason::ReadValidation));
             }
         }
@@ -931,8 +999,10 @@ impl<'w> Txn<'w> {
                 entry.kind = kind;
                 entry.key = key_span;
                 entry.value = value_span;
+                state.last_written = index as u32;
             }
             None => {
+                state.last_written = state.access.entries.len() as u32;
                 let validate = state.rules.validate_reads;
                 state.access.push(Access {
                     head,
@@ -948,6 +1018,7 @@ impl<'w> Txn<'w> {
                     value: value_span,
                     key: key_span,
                     keys_unchanged: false,
+                    recompute: false,
                 });
             }
         }

@@ -160,3 +160,154 @@ ok ROLLBACK
 SAVEPOINT s1
 ----
 error 0A000
+
+-- READ COMMITTED: an UPDATE of one row by its key applies to the newest committed row, as in
+-- PostgreSQL (where b's UPDATE would wait for a's lock): both increments count.
+CREATE TABLE counter (id INT PRIMARY KEY, n BIGINT NOT NULL, note TEXT)
+----
+ok CREATE TABLE
+
+INSERT INTO counter VALUES (1, 0, 'x')
+----
+ok INSERT 0 1
+
+@a BEGIN ISOLATION LEVEL READ COMMITTED
+----
+ok BEGIN
+
+@a UPDATE counter SET n = n + 1 WHERE id = 1
+----
+ok UPDATE 1
+
+@b UPDATE counter SET n = n + 10 WHERE id = 1
+----
+ok UPDATE 1
+
+@a COMMIT
+----
+ok COMMIT
+
+SELECT n FROM counter WHERE id = 1
+----
+11
+
+-- Once a has read the row it wrote (12), its commit cannot make it something else.
+@a BEGIN ISOLATION LEVEL READ COMMITTED
+----
+ok BEGIN
+
+@a UPDATE counter SET n = n + 1 WHERE id = 1
+----
+ok UPDATE 1
+
+@a SELECT n FROM counter WHERE id = 1
+----
+12
+
+@b UPDATE counter SET n = n + 100 WHERE id = 1
+----
+ok UPDATE 1
+
+@a COMMIT
+----
+error 40001
+
+-- A WHERE clause beyond the key (which the newer row might not satisfy) and RETURNING (whose
+-- value the client has) are not applied again: the later commit fails as before.
+@a BEGIN ISOLATION LEVEL READ COMMITTED
+----
+ok BEGIN
+
+@a UPDATE counter SET n = n + 1 WHERE id = 1 AND note = 'x'
+----
+ok UPDATE 1
+
+@b UPDATE counter SET note = 'y' WHERE id = 1
+----
+ok UPDATE 1
+
+@a COMMIT
+----
+error 40001
+
+@a BEGIN ISOLATION LEVEL READ COMMITTED
+----
+ok BEGIN
+
+@a UPDATE counter SET n = n + 1 WHERE id = 1 RETURNING n
+----
+112
+
+@b UPDATE counter SET n = n + 1000 WHERE id = 1
+----
+ok UPDATE 1
+
+@a COMMIT
+----
+error 40001
+
+-- Above READ COMMITTED the first committer wins.
+@a BEGIN ISOLATION LEVEL REPEATABLE READ
+----
+ok BEGIN
+
+@a UPDATE counter SET n = n + 1 WHERE id = 1
+----
+ok UPDATE 1
+
+@b UPDATE counter SET n = n + 1 WHERE id = 1
+----
+ok UPDATE 1
+
+@a COMMIT
+----
+error 40001
+
+SELECT n, note FROM counter WHERE id = 1
+----
+1112 | y
+
+-- Seen through a secondary index, too.
+CREATE INDEX counter_note ON counter (note)
+----
+ok CREATE INDEX
+
+@a BEGIN ISOLATION LEVEL READ COMMITTED
+----
+ok BEGIN
+
+@a UPDATE counter SET n = n + 1 WHERE id = 1
+----
+ok UPDATE 1
+
+@a SELECT n FROM counter WHERE note = 'y'
+----
+1113
+
+@b UPDATE counter SET n = n + 1 WHERE id = 1
+----
+ok UPDATE 1
+
+@a COMMIT
+----
+error 40001
+
+@a BEGIN ISOLATION LEVEL READ COMMITTED
+----
+ok BEGIN
+
+@a UPDATE counter SET n = n + 1 WHERE id = 1
+----
+ok UPDATE 1
+
+@b UPDATE counter SET n = n + 1 WHERE id = 1
+----
+ok UPDATE 1
+
+@a COMMIT
+----
+ok COMMIT
+
+SELECT n FROM counter WHERE note = 'y'
+----
+1115
