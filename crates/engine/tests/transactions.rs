@@ -741,6 +741,20 @@ fn read_committed_updates_are_recomputed_on_the_row_commit_locks() {
     commit_other(&mut other, 1);
     assert_eq!(worker.commit(), Err(Error::Aborted(AbortReason::ReadValidation)));
 
+    // Two statements on the row: the second was computed from the first's row, so neither
+    // can be applied again alone.
+    add_open(&mut worker, &table, 1, 1, Isolation::ReadCommitted);
+    {
+        let mut txn = worker.txn().unwrap();
+        let mine = u64::from_le_bytes(
+            txn.get_for_update(&table, &key(1)).unwrap().unwrap().try_into().unwrap(),
+        );
+        let next = (mine + 1).to_le_bytes();
+        assert!(txn.update_recomputable(&table, &key(1), &next, Box::new(Add(1))).unwrap());
+    }
+    commit_other(&mut other, 1);
+    assert_eq!(worker.commit(), Err(Error::Aborted(AbortReason::ReadValidation)));
+
     // Above READ COMMITTED the statement is not applied again.
     for isolation in [Isolation::RepeatableRead, Isolation::Serializable] {
         add_open(&mut worker, &table, 1, 1, isolation);
@@ -751,7 +765,7 @@ fn read_committed_updates_are_recomputed_on_the_row_commit_locks() {
             "{isolation:?}"
         );
     }
-    assert_eq!(value_of(&db, &table, 1), 114);
+    assert_eq!(value_of(&db, &table, 1), 115);
 
     // A statement that cannot be applied to the new row aborts the commit.
     other

@@ -328,6 +328,9 @@ impl std::fmt::Debug for Recomputes {
     }
 }
 
+/// `TxnState::last_written` after a write of a row the transaction had written already.
+const NOT_RECOMPUTABLE: u32 = u32::MAX;
+
 /// The row of an own access, if it has one.
 fn own_row(access: &AccessSet, index: usize) -> Option<Span> {
     let entry = &access.entries[index];
@@ -838,9 +841,9 @@ impl<'w> Txn<'w> {
         let updated = self.update(table, key, value);
         self.worker.txn.recomputing = false;
         let updated = updated?;
-        if updated && recomputes {
+        let position = self.worker.txn.last_written;
+        if updated && recomputes && position != NOT_RECOMPUTABLE {
             let state = &mut self.worker.txn;
-            let position = state.last_written;
             let entry = &mut state.access.entries[position as usize];
             if entry.kind == Kind::Update && entry.validate && !entry.fresh {
                 entry.recompute = true;
@@ -916,7 +919,9 @@ impl<'w> Txn<'w> {
         if let Some(index) = own {
             let entry = worker.txn.access.entries[index];
             worker.txn.access.entries[index].recompute = false;
-            worker.txn.last_written = index as u32;
+            // Written before by this transaction: the new row is made from its own, which no
+            // commit may make again from another (`update_recomputable`).
+            worker.txn.last_written = NOT_RECOMPUTABLE;
             match (entry.kind, value) {
                 (Kind::Update, Some(value)) => {
                     let span = worker.txn.access.store(value);

@@ -311,3 +311,28 @@ ok COMMIT
 SELECT n FROM counter WHERE note = 'y'
 ----
 1115
+
+-- Two UPDATEs of the row in one transaction: the second was computed from the first's row.
+@a BEGIN ISOLATION LEVEL READ COMMITTED
+----
+ok BEGIN
+
+@a UPDATE counter SET n = n + 1 WHERE id = 1
+----
+ok UPDATE 1
+
+@a UPDATE counter SET n = n + 1 WHERE id = 1
+----
+ok UPDATE 1
+
+@b UPDATE counter SET n = n + 1 WHERE id = 1
+----
+ok UPDATE 1
+
+@a COMMIT
+----
+error 40001
+
+SELECT n FROM counter WHERE id = 1
+----
+1116
