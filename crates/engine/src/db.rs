@@ -35,7 +35,8 @@ pub struct Config {
     pub epoch_interval_ms: u64,
     /// Epochs on demand (`wal::log`): while a commit waits for durability, the ticker ends
     /// the epoch once it is this many microseconds old rather than at the interval. 0: epochs
-    /// end only at the interval (Silo's behaviour, the default).
+    /// end only at the interval (Silo's behaviour, the default). Settings counted in epochs
+    /// (`snapshot_interval_epochs`, `idle_transaction_epochs_max`) then pass sooner under load.
     pub epoch_min_us: u64,
     /// Snapshot transactions read at multiples of this many epochs (Silo: 25, one second).
     /// Smaller gives fresher snapshots and keeps more old versions.

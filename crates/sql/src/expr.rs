@@ -40,6 +40,7 @@ pub enum Func {
     Lpad,
     Rpad,
     Strpos,
+    PgSleep,
 }
 
 #[derive(Debug, Clone)]
@@ -711,6 +712,27 @@ fn call(func: Func, args: &[BExpr], ty: Type, row: &[Value], cx: &Context<'_>) -
             let fill = if values.len() > 2 { text(2) } else { " ".to_string() };
             let len = values[1].as_int().unwrap_or(0);
             Value::Text(pad(&text(0), len, &fill, func == Func::Lpad)?)
+        }
+        Func::PgSleep => {
+            // Sleeps in short steps, so that statement_timeout and cancel stop it, and a
+            // server learns that the statement runs long (`Interrupt`).
+            let seconds = match values[0] {
+                Value::Float(seconds) => seconds,
+                Value::Int(seconds) => seconds as f64,
+                _ => 0.0,
+            };
+            let until = std::time::Instant::now()
+                + std::time::Duration::try_from_secs_f64(seconds.max(0.0))
+                    .map_err(|_| SqlError::out_of_range("pg_sleep's seconds"))?;
+            loop {
+                cx.interrupt.check()?;
+                let left = until.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                std::thread::sleep(left.min(std::time::Duration::from_millis(10)));
+            }
+            Value::Null
         }
         Func::Strpos => {
             let (haystack, needle) = (text(0), text(1));

@@ -826,6 +826,10 @@ impl<'a> Binder<'a> {
             "current_schema" => (Func::CurrentSchema, Type::Text),
             "current_user" | "session_user" | "user" => (Func::CurrentUser, Type::Text),
             "random" => (Func::Random, Type::Float8),
+            "pg_sleep" => {
+                arity(1, 1)?;
+                (Func::PgSleep, Type::Float8)
+            }
             "nextval" => {
                 return Err(SqlError::unsupported("nextval() outside a SERIAL column's default"));
             }
@@ -1767,7 +1771,7 @@ fn choose_path(
 
 fn contains_volatile(expr: &BExpr) -> bool {
     match expr {
-        BExpr::Call { func: Func::Random, .. } | BExpr::NextVal(_) => true,
+        BExpr::Call { func: Func::Random | Func::PgSleep, .. } | BExpr::NextVal(_) => true,
         BExpr::Call { args, .. } => args.iter().any(contains_volatile),
         BExpr::Arith { left, right, .. } => contains_volatile(left) || contains_volatile(right),
         BExpr::Negate(e, _) | BExpr::Cast { expr: e, .. } => contains_volatile(e),

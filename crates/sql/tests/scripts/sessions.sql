@@ -336,3 +336,16 @@ error 40001
 SELECT n FROM counter WHERE id = 1
 ----
 1116
+
+-- pg_sleep sleeps in steps that statement_timeout (and cancel) interrupt.
+@t SET statement_timeout = '50ms'
+----
+ok SET
+
+@t SELECT pg_sleep(5)
+----
+error 57014
+
+@t SELECT pg_sleep(0.01), pg_sleep(-1)
+----
+NULL | NULL
