@@ -2,7 +2,7 @@
 
 use crate::ast::{BinaryOp, JoinKind};
 use crate::catalog::{Sequence, TableInfo};
-use crate::codec::{decode_row, encode_key, encode_row, patch_row};
+use crate::codec::{decode_row, encode_key, encode_row, patch_row, row_version};
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{BExpr, Context};
 use crate::plan::{
@@ -1142,6 +1142,12 @@ struct Reapply {
 
 impl Recompute for Reapply {
     fn recompute(&mut self, current: &[u8], out: &mut Vec<u8>) -> bool {
+        if row_version(current) > self.table.schema.version {
+            // Written under a schema this statement does not know (a column added since, once
+            // ALTER TABLE ... ADD COLUMN exists): re-encoding it with the statement's schema
+            // would drop the new column. The commit aborts instead.
+            return false;
+        }
         let interrupt = Interrupt::default();
         let no_sequences = |_: &Sequence, _: i64| -> SqlResult<()> {
             Err(SqlError::new("XX000", "no sequence is used at commit"))
@@ -1165,5 +1171,45 @@ impl Recompute for Reapply {
                 out,
             )
             .is_ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `SET n = n + 1` applied again at commit: to a row of the statement's schema it makes
+    /// the new row; to a row of a newer schema it refuses (re-encoding would drop columns).
+    #[test]
+    fn reapply_makes_the_row_again_only_under_its_own_schema() {
+        let db = crate::SqlDb::open(engram_engine::Config::default()).unwrap();
+        let mut session = db.session().unwrap();
+        session.execute_one("CREATE TABLE c (id INT PRIMARY KEY, n BIGINT NOT NULL)").unwrap();
+        let table = db.catalog.read().table("c").unwrap();
+        let plus_one = BExpr::Arith {
+            op: BinaryOp::Add,
+            left: Box::new(BExpr::Column(1)),
+            right: Box::new(BExpr::Const(Value::Int(1))),
+            ty: Type::Int8,
+        };
+        let mut statement = Reapply {
+            table: Arc::clone(&table),
+            assignments: Arc::from(vec![(1, plus_one)]),
+            decode: Arc::from(vec![false, true]),
+            params: Vec::new(),
+            now: 0,
+        };
+        let mut row = Vec::new();
+        encode_row(table.schema.version, &table.types, &[Value::Int(1), Value::Int(41)], &mut row);
+        let mut out = Vec::new();
+        assert!(statement.recompute(&row, &mut out));
+        let mut values = Vec::new();
+        decode_row(&out, &table.types, &[], &mut values).unwrap();
+        assert!(matches!(values[..], [Value::Int(1), Value::Int(42)]), "{values:?}");
+
+        let newer = (table.schema.version + 1).to_le_bytes();
+        row[..2].copy_from_slice(&newer);
+        out.clear();
+        assert!(!statement.recompute(&row, &mut out));
     }
 }
