@@ -307,8 +307,6 @@ pub(crate) fn own_candidates(
 ) {
     state.candidates.clear();
     state.entry_keys.clear();
-    // The scan shows these rows: commit may no longer recompute them (`Txn::update_recomputable`).
-    let mut exposed = Vec::new();
     for (position, access) in state.access.entries.iter().enumerate() {
         if access.kind != Kind::Update || access.table != table {
             continue;
@@ -333,13 +331,13 @@ pub(crate) fn own_candidates(
         if above_low && below_high {
             let len = (state.entry_keys.len() - start) as u32;
             state.candidates.push((start as u32, len, position as u32));
-            exposed.push(position);
         } else {
             state.entry_keys.truncate(start);
         }
     }
-    for position in exposed {
-        state.access.entries[position].recompute = false;
+    // The scan shows these rows: commit may no longer recompute them (`Txn::update_recomputable`).
+    for &(_, _, position) in &state.candidates {
+        state.access.entries[position as usize].recompute = false;
     }
     let keys = &state.entry_keys;
     let key_of = |&(start, len, _): &(u32, u32, u32)| &keys[start as usize..(start + len) as usize];
