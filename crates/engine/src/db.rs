@@ -9,7 +9,7 @@ use crate::gc::{Garbage, Gc};
 use crate::limits::{SECONDARY_INDEXES_MAX, TABLES_MAX, WORKERS_MAX};
 use crate::storage::arena::{Arena, Space, new_space};
 use crate::storage::record::HeadShape;
-use crate::storage::{Table, TableId, TableSpec, VersionStorage};
+use crate::storage::{IndexPointers, Table, TableId, TableSpec, VersionStorage};
 use crate::sync::Epoch;
 use crate::sync::EpochManager;
 use crate::wal::format::{CatalogRecord, IndexRecord};
@@ -91,6 +91,10 @@ pub struct Config {
     /// default: the newest version in place), append-only chains newest or oldest first, or
     /// delta records behind the newest version in place.
     pub version_storage: VersionStorage,
+    /// What secondary index entries name (`storage::table::IndexPointers`): records (the
+    /// default) or versions, every new version then added to every secondary index. Physical
+    /// pointers need an append-only `version_storage`.
+    pub index_pointers: IndexPointers,
     /// Under `Gc::TupleVacuum`, the pause between two passes of the vacuum.
     pub vacuum_interval_ms: u64,
     /// Under `Gc::TupleCooperative`, the pause between two sweeps of the vacuum over the
@@ -123,6 +127,7 @@ impl Default for Config {
             memory_spaces: 0,
             gc: Gc::Transaction,
             version_storage: VersionStorage::TimeTravel,
+            index_pointers: IndexPointers::Logical,
             vacuum_interval_ms: 50,
             cooperative_sweep_interval_ms: 1_000,
         }
@@ -172,6 +177,19 @@ impl Config {
                  chain, and only an oldest-to-newest chain puts them in its way (readers of a \
                  newest-to-oldest chain stop before its expired tail); use tuple-vacuum or \
                  transaction with {}",
+                self.version_storage, self.version_storage
+            )));
+        }
+        if self.index_pointers == IndexPointers::Physical
+            && !matches!(
+                self.version_storage,
+                VersionStorage::AppendN2o | VersionStorage::AppendO2n
+            )
+        {
+            return Err(Error::InvalidConfig(format!(
+                "index_pointers physical needs version_storage append-n2o or append-o2n, not {}: \
+                 a physical pointer names one version, and only append-only storage keeps every \
+                 version as its own block; {} overwrites the newest version in place",
                 self.version_storage, self.version_storage
             )));
         }
@@ -383,6 +401,7 @@ impl Database {
                 config.index_keys.as_ref(),
                 config.recovery_threads(),
                 config.head_shape(),
+                config.index_pointers,
             )?;
             epochs.restart_after(Epoch(recovered.last_epoch));
             let mut records = Vec::with_capacity(recovered.tables.len());
@@ -525,7 +544,7 @@ impl Database {
         }
         let id = TableId(catalog.tables.len() as u32);
         let name = spec.name.clone();
-        let table = Arc::new(Table::new(id, spec));
+        let table = Arc::new(Table::new(id, spec, self.shared.config.index_pointers));
         if let Some(data) = &self.shared.data {
             let record = CatalogRecord::Create {
                 table: id.0,

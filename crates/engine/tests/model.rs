@@ -1,8 +1,10 @@
 //! Single-threaded transactions against a `BTreeMap` model: random operations, committed or
-//! rolled back, in every writing isolation level, with a secondary index checked too.
+//! rolled back, in every writing isolation level, with a secondary index checked too (its
+//! entries against the records they point to, under logical and physical pointers).
 
 use engram_engine::{
-    Config, Database, Direction, Error, Gc, IndexSpec, Isolation, TableSpec, VersionStorage,
+    Config, Database, Direction, Error, Gc, IndexPointers, IndexSpec, Isolation, TableSpec,
+    VersionStorage,
 };
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -52,10 +54,14 @@ proptest! {
         transactions in proptest::collection::vec((proptest::collection::vec(op(), 0..12), any::<bool>(), 0usize..3), 1..40),
         storage in proptest::sample::select(VersionStorage::ALL.to_vec()),
         readers_clean in any::<bool>(),
+        physical in any::<bool>(),
     ) {
         // Oldest-to-newest chains are pruned by their writers or by their readers.
         let gc = if readers_clean && storage.oldest_first() { Gc::TupleCooperative } else { Gc::Transaction };
-        let config = Config { epoch_interval_ms: 0, snapshot_interval_epochs: 1, version_storage: storage, gc, ..Config::default() };
+        // Physical index pointers with the append-only storages, which they need.
+        let append = matches!(storage, VersionStorage::AppendN2o | VersionStorage::AppendO2n);
+        let index_pointers = if physical && append { IndexPointers::Physical } else { IndexPointers::Logical };
+        let config = Config { epoch_interval_ms: 0, snapshot_interval_epochs: 1, version_storage: storage, gc, index_pointers, ..Config::default() };
         let db = Database::open(config).unwrap();
         let by_value = IndexSpec::new("by_value", false, |row: &[u8], out: &mut Vec<u8>| {
             out.push(row[0]);
@@ -172,6 +178,8 @@ proptest! {
             Ok(rows)
         }).unwrap();
         prop_assert_eq!(everything, committed);
+        let entries = worker.pinned(|pin, _| table.check_entries(pin)).unwrap();
+        prop_assert!(entries.is_ok(), "{:?}", entries);
         table.primary.check_invariants();
         table.secondaries[0].tree.check_invariants();
     }

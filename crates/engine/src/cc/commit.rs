@@ -12,7 +12,7 @@ use crate::db::Counters;
 use crate::error::{AbortReason, Error, Result};
 use crate::gc::cooperative;
 use crate::storage::record::{Busy, Retention};
-use crate::storage::{Head, Tid, TidWord};
+use crate::storage::{Head, IndexPointers, Tid, TidWord};
 use crate::sync::Epoch;
 use crate::wal::format::{self, LoggedWrite};
 use crate::wal::log::Log;
@@ -149,6 +149,9 @@ fn commit_with<P: Hooks>(worker: &mut Worker) -> Result<CommitInfo> {
             worker.shared.epochs.refresh_readers_low();
         }
         install_write_set(worker, tid, low);
+        if worker.shared.config.index_pointers == IndexPointers::Physical {
+            secondary::remove_pending_entries(worker);
+        }
         if ssn {
             ssn::release(&mut worker.txn, stamp);
         }
@@ -294,9 +297,13 @@ fn install_write_set(worker: &mut Worker, tid: Tid, low: Option<Tid>) {
         };
         let secondaries = table.has_secondaries();
         // The replaced row, needed to find the secondary entries it alone produced (none, if
-        // commit step 2 found the update leaves every key as it was).
+        // commit step 2 found the update leaves every key as it was; under physical pointers
+        // its version's own entries, always).
         let mut old_row = std::mem::take(&mut txn.scratch);
-        let had_row = secondaries && !entry.keys_unchanged && head.value_locked(&mut old_row);
+        let old_tid = head.word().tid();
+        let had_row = secondaries
+            && (table.physical || !entry.keys_unchanged)
+            && head.value_locked(&mut old_row);
         txn.dropped.reset(secondaries);
         let kept = {
             let row = value.map(|span| txn.access.slice(span));
@@ -305,6 +312,22 @@ fn install_write_set(worker: &mut Worker, tid: Tid, low: Option<Tid>) {
         if kept && gc.marks_dirty() {
             table.mark_dirty();
         }
+        if secondaries
+            && table.physical
+            && let Some(span) = value
+        {
+            let TxnState { access, entry_scratch, .. } = &mut *txn;
+            secondary::add_version_entries(
+                table,
+                entry_scratch,
+                entry.head,
+                access.slice(entry.key),
+                access.slice(span),
+                tid,
+                &pin,
+                garbage,
+            );
+        }
         if secondaries && (had_row || !txn.dropped.is_empty()) {
             let TxnState { access, entry_scratch, dropped, .. } = &mut *txn;
             secondary::after_install(
@@ -312,7 +335,7 @@ fn install_write_set(worker: &mut Worker, tid: Tid, low: Option<Tid>) {
                 entry_scratch,
                 entry.head,
                 access.slice(entry.key),
-                (had_row && !kept).then_some(old_row.as_slice()),
+                (had_row && !kept).then_some((old_tid, old_row.as_slice())),
                 value.map(|span| access.slice(span)),
                 dropped,
                 &pin,

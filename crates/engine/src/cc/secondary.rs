@@ -23,8 +23,8 @@ use crate::error::{AbortReason, Result};
 use crate::gc::Garbage;
 use crate::index::{Direction, LeafVersion, ScanVisitor};
 use crate::storage::record::Dropped;
-use crate::storage::table::BoundKind;
-use crate::storage::{Head, SecondaryIndex, Table, TableId, TidWord};
+use crate::storage::table::{BoundKind, PENDING_VERSION, push_version};
+use crate::storage::{Head, SecondaryIndex, Table, TableId, Tid, TidWord};
 use crate::sync::Pin;
 use crate::worker::{TxnState, Worker};
 use std::ops::Bound;
@@ -74,6 +74,9 @@ pub(crate) fn insert_entries(
         let has_entry = index.entry_of(row, primary_key, &mut entry, &mut worker.txn.scratch);
         let result = if has_entry {
             let prefix_len = entry.len() - primary_key.len();
+            if table.physical {
+                push_version(&mut entry, PENDING_VERSION);
+            }
             let checked = if index.unique {
                 unique_check(worker, table, number, &entry[..prefix_len], head)
             } else {
@@ -401,8 +404,11 @@ fn add_changed_entries(
         if !has || (had && old_entry == new_entry) {
             continue;
         }
-        let new_entry = std::mem::take(new_entry);
+        let mut new_entry = std::mem::take(new_entry);
         let prefix_len = new_entry.len() - primary_key_len;
+        if table.physical {
+            push_version(&mut new_entry, PENDING_VERSION);
+        }
         let result = if index.unique {
             unique_check(worker, table, number, &new_entry[..prefix_len], access.head)
         } else {
@@ -416,11 +422,13 @@ fn add_changed_entries(
     Ok(unchanged)
 }
 
-/// Appends the entries of `row` to `keys`, recording (index, start, len) in `spans`.
+/// Appends the entries of `row` to `keys`, recording (index, start, len) in `spans`; under
+/// physical pointers, the entries of the version `tid` that holds it.
 fn collect_entries(
     table: &Table,
     row: &[u8],
     primary_key: &[u8],
+    tid: Option<Tid>,
     keys: &mut Vec<u8>,
     spans: &mut Vec<(u16, u32, u32)>,
     scratch: &mut Vec<u8>,
@@ -428,21 +436,91 @@ fn collect_entries(
     for (number, index) in table.secondaries.iter().enumerate() {
         let start = keys.len();
         if index.entry_of(row, primary_key, keys, scratch) {
+            if let Some(tid) = tid {
+                push_version(keys, tid.as_u64());
+            }
             spans.push((number as u16, start as u32, (keys.len() - start) as u32));
         }
     }
 }
 
+/// Removes the entries `spans` names in `keys` (all of them `head`'s). After validation: no
+/// node set to keep valid.
+fn remove_spans(
+    table: &Table,
+    head: *const Head,
+    keys: &[u8],
+    spans: &[(u16, u32, u32)],
+    pin: &Pin<'_>,
+    garbage: &mut Garbage,
+) {
+    for &(number, start, len) in spans {
+        let key = &keys[start as usize..(start + len) as usize];
+        table.secondaries[number as usize].tree.remove(
+            key,
+            Some(head as u64),
+            pin,
+            garbage,
+            &mut (),
+        );
+    }
+}
+
+/// Commit step 6 under physical pointers, on a head locked for its install of `row` with
+/// `tid`: adds the new version's entry to every secondary index. After validation, so no node
+/// set records the leaves: a scan that passed them sees the change when it validates.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn add_version_entries(
+    table: &Table,
+    buffers: &mut EntryScratch,
+    head: *mut Head,
+    primary_key: &[u8],
+    row: &[u8],
+    tid: Tid,
+    pin: &Pin<'_>,
+    garbage: &mut Garbage,
+) {
+    let EntryScratch { keys, scratch, .. } = buffers;
+    for index in table.secondaries.iter() {
+        keys.clear();
+        if index.entry_of(row, primary_key, keys, scratch) {
+            push_version(keys, tid.as_u64());
+            let added = index.tree.insert(keys, head as u64, pin, garbage, &mut ());
+            debug_assert!(added.is_ok(), "a version's TID is new to its record");
+        }
+    }
+}
+
+/// Removes the pending entries (physical pointers) this transaction added, once its installs
+/// have added their versions' entries.
+pub(crate) fn remove_pending_entries(worker: &mut Worker) {
+    // SAFETY: called from commit, while pinned.
+    let pin = unsafe { pinned() };
+    let Worker { tables, txn, garbage, .. } = worker;
+    let TxnState { inserted_entries, access, .. } = txn;
+    for inserted in inserted_entries.drain(..) {
+        let table = tables[inserted.table.index()].as_deref().expect("registered table");
+        table.secondaries[inserted.index as usize].tree.remove(
+            access.slice(inserted.key),
+            Some(inserted.head as u64),
+            &pin,
+            garbage,
+            &mut (),
+        );
+    }
+}
+
 /// Commit step 6, on a head still locked after its install: removes the entries that only
-/// dropped states produced. `old_row` is the replaced state's row if it was dropped rather
-/// than kept; `dropped` holds the versions the install pruned from the chain.
+/// dropped states produced. `old` is the replaced state (its TID and row) if it was dropped
+/// rather than kept; `dropped` holds the versions the install pruned from the chain. Under
+/// physical pointers each dropped state takes exactly its own entries.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn after_install(
     table: &Table,
     buffers: &mut EntryScratch,
     head: *mut Head,
     primary_key: &[u8],
-    old_row: Option<&[u8]>,
+    old: Option<(Tid, &[u8])>,
     new_row: Option<&[u8]>,
     dropped: &Dropped,
     pin: &Pin<'_>,
@@ -452,24 +530,40 @@ pub(crate) fn after_install(
     keys.clear();
     dropped_spans.clear();
     remaining.clear();
-    if let Some(row) = old_row {
-        collect_entries(table, row, primary_key, keys, dropped_spans, scratch);
+    if table.physical {
+        let states = old.into_iter().chain(
+            dropped
+                .states()
+                .filter(|(word, _)| !word.is_absent())
+                .map(|(word, row)| (word.tid(), row)),
+        );
+        for (tid, row) in states {
+            collect_entries(table, row, primary_key, Some(tid), keys, dropped_spans, scratch);
+        }
+        remove_spans(table, head, keys, dropped_spans, pin, garbage);
+        return;
+    }
+    if let Some((_, row)) = old {
+        collect_entries(table, row, primary_key, None, keys, dropped_spans, scratch);
     }
     for (word, row) in dropped.states() {
         if !word.is_absent() {
-            collect_entries(table, row, primary_key, keys, dropped_spans, scratch);
+            collect_entries(table, row, primary_key, None, keys, dropped_spans, scratch);
         }
     }
     if dropped_spans.is_empty() {
         return;
     }
     if let Some(row) = new_row {
-        collect_entries(table, row, primary_key, keys, remaining, scratch);
+        collect_entries(table, row, primary_key, None, keys, remaining, scratch);
     }
     // SAFETY: the head is locked by this commit, so its chain is stable.
-    unsafe { &*head }.for_each_older(rebuilt, |word, data| {
+    // The head's word is still the replaced state's during a commit's install: the new
+    // state's presence comes from `new_row` (under `append-o2n`, whether the chain's last
+    // version is the current row or a kept one, which a delete leaves last).
+    unsafe { &*head }.for_each_older_than(new_row.is_some(), rebuilt, |word, data| {
         if !word.is_absent() {
-            collect_entries(table, data, primary_key, keys, remaining, scratch);
+            collect_entries(table, data, primary_key, None, keys, remaining, scratch);
         }
     });
     let key = |&(_, start, len): &(u16, u32, u32)| &keys[start as usize..(start + len) as usize];
@@ -501,19 +595,12 @@ pub(crate) fn unlink_entries(
     let EntryScratch { keys, dropped, scratch, rebuilt, .. } = buffers;
     keys.clear();
     dropped.clear();
+    let physical = table.physical;
     head.for_each_older(rebuilt, |word, data| {
         if !word.is_absent() {
-            collect_entries(table, data, primary_key, keys, dropped, scratch);
+            let tid = physical.then(|| word.tid());
+            collect_entries(table, data, primary_key, tid, keys, dropped, scratch);
         }
     });
-    for &(number, start, len) in dropped.iter() {
-        let key = &keys[start as usize..(start + len) as usize];
-        table.secondaries[number as usize].tree.remove(
-            key,
-            Some(head as *const Head as u64),
-            pin,
-            garbage,
-            &mut (),
-        );
-    }
+    remove_spans(table, head, keys, dropped, pin, garbage);
 }

@@ -19,6 +19,7 @@ use crate::gc::cooperative;
 use crate::index::{Direction, GROUP_KEYS, LeafVersion, Probe, ScanVisitor};
 use crate::limits::{KEY_BYTES_MAX, VALUE_BYTES_MAX};
 use crate::storage::record::{AsOf, Busy};
+use crate::storage::table::VERSION_SUFFIX_BYTES;
 use crate::storage::{Head, SecondaryIndex, Table, TableId, Tid, TidWord};
 use crate::sync::{Epoch, Pin};
 use crate::worker::{Status, TableRef, TxnState, Worker};
@@ -1226,6 +1227,8 @@ impl<'w> Txn<'w> {
             candidates,
             next_candidate: 0,
             direction,
+            physical: table.physical,
+            last_emitted: Vec::new(),
         };
         let mut going = limit > 0;
         if going {
@@ -1354,6 +1357,11 @@ struct IndexVisitor<'a, F> {
     candidates: &'a mut Vec<(u32, u32, u32)>,
     next_candidate: usize,
     direction: Direction,
+    /// Entries end with the version they name (`IndexPointers::Physical`): a record has a run
+    /// of adjacent entries under one key, of which the scan shows one row.
+    physical: bool,
+    /// Under physical pointers, the entry (without its version) of the last row shown.
+    last_emitted: Vec<u8>,
 }
 
 impl<F: FnMut(&[u8], &[u8]) -> bool> IndexVisitor<'_, F> {
@@ -1392,6 +1400,16 @@ impl<F: FnMut(&[u8], &[u8]) -> bool> ScanVisitor for IndexVisitor<'_, F> {
     }
 
     fn entry(&mut self, entry: &[u8], value: u64) -> bool {
+        let entry = if self.physical {
+            let entry = &entry[..entry.len() - VERSION_SUFFIX_BYTES];
+            if entry == self.last_emitted.as_slice() {
+                // Another version's entry of the row just shown under this key.
+                return true;
+            }
+            entry
+        } else {
+            entry
+        };
         if !self.emit_candidates_before(Some(entry)) {
             return false;
         }
@@ -1414,6 +1432,10 @@ impl<F: FnMut(&[u8], &[u8]) -> bool> ScanVisitor for IndexVisitor<'_, F> {
             return true;
         }
         let primary_key_start = self.prefix.len();
+        if self.physical {
+            self.last_emitted.clear();
+            self.last_emitted.extend_from_slice(entry);
+        }
         self.rows.emit(&entry[primary_key_start..], found)
     }
 }

@@ -14,4 +14,6 @@ pub mod record;
 pub mod table;
 
 pub use record::{Head, Tid, TidWord, VersionStorage};
-pub use table::{IndexSpec, KeyExtractor, SecondaryIndex, Table, TableId, TableSpec};
+pub use table::{
+    IndexPointers, IndexSpec, KeyExtractor, SecondaryIndex, Table, TableId, TableSpec,
+};

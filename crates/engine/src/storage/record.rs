@@ -1485,7 +1485,19 @@ impl Head {
     /// `delta` storage, rows rebuilt from a master version that changed under it).
     /// (Oldest first under `append-o2n`, where the current row's version is not visited.)
     /// `row` is scratch space for `delta` storage's rebuilt rows.
-    pub fn for_each_older(&self, row: &mut Vec<u8>, mut visit: impl FnMut(TidWord, &[u8])) {
+    pub fn for_each_older(&self, row: &mut Vec<u8>, visit: impl FnMut(TidWord, &[u8])) {
+        self.for_each_older_than(!self.word().is_absent(), row, visit);
+    }
+
+    /// [`Head::for_each_older`] for a locked head whose word does not show its state yet (an
+    /// install's, before the unlock): `present` says whether the state it now holds is a row,
+    /// which under `append-o2n` is the chain's last version and not visited.
+    pub(crate) fn for_each_older_than(
+        &self,
+        present: bool,
+        row: &mut Vec<u8>,
+        mut visit: impl FnMut(TidWord, &[u8]),
+    ) {
         if self.deltas() {
             // The master version is copied as it is now: under the lock, the row just
             // installed (a delete leaves it empty), which the chain's first delta is made
@@ -1509,7 +1521,7 @@ impl Head {
             return;
         }
         // Under `append-o2n` the last version is the row's own when a row is present.
-        let row_last = self.oldest_first() && !self.word().is_absent();
+        let row_last = self.oldest_first() && present;
         let mut version = self.older.load(Ordering::Acquire);
         while !version.is_null() {
             // SAFETY: chain versions reached while pinned stay allocated until we unpin.

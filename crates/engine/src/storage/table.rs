@@ -13,6 +13,19 @@
 //! the head's current state, by a version in its chain, or by an in-flight insert that owns the
 //! head. Readers therefore re-derive the key from the version they read and skip entries that do
 //! not match it (an entry of an older or newer version).
+//!
+//! INDEX POINTERS (Wu et al. §6, [`IndexPointers`], chosen when the database opens)
+//!
+//! - `logical` (the default): one entry per distinct secondary key a record's states hold, as
+//!   above. An update that leaves every secondary key as it was touches no index.
+//! - `physical`: one entry per version. The entry key ends with [`VERSION_SUFFIX_BYTES`] bytes
+//!   naming the version that produced it: its TID, big-endian, or [`PENDING_VERSION`] for the
+//!   entry an uncommitted insert or key change adds before validation (its TID is not known
+//!   yet). Every install adds the new version's entry to every secondary index, under the
+//!   record's lock, and drops the pending one; every version dropped from a chain takes its
+//!   entries with it. The value is still the head: a reader resolves an entry through the
+//!   record and the version it may read there, and takes one row from the run of entries a
+//!   record has under one key. Only the append-only storages may use it (`Config::validate`).
 
 use super::record::Head;
 use crate::index::BTree;
@@ -86,6 +99,58 @@ impl TableSpec {
         self.secondary.push(spec);
         self
     }
+}
+
+/// What secondary index entries name (`--index-pointers`, Wu et al. §6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IndexPointers {
+    /// An entry per record and secondary key, pointing at the record's head.
+    #[default]
+    Logical,
+    /// An entry per version: every new version is added to every secondary index.
+    Physical,
+}
+
+impl IndexPointers {
+    pub const ALL: [IndexPointers; 2] = [IndexPointers::Logical, IndexPointers::Physical];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            IndexPointers::Logical => "logical",
+            IndexPointers::Physical => "physical",
+        }
+    }
+}
+
+impl fmt::Display for IndexPointers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for IndexPointers {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "logical" => Ok(IndexPointers::Logical),
+            "physical" => Ok(IndexPointers::Physical),
+            other => Err(format!("unknown index pointers \"{other}\": use logical or physical")),
+        }
+    }
+}
+
+/// Under physical pointers, the bytes at the end of an entry key that name its version.
+pub const VERSION_SUFFIX_BYTES: usize = 8;
+
+/// The version suffix of an entry added before its version has a TID (no TID is this high:
+/// epochs have 38 bits).
+pub const PENDING_VERSION: u64 = u64::MAX;
+
+/// Appends the version suffix `version` (a TID, or [`PENDING_VERSION`]) to an entry key.
+#[inline]
+pub fn push_version(entry: &mut Vec<u8>, version: u64) {
+    entry.extend_from_slice(&version.to_be_bytes());
 }
 
 pub struct SecondaryIndex {
@@ -200,6 +265,8 @@ pub struct Table {
     name: String,
     pub primary: BTree,
     pub secondaries: Box<[SecondaryIndex]>,
+    /// Entries name versions (`IndexPointers::Physical`), not records.
+    pub physical: bool,
     /// Some record gained an older version since the vacuum last took this flag
     /// (`gc::vacuum`; set only when the vacuum runs).
     dirty: std::sync::atomic::AtomicBool,
@@ -216,7 +283,7 @@ impl fmt::Debug for Table {
 }
 
 impl Table {
-    pub(crate) fn new(id: TableId, spec: TableSpec) -> Table {
+    pub(crate) fn new(id: TableId, spec: TableSpec, pointers: IndexPointers) -> Table {
         let secondaries = spec
             .secondary
             .into_iter()
@@ -233,6 +300,7 @@ impl Table {
             name: spec.name,
             primary: BTree::new(),
             secondaries,
+            physical: pointers == IndexPointers::Physical,
             dirty: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -257,6 +325,126 @@ impl Table {
         if !self.dirty.load(Ordering::Relaxed) {
             self.dirty.store(true, Ordering::Release);
         }
+    }
+
+    /// Checks every secondary entry against the record it points to, for tests and integrity
+    /// checks of a table no transaction writes (a vacuum may still prune: a finding is
+    /// counted only if it holds when looked at again): each entry must be produced by a
+    /// present state of its head, the current row or a version in its chain, and under
+    /// physical pointers name exactly that state's TID; and every present state must have
+    /// its entries. Returns how many entries there are.
+    pub fn check_entries(&self, pin: &Pin<'_>) -> Result<usize, String> {
+        struct Collect(Vec<(Vec<u8>, u64)>);
+        impl crate::index::ScanVisitor for Collect {
+            fn leaf(&mut self, _leaf: crate::index::LeafVersion) {}
+            fn entry(&mut self, key: &[u8], value: u64) -> bool {
+                self.0.push((key.to_vec(), value));
+                true
+            }
+        }
+        let (mut row, mut chain_row, mut produced, mut scratch) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut count = 0;
+        for index in self.secondaries.iter() {
+            let mut entries = Collect(Vec::new());
+            index.tree.scan(
+                Bound::Unbounded,
+                Bound::Unbounded,
+                crate::index::Direction::Forward,
+                pin,
+                &mut crate::index::ScanBuffer::new(),
+                &mut entries,
+            );
+            count += entries.0.len();
+            for (entry, value) in entries.0 {
+                // SAFETY: reached through the index while pinned.
+                let head = unsafe { &*(value as *const Head) };
+                let (key, version) = if self.physical {
+                    let (key, suffix) = entry.split_at(entry.len() - VERSION_SUFFIX_BYTES);
+                    (key, Some(u64::from_be_bytes(suffix.try_into().expect("8 bytes"))))
+                } else {
+                    (&entry[..], None)
+                };
+                let word = head.read(&mut row).map_err(|_| "a record is locked".to_string())?;
+                let mut states = Vec::new();
+                if !word.is_absent() {
+                    states.push((word.tid().as_u64(), row.clone()));
+                }
+                head.for_each_older(&mut chain_row, |word, data| {
+                    if !word.is_absent() {
+                        states.push((word.tid().as_u64(), data.to_vec()));
+                    }
+                });
+                let found = states.iter().any(|(tid, state)| {
+                    produced.clear();
+                    index.prefix_of(state, &mut produced, &mut scratch)
+                        && key.starts_with(&produced)
+                        && version.is_none_or(|version| version == *tid)
+                });
+                // Pruned since the scan collected it: the prune removed the entry too.
+                let still_there = || index.tree.get(&entry, pin).value == Some(value);
+                if !found && still_there() {
+                    return Err(format!(
+                        "index {} of table {}: entry {entry:02x?} (version {version:?}) is \
+                         produced by no state of its record (states: {:?})",
+                        index.name,
+                        self.name,
+                        states.iter().map(|(tid, _)| tid).collect::<Vec<_>>()
+                    ));
+                }
+            }
+        }
+        // And the converse: every present state of every record has its entries.
+        let mut heads = Collect(Vec::new());
+        self.primary.scan(
+            Bound::Unbounded,
+            Bound::Unbounded,
+            crate::index::Direction::Forward,
+            pin,
+            &mut crate::index::ScanBuffer::new(),
+            &mut heads,
+        );
+        for (primary_key, value) in heads.0 {
+            // SAFETY: reached through the index while pinned.
+            let head = unsafe { &*(value as *const Head) };
+            let word = head.read(&mut row).map_err(|_| "a record is locked".to_string())?;
+            let mut states = Vec::new();
+            if !word.is_absent() {
+                states.push((word.tid().as_u64(), row.clone()));
+            }
+            head.for_each_older(&mut chain_row, |word, data| {
+                if !word.is_absent() {
+                    states.push((word.tid().as_u64(), data.to_vec()));
+                }
+            });
+            for index in self.secondaries.iter() {
+                for (tid, state) in &states {
+                    produced.clear();
+                    if !index.entry_of(state, &primary_key, &mut produced, &mut scratch) {
+                        continue;
+                    }
+                    if self.physical {
+                        push_version(&mut produced, *tid);
+                    }
+                    // Unless a vacuum pruned the state (and its entry) meanwhile.
+                    let mut state_kept = || {
+                        let mut kept = head.word().tid().as_u64() == *tid;
+                        head.for_each_older(&mut chain_row, |word, _| {
+                            kept |= word.tid().as_u64() == *tid;
+                        });
+                        kept
+                    };
+                    if index.tree.get(&produced, pin).value != Some(value) && state_kept() {
+                        return Err(format!(
+                            "index {} of table {}: the state {tid} of record {primary_key:02x?} \
+                             has no entry {produced:02x?}",
+                            index.name, self.name
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(count)
     }
 
     /// Takes the dirty flag: whether a record gained a version since the last call.

@@ -21,7 +21,8 @@ use crate::error::{Error, Result};
 use crate::gc::Garbage;
 use crate::storage::arena::Arena;
 use crate::storage::record::{Busy, HeadShape, Retention};
-use crate::storage::{Head, IndexSpec, Table, TableId, TableSpec, Tid, TidWord};
+use crate::storage::table::push_version;
+use crate::storage::{Head, IndexPointers, IndexSpec, Table, TableId, TableSpec, Tid, TidWord};
 use crate::sync::{Epoch, Pin};
 use crate::worker::TableRef;
 use std::collections::{BTreeMap, HashMap};
@@ -163,6 +164,7 @@ fn torn_tail(
 pub(crate) fn build_tables(
     catalog: &CatalogState,
     keys: Option<&IndexKeys>,
+    pointers: IndexPointers,
 ) -> Result<Vec<Option<TableRef>>> {
     let mut tables = Vec::with_capacity(catalog.len());
     for (id, entry) in catalog.iter().enumerate() {
@@ -190,7 +192,7 @@ pub(crate) fn build_tables(
             index_spec.definition = index.definition.clone();
             spec = spec.index(index_spec);
         }
-        tables.push(Some(Arc::new(Table::new(TableId(id as u32), spec))));
+        tables.push(Some(Arc::new(Table::new(TableId(id as u32), spec, pointers))));
     }
     Ok(tables)
 }
@@ -515,6 +517,7 @@ fn run(
     threads: usize,
     mode: Mode,
     shape: HeadShape,
+    pointers: IndexPointers,
 ) -> Result<Recovered> {
     let started = Instant::now();
     let threads = threads.max(1);
@@ -524,7 +527,8 @@ fn run(
         None => Manifest::default(),
     };
     let (catalog, catalog_epoch) = read_catalog(storage, mode, &mut report)?;
-    let tables = if mode == Mode::Recover { build_tables(&catalog, keys)? } else { Vec::new() };
+    let tables =
+        if mode == Mode::Recover { build_tables(&catalog, keys, pointers)? } else { Vec::new() };
     report.tables = catalog.iter().flatten().count();
     let table_of =
         |id: u32| -> Option<&Table> { tables.get(id as usize).and_then(|t| t.as_deref()) };
@@ -789,12 +793,15 @@ fn finish_table(table: &Table, applier: &mut Applier, pin: &Pin<'_>) {
                 return true;
             }
             self.value.clear();
-            if head_ref.read(&mut self.value).is_err() {
+            let Ok(word) = head_ref.read(&mut self.value) else {
                 unreachable!("nothing holds a lock during recovery");
-            }
+            };
             for index in self.table.secondaries.iter() {
                 self.entry.clear();
                 if index.entry_of(&self.value, key, &mut self.entry, &mut self.scratch) {
+                    if self.table.physical {
+                        push_version(&mut self.entry, word.tid().as_u64());
+                    }
                     let garbage = &mut self.applier.garbage;
                     let _ = index.tree.insert(&self.entry, head, self.pin, garbage, &mut ());
                 }
@@ -833,14 +840,16 @@ pub(crate) fn recover(
     keys: Option<&IndexKeys>,
     threads: usize,
     shape: HeadShape,
+    pointers: IndexPointers,
 ) -> Result<Recovered> {
-    run(storage, keys, threads, Mode::Recover, shape)
+    run(storage, keys, threads, Mode::Recover, shape, pointers)
 }
 
 /// Verifies a data directory without changing it: every checkpoint and log block's checksum,
 /// every record's structure, and the catalog. Torn tails are reported, not truncated.
 pub fn check(storage: &dyn Storage, threads: usize) -> Result<RecoveryReport> {
-    run(storage, None, threads, Mode::Check, HeadShape::default()).map(|recovered| recovered.report)
+    run(storage, None, threads, Mode::Check, HeadShape::default(), IndexPointers::Logical)
+        .map(|recovered| recovered.report)
 }
 
 /// The catalog as a list of live tables `(id, name, index names)`, for reports.
