@@ -18,7 +18,7 @@
 use crate::db::{Db, Outcome};
 use crate::keys::KeyChooser;
 use crate::report::{LATENCY_SAMPLE_EVERY, Latency, Machine, PaddedCounter, Percentiles, Progress};
-use engram_engine::{Database, Error, Isolation, TableRef, TableSpec, Worker};
+use engram_engine::{Database, Error, IndexSpec, Isolation, TableRef, TableSpec, Worker};
 use rand::{RngExt, SeedableRng, rngs::SmallRng};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -167,6 +167,8 @@ pub struct EngramYcsb {
     pub db: Arc<Database>,
     pub table: Option<TableRef>,
     pub mode: Mode,
+    /// Secondary indexes the load creates ([`EngramYcsb::index_spec`]).
+    pub secondary_indexes: usize,
 }
 
 impl EngramYcsb {
@@ -180,7 +182,7 @@ impl EngramYcsb {
         persistence: &crate::tpcc::engram::Persistence,
     ) -> Result<EngramYcsb, String> {
         let db = Database::open(persistence.config()).map_err(|error| error.to_string())?;
-        Ok(EngramYcsb { db: Arc::new(db), table: None, mode })
+        Ok(EngramYcsb { db: Arc::new(db), table: None, mode, secondary_indexes: 0 })
     }
 
     /// The same database and table, driven in another mode.
@@ -206,12 +208,14 @@ impl Db for EngramYcsb {
     fn settings(&self) -> String {
         let config = self.db.config();
         format!(
-            "mode {}, protocol {}, gc {}, {} storage, serializable, epoch {} ms, snapshot every \
-             {} epochs, {}, {}",
+            "mode {}, protocol {}, gc {}, {} storage, {} secondary index(es) ({} pointers), \
+             serializable, epoch {} ms, snapshot every {} epochs, {}, {}",
             self.mode.name(),
             config.protocol,
             config.gc,
             config.version_storage,
+            self.secondary_indexes,
+            config.index_pointers,
             config.epoch_interval_ms,
             config.snapshot_interval_epochs,
             match config.memory_spaces {
@@ -295,9 +299,37 @@ impl YcsbDb for EngramYcsb {
 }
 
 impl EngramYcsb {
+    /// Secondary index `number`: non-unique, on attribute `2 + number % (attributes - 2)`,
+    /// which the load fills with a hash of the key and that attribute's number and which no
+    /// update modifies (updates bump attributes from the first; the second is the key).
+    fn index_spec(number: usize, attributes: usize) -> IndexSpec {
+        let attribute = 2 + number % attributes.saturating_sub(2).max(1);
+        IndexSpec::new(
+            format!("attribute_{number}"),
+            false,
+            move |row: &[u8], out: &mut Vec<u8>| {
+                let at = attribute * ATTRIBUTE_BYTES;
+                match row.get(at..at + ATTRIBUTE_BYTES) {
+                    Some(bytes) => {
+                        out.extend_from_slice(bytes);
+                        true
+                    }
+                    None => false,
+                }
+            },
+        )
+    }
+
     fn load_rows(&mut self, rows: u64, value_bytes: usize, threads: usize) -> Result<(), String> {
-        let table =
-            self.db.create_table(TableSpec::new("usertable")).map_err(|error| error.to_string())?;
+        let attributes = value_bytes / ATTRIBUTE_BYTES;
+        if self.secondary_indexes > 0 && attributes < 3 {
+            return Err("secondary indexes need rows of three attributes at least".into());
+        }
+        let spec = (0..self.secondary_indexes).fold(TableSpec::new("usertable"), |spec, number| {
+            spec.index(Self::index_spec(number, attributes))
+        });
+        let table = self.db.create_table(spec).map_err(|error| error.to_string())?;
+        let indexed = self.secondary_indexes > 0;
         let threads = threads.max(1) as u64;
         std::thread::scope(|scope| -> Result<(), String> {
             let handles: Vec<_> = (0..threads)
@@ -315,6 +347,18 @@ impl EngramYcsb {
                                     for key in next..batch_end {
                                         // The first attribute counts updates; the second is the key.
                                         value[8..16].copy_from_slice(&key.to_le_bytes());
+                                        if indexed {
+                                            // The indexed attributes: spread, fixed per row.
+                                            for (number, attribute) in value
+                                                .chunks_exact_mut(ATTRIBUTE_BYTES)
+                                                .enumerate()
+                                                .skip(2)
+                                            {
+                                                let hash = (key ^ ((number as u64) << 56))
+                                                    .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                                                attribute.copy_from_slice(&hash.to_be_bytes());
+                                            }
+                                        }
                                         txn.insert(&table, &key_bytes(key), &value)?;
                                     }
                                     Ok(())
@@ -355,6 +399,8 @@ pub struct Options {
     pub attributes: Option<usize>,
     /// The attributes each read and update touches.
     pub touch: Touch,
+    /// Non-unique secondary indexes on the table (Wu et al.'s Figs. 22 and 23).
+    pub secondary_indexes: usize,
 }
 
 /// The result of measuring one configuration.
@@ -599,6 +645,7 @@ pub fn run(
     rounds: u32,
 ) -> Result<Vec<Report>, String> {
     let mut engram = EngramYcsb::open_with(modes[0], &options.persistence)?;
+    engram.secondary_indexes = options.secondary_indexes;
     let load_threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let loading = Instant::now();
     engram.load(options.rows, options.value_bytes(), load_threads)?;

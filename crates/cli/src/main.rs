@@ -3,7 +3,7 @@
 use clap::{Args, Parser, Subcommand};
 use engram_bench::report::{format_rate, write_json};
 use engram_bench::tpcc::engram::{EngramTpcc, Persistence, ReadOnlyLevels};
-use engram_engine::{Durability, Gc, Protocol, VersionStorage};
+use engram_engine::{Durability, Gc, IndexPointers, Protocol, VersionStorage};
 
 mod crash;
 mod serve;
@@ -148,6 +148,11 @@ struct DurabilityArgs {
     /// (the newest in place, older versions as records of the bytes that changed).
     #[arg(long, default_value = "time-travel", value_parser = parse_version_storage)]
     version_storage: VersionStorage,
+    /// What secondary index entries name: logical (the record, the default) or physical (the
+    /// version: every new version is added to every secondary index; needs --version-storage
+    /// append-n2o or append-o2n).
+    #[arg(long, default_value = "logical", value_parser = parse_index_pointers)]
+    index_pointers: IndexPointers,
 }
 
 /// The most attributes a YCSB row may have: a row stays within the engine's value limit.
@@ -160,6 +165,10 @@ fn parse_gc(text: &str) -> Result<Gc, String> {
 }
 
 fn parse_version_storage(text: &str) -> Result<VersionStorage, String> {
+    text.parse()
+}
+
+fn parse_index_pointers(text: &str) -> Result<IndexPointers, String> {
     text.parse()
 }
 
@@ -205,6 +214,7 @@ impl DurabilityArgs {
             memory_spaces: self.memory_spaces,
             gc: self.gc,
             version_storage: self.version_storage,
+            index_pointers: self.index_pointers,
             cooperative_sweep_interval_ms: None,
         })
     }
@@ -336,6 +346,10 @@ struct YcsbArgs {
     /// Attributes an update modifies, from the first (Wu et al.'s Fig. 14).
     #[arg(long, default_value_t = 1)]
     attributes_modified: usize,
+    /// Non-unique secondary indexes on attributes no update modifies (Wu et al.'s Figs. 22
+    /// and 23; see --index-pointers).
+    #[arg(long, default_value_t = 0)]
+    secondary_indexes: usize,
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
@@ -408,6 +422,7 @@ fn ycsb(args: YcsbArgs) -> Result<(), String> {
         transactions: args.transactions,
         attributes: args.attributes,
         touch: ycsb::Touch { read: args.attributes_read, modified: args.attributes_modified },
+        secondary_indexes: args.secondary_indexes,
         persistence: match (&args.durability.modes()?[..], &args.durability.protocols()?[..]) {
             ([mode], [_]) => args.durability.persistence(*mode, None)?,
             _ => return Err("YCSB runs one --durability mode and one --protocol at a time".into()),

@@ -19,8 +19,8 @@ use super::spec::{
 use super::{DistrictFacts, Facts, TpccDb, load};
 use crate::db::{Db, Outcome};
 use engram_engine::{
-    Config, Database, Direction, Durability, Error, Gc, IndexKeys, IndexSpec, Isolation, Protocol,
-    TableRef, TableSpec, Txn, VersionStorage, Worker,
+    Config, Database, Direction, Durability, Error, Gc, IndexKeys, IndexPointers, IndexSpec,
+    Isolation, Protocol, TableRef, TableSpec, Txn, VersionStorage, Worker,
 };
 use std::ops::Bound;
 use std::sync::Arc;
@@ -89,6 +89,8 @@ pub struct Persistence {
     pub gc: Gc,
     /// Where versions are kept (`Config::version_storage`).
     pub version_storage: VersionStorage,
+    /// What secondary entries name (`Config::index_pointers`).
+    pub index_pointers: IndexPointers,
     /// Under cooperative cleaning, the vacuum's sweep interval
     /// (`Config::cooperative_sweep_interval_ms`); `None` keeps the default.
     pub cooperative_sweep_interval_ms: Option<u64>,
@@ -103,6 +105,7 @@ impl Persistence {
             memory_spaces: self.memory_spaces,
             gc: self.gc,
             version_storage: self.version_storage,
+            index_pointers: self.index_pointers,
             cooperative_sweep_interval_ms: self
                 .cooperative_sweep_interval_ms
                 .unwrap_or(defaults.cooperative_sweep_interval_ms),
