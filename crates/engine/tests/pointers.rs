@@ -301,12 +301,12 @@ fn physical_pointers_need_append_only_storage() {
     assert!(unknown.contains("logical or physical"), "{unknown}");
 }
 
-/// Open defect, found by this file: a snapshot transaction (`Isolation::Snapshot`) whose
-/// index scan runs while two writers update and replace rows now and then returns fewer rows
-/// than exist (16 of 48 once, under Silo with time-travel storage; more often under `mvto`,
-/// `mv2pl` and `ssn`, where primary-key scans showed it too). It shows when this file's tests
-/// run in parallel on two cores and not when one runs alone; not found yet. Run with
-/// `--ignored` to reproduce.
+/// Open defect, found by this file (docs/isolation.md, Known defect): a snapshot transaction
+/// (`Isolation::Snapshot`) scanning while two writers update and replace rows sometimes returns
+/// fewer rows than exist. Under `mv2pl`, one snapshot transaction saw 46 of 48 rows through the
+/// index and then 35 through the primary key. Under Silo with time-travel storage, one index
+/// scan saw 16 of 48. It shows when this file's tests run in parallel on two cores (two of three
+/// runs with `--include-ignored`), not when one runs alone; the cause has not been found.
 #[test]
 #[ignore = "open defect: snapshot scans under concurrent writers sometimes miss rows"]
 fn snapshot_scans_under_concurrent_writers_see_every_row() {
