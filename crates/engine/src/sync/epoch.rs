@@ -515,14 +515,6 @@ impl EpochManager {
                 continue;
             }
             pin_min = pin_min.min(epoch);
-            let snapshot = slot.snapshot.load(Ordering::SeqCst);
-            if snapshot != 0 {
-                snapshot_min = snapshot_min.min(snapshot);
-            }
-        }
-        let held = self.held.load(Ordering::SeqCst);
-        if held != 0 {
-            snapshot_min = snapshot_min.min(held);
         }
         self.reclaim_bound.store(pin_min, Ordering::Release);
         let stable = committing_min - 1;
@@ -530,8 +522,28 @@ impl EpochManager {
         let boundary = stable / self.snapshot_interval_epochs * self.snapshot_interval_epochs;
         let snapshot = self.snapshot.load(Ordering::Relaxed).max(boundary);
         self.snapshot.store(snapshot, Ordering::SeqCst);
-        // A snapshot transaction registered with an older epoch than the one just published
-        // is counted by `snapshot_min`; one registering now reads `snapshot` or a later value.
+        // The snapshots in use are read only after the new one is published. A reader that
+        // registered an older epoch (`enter_snapshot`: store the epoch in its slot, then check
+        // that it is still the published one) checked before this store, so its slot store
+        // comes before the loads below and is counted; one that checks after it reads
+        // `snapshot` or a later value. Reading the slots before the store (as the loop above
+        // once did) missed a reader registering in between: the low-water mark passed it and
+        // installs dropped versions it was reading (tests/pointers.rs found it).
+        fence(Ordering::SeqCst);
+        for slot in self.slots.iter() {
+            let word = slot.state.load(Ordering::SeqCst);
+            if word & ACTIVE == 0 || word & KICKED != 0 {
+                continue;
+            }
+            let reading = slot.snapshot.load(Ordering::SeqCst);
+            if reading != 0 {
+                snapshot_min = snapshot_min.min(reading);
+            }
+        }
+        let held = self.held.load(Ordering::SeqCst);
+        if held != 0 {
+            snapshot_min = snapshot_min.min(held);
+        }
         let snapshot_low = snapshot.min(snapshot_min);
         self.snapshot_low.store(snapshot_low, Ordering::Release);
         if kicked > 0 {
