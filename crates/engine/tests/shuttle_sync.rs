@@ -247,6 +247,56 @@ fn snapshots_never_include_an_epoch_still_being_installed() {
     shuttle::check_pct(snapshot_scenario, ITERATIONS, 3);
 }
 
+/// One run: a snapshot reader registers (`enter_snapshot`) while the ticker publishes new
+/// snapshot epochs; for as long as it stays registered, the low-water mark that installs
+/// prune by never passes the epoch it reads. (The ticker once read the slots before it
+/// published a new epoch, and a reader registering in between was not counted.)
+fn snapshot_low_scenario() {
+    // A snapshot at every epoch boundary, so every tick publishes a new one. One tick first:
+    // epoch 0 holds no commit, and a reader at it is never counted (nothing is kept for it).
+    let manager = Arc::new(EpochManager::new(4, 1, 1_000));
+    manager.advance();
+    let ticker = {
+        let manager = Arc::clone(&manager);
+        thread::spawn(move || {
+            for _ in 0..4 {
+                manager.advance();
+                thread::yield_now();
+            }
+        })
+    };
+    let reader = {
+        let manager = Arc::clone(&manager);
+        thread::spawn(move || {
+            for _ in 0..2 {
+                let slot = manager.register().unwrap();
+                manager.pin(slot);
+                let reading = manager.enter_snapshot(slot);
+                assert!(reading > Epoch::NEVER);
+                for _ in 0..3 {
+                    let low = manager.snapshot_low();
+                    assert!(
+                        low <= reading,
+                        "low-water mark {low:?} passed a reader at {reading:?}"
+                    );
+                    thread::yield_now();
+                }
+                manager.leave_snapshot(slot);
+                manager.unpin(slot);
+                manager.unregister(slot);
+            }
+        })
+    };
+    ticker.join().unwrap();
+    reader.join().unwrap();
+}
+
+#[test]
+fn the_snapshot_low_water_mark_never_passes_a_registered_reader() {
+    shuttle::check_random(snapshot_low_scenario, ITERATIONS);
+    shuttle::check_pct(snapshot_low_scenario, ITERATIONS, 3);
+}
+
 /// One run: readers of a multi-version protocol register (and one renews, as READ COMMITTED
 /// does per statement) while a committer takes timestamps and recomputes `readers_low`, and
 /// the ticker advances. A reader's timestamp must never be below the published bound, or an

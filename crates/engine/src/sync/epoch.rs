@@ -45,6 +45,14 @@
 //! before the retire and the bound is at most the global epoch at scan time, which is at most
 //! `t`. Either way the bound does not exceed `t` and X is not freed. The randomized-schedule
 //! tests in `tests/shuttle_sync.rs` exercise exactly this.
+//!
+//! The snapshot low-water mark follows the same pattern the other way round: a snapshot
+//! reader stores the published snapshot epoch in its slot and then checks it is still the
+//! published one; the ticker stores a new published epoch and only then (after a fence) reads
+//! the slots. If the reader's check saw the old epoch, it came before the ticker's store, so
+//! its slot store comes before the ticker's loads and the mark counts it; if the check saw the
+//! new epoch, the reader reads at that epoch, which the mark does not pass.
+//! (`the_snapshot_low_water_mark_never_passes_a_registered_reader` in `tests/shuttle_sync.rs`.)
 
 use super::shim::{AtomicBool, AtomicU64, Ordering, fence};
 use crate::storage::Tid;
