@@ -707,21 +707,25 @@ fn physical_index_pointers_recover_entries_that_name_their_versions() {
         index_pointers: engram_engine::IndexPointers::Physical,
         ..config(from)
     };
+    // Round `round` gives row `id` the initial 'a' + (id + round) mod 3; durable on return.
+    let put_rounds = |db: &Database, rounds: std::ops::Range<u8>| {
+        let table = db.table("people").unwrap();
+        let mut worker = db.worker().unwrap();
+        for round in rounds {
+            worker
+                .transaction(Isolation::Serializable, |txn| {
+                    for id in 0..8u64 {
+                        txn.put(&table, &key(id), &[b'a' + (id as u8 + round) % 3, round])?;
+                    }
+                    Ok(())
+                })
+                .unwrap();
+        }
+        worker.wait_durable().unwrap();
+    };
     let db = Database::open(configured(&storage)).unwrap();
-    let table = db.create_table(TableSpec::new("people").index(by_initial())).unwrap();
-    let mut worker = db.worker().unwrap();
-    for round in 0..5u8 {
-        worker
-            .transaction(Isolation::Serializable, |txn| {
-                for id in 0..8u64 {
-                    txn.put(&table, &key(id), &[b'a' + (id as u8 + round) % 3, round])?;
-                }
-                Ok(())
-            })
-            .unwrap();
-    }
-    worker.wait_durable().unwrap();
-    drop(worker);
+    db.create_table(TableSpec::new("people").index(by_initial())).unwrap();
+    put_rounds(&db, 0..5);
     let crashed = storage.crash();
     drop(db);
     let db = Database::open(configured(&crashed)).unwrap();
@@ -729,16 +733,7 @@ fn physical_index_pointers_recover_entries_that_name_their_versions() {
     let mut worker = db.worker().unwrap();
     let checked = worker.pinned(|pin, _| table.check_entries(pin)).unwrap();
     assert_eq!(checked, Ok(8), "one entry per recovered row");
-    for round in 5..8u8 {
-        worker
-            .transaction(Isolation::Serializable, |txn| {
-                for id in 0..8u64 {
-                    txn.put(&table, &key(id), &[b'a' + (id as u8 + round) % 3, round])?;
-                }
-                Ok(())
-            })
-            .unwrap();
-    }
+    put_rounds(&db, 5..8);
     let checked = worker.pinned(|pin, _| table.check_entries(pin)).unwrap();
     assert!(checked.is_ok(), "{checked:?}");
     let by_c = worker

@@ -150,7 +150,8 @@ fn commit_with<P: Hooks>(worker: &mut Worker) -> Result<CommitInfo> {
         }
         install_write_set(worker, tid, low);
         if worker.shared.config.index_pointers == IndexPointers::Physical {
-            secondary::remove_pending_entries(worker);
+            // The pending entries, now that each version has its own.
+            secondary::undo_entries(worker, 0);
         }
         if ssn {
             ssn::release(&mut worker.txn, stamp);

@@ -127,7 +127,9 @@ fn insert_entry(
     }
 }
 
-/// Removes the entries inserted since `mark` (an operation that failed part-way).
+/// Removes the entries inserted since `mark`: an operation that failed part-way, an abort, or
+/// (mark 0, physical pointers) a commit whose installs have added their versions' entries in
+/// place of the pending ones.
 pub(crate) fn undo_entries(worker: &mut Worker, mark: usize) {
     // SAFETY: called while pinned.
     let pin = unsafe { pinned() };
@@ -488,25 +490,6 @@ pub(crate) fn add_version_entries(
             let added = index.tree.insert(keys, head as u64, pin, garbage, &mut ());
             debug_assert!(added.is_ok(), "a version's TID is new to its record");
         }
-    }
-}
-
-/// Removes the pending entries (physical pointers) this transaction added, once its installs
-/// have added their versions' entries.
-pub(crate) fn remove_pending_entries(worker: &mut Worker) {
-    // SAFETY: called from commit, while pinned.
-    let pin = unsafe { pinned() };
-    let Worker { tables, txn, garbage, .. } = worker;
-    let TxnState { inserted_entries, access, .. } = txn;
-    for inserted in inserted_entries.drain(..) {
-        let table = tables[inserted.table.index()].as_deref().expect("registered table");
-        table.secondaries[inserted.index as usize].tree.remove(
-            access.slice(inserted.key),
-            Some(inserted.head as u64),
-            &pin,
-            garbage,
-            &mut (),
-        );
     }
 }
 

@@ -234,6 +234,26 @@ impl SecondaryIndex {
     }
 }
 
+/// The states of `head` that hold a row, current and older, as (TID, row): for
+/// [`Table::check_entries`].
+fn present_states(
+    head: &Head,
+    row: &mut Vec<u8>,
+    chain_row: &mut Vec<u8>,
+) -> Result<Vec<(u64, Vec<u8>)>, String> {
+    let word = head.read(row).map_err(|_| "a record is locked".to_string())?;
+    let mut states = Vec::new();
+    if !word.is_absent() {
+        states.push((word.tid().as_u64(), row.clone()));
+    }
+    head.for_each_older(chain_row, |word, data| {
+        if !word.is_absent() {
+            states.push((word.tid().as_u64(), data.to_vec()));
+        }
+    });
+    Ok(states)
+}
+
 /// The encoding ends with a marker byte below 0xFF, so adding one to it gives the smallest key
 /// above every entry with this prefix.
 fn increment_last(encoded: &mut [u8]) {
@@ -365,16 +385,7 @@ impl Table {
                 } else {
                     (&entry[..], None)
                 };
-                let word = head.read(&mut row).map_err(|_| "a record is locked".to_string())?;
-                let mut states = Vec::new();
-                if !word.is_absent() {
-                    states.push((word.tid().as_u64(), row.clone()));
-                }
-                head.for_each_older(&mut chain_row, |word, data| {
-                    if !word.is_absent() {
-                        states.push((word.tid().as_u64(), data.to_vec()));
-                    }
-                });
+                let states = present_states(head, &mut row, &mut chain_row)?;
                 let found = states.iter().any(|(tid, state)| {
                     produced.clear();
                     index.prefix_of(state, &mut produced, &mut scratch)
@@ -407,16 +418,7 @@ impl Table {
         for (primary_key, value) in heads.0 {
             // SAFETY: reached through the index while pinned.
             let head = unsafe { &*(value as *const Head) };
-            let word = head.read(&mut row).map_err(|_| "a record is locked".to_string())?;
-            let mut states = Vec::new();
-            if !word.is_absent() {
-                states.push((word.tid().as_u64(), row.clone()));
-            }
-            head.for_each_older(&mut chain_row, |word, data| {
-                if !word.is_absent() {
-                    states.push((word.tid().as_u64(), data.to_vec()));
-                }
-            });
+            let states = present_states(head, &mut row, &mut chain_row)?;
             for index in self.secondaries.iter() {
                 for (tid, state) in &states {
                     produced.clear();
