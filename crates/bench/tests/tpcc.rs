@@ -361,6 +361,7 @@ fn the_checks_catch_an_inconsistent_database() {
             sum_ol_cnt: 50,
             order_lines: 49,
         }],
+        ..tpcc::Facts::default()
     };
     let violations = facts.violations();
     assert_eq!(violations.len(), 3, "{violations:?}");

@@ -4,11 +4,7 @@
 //! `read_only_snapshots` (never abort, read data up to one snapshot interval old).
 //!
 //! Delivery finds each district's oldest undelivered order by scanning NEW-ORDER from the
-//! highest order id already delivered there, a hint kept in shared memory and raised only after
-//! a Delivery commits (Silo's TPC-C does the same). Orders are created in increasing id order
-//! and delivered oldest first, so every undelivered order lies above the hint, and the scan does
-//! not wade through rows deleted but not yet collected. The scan itself is transactional; the
-//! hint only chooses where it starts.
+//! highest order id already delivered there ([`DeliveryHints`]).
 
 use super::load::BatchSink;
 use super::schema::*;
@@ -16,7 +12,7 @@ use super::spec::{
     Constants, CustomerSelector, DISTRICTS, DeliveryInput, NewOrderInput, ORDER_LINES_MAX,
     OrderStatusInput, Output, PaymentInput, STOCK_LEVEL_ORDERS, Scale, StockLevelInput,
 };
-use super::{DistrictFacts, Facts, TpccDb, load};
+use super::{DeliveryHints, DistrictFacts, Facts, TpccDb, load};
 use crate::db::{Db, Outcome};
 use engram_engine::{
     Config, Database, Direction, Durability, Error, Gc, IndexKeys, IndexPointers, IndexSpec,
@@ -24,7 +20,7 @@ use engram_engine::{
 };
 use std::ops::Bound;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 #[derive(Debug, Clone)]
 struct Tables {
@@ -141,8 +137,7 @@ pub struct EngramTpcc {
     stock_level_isolation: Isolation,
     /// Memory to reserve after loading.
     reserve_bytes: usize,
-    /// Highest order id delivered per (warehouse, district), index (w - 1) * 10 + d - 1.
-    delivered: Vec<AtomicU32>,
+    delivered: DeliveryHints,
     threads_connected: AtomicU64,
 }
 
@@ -222,7 +217,7 @@ impl EngramTpcc {
             scale: Scale::standard(1),
             order_status_isolation,
             stock_level_isolation,
-            delivered: Vec::new(),
+            delivered: DeliveryHints::default(),
             threads_connected: AtomicU64::new(0),
             reserve_bytes: 0,
         }
@@ -250,9 +245,7 @@ impl EngramTpcc {
         });
         self.scale = *scale;
         // Recovery left no deleted NEW-ORDER rows in the index: Delivery may scan from the start.
-        self.delivered = (0..usize::from(scale.warehouses) * usize::from(DISTRICTS))
-            .map(|_| AtomicU32::new(0))
-            .collect();
+        self.delivered = DeliveryHints::new(scale.warehouses, 0);
         self.threads_connected.store(u64::from(first_thread), Ordering::Relaxed);
         Ok(())
     }
@@ -468,9 +461,7 @@ impl TpccDb for EngramTpcc {
     fn load(&mut self, scale: &Scale, constants: &Constants, threads: usize) -> Result<(), String> {
         let tables = self.create_tables().map_err(|error| error.to_string())?;
         self.scale = *scale;
-        self.delivered = (0..usize::from(scale.warehouses) * usize::from(DISTRICTS))
-            .map(|_| AtomicU32::new(scale.first_new_order() - 1))
-            .collect();
+        self.delivered = DeliveryHints::new(scale.warehouses, scale.first_new_order() - 1);
         let db = &*self.db;
         let loader = |tables| -> Result<Loader<'_>, String> {
             Ok(Loader {
@@ -765,12 +756,10 @@ impl TpccDb for EngramTpcc {
         let t = self.tables();
         let Conn { worker, row, delivered, .. } = conn;
         let w = input.warehouse;
-        let hints = &self.delivered[usize::from(w - 1) * usize::from(DISTRICTS)..]
-            [..usize::from(DISTRICTS)];
         let result = worker.transaction_once(Isolation::Serializable, |txn| {
             delivered.clear();
             for d in 1..=DISTRICTS {
-                let from = order_key(w, d, hints[usize::from(d) - 1].load(Ordering::Relaxed) + 1);
+                let from = order_key(w, d, self.delivered.get(w, d) + 1);
                 let end = order_key(w, d, u32::MAX);
                 let mut oldest = None;
                 txn.scan(
@@ -824,7 +813,7 @@ impl TpccDb for EngramTpcc {
         let outcome = error_outcome(result);
         if outcome == Outcome::Committed {
             for &(d, o) in delivered.iter() {
-                hints[usize::from(d) - 1].fetch_max(o, Ordering::Relaxed);
+                self.delivered.raise(w, d, o);
             }
         }
         outcome
@@ -891,18 +880,11 @@ impl TpccDb for EngramTpcc {
         conn.worker
             .transaction(Isolation::Snapshot, |txn| {
                 let mut counts = vec![0u64; warehouses];
-                txn.scan(
-                    &t.stock,
-                    Bound::Unbounded,
-                    Bound::Unbounded,
-                    Direction::Forward,
-                    usize::MAX,
-                    |key, _| {
-                        let w = u16::from_be_bytes([key[0], key[1]]);
-                        counts[usize::from(w) - 1] += 1;
-                        true
-                    },
-                )?;
+                scan_all(txn, &t.stock, |key, _| {
+                    let w = u16::from_be_bytes([key[0], key[1]]);
+                    counts[usize::from(w) - 1] += 1;
+                    true
+                })?;
                 Ok(counts)
             })
             .map_err(|error| error.to_string())
@@ -915,87 +897,80 @@ impl TpccDb for EngramTpcc {
         conn.worker
             .transaction(Isolation::ReadCommitted, |txn| {
                 let mut facts = Facts::default();
-                txn.scan(
-                    &t.warehouse,
-                    Bound::Unbounded,
-                    Bound::Unbounded,
-                    Direction::Forward,
-                    usize::MAX,
-                    |_, row| {
-                        let warehouse = Warehouse::decode(row);
-                        facts.warehouses.push((warehouse.w_id, warehouse.ytd_cents));
-                        true
-                    },
-                )?;
-                txn.scan(
-                    &t.district,
-                    Bound::Unbounded,
-                    Bound::Unbounded,
-                    Direction::Forward,
-                    usize::MAX,
-                    |_, row| {
-                        let district = District::decode(row);
-                        facts.districts.push(DistrictFacts {
-                            w_id: district.w_id,
-                            d_id: district.d_id,
-                            ytd_cents: district.ytd_cents,
-                            next_o_id: district.next_o_id,
-                            ..DistrictFacts::default()
-                        });
-                        true
-                    },
-                )?;
+                scan_all(txn, &t.warehouse, |_, row| {
+                    let warehouse = Warehouse::decode(row);
+                    facts.warehouses.push((warehouse.w_id, warehouse.ytd_cents));
+                    true
+                })?;
+                scan_all(txn, &t.district, |_, row| {
+                    let district = District::decode(row);
+                    facts.districts.push(DistrictFacts {
+                        w_id: district.w_id,
+                        d_id: district.d_id,
+                        ytd_cents: district.ytd_cents,
+                        next_o_id: district.next_o_id,
+                        ..DistrictFacts::default()
+                    });
+                    true
+                })?;
                 let index_of = |w: u16, d: u8| {
                     usize::from(w - 1) * usize::from(DISTRICTS) + usize::from(d) - 1
                 };
                 let districts = &mut facts.districts;
-                txn.scan(
-                    &t.order,
-                    Bound::Unbounded,
-                    Bound::Unbounded,
-                    Direction::Forward,
-                    usize::MAX,
-                    |_, row| {
-                        let order = Order::decode(row);
-                        let district = &mut districts[index_of(order.w_id, order.d_id)];
-                        district.max_o_id = district.max_o_id.max(order.o_id);
-                        district.sum_ol_cnt += u64::from(order.ol_cnt);
-                        true
-                    },
-                )?;
-                txn.scan(
-                    &t.new_order,
-                    Bound::Unbounded,
-                    Bound::Unbounded,
-                    Direction::Forward,
-                    usize::MAX,
-                    |_, row| {
-                        let new_order = NewOrder::decode(row);
-                        let district = &mut districts[index_of(new_order.w_id, new_order.d_id)];
-                        let o = new_order.o_id;
-                        district.new_orders = Some(match district.new_orders {
-                            None => (o, o, 1),
-                            Some((min, max, count)) => (min.min(o), max.max(o), count + 1),
-                        });
-                        true
-                    },
-                )?;
-                txn.scan(
-                    &t.order_line,
-                    Bound::Unbounded,
-                    Bound::Unbounded,
-                    Direction::Forward,
-                    usize::MAX,
-                    |_, row| {
-                        let line = OrderLine::decode(row);
-                        districts[index_of(line.w_id, line.d_id)].order_lines += 1;
-                        true
-                    },
-                )?;
+                scan_all(txn, &t.order, |_, row| {
+                    let order = Order::decode(row);
+                    let district = &mut districts[index_of(order.w_id, order.d_id)];
+                    district.max_o_id = district.max_o_id.max(order.o_id);
+                    district.sum_ol_cnt += u64::from(order.ol_cnt);
+                    true
+                })?;
+                scan_all(txn, &t.new_order, |_, row| {
+                    let new_order = NewOrder::decode(row);
+                    let district = &mut districts[index_of(new_order.w_id, new_order.d_id)];
+                    let o = new_order.o_id;
+                    district.new_orders = Some(match district.new_orders {
+                        None => (o, o, 1),
+                        Some((min, max, count)) => (min.min(o), max.max(o), count + 1),
+                    });
+                    true
+                })?;
+                scan_all(txn, &t.order_line, |_, row| {
+                    let line = OrderLine::decode(row);
+                    districts[index_of(line.w_id, line.d_id)].order_lines += 1;
+                    true
+                })?;
+                let sums = &mut facts.customers;
+                scan_all(txn, &t.customer, |_, row| {
+                    let customer = Customer::decode(row);
+                    sums[0] += customer.balance_cents;
+                    sums[1] += customer.ytd_payment_cents;
+                    sums[2] += i64::from(customer.payment_cnt);
+                    sums[3] += i64::from(customer.delivery_cnt);
+                    sums[4] += customer.data.as_bytes().len() as i64;
+                    true
+                })?;
+                let sums = &mut facts.stock;
+                scan_all(txn, &t.stock, |_, row| {
+                    let stock = Stock::decode(row);
+                    sums[0] += i64::from(stock.quantity);
+                    sums[1] += i64::from(stock.ytd);
+                    sums[2] += i64::from(stock.order_cnt);
+                    sums[3] += i64::from(stock.remote_cnt);
+                    true
+                })?;
                 Ok(facts)
             })
             .map_err(|error| error.to_string())
     }
+}
+
+/// Visits every row of `table` in key order.
+fn scan_all(
+    txn: &mut Txn<'_>,
+    table: &TableRef,
+    visit: impl FnMut(&[u8], &[u8]) -> bool,
+) -> Result<usize, Error> {
+    txn.scan(table, Bound::Unbounded, Bound::Unbounded, Direction::Forward, usize::MAX, visit)
 }
 
 /// Replaces `prefix` with the smallest key above every key that starts with it: the exclusive

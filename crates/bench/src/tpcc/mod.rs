@@ -27,8 +27,38 @@ use spec::{
     StockLevelInput,
 };
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
+
+/// The highest order id delivered in each district, raised only after a Delivery commits: an
+/// application's memory of where Delivery's scan of NEW-ORDER may start. Orders are created in
+/// increasing id order and delivered oldest first, so every undelivered order lies above it,
+/// and the scan does not wade through rows deleted but not yet collected (Silo's TPC-C keeps
+/// the same). The scan itself stays transactional; the hint only chooses where it starts.
+#[derive(Debug, Default)]
+pub struct DeliveryHints(Vec<AtomicU32>);
+
+impl DeliveryHints {
+    /// Every district of `warehouses` delivered up to `delivered`.
+    pub fn new(warehouses: u16, delivered: u32) -> DeliveryHints {
+        let districts = usize::from(warehouses) * usize::from(spec::DISTRICTS);
+        DeliveryHints((0..districts).map(|_| AtomicU32::new(delivered)).collect())
+    }
+
+    fn slot(&self, w: u16, d: u8) -> &AtomicU32 {
+        &self.0[usize::from(w - 1) * usize::from(spec::DISTRICTS) + usize::from(d) - 1]
+    }
+
+    /// The highest order id known delivered in district `d` of warehouse `w`.
+    pub fn get(&self, w: u16, d: u8) -> u32 {
+        self.slot(w, d).load(Ordering::Relaxed)
+    }
+
+    /// Records that order `o` of the district was delivered by a committed transaction.
+    pub fn raise(&self, w: u16, d: u8, o: u32) {
+        self.slot(w, d).fetch_max(o, Ordering::Relaxed);
+    }
+}
 
 /// A database that can run TPC-C.
 pub trait TpccDb: Db {
@@ -132,6 +162,13 @@ pub struct Facts {
     /// (W_ID, W_YTD in cents).
     pub warehouses: Vec<(u16, i64)>,
     pub districts: Vec<DistrictFacts>,
+    /// Not a consistency condition, but what two databases that ran the same transactions
+    /// must agree on: over CUSTOMER, the sums of C_BALANCE and C_YTD_PAYMENT in cents, of
+    /// C_PAYMENT_CNT and C_DELIVERY_CNT, and of the lengths of C_DATA (which a payment by a
+    /// bad-credit customer rewrites).
+    pub customers: [i64; 5],
+    /// Over STOCK, the sums of S_QUANTITY, S_YTD, S_ORDER_CNT and S_REMOTE_CNT.
+    pub stock: [i64; 4],
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -235,6 +272,26 @@ impl Facts {
         {
             facts.districts[index_of(row[0], row[1])].order_lines = row[2] as u64;
         }
+        let sums = |row: Vec<Vec<i64>>, into: &mut [i64]| {
+            let row = row.into_iter().next().unwrap_or_default();
+            for (sum, value) in into.iter_mut().zip(row) {
+                *sum = value;
+            }
+        };
+        sums(
+            query(
+                "SELECT SUM(c_balance), SUM(c_ytd_payment), SUM(c_payment_cnt), \
+                 SUM(c_delivery_cnt), SUM(length(c_data)) FROM customer",
+            )?,
+            &mut facts.customers,
+        );
+        sums(
+            query(
+                "SELECT SUM(s_quantity), SUM(s_ytd), SUM(s_order_cnt), SUM(s_remote_cnt) \
+                 FROM stock",
+            )?,
+            &mut facts.stock,
+        );
         Ok(facts)
     }
 }

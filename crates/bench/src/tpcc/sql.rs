@@ -13,6 +13,12 @@
 //! [`ReadOnlyLevels`] chooses. Serialization failures (SQLSTATE 40001) end the attempt as an
 //! abort that the driver retries, with the engine's reason taken from the message.
 //!
+//! The statements are those a client written for PostgreSQL would send: a row read and then
+//! changed is changed by one `UPDATE ... RETURNING` (STOCK, DISTRICT, WAREHOUSE, CUSTOMER,
+//! ORDERS, ORDER-LINE), and a NewOrder's order lines go in one multi-row INSERT. Delivery starts
+//! its scan of NEW-ORDER above the order last delivered in the district ([`DeliveryHints`]),
+//! as the stored procedures do.
+//!
 //! The results the driver compares (order ids, amounts in cents, counts) are computed the same
 //! way as in the other adapters, so a deterministic stream gives identical outputs on all
 //! three.
@@ -22,10 +28,11 @@ use super::schema::{
     Customer, District, History, Item, NewOrder, Order, OrderLine, Stock, Warehouse,
 };
 use super::spec::{
-    Constants, CustomerSelector, DISTRICTS, DeliveryInput, NewOrderInput, OrderStatusInput, Output,
-    PaymentInput, STOCK_LEVEL_ORDERS, Scale, StockLevelInput,
+    Constants, CustomerSelector, DISTRICTS, DeliveryInput, NewOrderInput, ORDER_LINES_MAX,
+    ORDER_LINES_MIN, OrderStatusInput, Output, PaymentInput, STOCK_LEVEL_ORDERS, Scale,
+    StockLevelInput,
 };
-use super::{Facts, TpccDb, load};
+use super::{DeliveryHints, Facts, TpccDb, load};
 use crate::db::{Db, Outcome};
 use engram_engine::{Config, Durability};
 use engram_sql::{Decimal, Prepared, Session, SqlDb, SqlError, Value, isolation_sql};
@@ -89,6 +96,7 @@ pub struct SqlTpcc {
     read_only: ReadOnlyLevels,
     /// Memory to reserve after loading.
     reserve_bytes: usize,
+    delivered: Arc<DeliveryHints>,
 }
 
 /// What the adapter needs of a connection: an in-process [`Session`], or a client of a
@@ -158,13 +166,19 @@ impl SqlClient for Session {
 pub struct SqlConn<C: SqlClient = Session> {
     client: C,
     statements: Statements<C::Statement>,
+    /// Shared by the database's connections.
+    delivered: Arc<DeliveryHints>,
 }
 
 impl<C: SqlClient> SqlConn<C> {
     /// Prepares every statement the transactions send.
-    pub fn new(mut client: C, read_only: ReadOnlyLevels) -> Result<SqlConn<C>, SqlError> {
+    pub fn new(
+        mut client: C,
+        read_only: ReadOnlyLevels,
+        delivered: Arc<DeliveryHints>,
+    ) -> Result<SqlConn<C>, SqlError> {
         let statements = Statements::prepare(&mut client, read_only)?;
-        Ok(SqlConn { client, statements })
+        Ok(SqlConn { client, statements, delivered })
     }
 
     pub fn client(&mut self) -> &mut C {
@@ -182,25 +196,21 @@ struct Statements<S> {
     rollback: S,
     // NewOrder
     warehouse_tax: S,
-    district_next: S,
     district_advance: S,
     customer_discount: S,
     insert_order: S,
     insert_new_order: S,
     item: S,
-    /// One per district: each reads its own S_DIST_xx column.
-    stock: Vec<S>,
-    stock_update: S,
-    insert_order_line: S,
+    /// One per district: each returns its own S_DIST_xx column.
+    stock_update: Vec<S>,
+    /// One per order size, from `ORDER_LINES_MIN` lines up.
+    insert_order_lines: Vec<S>,
     // Payment
     warehouse_pay: S,
-    warehouse_address: S,
     district_pay: S,
-    district_address: S,
     customers_by_name: S,
-    customer_for_payment: S,
-    customer_pay_bad_credit: S,
     customer_pay: S,
+    customer_bad_credit: S,
     insert_history: S,
     // OrderStatus
     customer_balance: S,
@@ -209,10 +219,8 @@ struct Statements<S> {
     // Delivery
     oldest_new_order: S,
     delete_new_order: S,
-    order_customer: S,
     order_carrier: S,
     order_lines_delivered: S,
-    order_total: S,
     customer_deliver: S,
     // StockLevel
     district_next_read: S,
@@ -235,109 +243,99 @@ impl<S> Statements<S> {
             commit: p("COMMIT")?,
             rollback: p("ROLLBACK")?,
             warehouse_tax: p("SELECT w_tax FROM warehouse WHERE w_id = $1")?,
-            district_next: p(
-                "SELECT d_tax, d_next_o_id FROM district WHERE d_w_id = $1 AND d_id = $2",
-            )?,
             district_advance: p(
-                "UPDATE district SET d_next_o_id = $3 WHERE d_w_id = $1 AND d_id = $2",
+                "UPDATE district SET d_next_o_id = d_next_o_id + 1 WHERE d_w_id = $1 AND d_id = $2 \
+                 RETURNING d_tax, d_next_o_id",
             )?,
-            customer_discount: p(
-                "SELECT c_discount, c_last, c_credit FROM customer \
-                 WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3",
-            )?,
+            customer_discount: p("SELECT c_discount, c_last, c_credit FROM customer \
+                 WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3")?,
             insert_order: p("INSERT INTO orders VALUES ($1, $2, $3, $4, $5, NULL, $6, $7)")?,
             insert_new_order: p("INSERT INTO new_order VALUES ($1, $2, $3)")?,
             item: p("SELECT i_price, i_name, i_data FROM item WHERE i_id = $1")?,
-            stock: (1..=DISTRICTS)
+            // Clause 2.4.2.2: the quantity drops by the amount ordered, and 91 is added when
+            // that would leave fewer than 10.
+            stock_update: (1..=DISTRICTS)
                 .map(|d| {
                     p(&format!(
-                        "SELECT s_quantity, s_ytd, s_order_cnt, s_remote_cnt, s_dist_{d:02}, s_data \
-                         FROM stock WHERE s_w_id = $1 AND s_i_id = $2"
+                        "UPDATE stock SET s_quantity = CASE WHEN s_quantity >= $3 + 10 \
+                         THEN s_quantity - $3 ELSE s_quantity - $3 + 91 END, \
+                         s_ytd = s_ytd + $3, s_order_cnt = s_order_cnt + 1, \
+                         s_remote_cnt = s_remote_cnt + $4 \
+                         WHERE s_w_id = $1 AND s_i_id = $2 RETURNING s_dist_{d:02}, s_data"
                     ))
                 })
                 .collect::<Result<_, _>>()?,
-            stock_update: p(
-                "UPDATE stock SET s_quantity = $3, s_ytd = $4, s_order_cnt = $5, s_remote_cnt = $6 \
-                 WHERE s_w_id = $1 AND s_i_id = $2",
-            )?,
-            insert_order_line: p(
-                "INSERT INTO order_line VALUES ($1, $2, $3, $4, $5, $6, NULL, $7, $8, $9)",
-            )?,
-            warehouse_pay: p("UPDATE warehouse SET w_ytd = w_ytd + $2 WHERE w_id = $1")?,
-            warehouse_address: p(
-                "SELECT w_name, w_street_1, w_street_2, w_city, w_state, w_zip FROM warehouse \
-                 WHERE w_id = $1",
-            )?,
+            insert_order_lines: (ORDER_LINES_MIN..=ORDER_LINES_MAX)
+                .map(|lines| {
+                    // o, d, w, then each line's number, item, supply warehouse, quantity,
+                    // amount and district information.
+                    let rows: Vec<String> = (0..usize::from(lines))
+                        .map(|line| {
+                            let n = 4 + line * 6;
+                            format!(
+                                "($1, $2, $3, ${}, ${}, ${}, NULL, ${}, ${}, ${})",
+                                n,
+                                n + 1,
+                                n + 2,
+                                n + 3,
+                                n + 4,
+                                n + 5
+                            )
+                        })
+                        .collect();
+                    p(&format!("INSERT INTO order_line VALUES {}", rows.join(", ")))
+                })
+                .collect::<Result<_, _>>()?,
+            warehouse_pay: p("UPDATE warehouse SET w_ytd = w_ytd + $2 WHERE w_id = $1 \
+                 RETURNING w_name, w_street_1, w_street_2, w_city, w_state, w_zip")?,
             district_pay: p(
-                "UPDATE district SET d_ytd = d_ytd + $3 WHERE d_w_id = $1 AND d_id = $2",
-            )?,
-            district_address: p(
-                "SELECT d_name, d_street_1, d_street_2, d_city, d_state, d_zip FROM district \
-                 WHERE d_w_id = $1 AND d_id = $2",
+                "UPDATE district SET d_ytd = d_ytd + $3 WHERE d_w_id = $1 AND d_id = $2 \
+                 RETURNING d_name, d_street_1, d_street_2, d_city, d_state, d_zip",
             )?,
             customers_by_name: p(
                 "SELECT c_id FROM customer WHERE c_w_id = $1 AND c_d_id = $2 AND c_last = $3 \
                  ORDER BY c_first",
             )?,
-            customer_for_payment: p(
-                "SELECT c_balance, c_ytd_payment, c_payment_cnt, c_credit, c_data FROM customer \
-                 WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3",
-            )?,
-            customer_pay_bad_credit: p(
-                "UPDATE customer SET c_balance = $4, c_ytd_payment = $5, c_payment_cnt = $6, \
-                 c_data = $7 WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3",
-            )?,
-            customer_pay: p(
-                "UPDATE customer SET c_balance = $4, c_ytd_payment = $5, c_payment_cnt = $6 \
-                 WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3",
-            )?,
+            customer_pay: p("UPDATE customer SET c_balance = c_balance - $4, \
+                 c_ytd_payment = c_ytd_payment + $4, c_payment_cnt = c_payment_cnt + 1 \
+                 WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3 \
+                 RETURNING c_balance, c_credit, c_first, c_middle, c_last, c_since, \
+                 c_credit_lim, c_discount")?,
+            // Clause 2.5.2.2: a bad-credit customer's C_DATA gets the payment in front, kept
+            // to 500 characters.
+            customer_bad_credit: p("UPDATE customer SET c_data = substr($4 || c_data, 1, 500) \
+                 WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3")?,
             insert_history: p("INSERT INTO history VALUES ($1, $2, $3, $4, $5, $6, $7, $8)")?,
-            customer_balance: p(
-                "SELECT c_balance, c_first, c_middle, c_last FROM customer \
-                 WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3",
-            )?,
-            last_order: p(
-                "SELECT o_id, o_entry_d, o_carrier_id FROM orders \
-                 WHERE o_w_id = $1 AND o_d_id = $2 AND o_c_id = $3 ORDER BY o_id DESC LIMIT 1",
-            )?,
+            customer_balance: p("SELECT c_balance, c_first, c_middle, c_last FROM customer \
+                 WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3")?,
+            last_order: p("SELECT o_id, o_entry_d, o_carrier_id FROM orders \
+                 WHERE o_w_id = $1 AND o_d_id = $2 AND o_c_id = $3 ORDER BY o_id DESC LIMIT 1")?,
             order_lines: p(
                 "SELECT ol_i_id, ol_supply_w_id, ol_quantity, ol_amount, ol_delivery_d \
                  FROM order_line WHERE ol_w_id = $1 AND ol_d_id = $2 AND ol_o_id = $3",
             )?,
             oldest_new_order: p(
                 "SELECT no_o_id FROM new_order WHERE no_w_id = $1 AND no_d_id = $2 \
-                 ORDER BY no_o_id LIMIT 1",
+                 AND no_o_id > $3 ORDER BY no_o_id LIMIT 1",
             )?,
             delete_new_order: p(
                 "DELETE FROM new_order WHERE no_w_id = $1 AND no_d_id = $2 AND no_o_id = $3",
             )?,
-            order_customer: p(
-                "SELECT o_c_id FROM orders WHERE o_w_id = $1 AND o_d_id = $2 AND o_id = $3",
-            )?,
             order_carrier: p(
-                "UPDATE orders SET o_carrier_id = $4 WHERE o_w_id = $1 AND o_d_id = $2 AND o_id = $3",
+                "UPDATE orders SET o_carrier_id = $4 WHERE o_w_id = $1 AND o_d_id = $2 AND o_id = $3 \
+                 RETURNING o_c_id",
             )?,
-            order_lines_delivered: p(
-                "UPDATE order_line SET ol_delivery_d = $4 \
-                 WHERE ol_w_id = $1 AND ol_d_id = $2 AND ol_o_id = $3",
-            )?,
-            order_total: p(
-                "SELECT SUM(ol_amount) FROM order_line \
-                 WHERE ol_w_id = $1 AND ol_d_id = $2 AND ol_o_id = $3",
-            )?,
-            customer_deliver: p(
-                "UPDATE customer SET c_balance = c_balance + $4, \
+            order_lines_delivered: p("UPDATE order_line SET ol_delivery_d = $4 \
+                 WHERE ol_w_id = $1 AND ol_d_id = $2 AND ol_o_id = $3 RETURNING ol_amount")?,
+            customer_deliver: p("UPDATE customer SET c_balance = c_balance + $4, \
                  c_delivery_cnt = c_delivery_cnt + 1 \
-                 WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3",
-            )?,
+                 WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3")?,
             district_next_read: p(
                 "SELECT d_next_o_id FROM district WHERE d_w_id = $1 AND d_id = $2",
             )?,
-            stock_low: p(
-                "SELECT COUNT(DISTINCT s_i_id) FROM order_line, stock \
+            stock_low: p("SELECT COUNT(DISTINCT s_i_id) FROM order_line, stock \
                  WHERE ol_w_id = $1 AND ol_d_id = $2 AND ol_o_id < $3 AND ol_o_id >= $4 \
-                 AND s_w_id = $1 AND s_i_id = ol_i_id AND s_quantity < $5",
-            )?,
+                 AND s_w_id = $1 AND s_i_id = ol_i_id AND s_quantity < $5")?,
         })
     }
 }
@@ -352,7 +350,13 @@ impl SqlTpcc {
     ) -> Result<SqlTpcc, String> {
         let config: Config = persistence.config();
         let db = SqlDb::open(config).map_err(|error| error.to_string())?;
-        Ok(SqlTpcc { db, scale: Scale::standard(1), read_only, reserve_bytes })
+        Ok(SqlTpcc {
+            db,
+            scale: Scale::standard(1),
+            read_only,
+            reserve_bytes,
+            delivered: Arc::default(),
+        })
     }
 
     pub fn database(&self) -> &Arc<SqlDb> {
@@ -400,7 +404,8 @@ impl Db for SqlTpcc {
     }
 
     fn connect(&self) -> Result<SqlConn, String> {
-        SqlConn::new(self.session()?, self.read_only).map_err(|error| error.to_string())
+        SqlConn::new(self.session()?, self.read_only, Arc::clone(&self.delivered))
+            .map_err(|error| error.to_string())
     }
 
     fn durable_epoch(&self) -> Option<u64> {
@@ -526,7 +531,7 @@ fn run<C: SqlClient>(
     begin: fn(&Statements<C::Statement>) -> &C::Statement,
     body: impl FnOnce(&mut C, &Statements<C::Statement>) -> Result<(), Stop>,
 ) -> Outcome {
-    let SqlConn { client, statements } = conn;
+    let SqlConn { client, statements, .. } = conn;
     let result = client
         .run(begin(statements), &[])
         .map_err(Stop::from)
@@ -832,6 +837,8 @@ impl TpccDb for SqlTpcc {
     fn load(&mut self, scale: &Scale, constants: &Constants, threads: usize) -> Result<(), String> {
         let fail = |error: SqlError| error.to_string();
         self.scale = *scale;
+        self.delivered =
+            Arc::new(DeliveryHints::new(scale.warehouses, scale.first_new_order() - 1));
         let mut session = self.session()?;
         session.batch(SCHEMA).map_err(fail)?;
         let this = &*self;
@@ -856,9 +863,8 @@ impl<C: SqlClient> SqlConn<C> {
             |session, s| {
                 let (w, d) = (input.warehouse, input.district);
                 let w_tax = as_scaled(&one(session, &s.warehouse_tax, &[int(w)])?[0], 4)?;
-                let district = one(session, &s.district_next, &[int(w), int(d)])?;
-                let (d_tax, o) = (as_scaled(&district[0], 4)?, as_int(&district[1])?);
-                change(session, &s.district_advance, &[int(w), int(d), int(o + 1)])?;
+                let district = one(session, &s.district_advance, &[int(w), int(d)])?;
+                let (d_tax, o) = (as_scaled(&district[0], 4)?, as_int(&district[1])? - 1);
                 let customer =
                     one(session, &s.customer_discount, &[int(w), int(d), int(input.customer)])?;
                 let discount = as_scaled(&customer[0], 4)?;
@@ -878,62 +884,38 @@ impl<C: SqlClient> SqlConn<C> {
                 )?;
                 change(session, &s.insert_new_order, &[int(o), int(d), int(w)])?;
                 let (mut total, mut original) = (0i64, 0);
+                let mut lines = Vec::with_capacity(3 + input.lines.len() * 6);
+                lines.extend([int(o), int(d), int(w)]);
                 for (number, line) in input.lines.iter().enumerate() {
                     // An unused item id (1% of NewOrders) rolls the transaction back.
                     let Some(item) = optional(session, &s.item, &[int(line.item)])? else {
                         return Err(Stop::Rollback);
                     };
                     let price = as_scaled(&item[0], 2)?;
-                    let stock = one(
+                    let ordered = i64::from(line.quantity);
+                    let remote = i64::from(line.supply_warehouse != w);
+                    let mut stock = one(
                         session,
-                        &s.stock[usize::from(d) - 1],
-                        &[int(line.supply_warehouse), int(line.item)],
+                        &s.stock_update[usize::from(d) - 1],
+                        &[int(line.supply_warehouse), int(line.item), int(ordered), int(remote)],
                     )?;
-                    let [quantity, ytd, order_cnt, remote_cnt] =
-                        [&stock[0], &stock[1], &stock[2], &stock[3]].map(as_int);
-                    let (quantity, ytd, order_cnt, remote_cnt) =
-                        (quantity?, ytd?, order_cnt?, remote_cnt?);
                     original += u32::from(
                         as_text(&item[2])?.contains("ORIGINAL")
-                            && as_text(&stock[5])?.contains("ORIGINAL"),
+                            && as_text(&stock[1])?.contains("ORIGINAL"),
                     );
-                    let ordered = i64::from(line.quantity);
-                    let quantity = if quantity >= ordered + 10 {
-                        quantity - ordered
-                    } else {
-                        quantity - ordered + 91
-                    };
-                    let remote = i64::from(line.supply_warehouse != w);
-                    change(
-                        session,
-                        &s.stock_update,
-                        &[
-                            int(line.supply_warehouse),
-                            int(line.item),
-                            int(quantity),
-                            int(ytd + ordered),
-                            int(order_cnt + 1),
-                            int(remote_cnt + remote),
-                        ],
-                    )?;
                     let amount = ordered * price;
                     total += amount;
-                    change(
-                        session,
-                        &s.insert_order_line,
-                        &[
-                            int(o),
-                            int(d),
-                            int(w),
-                            int(number as i64 + 1),
-                            int(line.item),
-                            int(line.supply_warehouse),
-                            int(line.quantity),
-                            money(amount),
-                            stock[4].clone(),
-                        ],
-                    )?;
+                    lines.extend([
+                        int(number as i64 + 1),
+                        int(line.item),
+                        int(line.supply_warehouse),
+                        int(ordered),
+                        money(amount),
+                        std::mem::replace(&mut stock[0], Value::Null),
+                    ]);
                 }
+                let size = input.lines.len() - usize::from(ORDER_LINES_MIN);
+                change(session, &s.insert_order_lines[size], &lines)?;
                 let taxed = total * (10_000 + w_tax + d_tax) / 10_000;
                 output.amount_cents = taxed * (10_000 - discount) / 10_000;
                 output.order = o as u32;
@@ -952,21 +934,18 @@ impl<C: SqlClient> SqlConn<C> {
             |session, s| {
                 let (w, d) = (input.warehouse, input.district);
                 let amount = money(input.amount_cents);
-                change(session, &s.warehouse_pay, &[int(w), amount.clone()])?;
-                let warehouse = one(session, &s.warehouse_address, &[int(w)])?;
-                change(session, &s.district_pay, &[int(w), int(d), amount.clone()])?;
-                let district = one(session, &s.district_address, &[int(w), int(d)])?;
+                let warehouse = one(session, &s.warehouse_pay, &[int(w), amount.clone()])?;
+                let district = one(session, &s.district_pay, &[int(w), int(d), amount.clone()])?;
                 let (cw, cd) = (input.customer_warehouse, input.customer_district);
                 let customer = find_customer(session, s, cw, cd, &input.customer)?;
-                let row =
-                    one(session, &s.customer_for_payment, &[int(cw), int(cd), int(customer)])?;
-                let balance = as_scaled(&row[0], 2)? - input.amount_cents;
-                let ytd = as_scaled(&row[1], 2)? + input.amount_cents;
-                let count = as_int(&row[2])? + 1;
                 let key = [int(cw), int(cd), int(customer)];
-                if as_text(&row[3])? == "BC" {
-                    let mut data = format!(
-                        "{} {} {} {} {} {}.{:02}|{}",
+                let mut params = key.to_vec();
+                params.push(amount.clone());
+                let row = one(session, &s.customer_pay, &params)?;
+                let balance = as_scaled(&row[0], 2)?;
+                if as_text(&row[1])? == "BC" {
+                    params[3] = Value::Text(format!(
+                        "{} {} {} {} {} {}.{:02}|",
                         customer,
                         cd,
                         cw,
@@ -974,16 +953,8 @@ impl<C: SqlClient> SqlConn<C> {
                         w,
                         input.amount_cents / 100,
                         input.amount_cents % 100,
-                        as_text(&row[4])?
-                    );
-                    data.truncate(500);
-                    let mut params = key.to_vec();
-                    params.extend([money(balance), money(ytd), int(count), Value::Text(data)]);
-                    change(session, &s.customer_pay_bad_credit, &params)?;
-                } else {
-                    let mut params = key.to_vec();
-                    params.extend([money(balance), money(ytd), int(count)]);
-                    change(session, &s.customer_pay, &params)?;
+                    ));
+                    change(session, &s.customer_bad_credit, &params)?;
                 }
                 let history = format!("{}    {}", as_text(&warehouse[0])?, as_text(&district[0])?);
                 change(
@@ -1034,33 +1005,49 @@ impl<C: SqlClient> SqlConn<C> {
     }
 
     pub fn delivery(&mut self, input: &DeliveryInput, output: &mut Output) -> Outcome {
-        run(
+        let hints = Arc::clone(&self.delivered);
+        let w = input.warehouse;
+        let mut delivered = Vec::with_capacity(usize::from(DISTRICTS));
+        let outcome = run(
             self,
             |s| &s.begin_serializable,
             |session, s| {
-                let w = input.warehouse;
-                let mut delivered = 0;
                 for d in 1..=DISTRICTS {
-                    let Some(oldest) = optional(session, &s.oldest_new_order, &[int(w), int(d)])?
+                    let after = int(hints.get(w, d));
+                    let Some(oldest) =
+                        optional(session, &s.oldest_new_order, &[int(w), int(d), after])?
                     else {
+                        // A district with no undelivered order is skipped (clause 2.7.4.2).
                         continue;
                     };
-                    let key = [int(w), int(d), oldest[0].clone()];
+                    let o = as_int(&oldest[0])?;
+                    let key = [int(w), int(d), int(o)];
                     change(session, &s.delete_new_order, &key)?;
-                    let customer = one(session, &s.order_customer, &key)?[0].clone();
                     let mut params = key.to_vec();
                     params.push(int(input.carrier));
-                    change(session, &s.order_carrier, &params)?;
+                    let customer = one(session, &s.order_carrier, &params)?[0].clone();
                     params[3] = timestamp(input.date);
-                    change(session, &s.order_lines_delivered, &params)?;
-                    let total = one(session, &s.order_total, &key)?[0].clone();
-                    change(session, &s.customer_deliver, &[int(w), int(d), customer, total])?;
-                    delivered += 1;
+                    let mut total = 0;
+                    for line in rows(session, &s.order_lines_delivered, &params)? {
+                        total += as_scaled(&line[0], 2)?;
+                    }
+                    change(
+                        session,
+                        &s.customer_deliver,
+                        &[int(w), int(d), customer, money(total)],
+                    )?;
+                    delivered.push((d, o as u32));
                 }
-                output.count = delivered;
+                output.count = delivered.len() as u32;
                 Ok(())
             },
-        )
+        );
+        if outcome == Outcome::Committed {
+            for &(d, o) in &delivered {
+                hints.raise(w, d, o);
+            }
+        }
+        outcome
     }
 
     pub fn stock_level(&mut self, input: &StockLevelInput, output: &mut Output) -> Outcome {

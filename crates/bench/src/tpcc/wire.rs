@@ -16,12 +16,13 @@ use super::spec::{
     StockLevelInput,
 };
 use super::sql::{Loader, SCHEMA, SqlClient, SqlConn, sql_conn_transactions};
-use super::{Facts, TpccDb, load};
+use super::{DeliveryHints, Facts, TpccDb, load};
 use crate::db::{Db, Outcome};
 use engram_engine::Isolation;
 use engram_sql::types::numeric_from_binary;
 use engram_sql::{SqlError, Value};
 use std::error::Error;
+use std::sync::Arc;
 use tokio_postgres::types::{Format, IsNull, ToSql, Type, to_sql_checked};
 use tokio_postgres::{NoTls, Statement};
 
@@ -220,6 +221,7 @@ pub struct WireTpcc {
     scale: Scale,
     read_only: ReadOnlyLevels,
     snapshots: bool,
+    delivered: Arc<DeliveryHints>,
 }
 
 impl WireTpcc {
@@ -231,6 +233,7 @@ impl WireTpcc {
             scale: Scale::standard(1),
             read_only,
             snapshots: client.snapshots,
+            delivered: Arc::default(),
         })
     }
 }
@@ -256,7 +259,7 @@ impl Db for WireTpcc {
     }
 
     fn connect(&self) -> Result<Self::Conn, String> {
-        SqlConn::new(WireClient::connect(&self.url)?, self.read_only)
+        SqlConn::new(WireClient::connect(&self.url)?, self.read_only, Arc::clone(&self.delivered))
             .map_err(|error| error.to_string())
     }
 }
@@ -264,6 +267,8 @@ impl Db for WireTpcc {
 impl TpccDb for WireTpcc {
     fn load(&mut self, scale: &Scale, constants: &Constants, threads: usize) -> Result<(), String> {
         self.scale = *scale;
+        self.delivered =
+            Arc::new(DeliveryHints::new(scale.warehouses, scale.first_new_order() - 1));
         let mut client = WireClient::connect(&self.url)?;
         client
             .batch(
