@@ -46,6 +46,7 @@ pub fn patch_row(
         return Ok(false);
     }
     out.clear();
+    out.reserve(row.len() + 64);
     out.extend_from_slice(&version.to_le_bytes());
     out.extend_from_slice(&(types.len() as u16).to_le_bytes());
     let bitmap_at = 4;
@@ -54,6 +55,8 @@ pub fn patch_row(
     if at > row.len() {
         return Err(corrupt());
     }
+    // Unchanged columns are copied in runs: `copy_from` is where the current run starts.
+    let mut copy_from = at;
     for (column, ty) in types.iter().enumerate() {
         let (byte, bit) = (bitmap_at + column / 8, 1u8 << (column % 8));
         let null = row[byte] & bit != 0;
@@ -71,12 +74,19 @@ pub fn patch_row(
             }
         }
         match changes.iter().find(|(changed, _)| *changed == column) {
-            Some((_, Value::Null)) => out[byte] |= bit,
-            Some((_, value)) => encode_value(*ty, value, out),
+            Some((_, value)) => {
+                out.extend_from_slice(&row[copy_from..start]);
+                copy_from = at;
+                match value {
+                    Value::Null => out[byte] |= bit,
+                    value => encode_value(*ty, value, out),
+                }
+            }
             None if null => out[byte] |= bit,
-            None => out.extend_from_slice(&row[start..at]),
+            None => {}
         }
     }
+    out.extend_from_slice(&row[copy_from..at]);
     Ok(true)
 }
 
@@ -146,7 +156,13 @@ pub fn decode_row(
     if row.len() < 4 {
         return Err(corrupt());
     }
-    let count = usize::from(u16::from_le_bytes([row[2], row[3]])).min(types.len());
+    // Columns after the last one wanted are not read.
+    let last = if wanted.is_empty() {
+        types.len()
+    } else {
+        wanted.iter().rposition(|w| *w).map_or(0, |at| at + 1)
+    };
+    let count = usize::from(u16::from_le_bytes([row[2], row[3]])).min(types.len()).min(last);
     let bitmap_at = 4;
     let mut at = bitmap_at + usize::from(u16::from_le_bytes([row[2], row[3]])).div_ceil(8);
     if at > row.len() {
@@ -335,6 +351,18 @@ mod tests {
             assert_eq!(a.compare(b), std::cmp::Ordering::Equal);
         }
         assert!(decode_row(&row[..row.len() - 3], &types, &[], &mut out).is_err());
+        // Only the wanted columns, the last one included; the others are NULL.
+        for wanted in [[true, false, false, false, false], [false, true, true, false, false]] {
+            decode_row(&row, &types, &wanted, &mut out).unwrap();
+            assert_eq!(out.len(), types.len());
+            for (column, value) in out.iter().enumerate() {
+                if wanted[column] {
+                    assert_eq!(value.compare(&values[column]), std::cmp::Ordering::Equal);
+                } else {
+                    assert!(value.is_null(), "{column}: {value:?}");
+                }
+            }
+        }
     }
 
     /// Patching a row gives the same bytes as encoding the changed row whole, for every mix

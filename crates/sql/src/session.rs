@@ -9,7 +9,7 @@ use crate::error::{SqlError, SqlResult};
 use crate::exec::{Env, Produced, run_insert, run_modify, run_query};
 use crate::parse::parse;
 use crate::plan::{Binder, OutputColumn, Plan, explain};
-use crate::types::{Type, Value, cast, now_micros};
+use crate::types::{Type, Value, cast, conforms, now_micros};
 use engram_engine::{CommitInfo, Isolation, Worker};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
@@ -940,12 +940,15 @@ impl Session {
             (None, Some(prepared)) => prepared.param_types.as_slice(),
             (None, None) => &[],
         };
-        // Parameters take their types.
+        // Parameters take their types (used as they are when they have them already).
         let mut converted = std::mem::take(&mut self.converted);
         converted.clear();
-        for (value, ty) in params.iter().zip(types.iter().chain(std::iter::repeat(&Type::Unknown)))
-        {
-            converted.push(cast(value.clone(), *ty, false)?);
+        let typed = || types.iter().chain(std::iter::repeat(&Type::Unknown));
+        let as_given = params.iter().zip(typed()).all(|(value, ty)| conforms(value, *ty));
+        if !as_given {
+            for (value, ty) in params.iter().zip(typed()) {
+                converted.push(cast(value.clone(), *ty, false)?);
+            }
         }
         let writes = !matches!(plan.as_ref(), Plan::Query(q) if !q.for_update);
         if writes && (self.read_only || self.isolation() == Isolation::Snapshot) {
@@ -966,7 +969,7 @@ impl Session {
             self.interrupt.deadline = None;
         }
         let env = Env {
-            params: &converted,
+            params: if as_given { params } else { &converted },
             now: self.txn_started,
             reserve: &reserve,
             max_rows,

@@ -579,8 +579,7 @@ pub fn fit_numeric(value: Decimal, ty: Type) -> SqlResult<Value> {
         rust_decimal::RoundingStrategy::MidpointAwayFromZero,
     );
     rounded.rescale(u32::from(scale));
-    let integer_digits = rounded.trunc().abs().to_string().trim_start_matches('0').len();
-    if integer_digits > usize::from(precision - scale) || rounded.scale() != u32::from(scale) {
+    if !integer_digits_fit(&rounded, precision - scale) || rounded.scale() != u32::from(scale) {
         return Err(SqlError::new(
             "22003",
             format!(
@@ -591,6 +590,36 @@ pub fn fit_numeric(value: Decimal, ty: Type) -> SqlResult<Value> {
         ));
     }
     Ok(Value::Numeric(rounded))
+}
+
+/// Whether `value`'s integer part has at most `digits` digits.
+fn integer_digits_fit(value: &Decimal, digits: u8) -> bool {
+    // A decimal holds at most 29 digits; 10^28 is the largest power of ten it holds.
+    digits > 28 || value.trunc().abs() < Decimal::from_i128_with_scale(10i128.pow(digits.into()), 0)
+}
+
+/// Whether a cast of `value` to `ty` (implicit or explicit) returns it unchanged, so that a
+/// caller may use it as it is (no clone, no conversion). Never true where the cast would fail;
+/// `cast` itself starts with it.
+pub fn conforms(value: &Value, ty: Type) -> bool {
+    match (value, ty) {
+        (Value::Null, _) | (_, Type::Unknown) => true,
+        (Value::Bool(_), Type::Bool) => true,
+        (Value::Int(v), Type::Int2) => i16::try_from(*v).is_ok(),
+        (Value::Int(v), Type::Int4) => i32::try_from(*v).is_ok(),
+        (Value::Int(_), Type::Int8) => true,
+        (Value::Float(_), Type::Float8) => true,
+        (Value::Numeric(d), Type::Numeric { precision, scale }) => {
+            precision == 0
+                || (d.scale() == u32::from(scale) && integer_digits_fit(d, precision - scale))
+        }
+        (Value::Text(_), Type::Text) => true,
+        (Value::Text(text), Type::Varchar(n)) => n == 0 || text.len() <= n as usize,
+        (Value::Text(text), Type::Char(n)) => text.len() <= n as usize && !text.ends_with(' '),
+        (Value::Bytes(_), Type::Bytea) => true,
+        (Value::Date(_), Type::Date) | (Value::Timestamp(_), Type::Timestamp) => true,
+        _ => false,
+    }
 }
 
 /// Fits text to a character type: checks (or, for an explicit cast, applies) the length limit.
@@ -631,6 +660,14 @@ pub fn fit_text(mut text: String, ty: Type, explicit: bool) -> SqlResult<Value> 
 /// Converts a value to type `to`. `explicit` is a CAST written in the query (which may
 /// truncate strings); otherwise an assignment or an implicit coercion.
 pub fn cast(value: Value, to: Type, explicit: bool) -> SqlResult<Value> {
+    if conforms(&value, to) {
+        return Ok(value);
+    }
+    convert(value, to, explicit)
+}
+
+/// [`cast`] after its fast path.
+fn convert(value: Value, to: Type, explicit: bool) -> SqlResult<Value> {
     if matches!(value, Value::Null) || to == Type::Unknown {
         return Ok(value);
     }
@@ -802,6 +839,73 @@ mod tests {
         assert_eq!(value.to_text(ty).unwrap(), "123.46");
         assert_eq!(parse_text("1234.5", ty).unwrap_err().code, "22003");
         assert_eq!(parse_text("1.5x", ty).unwrap_err().code, "22P02");
+    }
+
+    /// `conforms` is true only where the implicit cast gives back the same value.
+    #[test]
+    fn conforming_values_cast_to_themselves() {
+        use rand::{RngExt, SeedableRng, rngs::SmallRng};
+        let types = [
+            Type::Bool,
+            Type::Int2,
+            Type::Int4,
+            Type::Int8,
+            Type::Float4,
+            Type::Float8,
+            Type::Numeric { precision: 0, scale: 0 },
+            Type::Numeric { precision: 4, scale: 4 },
+            Type::Numeric { precision: 6, scale: 2 },
+            Type::Numeric { precision: 28, scale: 0 },
+            Type::Char(2),
+            Type::Varchar(3),
+            Type::Varchar(0),
+            Type::Text,
+            Type::Bytea,
+            Type::Date,
+            Type::Timestamp,
+            Type::Unknown,
+        ];
+        let mut random = SmallRng::seed_from_u64(11);
+        let (mut conforming, mut converted) = (0, 0);
+        for _ in 0..20_000 {
+            let value = match random.random_range(0..8) {
+                0 => Value::Null,
+                1 => Value::Bool(random.random_bool(0.5)),
+                2 => Value::Int(match random.random_range(0..3) {
+                    0 => random.random_range(-300..300),
+                    1 => random.random_range(-70_000..70_000),
+                    _ => random.random(),
+                }),
+                3 => Value::Float(random.random_range(-1e6..1e6)),
+                4 => Value::Numeric(Decimal::new(
+                    random.random_range(-10_000_000..10_000_000),
+                    random.random_range(0..6),
+                )),
+                5 => Value::Text(
+                    ["", "a", "ab", "ab ", "abc", "abcd", "é", "éé", "x  "]
+                        [random.random_range(0..9)]
+                    .into(),
+                ),
+                6 => Value::Date(random.random_range(-1000..1000)),
+                _ => Value::Timestamp(random.random_range(-1 << 40..1 << 40)),
+            };
+            let ty = types[random.random_range(0..types.len())];
+            // The cast without its fast path: the match on every pair of value and type.
+            let slow = |explicit: bool| convert(value.clone(), ty, explicit);
+            if conforms(&value, ty) {
+                conforming += 1;
+                for explicit in [false, true] {
+                    let cast = slow(explicit);
+                    assert!(
+                        matches!(&cast, Ok(c) if format!("{c:?}") == format!("{value:?}")),
+                        "{value:?} as {ty:?} conforms, but the cast gave {cast:?}"
+                    );
+                }
+            } else {
+                converted += 1;
+            }
+        }
+        assert!(conforming > 2_000 && converted > 2_000, "{conforming} / {converted}");
     }
 
     #[test]
