@@ -151,8 +151,15 @@ pub fn decode_row(
     wanted: &[bool],
     out: &mut Vec<Value>,
 ) -> SqlResult<()> {
-    out.clear();
-    out.resize(types.len(), Value::Null);
+    if out.len() == types.len() {
+        // The caller's buffer from the last row: reset it in place.
+        for value in out.iter_mut().filter(|value| !value.is_null()) {
+            *value = Value::Null;
+        }
+    } else {
+        out.clear();
+        out.resize_with(types.len(), || Value::Null);
+    }
     if row.len() < 4 {
         return Err(corrupt());
     }

@@ -746,14 +746,16 @@ fn join(
         }
         return Ok(go_on);
     }
-    // Collect this level's rows first: the inner levels need the transaction too.
-    let mut matches: Vec<Vec<Value>> = Vec::new();
+    // Collect this level's rows first (moved, one after another in one vector): the inner
+    // levels need the transaction too.
+    let (mut matches, mut count): (Vec<Value>, usize) = (Vec::new(), 0);
     visit(txn, access, target, cx, plan.for_update, &mut |_, columns| {
-        matches.push(columns.to_vec());
+        matches.extend(columns.iter_mut().map(|value| std::mem::replace(value, Value::Null)));
+        count += 1;
         Ok(true)
     })?;
-    for mut columns in matches {
-        row[offset..offset + width].swap_with_slice(&mut columns);
+    for at in 0..count {
+        row[offset..offset + width].swap_with_slice(&mut matches[at * width..(at + 1) * width]);
         if let Some(on) = &access.on
             && !on.test(row, cx)?
         {
