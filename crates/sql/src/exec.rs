@@ -243,8 +243,24 @@ fn point_key(
     row: &[Value],
     cx: &Context<'_>,
 ) -> SqlResult<PointKey> {
+    listed_key(table, exprs, None, row, cx)
+}
+
+/// The primary key of `exprs`, where `listed` (a key position and an expression) replaces
+/// one of them: the key of one value of a [`Path::Points`] list.
+fn listed_key(
+    table: &TableInfo,
+    exprs: &[BExpr],
+    listed: Option<(usize, &BExpr)>,
+    row: &[Value],
+    cx: &Context<'_>,
+) -> SqlResult<PointKey> {
     let mut key = Vec::with_capacity(32);
-    for (expr, column) in exprs.iter().zip(&table.schema.primary_key) {
+    for (i, (expr, column)) in exprs.iter().zip(&table.schema.primary_key).enumerate() {
+        let expr = match listed {
+            Some((at, listed)) if at == i => listed,
+            _ => expr,
+        };
         match key_part(table.types[*column], expr.eval(row, cx)?, false, &mut key) {
             None => return Ok(PointKey::Unconvertible),
             Some(None) => return Ok(PointKey::NoRow),
@@ -252,6 +268,30 @@ fn point_key(
         }
     }
     Ok(PointKey::Key(key))
+}
+
+/// The keys of a [`Path::Points`] access, sorted and without repeats; `None` when a value does
+/// not convert to its column's type.
+fn listed_keys(
+    table: &TableInfo,
+    key: &[BExpr],
+    at: usize,
+    list: &[BExpr],
+    row: &[Value],
+    cx: &Context<'_>,
+) -> SqlResult<Option<Vec<Vec<u8>>>> {
+    let mut keys = Vec::with_capacity(list.len());
+    for listed in list {
+        match listed_key(table, key, Some((at, listed)), row, cx)? {
+            PointKey::Key(key) => keys.push(key),
+            // A NULL in the list (or in a fixed column) matches no row.
+            PointKey::NoRow => {}
+            PointKey::Unconvertible => return Ok(None),
+        }
+    }
+    keys.sort_unstable();
+    keys.dedup();
+    Ok(Some(keys))
 }
 
 /// Receives `(primary key, decoded columns)`; returns whether to go on. The columns are the
@@ -263,6 +303,8 @@ type Sink<'a> = dyn FnMut(&[u8], &mut [Value]) -> SqlResult<bool> + 'a;
 enum Target {
     Empty,
     Key(Vec<u8>),
+    /// Sorted, without repeats.
+    Keys(Vec<Vec<u8>>),
     Range {
         low: Option<Vec<u8>>,
         high: Option<Vec<u8>>,
@@ -284,6 +326,12 @@ fn resolve(access: &Access, row: &[Value], cx: &Context<'_>) -> SqlResult<Target
             PointKey::NoRow => Target::Empty,
             PointKey::Unconvertible => full(),
         },
+        Path::Points { key, at, list } => {
+            match listed_keys(&access.table, key, *at, list, row, cx)? {
+                Some(keys) => Target::Keys(keys),
+                None => full(),
+            }
+        }
         Path::Range { .. } => match bounds(access, row, cx)? {
             Bounds::Empty => Target::Empty,
             Bounds::Full => full(),
@@ -319,15 +367,14 @@ fn visit(
     let (low, high, index, descending, wanted) = match target {
         Target::Empty => return Ok(()),
         Target::Key(key) => {
-            let found = if for_update {
-                txn.get_for_update(&table.engine, &key)
-            } else {
-                txn.get(&table.engine, &key)
-            }
-            .map_err(|e| engine_error(e, table))?;
-            if let Some(bytes) = found {
-                decode_row(bytes, types, &access.wanted, &mut decoded)?;
-                sink(&key, &mut decoded)?;
+            lookup(txn, access, &key, for_update, &mut decoded, sink)?;
+            return Ok(());
+        }
+        Target::Keys(keys) => {
+            for key in keys {
+                if !lookup(txn, access, &key, for_update, &mut decoded, sink)? {
+                    break;
+                }
             }
             return Ok(());
         }
@@ -406,6 +453,32 @@ fn visit(
         txn.get_for_update(&table.engine, &key).map_err(|e| engine_error(e, table))?;
     }
     Ok(())
+}
+
+/// Reads the row with primary key `key`, if there is one, into the sink; returns whether to go
+/// on (true when there is no row).
+fn lookup(
+    txn: &mut Txn<'_>,
+    access: &Access,
+    key: &[u8],
+    for_update: bool,
+    decoded: &mut Vec<Value>,
+    sink: &mut Sink<'_>,
+) -> SqlResult<bool> {
+    let table = &access.table;
+    let found = if for_update {
+        txn.get_for_update(&table.engine, key)
+    } else {
+        txn.get(&table.engine, key)
+    }
+    .map_err(|e| engine_error(e, table))?;
+    match found {
+        Some(bytes) => {
+            decode_row(bytes, &table.types, &access.wanted, decoded)?;
+            sink(key, decoded)
+        }
+        None => Ok(true),
+    }
 }
 
 /// What a query accumulates as rows arrive.
@@ -1029,7 +1102,8 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
     let mut targets: Vec<Vec<u8>> = Vec::new();
     let point = match &plan.access.path {
         Path::Point(exprs) => point_key(table, exprs, &[], &cx)?,
-        Path::Range { .. } => PointKey::Unconvertible,
+        // Rows through the access path and the filter, below.
+        Path::Points { .. } | Path::Range { .. } => PointKey::Unconvertible,
     };
     match point {
         // One row by its primary key: read it once, for update, below.

@@ -22,6 +22,9 @@ pub struct OutputColumn {
 pub enum Path {
     /// Every primary-key column is fixed: at most one row.
     Point(Vec<BExpr>),
+    /// Every primary-key column fixed but the one at `at`, which takes each value of an `IN`
+    /// list in turn (`key[at]` is a placeholder): at most one row per value, read in key order.
+    Points { key: Vec<BExpr>, at: usize, list: Vec<BExpr> },
     /// A scan of the primary key (`index: None`) or a secondary index: the leading `eq`
     /// columns fixed, the next one optionally bounded.
     Range {
@@ -1577,7 +1580,8 @@ impl<'a> Binder<'a> {
             None => Vec::new(),
         };
         let changes_key = assignments.iter().any(|(c, _)| table.schema.primary_key.contains(c));
-        let uses_primary_key = matches!(path, Path::Point(_) | Path::Range { index: None, .. });
+        let uses_primary_key =
+            matches!(path, Path::Point(_) | Path::Points { .. } | Path::Range { index: None, .. });
         let (returning, columns) = self.returning(returning, &table, &scope)?;
         let width = table.schema.columns.len();
         let filter = join_conjuncts(
@@ -1736,6 +1740,39 @@ fn choose_path(
         let key = primary.iter().map(|c| take_eq(c, &mut implied)).collect();
         return (Path::Point(key), implied);
     }
+    // One primary-key column in an IN list, the others fixed: a lookup per listed value.
+    for (position, conjunct) in conjuncts.iter().enumerate() {
+        let BExpr::InList { expr, list, negated: false } = conjunct else { continue };
+        let BExpr::Column(c) = expr.as_ref() else { continue };
+        let Some(at) = primary.iter().position(|k| offset + *k == *c) else { continue };
+        let others_fixed =
+            primary.iter().enumerate().all(|(i, k)| i == at || bounds[*k].eq.is_some());
+        let column_ty = table.schema.columns[primary[at]].ty;
+        let mut exact = true;
+        let usable = others_fixed
+            && !list.is_empty()
+            && list.iter().all(|item| {
+                let ty = expr_type_hint(item, params, row_types);
+                exact &= ty.is_some_and(|ty| key_exact(column_ty, ty));
+                item.column_bound() <= offset
+                    && !contains_volatile(item)
+                    && ty.is_some_and(|ty| key_compatible(column_ty, ty))
+            });
+        if !usable {
+            continue;
+        }
+        let key = primary
+            .iter()
+            .enumerate()
+            .map(
+                |(i, k)| if i == at { BExpr::Const(Value::Null) } else { take_eq(k, &mut implied) },
+            )
+            .collect();
+        if exact {
+            implied.push(position);
+        }
+        return (Path::Points { key, at, list: list.clone() }, implied);
+    }
     let mut best: (Option<usize>, (usize, bool)) =
         (None, if primary.is_empty() { (0, false) } else { score(primary) });
     for (i, index) in table.schema.indexes.iter().enumerate() {
@@ -1816,6 +1853,8 @@ fn eliminate_sort(plan: &mut QueryPlan) {
             plan.sort.clear();
             return;
         }
+        // In key order, but the ORDER BY is left to the sort.
+        Path::Points { .. } => return,
         Path::Range { index: None, eq, .. } => (schema.primary_key.clone(), eq.len()),
         Path::Range { index: Some(i), eq, .. } => (schema.indexes[*i].columns.clone(), eq.len()),
     };
@@ -1888,6 +1927,7 @@ fn mark_wanted(plan: &mut QueryPlan) {
         }
         match &access.path {
             Path::Point(key) => key.iter().for_each(&mut mark),
+            Path::Points { key, list, .. } => key.iter().chain(list).for_each(&mut mark),
             Path::Range { eq, low, high, .. } => {
                 eq.iter().for_each(&mut mark);
                 if let Some((e, _)) = low {
@@ -2029,6 +2069,12 @@ fn describe_access(access: &Access) -> String {
             "Point Lookup on {name} using {} ({})",
             schema.primary_name.clone().unwrap_or_else(|| "primary key".into()),
             column_names(&schema.primary_key, usize::MAX)
+        ),
+        Path::Points { list, .. } => format!(
+            "Point Lookups on {name} using {} ({}), {} listed keys",
+            schema.primary_name.clone().unwrap_or_else(|| "primary key".into()),
+            column_names(&schema.primary_key, usize::MAX),
+            list.len()
         ),
         Path::Range { index, eq, low, high, descending } => {
             let (label, columns) = match index {

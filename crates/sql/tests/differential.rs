@@ -27,7 +27,20 @@ fn predicate(rng: &mut SmallRng, depth: u32) -> String {
     match rng.random_range(0..5) {
         0 => format!("{column} IS {}NULL", if rng.random_bool(0.5) { "NOT " } else { "" }),
         1 => format!("{column} BETWEEN {} AND {}", constant(rng, column), constant(rng, column)),
-        2 => format!("{column} IN ({}, {})", constant(rng, column), constant(rng, column)),
+        2 => {
+            // One to four values, now and then a NULL (on the primary key: a lookup each).
+            let values: Vec<String> =
+                (0..rng.random_range(1..5))
+                    .map(|_| {
+                        if rng.random_bool(0.1) {
+                            "NULL".to_string()
+                        } else {
+                            constant(rng, column)
+                        }
+                    })
+                    .collect();
+            format!("{column} IN ({})", values.join(", "))
+        }
         _ => {
             let op = ["=", "<>", "<", "<=", ">", ">="][rng.random_range(0..6)];
             format!("{column} {op} {}", constant(rng, column))

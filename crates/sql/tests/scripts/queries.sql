@@ -174,6 +174,80 @@ SELECT count(*) FROM emp WHERE id = 2.5
 ----
 0
 
+-- An IN list on the primary key is a lookup per listed value: repeats, NULLs, values no row
+-- has, values out of the column's range, and other conditions on the rows found.
+EXPLAIN SELECT name FROM emp WHERE id IN (5, 1, 3)
+----
+Point Lookups on emp using emp_pkey (id), 3 listed keys
+
+SELECT name FROM emp WHERE id IN (5, 1, 3, 1, NULL, 99, 3000000000)
+----
+ann
+cid
+eve
+
+SELECT name FROM emp WHERE id IN (5, 1, 3) AND salary < 95 ORDER BY name DESC
+----
+eve
+cid
+
+SELECT name FROM emp WHERE id IN (2.0, 2.5, 4) ORDER BY id
+----
+bob
+dan
+
+SELECT count(*) FROM emp WHERE id IN (NULL)
+----
+0
+
+SELECT name FROM emp WHERE id NOT IN (1, 2, 3) ORDER BY id
+----
+dan
+eve
+
+SELECT name FROM emp WHERE id IN (4, 2, 5) ORDER BY id LIMIT 2
+----
+bob
+dan
+
+-- A lookup per value of an outer row (the listed values read an earlier table).
+EXPLAIN SELECT d.name, e.name FROM dept d JOIN emp e ON e.id IN (d.id, d.id + 3)
+----
+Nested Loop
+  ->  Seq Scan on dept
+  ->  Point Lookups on emp using emp_pkey (id), 2 listed keys
+
+SELECT d.name, e.name FROM dept d JOIN emp e ON e.id IN (d.id, d.id + 3) ORDER BY d.id, e.id
+----
+eng | ann
+eng | dan
+ops | bob
+ops | eve
+empty | cid
+
+PREPARE listed AS SELECT name FROM emp WHERE id IN ($1, $2)
+----
+ok PREPARE
+
+EXECUTE listed(4, 1)
+----
+ann
+dan
+
+EXPLAIN UPDATE emp SET salary = salary + 1 WHERE id IN (1, 2, 9)
+----
+Update on emp
+  ->  Point Lookups on emp using emp_pkey (id), 3 listed keys
+
+UPDATE emp SET salary = salary + 1 WHERE id IN (1, 2, 9) RETURNING id, salary
+----
+1 | 102
+2 | 81
+
+DELETE FROM emp WHERE id IN (4) AND name = 'nobody'
+----
+ok DELETE 0
+
 SELECT e.name FROM emp e JOIN dept d ON d.id = e.dept_id AND d.name = 'ops' ORDER BY e.name
 ----
 cid
