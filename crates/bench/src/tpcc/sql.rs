@@ -15,9 +15,10 @@
 //!
 //! The statements are those a client written for PostgreSQL would send: a row read and then
 //! changed is changed by one `UPDATE ... RETURNING` (STOCK, DISTRICT, WAREHOUSE, CUSTOMER,
-//! ORDERS, ORDER-LINE), and a NewOrder's order lines go in one multi-row INSERT. Delivery starts
-//! its scan of NEW-ORDER above the order last delivered in the district ([`DeliveryHints`]),
-//! as the stored procedures do.
+//! ORDERS, ORDER-LINE), a NewOrder's items are read by one `SELECT ... WHERE i_id IN (...)`
+//! and its order lines go in one multi-row INSERT. Delivery starts its scan of NEW-ORDER
+//! above the order last delivered in the district ([`DeliveryHints`]), as the stored
+//! procedures do.
 //!
 //! The results the driver compares (order ids, amounts in cents, counts) are computed the same
 //! way as in the other adapters, so a deterministic stream gives identical outputs on all
@@ -200,7 +201,8 @@ struct Statements<S> {
     customer_discount: S,
     insert_order: S,
     insert_new_order: S,
-    item: S,
+    /// One per order size, from `ORDER_LINES_MIN` lines up: the order's items in one lookup.
+    items: Vec<S>,
     /// One per district: each returns its own S_DIST_xx column.
     stock_update: Vec<S>,
     /// One per order size, from `ORDER_LINES_MIN` lines up.
@@ -251,7 +253,15 @@ impl<S> Statements<S> {
                  WHERE c_w_id = $1 AND c_d_id = $2 AND c_id = $3")?,
             insert_order: p("INSERT INTO orders VALUES ($1, $2, $3, $4, $5, NULL, $6, $7)")?,
             insert_new_order: p("INSERT INTO new_order VALUES ($1, $2, $3)")?,
-            item: p("SELECT i_price, i_name, i_data FROM item WHERE i_id = $1")?,
+            items: (ORDER_LINES_MIN..=ORDER_LINES_MAX)
+                .map(|lines| {
+                    let list: Vec<String> = (1..=lines).map(|n| format!("${n}")).collect();
+                    p(&format!(
+                        "SELECT i_id, i_price, i_name, i_data FROM item WHERE i_id IN ({})",
+                        list.join(", ")
+                    ))
+                })
+                .collect::<Result<_, _>>()?,
             // Clause 2.4.2.2: the quantity drops by the amount ordered, and 91 is added when
             // that would leave fewer than 10.
             stock_update: (1..=DISTRICTS)
@@ -884,11 +894,17 @@ impl<C: SqlClient> SqlConn<C> {
                 )?;
                 change(session, &s.insert_new_order, &[int(o), int(d), int(w)])?;
                 let (mut total, mut original) = (0i64, 0);
+                let size = input.lines.len() - usize::from(ORDER_LINES_MIN);
+                let ids: Vec<Value> = input.lines.iter().map(|line| int(line.item)).collect();
+                let items = rows(session, &s.items[size], &ids)?;
                 let mut lines = Vec::with_capacity(3 + input.lines.len() * 6);
                 lines.extend([int(o), int(d), int(w)]);
                 for (number, line) in input.lines.iter().enumerate() {
                     // An unused item id (1% of NewOrders) rolls the transaction back.
-                    let Some(item) = optional(session, &s.item, &[int(line.item)])? else {
+                    let found = items
+                        .iter()
+                        .find(|item| matches!(item[0], Value::Int(i) if i == i64::from(line.item)));
+                    let Some(item) = found.map(|item| &item[1..]) else {
                         return Err(Stop::Rollback);
                     };
                     let price = as_scaled(&item[0], 2)?;
@@ -914,7 +930,6 @@ impl<C: SqlClient> SqlConn<C> {
                         std::mem::replace(&mut stock[0], Value::Null),
                     ]);
                 }
-                let size = input.lines.len() - usize::from(ORDER_LINES_MIN);
                 change(session, &s.insert_order_lines[size], &lines)?;
                 let taxed = total * (10_000 + w_tax + d_tax) / 10_000;
                 output.amount_cents = taxed * (10_000 - discount) / 10_000;
