@@ -9,7 +9,7 @@ use crate::plan::{
     Access, AggFunc, Aggregate, ConflictAction, InsertPlan, InsertRows, ModifyPlan, Path, QueryPlan,
 };
 use crate::types::{GroupKey, Type, Value, cast};
-use engram_engine::{Direction, Error, Recompute, Txn};
+use engram_engine::{Direction, Error, Isolation, Recompute, Txn};
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 use std::ops::Bound;
@@ -1099,6 +1099,9 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
         interrupt: env.interrupt,
     };
     let table = &plan.access.table;
+    if let Some(produced) = update_in_one_pass(txn, plan, &cx)? {
+        return Ok(produced);
+    }
     let mut targets: Vec<Vec<u8>> = Vec::new();
     let point = match &plan.access.path {
         Path::Point(exprs) => point_key(table, exprs, &[], &cx)?,
@@ -1169,6 +1172,75 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
         returning(&plan.returning, &values, &cx, &mut produced.rows)?;
     }
     Ok(produced)
+}
+
+/// An UPDATE over a range of the primary key in one pass (`Txn::update_range`): each row is
+/// read, tested, changed and written through the record the scan found, where the general
+/// path finds the keys first and then looks each one up again to read it for update. Only in
+/// a SERIALIZABLE transaction, whose reads the commit checks under every protocol (a READ
+/// COMMITTED scan records nothing, so a row changed between the scan and the write would
+/// lose that change), and only when the key does not change. `None`: not this case.
+fn update_in_one_pass(
+    txn: &mut Txn<'_>,
+    plan: &ModifyPlan,
+    cx: &Context<'_>,
+) -> SqlResult<Option<Produced>> {
+    let table = &plan.access.table;
+    if plan.delete
+        || plan.changes_key
+        || !matches!(plan.access.path, Path::Range { index: None, .. })
+        || txn.isolation() != Isolation::Serializable
+    {
+        return Ok(None);
+    }
+    let (low, high) = match resolve(&plan.access, &[], cx)? {
+        Target::Empty => return Ok(Some(Produced::default())),
+        Target::Range { low, high } => (low, high),
+        // A bound that does not convert: the general path scans and filters.
+        _ => return Ok(None),
+    };
+    let low = low.as_deref().map_or(Bound::Unbounded, Bound::Included);
+    let high = high.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+    let mut produced = Produced::default();
+    let mut values = Vec::new();
+    let mut changes: Vec<(usize, Value)> = Vec::with_capacity(plan.assignments.len());
+    let (mut failure, mut visited) = (None, 0u32);
+    let mut change = |current: &[u8], out: &mut Vec<u8>| -> SqlResult<bool> {
+        visited = visited.wrapping_add(1);
+        if visited.is_multiple_of(INTERRUPT_CHECK_ROWS) {
+            cx.interrupt.check()?;
+        }
+        decode_row(current, &table.types, &plan.decode, &mut values)?;
+        if !plan.filter.as_ref().map_or(Ok(true), |f| f.test(&values, cx))? {
+            return Ok(false);
+        }
+        assign(table, &plan.assignments, current, cx, &mut values, &mut changes, out)?;
+        returning(&plan.returning, &values, cx, &mut produced.rows)?;
+        Ok(true)
+    };
+    let written = txn.update_range(
+        &table.engine,
+        low,
+        high,
+        Direction::Forward,
+        usize::MAX,
+        |_, current, out| {
+            // After an error the rest of the range is left alone; the statement fails.
+            failure.is_none()
+                && change(current, out).unwrap_or_else(|error| {
+                    failure = Some(error);
+                    false
+                })
+        },
+    );
+    let written = written.map_err(|e| engine_error(e, table))?;
+    match failure {
+        Some(error) => Err(error),
+        None => {
+            produced.affected = written as u64;
+            Ok(Some(produced))
+        }
+    }
 }
 
 /// Writes into `bytes` the row an UPDATE's `assignments` make of `current`, whose columns the

@@ -349,3 +349,60 @@ error 57014
 @t SELECT pg_sleep(0.01), pg_sleep(-1)
 ----
 NULL | NULL
+
+-- A SERIALIZABLE UPDATE over a primary-key range changes each row in one pass; a row that
+-- fails half-way (out of range) fails the statement and the block, and nothing changes.
+CREATE TABLE ranged (id INT PRIMARY KEY, n SMALLINT, note TEXT)
+----
+ok CREATE TABLE
+
+INSERT INTO ranged VALUES (1, 10, 'a'), (2, 20, 'b'), (3, 32000, 'c'), (4, 40, 'd'), (5, 50, 'e')
+----
+ok INSERT 0 5
+
+EXPLAIN UPDATE ranged SET n = n + 1 WHERE id BETWEEN 1 AND 2
+----
+Update on ranged
+  ->  Index Scan on ranged using ranged_pkey (id)
+
+BEGIN ISOLATION LEVEL SERIALIZABLE
+----
+ok BEGIN
+
+UPDATE ranged SET n = n + 1 WHERE id BETWEEN 1 AND 4 AND note <> 'b' RETURNING id, n
+----
+1 | 11
+3 | 32001
+4 | 41
+
+UPDATE ranged SET n = n + 1000 WHERE id >= 2 RETURNING id
+----
+error 22003
+
+COMMIT
+----
+ok ROLLBACK
+
+BEGIN ISOLATION LEVEL SERIALIZABLE
+----
+ok BEGIN
+
+UPDATE ranged SET note = note || '!' WHERE id > 3
+----
+ok UPDATE 2
+
+@other UPDATE ranged SET n = 0 WHERE id = 5
+----
+ok UPDATE 1
+
+COMMIT
+----
+error 40001
+
+SELECT id, n, note FROM ranged ORDER BY id
+----
+1 | 10 | a
+2 | 20 | b
+3 | 32000 | c
+4 | 40 | d
+5 | 0 | e
