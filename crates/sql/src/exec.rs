@@ -1233,14 +1233,13 @@ fn update_in_one_pass(
                 })
         },
     );
-    let written = written.map_err(|e| engine_error(e, table))?;
-    match failure {
-        Some(error) => Err(error),
-        None => {
-            produced.affected = written as u64;
-            Ok(Some(produced))
-        }
+    // The statement's own error first: the rows changed before it were still written, and
+    // whatever that raised is a consequence.
+    if let Some(error) = failure {
+        return Err(error);
     }
+    produced.affected = written.map_err(|e| engine_error(e, table))? as u64;
+    Ok(Some(produced))
 }
 
 /// Writes into `bytes` the row an UPDATE's `assignments` make of `current`, whose columns the
