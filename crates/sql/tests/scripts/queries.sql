@@ -210,6 +210,42 @@ SELECT name FROM emp WHERE id IN (4, 2, 5) ORDER BY id LIMIT 2
 bob
 dan
 
+-- On a composite primary key the listed column may be any key column, the others fixed.
+CREATE TABLE grid (w INT, i INT, v TEXT, PRIMARY KEY (w, i))
+----
+ok CREATE TABLE
+
+INSERT INTO grid VALUES (1, 1, 'a'), (1, 2, 'b'), (1, 3, 'c'), (2, 1, 'd'), (2, 3, 'e'), (3, 3, 'f')
+----
+ok INSERT 0 6
+
+EXPLAIN SELECT v FROM grid WHERE w = 1 AND i IN (3, 1)
+----
+Point Lookups on grid using grid_pkey (w, i), 2 listed keys
+
+SELECT v FROM grid WHERE w = 1 AND i IN (3, 1, 7)
+----
+a
+c
+
+SELECT v FROM grid WHERE w IN (3, 2, 9) AND i = 3
+----
+e
+f
+
+SELECT v FROM grid WHERE w IN (1, 2) AND i IN (1, 3) ORDER BY v
+----
+a
+c
+d
+e
+
+SELECT v FROM grid WHERE i IN (1, 2) ORDER BY v
+----
+a
+b
+d
+
 -- A lookup per value of an outer row (the listed values read an earlier table).
 EXPLAIN SELECT d.name, e.name FROM dept d JOIN emp e ON e.id IN (d.id, d.id + 3)
 ----
