@@ -261,6 +261,12 @@ ops | bob
 ops | eve
 empty | cid
 
+SELECT d.name, e.name FROM dept d LEFT JOIN emp e ON e.id IN (d.id + 10, d.id * 3) ORDER BY d.id
+----
+eng | cid
+ops | NULL
+empty | NULL
+
 PREPARE listed AS SELECT name FROM emp WHERE id IN ($1, $2)
 ----
 ok PREPARE
