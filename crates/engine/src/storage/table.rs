@@ -234,6 +234,9 @@ impl SecondaryIndex {
     }
 }
 
+/// How long [`Table::check_entries`] waits for a locked record before reporting it.
+const LOCKED_RECORD_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The states of `head` that hold a row, current and older, as (TID, row): for
 /// [`Table::check_entries`].
 fn present_states(
@@ -241,7 +244,19 @@ fn present_states(
     row: &mut Vec<u8>,
     chain_row: &mut Vec<u8>,
 ) -> Result<Vec<(u64, Vec<u8>)>, String> {
-    let word = head.read(row).map_err(|_| "a record is locked".to_string())?;
+    // A lock is normally held for a moment (an install, a vacuum prune), but a thread holding
+    // one may be descheduled for longer than `read` waits: wait, and report only a record
+    // that stays locked.
+    let started = std::time::Instant::now();
+    let word = loop {
+        match head.read(row) {
+            Ok(word) => break word,
+            Err(_) if started.elapsed() < LOCKED_RECORD_WAIT_MAX => std::thread::yield_now(),
+            Err(_) => {
+                return Err(format!("a record stayed locked for {LOCKED_RECORD_WAIT_MAX:?}"));
+            }
+        }
+    };
     let mut states = Vec::new();
     if !word.is_absent() {
         states.push((word.tid().as_u64(), row.clone()));
