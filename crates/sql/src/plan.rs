@@ -1748,19 +1748,19 @@ fn choose_path(
         let others_fixed =
             primary.iter().enumerate().all(|(i, k)| i == at || bounds[*k].eq.is_some());
         let column_ty = table.schema.columns[primary[at]].ty;
-        let mut exact = true;
+        let item_ty = |item: &BExpr| expr_type_hint(item, params, row_types);
         let usable = others_fixed
             && !list.is_empty()
             && list.iter().all(|item| {
-                let ty = expr_type_hint(item, params, row_types);
-                exact &= ty.is_some_and(|ty| key_exact(column_ty, ty));
                 item.column_bound() <= offset
                     && !contains_volatile(item)
-                    && ty.is_some_and(|ty| key_compatible(column_ty, ty))
+                    && item_ty(item).is_some_and(|ty| key_compatible(column_ty, ty))
             });
         if !usable {
             continue;
         }
+        let exact =
+            list.iter().all(|item| item_ty(item).is_some_and(|ty| key_exact(column_ty, ty)));
         let key = primary
             .iter()
             .enumerate()

@@ -377,12 +377,9 @@ impl Table {
                 true
             }
         }
-        let (mut row, mut chain_row, mut produced, mut scratch) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        let mut count = 0;
-        for index in self.secondaries.iter() {
+        let every_entry = |tree: &BTree| {
             let mut entries = Collect(Vec::new());
-            index.tree.scan(
+            tree.scan(
                 Bound::Unbounded,
                 Bound::Unbounded,
                 crate::index::Direction::Forward,
@@ -390,8 +387,15 @@ impl Table {
                 &mut crate::index::ScanBuffer::new(),
                 &mut entries,
             );
-            count += entries.0.len();
-            for (entry, value) in entries.0 {
+            entries.0
+        };
+        let (mut row, mut chain_row, mut produced, mut scratch) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut count = 0;
+        for index in self.secondaries.iter() {
+            let entries = every_entry(&index.tree);
+            count += entries.len();
+            for (entry, value) in entries {
                 // SAFETY: reached through the index while pinned.
                 let head = unsafe { &*(value as *const Head) };
                 let (key, version) = if self.physical {
@@ -421,16 +425,7 @@ impl Table {
             }
         }
         // And the converse: every present state of every record has its entries.
-        let mut heads = Collect(Vec::new());
-        self.primary.scan(
-            Bound::Unbounded,
-            Bound::Unbounded,
-            crate::index::Direction::Forward,
-            pin,
-            &mut crate::index::ScanBuffer::new(),
-            &mut heads,
-        );
-        for (primary_key, value) in heads.0 {
+        for (primary_key, value) in every_entry(&self.primary) {
             // SAFETY: reached through the index while pinned.
             let head = unsafe { &*(value as *const Head) };
             let states = present_states(head, &mut row, &mut chain_row)?;
