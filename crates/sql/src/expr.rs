@@ -192,13 +192,29 @@ impl BExpr {
         Ok(self.eval(row, cx)?.truth()? == Some(true))
     }
 
+    /// Evaluates the expression over `row`. Columns, constants and parameters, most of what
+    /// is evaluated, are answered here, inlined into the caller; the other nodes go to
+    /// [`BExpr::eval_node`], whose frame is large.
+    #[inline]
     pub fn eval(&self, row: &[Value], cx: &Context<'_>) -> SqlResult<Value> {
+        match self {
+            BExpr::Column(at) => Ok(row[*at].clone()),
+            BExpr::Const(value) => Ok(value.clone()),
+            BExpr::Param(at) => match cx.params.get(*at) {
+                Some(value) => Ok(value.clone()),
+                None => Err(SqlError::new(
+                    "08P01",
+                    format!("no value was given for parameter ${}", at + 1),
+                )),
+            },
+            _ => self.eval_node(row, cx),
+        }
+    }
+
+    #[inline(never)]
+    fn eval_node(&self, row: &[Value], cx: &Context<'_>) -> SqlResult<Value> {
         Ok(match self {
-            BExpr::Column(at) => row[*at].clone(),
-            BExpr::Const(value) => value.clone(),
-            BExpr::Param(at) => cx.params.get(*at).cloned().ok_or_else(|| {
-                SqlError::new("08P01", format!("no value was given for parameter ${}", at + 1))
-            })?,
+            BExpr::Column(_) | BExpr::Const(_) | BExpr::Param(_) => return self.eval(row, cx),
             BExpr::Negate(inner, ty) => match inner.eval(row, cx)? {
                 Value::Null => Value::Null,
                 Value::Int(v) => check_int(
