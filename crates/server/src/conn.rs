@@ -79,7 +79,7 @@ struct Portal {
 struct PendingRows {
     columns: Arc<[OutputColumn]>,
     rows: std::vec::IntoIter<Vec<Value>>,
-    tag: String,
+    tag: engram_sql::Tag,
     sent: usize,
 }
 
@@ -461,7 +461,7 @@ impl Connection {
                 self.wire.feed(B::EmptyQueryResponse(EmptyQueryResponse::new())).await
             }
             Outcome::Command { tag } => {
-                self.wire.feed(B::CommandComplete(CommandComplete::new(tag))).await
+                self.wire.feed(B::CommandComplete(CommandComplete::new(tag.into()))).await
             }
             Outcome::Rows { columns, rows, tag } => {
                 let formats = binary.map_or_else(|| vec![false; columns.len()], <[bool]>::to_vec);
@@ -470,7 +470,7 @@ impl Connection {
                     let message = self.data_row(row, &columns, &formats);
                     self.wire.feed(message).await?;
                 }
-                self.wire.feed(B::CommandComplete(CommandComplete::new(tag))).await
+                self.wire.feed(B::CommandComplete(CommandComplete::new(tag.into()))).await
             }
         }
     }
@@ -731,7 +731,7 @@ impl Connection {
                     let reply = if tag == "EMPTY" {
                         B::EmptyQueryResponse(EmptyQueryResponse::new())
                     } else {
-                        B::CommandComplete(CommandComplete::new(tag.clone()))
+                        B::CommandComplete(CommandComplete::new(tag.to_string()))
                     };
                     // Executed once: an Execute of the completed portal only repeats the tag.
                     portal.pending = Some(PendingRows {
@@ -767,7 +767,7 @@ impl Connection {
                 let tag = if pending.tag.starts_with("SELECT") {
                     format!("SELECT {}", pending.sent)
                 } else {
-                    pending.tag.clone()
+                    pending.tag.to_string()
                 };
                 self.wire.feed(B::CommandComplete(CommandComplete::new(tag))).await?;
             }

@@ -69,7 +69,7 @@ fn rows(columns: &[(&str, Type)], rows: Vec<Vec<Value>>) -> Outcome {
         .iter()
         .map(|(name, ty)| OutputColumn { name: (*name).to_string(), ty: *ty })
         .collect();
-    Outcome::Rows { columns, tag: format!("SELECT {}", rows.len()), rows }
+    Outcome::Rows { columns, tag: engram_sql::Tag::counted("SELECT ", rows.len() as u64), rows }
 }
 
 fn text(s: impl Into<String>) -> Value {

@@ -38,7 +38,7 @@ pub use error::{SqlError, SqlResult};
 pub use plan::OutputColumn;
 /// NUMERIC values are `rust_decimal` decimals ([`Value::Numeric`]).
 pub use rust_decimal::Decimal;
-pub use session::{Outcome, Prepared, Session, TransactionStatus, isolation_sql};
+pub use session::{Outcome, Prepared, Session, Tag, TransactionStatus, isolation_sql};
 pub use types::{Type, Value};
 
 use catalog::{CATALOG_TABLE, Catalog, SchemaLock, Sequence, TableInfo, TableSchema};
