@@ -30,8 +30,11 @@ pub fn encode_row(version: u16, types: &[Type], values: &[Value], out: &mut Vec<
 
 /// Re-encodes `row` with `changes` (column, value already cast to its type) applied, copying
 /// the bytes of every other column as they are, so an UPDATE of a few columns of a wide row
-/// neither decodes nor re-encodes the rest. Returns `false`, writing nothing, when the row was
-/// written with another column count (the caller then decodes and encodes it whole).
+/// neither decodes nor re-encodes the rest: the null bitmap is copied whole, columns are walked
+/// only up to the last changed one, and everything after it is copied in one piece. `changes`
+/// are in ascending column order, each column once (an internal error otherwise). Returns
+/// `false`, writing nothing, when the row was written with another column count (the caller
+/// then decodes and encodes it whole).
 pub fn patch_row(
     row: &[u8],
     version: u16,
@@ -45,48 +48,59 @@ pub fn patch_row(
     if usize::from(u16::from_le_bytes([row[2], row[3]])) != types.len() {
         return Ok(false);
     }
+    let bitmap_at = 4;
+    let data_at = bitmap_at + types.len().div_ceil(8);
+    if data_at > row.len() {
+        return Err(corrupt());
+    }
     out.clear();
     out.reserve(row.len() + 64);
     out.extend_from_slice(&version.to_le_bytes());
-    out.extend_from_slice(&(types.len() as u16).to_le_bytes());
-    let bitmap_at = 4;
-    out.resize(bitmap_at + types.len().div_ceil(8), 0);
-    let mut at = bitmap_at + types.len().div_ceil(8);
-    if at > row.len() {
-        return Err(corrupt());
-    }
-    // Unchanged columns are copied in runs: `copy_from` is where the current run starts.
-    let mut copy_from = at;
-    for (column, ty) in types.iter().enumerate() {
-        let (byte, bit) = (bitmap_at + column / 8, 1u8 << (column % 8));
-        let null = row[byte] & bit != 0;
-        let start = at;
-        if !null {
-            match ty.fixed_width() {
-                Some(width) => at += width,
+    // The column count and the null bitmap, whose changed bits are set below.
+    out.extend_from_slice(&row[2..data_at]);
+    let null = |column: usize| row[bitmap_at + column / 8] & (1 << (column % 8)) != 0;
+    // Past column `column`, which starts at `at`.
+    let skip = |column: usize, at: usize| -> SqlResult<usize> {
+        let mut end = at;
+        if !null(column) {
+            match types[column].fixed_width() {
+                Some(width) => end += width,
                 None => {
-                    let len = read_varint(row, &mut at).ok_or_else(corrupt)? as usize;
-                    at += len;
+                    let len = read_varint(row, &mut end).ok_or_else(corrupt)? as usize;
+                    end = end.checked_add(len).ok_or_else(corrupt)?;
                 }
-            }
-            if at > row.len() {
-                return Err(corrupt());
             }
         }
-        match changes.iter().find(|(changed, _)| *changed == column) {
-            Some((_, value)) => {
-                out.extend_from_slice(&row[copy_from..start]);
-                copy_from = at;
-                match value {
-                    Value::Null => out[byte] |= bit,
-                    value => encode_value(*ty, value, out),
-                }
+        if end > row.len() {
+            return Err(corrupt());
+        }
+        Ok(end)
+    };
+    // Unchanged columns are copied in runs: `copy_from` is where the current run starts.
+    let (mut column, mut at, mut copy_from) = (0, data_at, data_at);
+    for (changed, value) in changes {
+        if *changed < column || *changed >= types.len() {
+            return Err(SqlError::new("XX000", "an UPDATE's changes are not in column order"));
+        }
+        while column < *changed {
+            at = skip(column, at)?;
+            column += 1;
+        }
+        let start = at;
+        at = skip(column, at)?;
+        column += 1;
+        out.extend_from_slice(&row[copy_from..start]);
+        copy_from = at;
+        let (byte, bit) = (bitmap_at + changed / 8, 1u8 << (changed % 8));
+        match value {
+            Value::Null => out[byte] |= bit,
+            value => {
+                out[byte] &= !bit;
+                encode_value(types[*changed], value, out);
             }
-            None if null => out[byte] |= bit,
-            None => {}
         }
     }
-    out.extend_from_slice(&row[copy_from..at]);
+    out.extend_from_slice(&row[copy_from..]);
     Ok(true)
 }
 
@@ -417,6 +431,19 @@ mod tests {
                 }
             }
             encode_row(2, &types, &values, &mut expected);
+            assert!(patch_row(&old, 2, &types, &changes, &mut patched).unwrap());
+            assert_eq!(patched, expected, "{values:?}");
+            // Out of order, or a column twice: refused, never a wrong row.
+            if changes.len() > 1 {
+                changes.swap(0, 1);
+                assert_eq!(
+                    patch_row(&old, 2, &types, &changes, &mut patched).unwrap_err().code,
+                    "XX000"
+                );
+                changes.swap(0, 1);
+            }
+            // Once more, the same patch into a buffer holding something else.
+            patched.extend_from_slice(b"left over");
             assert!(patch_row(&old, 2, &types, &changes, &mut patched).unwrap());
             assert_eq!(patched, expected, "{values:?}");
         }

@@ -878,8 +878,14 @@ fn descend(
 }
 
 /// Casts values to the table's column types and checks NOT NULL.
-fn conform(table: &TableInfo, values: &mut [Value]) -> SqlResult<()> {
+/// Casts every value to its column's type and checks NOT NULL; `conformed[c]` says that
+/// column `c`'s value already has the type (`InsertPlan::conformed`): only NULL is checked.
+fn conform(table: &TableInfo, values: &mut [Value], conformed: &[bool]) -> SqlResult<()> {
     for (column, value) in values.iter_mut().enumerate() {
+        if conformed.get(column) == Some(&true) && !value.is_null() {
+            debug_assert!(crate::types::conforms(value, table.types[column]));
+            continue;
+        }
         *value = conform_column(table, column, std::mem::replace(value, Value::Null))?;
     }
     Ok(())
@@ -943,7 +949,8 @@ pub fn run_insert(txn: &mut Txn<'_>, plan: &InsertPlan, env: &Env<'_>) -> SqlRes
     };
     match &plan.rows {
         InsertRows::Values(rows) => {
-            for exprs in rows {
+            for (row, exprs) in rows.iter().enumerate() {
+                let conformed = plan.conformed.get(row).map_or(&[][..], Vec::as_slice);
                 let mut failure = None;
                 let mut source = exprs.iter().map(|expr| match expr {
                     Some(expr) => match expr.eval(&[], &cx) {
@@ -955,10 +962,11 @@ pub fn run_insert(txn: &mut Txn<'_>, plan: &InsertPlan, env: &Env<'_>) -> SqlRes
                     },
                     None => None,
                 });
-                let values = complete(&mut source)?;
+                let mut values = complete(&mut source)?;
                 if let Some(error) = failure {
                     return Err(error);
                 }
+                conform(&plan.table, &mut values, conformed)?;
                 insert_row(txn, plan, &cx, values, &mut produced, &mut key, &mut bytes)?;
             }
         }
@@ -968,7 +976,8 @@ pub fn run_insert(txn: &mut Txn<'_>, plan: &InsertPlan, env: &Env<'_>) -> SqlRes
                 for (value, &target) in row.into_iter().zip(targets) {
                     source[target] = Some(value);
                 }
-                let values = complete(&mut source.into_iter())?;
+                let mut values = complete(&mut source.into_iter())?;
+                conform(&plan.table, &mut values, &[])?;
                 insert_row(txn, plan, &cx, values, &mut produced, &mut key, &mut bytes)?;
             }
         }
@@ -976,7 +985,8 @@ pub fn run_insert(txn: &mut Txn<'_>, plan: &InsertPlan, env: &Env<'_>) -> SqlRes
     Ok(produced)
 }
 
-/// Inserts one row of an INSERT (its values complete), or resolves its conflict.
+/// Inserts one row of an INSERT (its values complete and conformed to their columns), or
+/// resolves its conflict.
 fn insert_row(
     txn: &mut Txn<'_>,
     plan: &InsertPlan,
@@ -987,13 +997,12 @@ fn insert_row(
     bytes: &mut Vec<u8>,
 ) -> SqlResult<()> {
     let table = &plan.table;
-    conform(table, &mut values)?;
     row_key(table, &values, key);
     encode_row(table.schema.version, &table.types, &values, bytes);
     match txn.insert(&table.engine, key, bytes) {
         Ok(()) => {
             produced.affected += 1;
-            returning(&plan.returning, &values, cx, &mut produced.rows)?;
+            returning(&plan.returning, &plan.returning_moves, &mut values, cx, &mut produced.rows)?;
         }
         Err(Error::DuplicateKey { index, .. })
             if plan.on_conflict.as_ref().is_some_and(|c| {
@@ -1058,7 +1067,7 @@ fn insert_row(
             for (column, expr) in assignments {
                 new_values[*column] = expr.eval(&both, cx)?;
             }
-            conform(table, &mut new_values)?;
+            conform(table, &mut new_values, &[])?;
             let mut new_key = Vec::new();
             primary_key(table, &new_values, &mut new_key);
             encode_row(table.schema.version, &table.types, &new_values, bytes);
@@ -1070,7 +1079,13 @@ fn insert_row(
                     .map_err(|e| engine_error(e, table))?;
             }
             produced.affected += 1;
-            returning(&plan.returning, &new_values, cx, &mut produced.rows)?;
+            returning(
+                &plan.returning,
+                &plan.returning_moves,
+                &mut new_values,
+                cx,
+                &mut produced.rows,
+            )?;
         }
         Err(error) => return Err(engine_error(error, table)),
     }
@@ -1079,7 +1094,8 @@ fn insert_row(
 
 fn returning(
     exprs: &[BExpr],
-    row: &[Value],
+    moves: &[bool],
+    row: &mut [Value],
     cx: &Context<'_>,
     out: &mut Vec<Vec<Value>>,
 ) -> SqlResult<()> {
@@ -1087,8 +1103,14 @@ fn returning(
         return Ok(());
     }
     let mut output = Vec::with_capacity(exprs.len());
-    for expr in exprs {
-        output.push(expr.eval(row, cx)?);
+    for (index, expr) in exprs.iter().enumerate() {
+        output.push(match expr {
+            // The row is not read again: a column only this expression reads is moved.
+            BExpr::Column(at) if moves.get(index) == Some(&true) => {
+                std::mem::replace(&mut row[*at], Value::Null)
+            }
+            _ => expr.eval(row, cx)?,
+        });
     }
     out.push(output);
     Ok(())
@@ -1134,6 +1156,9 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
     let mut changes: Vec<(usize, Value)> = Vec::with_capacity(plan.assignments.len());
     let mut bytes = Vec::new();
     let recheck = plan.recheck.as_ref().or(plan.filter.as_ref());
+    let emit = |values: &mut Vec<Value>, rows: &mut Vec<Vec<Value>>| {
+        returning(&plan.returning, &plan.returning_moves, values, &cx, rows)
+    };
     for key in targets {
         let Some(current) =
             txn.get_for_update(&table.engine, &key).map_err(|e| engine_error(e, table))?
@@ -1148,7 +1173,7 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
         if plan.delete {
             txn.delete(&table.engine, &key).map_err(|e| engine_error(e, table))?;
             produced.affected += 1;
-            returning(&plan.returning, &values, &cx, &mut produced.rows)?;
+            emit(&mut values, &mut produced.rows)?;
             continue;
         }
         assign(table, &plan.assignments, current, &cx, &mut values, &mut changes, &mut bytes)?;
@@ -1159,7 +1184,7 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
                 txn.delete(&table.engine, &key).map_err(|e| engine_error(e, table))?;
                 txn.insert(&table.engine, &new_key, &bytes).map_err(|e| engine_error(e, table))?;
                 produced.affected += 1;
-                returning(&plan.returning, &values, &cx, &mut produced.rows)?;
+                emit(&mut values, &mut produced.rows)?;
                 continue;
             }
         }
@@ -1177,7 +1202,7 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
         };
         updated.map_err(|e| engine_error(e, table))?;
         produced.affected += 1;
-        returning(&plan.returning, &values, &cx, &mut produced.rows)?;
+        emit(&mut values, &mut produced.rows)?;
     }
     Ok(produced)
 }
@@ -1220,7 +1245,7 @@ fn update_in_one_pass(
             return Ok(false);
         }
         assign(table, &plan.assignments, current, cx, &mut values, &mut changes, out)?;
-        returning(&plan.returning, &values, cx, &mut produced.rows)?;
+        returning(&plan.returning, &plan.returning_moves, &mut values, cx, &mut produced.rows)?;
         Ok(true)
     };
     let written = txn.update_range(
@@ -1263,6 +1288,10 @@ fn assign(
     for (column, expr) in assignments {
         let value = conform_column(table, *column, expr.eval(values, cx)?)?;
         changes.push((*column, value));
+    }
+    // Evaluated in the statement's order; patched in the row's.
+    if !changes.is_sorted_by_key(|(column, _)| *column) {
+        changes.sort_unstable_by_key(|(column, _)| *column);
     }
     if !patch_row(current, table.schema.version, &table.types, changes, bytes)? {
         // Written before a column was added: decode and encode it whole.

@@ -137,9 +137,16 @@ pub enum InsertRows {
 pub struct InsertPlan {
     pub table: Arc<TableInfo>,
     pub rows: InsertRows,
+    /// For VALUES rows, per row and table column: whether the value is a parameter declared or
+    /// inferred as the column's own type. A bound statement's parameters conform to their
+    /// types (`types::conforms`, or converted when they do not), so these are not cast again.
+    pub conformed: Vec<Vec<bool>>,
     pub defaults: Vec<Option<BExpr>>,
     pub on_conflict: Option<ConflictPlan>,
     pub returning: Vec<BExpr>,
+    /// Per RETURNING expression: whether it is a column no other one reads, moved into the
+    /// result row (the row is not read again) instead of cloned.
+    pub returning_moves: Vec<bool>,
     pub columns: Vec<OutputColumn>,
     pub subqueries: Vec<QueryPlan>,
 }
@@ -153,6 +160,9 @@ pub struct ModifyPlan {
     pub assignments: Arc<[(usize, BExpr)]>,
     pub delete: bool,
     pub returning: Vec<BExpr>,
+    /// Per RETURNING expression: whether it is a column no other one reads, moved into the
+    /// result row (the row is not read again) instead of cloned.
+    pub returning_moves: Vec<bool>,
     pub columns: Vec<OutputColumn>,
     pub subqueries: Vec<QueryPlan>,
     /// Whether an assignment changes a primary-key column.
@@ -1326,7 +1336,7 @@ impl<'a> Binder<'a> {
         items: &[ast::SelectItem],
         table: &TableInfo,
         scope: &Scope,
-    ) -> SqlResult<(Vec<BExpr>, Vec<OutputColumn>)> {
+    ) -> SqlResult<(Vec<BExpr>, Vec<bool>, Vec<OutputColumn>)> {
         let mut output = Vec::new();
         let mut columns = Vec::new();
         for item in items {
@@ -1348,7 +1358,9 @@ impl<'a> Binder<'a> {
                 }
             }
         }
-        Ok((output, columns))
+        let width = table.schema.columns.len();
+        let moves = sole_reads(&output, width, 0..width);
+        Ok((output, moves, columns))
     }
 
     /// The default of each column, bound (SERIAL: the sequence's next value).
@@ -1513,13 +1525,31 @@ impl<'a> Binder<'a> {
             insert.table.alias.clone().unwrap_or_else(|| schema.name.clone()),
             table_columns(&table),
         )?;
-        let (returning, columns) = self.returning(&insert.returning, &table, &scope)?;
+        let (returning, returning_moves, columns) =
+            self.returning(&insert.returning, &table, &scope)?;
+        // Parameter types only go from unknown to known, so what they are now they stay.
+        let conformed = match &rows {
+            InsertRows::Values(rows) => rows
+                .iter()
+                .map(|row| {
+                    row.iter()
+                        .zip(&table.types)
+                        .map(|(expr, ty)| {
+                            matches!(expr, Some(BExpr::Param(at)) if self.params.get(*at) == Some(ty))
+                        })
+                        .collect()
+                })
+                .collect(),
+            InsertRows::Query(..) => Vec::new(),
+        };
         Ok(InsertPlan {
             table: Arc::clone(&table),
             rows,
+            conformed,
             defaults,
             on_conflict,
             returning,
+            returning_moves,
             columns,
             subqueries: std::mem::take(&mut self.subqueries),
         })
@@ -1582,7 +1612,7 @@ impl<'a> Binder<'a> {
         let changes_key = assignments.iter().any(|(c, _)| table.schema.primary_key.contains(c));
         let uses_primary_key =
             matches!(path, Path::Point(_) | Path::Points { .. } | Path::Range { index: None, .. });
-        let (returning, columns) = self.returning(returning, &table, &scope)?;
+        let (returning, returning_moves, columns) = self.returning(returning, &table, &scope)?;
         let width = table.schema.columns.len();
         let filter = join_conjuncts(
             conjuncts
@@ -1642,6 +1672,7 @@ impl<'a> Binder<'a> {
             delete: assignments_given.is_none(),
             assignments: assignments.into(),
             returning,
+            returning_moves,
             columns,
             subqueries: std::mem::take(&mut self.subqueries),
             changes_key,
@@ -1892,21 +1923,28 @@ fn mark_moves(plan: &mut QueryPlan) {
         return;
     }
     let innermost = last.offset..last.offset + last.table.types.len();
-    let mut readers = vec![0usize; plan.width];
-    for expr in &plan.output {
+    plan.moves = sole_reads(&plan.output, plan.width, innermost);
+}
+
+/// Per expression: whether it is a bare column in `movable` that no other expression reads
+/// (its value may then be moved out of the row instead of cloned).
+pub(crate) fn sole_reads(
+    exprs: &[BExpr],
+    width: usize,
+    movable: std::ops::Range<usize>,
+) -> Vec<bool> {
+    let mut readers = vec![0usize; width];
+    for expr in exprs {
         expr.columns(&mut |at| {
             if at < readers.len() {
                 readers[at] += 1;
             }
         });
     }
-    plan.moves = plan
-        .output
+    exprs
         .iter()
-        .map(
-            |expr| matches!(expr, BExpr::Column(at) if innermost.contains(at) && readers[*at] == 1),
-        )
-        .collect();
+        .map(|expr| matches!(expr, BExpr::Column(at) if movable.contains(at) && readers[*at] == 1))
+        .collect()
 }
 
 fn mark_wanted(plan: &mut QueryPlan) {
