@@ -9,7 +9,7 @@
 //! commit. Engine tables no catalog row names (left by a crash between the two) are dropped
 //! at open.
 
-use crate::codec::{decode_row, encode_key};
+use crate::codec::{decode_row, encode_index_key, encode_key};
 use crate::error::{SqlError, SqlResult};
 use crate::types::{Type, Value};
 use engram_engine::storage::KeyExtractor;
@@ -105,6 +105,12 @@ fn key_extractor(types: Vec<Type>, columns: Vec<usize>, unique: bool) -> KeyExtr
         }
     }
     Arc::new(move |row: &[u8], out: &mut Vec<u8>| {
+        match encode_index_key(row, &types, &columns, unique, out) {
+            Ok(Some(keyed)) => return keyed,
+            Err(_) => return false,
+            // Too many columns for one walk: decoded, below.
+            Ok(None) => {}
+        }
         let mut values = Vec::new();
         if decode_row(row, &types, &wanted, &mut values).is_err() {
             return false;

@@ -362,29 +362,31 @@ fn fetch(
     sink: &mut Sink<'_>,
 ) -> SqlResult<()> {
     let target = resolve(access, row, cx)?;
-    visit(txn, access, target, cx, for_update, sink)
+    visit(txn, access, target, cx, for_update, &mut Vec::new(), sink)
 }
 
+/// `decoded` is the buffer rows are decoded into; a caller that visits many times (an inner
+/// join level, once per outer row) lends the same one each time.
 fn visit(
     txn: &mut Txn<'_>,
     access: &Access,
     target: Target,
     cx: &Context<'_>,
     for_update: bool,
+    decoded: &mut Vec<Value>,
     sink: &mut Sink<'_>,
 ) -> SqlResult<()> {
     let table = &access.table;
     let types = &table.types;
-    let mut decoded = Vec::new();
     let (low, high, index, descending, wanted) = match target {
         Target::Empty => return Ok(()),
         Target::Key(key) => {
-            lookup(txn, access, &key, for_update, &mut decoded, sink)?;
+            lookup(txn, access, &key, for_update, decoded, sink)?;
             return Ok(());
         }
         Target::Keys(keys) => {
             for key in keys {
-                if !lookup(txn, access, &key, for_update, &mut decoded, sink)? {
+                if !lookup(txn, access, &key, for_update, decoded, sink)? {
                     break;
                 }
             }
@@ -415,7 +417,7 @@ fn visit(
                 implied: None,
                 ..access.clone()
             };
-            return visit(txn, &whole, everything, cx, for_update, &mut test_implied);
+            return visit(txn, &whole, everything, cx, for_update, decoded, &mut test_implied);
         }
         Target::Range { low, high } => {
             let Path::Range { index, descending, .. } = &access.path else {
@@ -434,14 +436,14 @@ fn visit(
             failure = Some(error);
             return false;
         }
-        if let Err(error) = decode_row(bytes, types, wanted, &mut decoded) {
+        if let Err(error) = decode_row(bytes, types, wanted, decoded) {
             failure = Some(error);
             return false;
         }
         if for_update {
             keys.push(key.to_vec());
         }
-        match sink(key, &mut decoded) {
+        match sink(key, decoded) {
             Ok(go_on) => go_on,
             Err(error) => {
                 failure = Some(error);
@@ -498,6 +500,8 @@ struct Collector<'p> {
     group_states: Vec<(Vec<Value>, Vec<AggState>)>,
     /// Rows needed before the scan may stop (`usize::MAX`: all).
     enough: usize,
+    /// Per join level: the buffer its scans decode rows into, kept across outer rows.
+    decoded: Vec<Vec<Value>>,
 }
 
 #[derive(Debug)]
@@ -700,6 +704,7 @@ pub fn run_query(txn: &mut Txn<'_>, plan: &QueryPlan, env: &Env<'_>) -> SqlResul
         groups: HashMap::new(),
         group_states: Vec::new(),
         enough,
+        decoded: vec![Vec::new(); plan.tables.len()],
     };
     if enough > 0 {
         match &plan.values {
@@ -806,7 +811,9 @@ fn join(
     if last {
         // The innermost table: filter and collect inside the scan, stopping early when enough.
         let mut go_on = true;
-        visit(txn, access, target, cx, plan.for_update, &mut |_, columns| {
+        // Lent back below (on an error it is only lost, not wrong).
+        let mut decoded = std::mem::take(&mut collector.decoded[level]);
+        visit(txn, access, target, cx, plan.for_update, &mut decoded, &mut |_, columns| {
             row[offset..offset + width].swap_with_slice(columns);
             if let Some(on) = &access.on
                 && !on.test(row, cx)?
@@ -819,6 +826,7 @@ fn join(
             }
             Ok(go_on)
         })?;
+        collector.decoded[level] = decoded;
         if go_on && !matched_any && access.kind == JoinKind::Left {
             for value in &mut row[offset..offset + width] {
                 *value = Value::Null;
@@ -830,7 +838,8 @@ fn join(
     // Collect this level's rows first (moved, one after another in one vector): the inner
     // levels need the transaction too.
     let (mut matches, mut count): (Vec<Value>, usize) = (Vec::new(), 0);
-    visit(txn, access, target, cx, plan.for_update, &mut |_, columns| {
+    let decoded = &mut collector.decoded[level];
+    visit(txn, access, target, cx, plan.for_update, decoded, &mut |_, columns| {
         matches.extend(columns.iter_mut().map(|value| std::mem::replace(value, Value::Null)));
         count += 1;
         Ok(true)
