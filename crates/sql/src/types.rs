@@ -601,6 +601,7 @@ fn integer_digits_fit(value: &Decimal, digits: u8) -> bool {
 /// Whether a cast of `value` to `ty` (implicit or explicit) returns it unchanged, so that a
 /// caller may use it as it is (no clone, no conversion). Never true where the cast would fail;
 /// `cast` itself starts with it.
+#[inline]
 pub fn conforms(value: &Value, ty: Type) -> bool {
     match (value, ty) {
         (Value::Null, _) | (_, Type::Unknown) => true,
@@ -659,6 +660,7 @@ pub fn fit_text(mut text: String, ty: Type, explicit: bool) -> SqlResult<Value> 
 
 /// Converts a value to type `to`. `explicit` is a CAST written in the query (which may
 /// truncate strings); otherwise an assignment or an implicit coercion.
+#[inline]
 pub fn cast(value: Value, to: Type, explicit: bool) -> SqlResult<Value> {
     if conforms(&value, to) {
         return Ok(value);
