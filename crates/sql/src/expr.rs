@@ -266,6 +266,22 @@ impl BExpr {
             BExpr::Arith { op, left, right, ty } => {
                 let l = left.eval(row, cx)?;
                 let r = right.eval(row, cx)?;
+                // Integer addition, subtraction and multiplication, most of what UPDATEs
+                // compute, without the general path's type dispatch.
+                if let (Value::Int(a), Value::Int(b)) = (&l, &r)
+                    && matches!(ty, Type::Int2 | Type::Int4 | Type::Int8)
+                {
+                    let result = match op {
+                        BinaryOp::Add => Some(a.checked_add(*b)),
+                        BinaryOp::Subtract => Some(a.checked_sub(*b)),
+                        BinaryOp::Multiply => Some(a.checked_mul(*b)),
+                        _ => None,
+                    };
+                    if let Some(result) = result {
+                        let result = result.ok_or_else(|| SqlError::out_of_range(&ty.name()))?;
+                        return check_int(result, *ty);
+                    }
+                }
                 arith(*op, l, r, *ty)?
             }
             BExpr::IsNull { expr, negated } => {
