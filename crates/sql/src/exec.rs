@@ -31,6 +31,34 @@ pub struct Env<'a> {
     /// Stop after this many output rows (a portal's row limit); 0 is no limit.
     pub max_rows: usize,
     pub interrupt: &'a Interrupt,
+    /// Buffers a session lends its statements, so that each one does not allocate its own.
+    pub scratch: &'a std::cell::RefCell<Scratch>,
+}
+
+/// Buffers an INSERT, UPDATE or DELETE works in, kept by the session across statements. A
+/// statement takes them out for its run and puts them back when it succeeds; one that runs
+/// inside another (a subquery) finds them taken and starts with empty ones.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    values: Vec<Value>,
+    changes: Vec<(usize, Value)>,
+    bytes: Vec<u8>,
+    key: Vec<u8>,
+}
+
+impl Scratch {
+    fn take(cell: &std::cell::RefCell<Scratch>) -> Scratch {
+        std::mem::take(&mut *cell.borrow_mut())
+    }
+
+    /// Puts the buffers back, emptied (their memory kept).
+    fn give_back(mut self, cell: &std::cell::RefCell<Scratch>) {
+        self.values.clear();
+        self.changes.clear();
+        self.bytes.clear();
+        self.key.clear();
+        *cell.borrow_mut() = self;
+    }
 }
 
 impl Env<'_> {
@@ -940,8 +968,8 @@ pub fn run_insert(txn: &mut Txn<'_>, plan: &InsertPlan, env: &Env<'_>) -> SqlRes
     let table = &plan.table;
     let width = table.types.len();
     let mut produced = Produced::default();
-    let mut key = Vec::new();
-    let mut bytes = Vec::new();
+    let mut scratch = Scratch::take(env.scratch);
+    let Scratch { key, bytes, .. } = &mut scratch;
     // A source value per column; `None` takes the column's default.
     let complete = |source: &mut dyn Iterator<Item = Option<Value>>| -> SqlResult<Vec<Value>> {
         let mut values = Vec::with_capacity(width);
@@ -976,7 +1004,7 @@ pub fn run_insert(txn: &mut Txn<'_>, plan: &InsertPlan, env: &Env<'_>) -> SqlRes
                     return Err(error);
                 }
                 conform(&plan.table, &mut values, conformed)?;
-                insert_row(txn, plan, &cx, values, &mut produced, &mut key, &mut bytes)?;
+                insert_row(txn, plan, &cx, values, &mut produced, key, bytes)?;
             }
         }
         InsertRows::Query(query, targets) => {
@@ -987,10 +1015,11 @@ pub fn run_insert(txn: &mut Txn<'_>, plan: &InsertPlan, env: &Env<'_>) -> SqlRes
                 }
                 let mut values = complete(&mut source.into_iter())?;
                 conform(&plan.table, &mut values, &[])?;
-                insert_row(txn, plan, &cx, values, &mut produced, &mut key, &mut bytes)?;
+                insert_row(txn, plan, &cx, values, &mut produced, key, bytes)?;
             }
         }
     }
+    scratch.give_back(env.scratch);
     Ok(produced)
 }
 
@@ -1161,9 +1190,8 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
         }
     }
     let mut produced = Produced::default();
-    let mut values = Vec::new();
-    let mut changes: Vec<(usize, Value)> = Vec::with_capacity(plan.assignments.len());
-    let mut bytes = Vec::new();
+    let mut scratch = Scratch::take(env.scratch);
+    let Scratch { values, changes, bytes, .. } = &mut scratch;
     let recheck = plan.recheck.as_ref().or(plan.filter.as_ref());
     let emit = |values: &mut Vec<Value>, rows: &mut Vec<Vec<Value>>| {
         returning(&plan.returning, &plan.returning_moves, values, &cx, rows)
@@ -1175,25 +1203,25 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
             continue;
         };
         // Only the columns the statement reads; the others are copied as bytes.
-        decode_row(current, &table.types, &plan.decode, &mut values)?;
-        if !recheck.map_or(Ok(true), |f| f.test(&values, &cx))? {
+        decode_row(current, &table.types, &plan.decode, values)?;
+        if !recheck.map_or(Ok(true), |f| f.test(values, &cx))? {
             continue;
         }
         if plan.delete {
             txn.delete(&table.engine, &key).map_err(|e| engine_error(e, table))?;
             produced.affected += 1;
-            emit(&mut values, &mut produced.rows)?;
+            emit(values, &mut produced.rows)?;
             continue;
         }
-        assign(table, &plan.assignments, current, &cx, &mut values, &mut changes, &mut bytes)?;
+        assign(table, &plan.assignments, current, &cx, values, changes, bytes)?;
         if plan.changes_key {
             let mut new_key = Vec::new();
-            primary_key(table, &values, &mut new_key);
+            primary_key(table, values, &mut new_key);
             if new_key != key {
                 txn.delete(&table.engine, &key).map_err(|e| engine_error(e, table))?;
-                txn.insert(&table.engine, &new_key, &bytes).map_err(|e| engine_error(e, table))?;
+                txn.insert(&table.engine, &new_key, bytes).map_err(|e| engine_error(e, table))?;
                 produced.affected += 1;
-                emit(&mut values, &mut produced.rows)?;
+                emit(values, &mut produced.rows)?;
                 continue;
             }
         }
@@ -1205,14 +1233,15 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
                 params: env.params.to_vec(),
                 now: env.now,
             });
-            txn.update_recomputable(&table.engine, &key, &bytes, statement)
+            txn.update_recomputable(&table.engine, &key, bytes, statement)
         } else {
-            txn.update(&table.engine, &key, &bytes)
+            txn.update(&table.engine, &key, bytes)
         };
         updated.map_err(|e| engine_error(e, table))?;
         produced.affected += 1;
-        emit(&mut values, &mut produced.rows)?;
+        emit(values, &mut produced.rows)?;
     }
+    scratch.give_back(env.scratch);
     Ok(produced)
 }
 

@@ -235,6 +235,8 @@ pub struct Session {
     interrupt: crate::exec::Interrupt,
     /// The current statement's parameters converted to their types; its memory is reused.
     converted: Vec<Value>,
+    /// Buffers lent to each statement's execution (`exec::Scratch`).
+    scratch: std::cell::RefCell<crate::exec::Scratch>,
 }
 
 impl std::fmt::Debug for Session {
@@ -328,6 +330,7 @@ impl Session {
             statement_timeout: None,
             interrupt: crate::exec::Interrupt::default(),
             converted: Vec::new(),
+            scratch: Default::default(),
         }
     }
 
@@ -1079,6 +1082,7 @@ impl Session {
             reserve: &reserve,
             max_rows,
             interrupt: &self.interrupt,
+            scratch: &self.scratch,
         };
         let mut txn = self.worker.txn()?;
         // A snapshot per statement at READ COMMITTED under a multi-version protocol.
