@@ -842,7 +842,12 @@ fn join(
         // Lent back below (on an error it is only lost, not wrong).
         let mut decoded = std::mem::take(&mut collector.decoded[level]);
         visit(txn, access, target, cx, plan.for_update, &mut decoded, &mut |_, columns| {
-            row[offset..offset + width].swap_with_slice(columns);
+            // Only the decoded columns: nothing reads the others, which stay NULL.
+            for (target, value) in kept(&access.wanted, &mut row[offset..offset + width])
+                .zip(kept(&access.wanted, columns))
+            {
+                std::mem::swap(target, value);
+            }
             if let Some(on) = &access.on
                 && !on.test(row, cx)?
             {
@@ -865,15 +870,21 @@ fn join(
     }
     // Collect this level's rows first (moved, one after another in one vector): the inner
     // levels need the transaction too.
+    // Only the decoded columns are kept (all when `wanted` is empty): nothing reads the others.
+    let wanted = &access.wanted;
+    let per_row = if wanted.is_empty() { width } else { wanted.iter().filter(|w| **w).count() };
     let (mut matches, mut count): (Vec<Value>, usize) = (Vec::new(), 0);
     let decoded = &mut collector.decoded[level];
     visit(txn, access, target, cx, plan.for_update, decoded, &mut |_, columns| {
-        matches.extend(columns.iter_mut().map(|value| std::mem::replace(value, Value::Null)));
+        matches.extend(kept(wanted, columns).map(|value| std::mem::replace(value, Value::Null)));
         count += 1;
         Ok(true)
     })?;
     for at in 0..count {
-        row[offset..offset + width].swap_with_slice(&mut matches[at * width..(at + 1) * width]);
+        let slot = &mut matches[at * per_row..(at + 1) * per_row];
+        for (target, value) in kept(wanted, &mut row[offset..offset + width]).zip(slot) {
+            std::mem::swap(target, value);
+        }
         if let Some(on) = &access.on
             && !on.test(row, cx)?
         {
@@ -893,6 +904,13 @@ fn join(
         }
     }
     Ok(true)
+}
+
+/// The values of a join level's row that its plan decodes: those `wanted` marks, or all when
+/// it is empty.
+fn kept<'v>(wanted: &'v [bool], columns: &'v mut [Value]) -> impl Iterator<Item = &'v mut Value> {
+    let all = wanted.is_empty();
+    columns.iter_mut().enumerate().filter(move |(c, _)| all || wanted[*c]).map(|(_, value)| value)
 }
 
 fn descend(
