@@ -61,20 +61,11 @@ pub fn patch_row(
     let null = |column: usize| row[bitmap_at + column / 8] & (1 << (column % 8)) != 0;
     // Past column `column`, which starts at `at`.
     let skip = |column: usize, at: usize| -> SqlResult<usize> {
-        let mut end = at;
-        if !null(column) {
-            match types[column].fixed_width() {
-                Some(width) => end += width,
-                None => {
-                    let len = read_varint(row, &mut end).ok_or_else(corrupt)? as usize;
-                    end = end.checked_add(len).ok_or_else(corrupt)?;
-                }
-            }
+        if null(column) {
+            Ok(at)
+        } else {
+            Ok(column_bytes(row, types[column], at).ok_or_else(corrupt)?.1)
         }
-        if end > row.len() {
-            return Err(corrupt());
-        }
-        Ok(end)
     };
     // Unchanged columns are copied in runs: `copy_from` is where the current run starts.
     let (mut column, mut at, mut copy_from) = (0, data_at, data_at);
@@ -148,6 +139,22 @@ fn read_varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
     None
 }
 
+/// The value bytes of a non-NULL column of type `ty` stored at `at` (after the length of a
+/// variable-width one), and where the next column starts. `None` when the row is too short.
+#[inline(always)]
+fn column_bytes(row: &[u8], ty: Type, at: usize) -> Option<(&[u8], usize)> {
+    let (start, len) = match ty.fixed_width() {
+        Some(width) => (at, width),
+        None => {
+            let mut start = at;
+            let len = read_varint(row, &mut start)? as usize;
+            (start, len)
+        }
+    };
+    let end = start.checked_add(len)?;
+    Some((row.get(start..end)?, end))
+}
+
 fn corrupt() -> SqlError {
     SqlError::new("XX001", "a stored row does not decode: the row codec found damaged bytes")
 }
@@ -193,33 +200,16 @@ pub fn decode_row(
         if row[bitmap_at + column / 8] & (1 << (column % 8)) != 0 {
             continue;
         }
-        let want = wanted.is_empty() || wanted[column];
-        let start = at;
-        let value = match ty.fixed_width() {
-            Some(width) => {
-                at += width;
-                let bytes = row.get(start..at).ok_or_else(corrupt)?;
-                if !want {
-                    continue;
-                }
-                decode_fixed(*ty, bytes)
-            }
-            None => {
-                let len = read_varint(row, &mut at).ok_or_else(corrupt)? as usize;
-                let body = at;
-                at += len;
-                let bytes = row.get(body..at).ok_or_else(corrupt)?;
-                if !want {
-                    continue;
-                }
-                if *ty == Type::Bytea {
-                    Value::Bytes(bytes.to_vec())
-                } else {
-                    Value::Text(String::from_utf8(bytes.to_vec()).map_err(|_| corrupt())?)
-                }
-            }
+        let (bytes, end) = column_bytes(row, *ty, at).ok_or_else(corrupt)?;
+        at = end;
+        if !(wanted.is_empty() || wanted[column]) {
+            continue;
+        }
+        out[column] = match ty.fixed_width() {
+            Some(_) => decode_fixed(*ty, bytes),
+            None if *ty == Type::Bytea => Value::Bytes(bytes.to_vec()),
+            None => Value::Text(String::from_utf8(bytes.to_vec()).map_err(|_| corrupt())?),
         };
-        out[column] = value;
     }
     Ok(())
 }
@@ -281,9 +271,9 @@ pub const INDEX_KEY_COLUMNS_MAX: usize = 8;
 /// column a marker (1 a value, 2 NULL, so NULLs sort last) and the value's key encoding, taken
 /// straight from the row's bytes: nothing is decoded into values and nothing allocated (a
 /// key is built for every version of every row an UPDATE or DELETE changes in an indexed
-/// table). A column the row was written without is NULL. Returns `Ok(false)`, with `out`
-/// partly written, when a column is NULL and `skip_null` (a unique index leaves such rows
-/// out), and `Ok(None)` when there are more than [`INDEX_KEY_COLUMNS_MAX`] columns.
+/// table). A column the row was written without is NULL. Returns `Ok(Some(false))`, with
+/// `out` partly written, when a column is NULL and `skip_null` (a unique index leaves such
+/// rows out), and `Ok(None)` when there are more than [`INDEX_KEY_COLUMNS_MAX`] columns.
 pub fn encode_index_key(
     row: &[u8],
     types: &[Type],
@@ -304,34 +294,20 @@ pub fn encode_index_key(
         return Err(corrupt());
     }
     // Per index column, its bytes in the row; `None` for NULL.
-    let mut found: [Option<(usize, usize)>; INDEX_KEY_COLUMNS_MAX] = [None; INDEX_KEY_COLUMNS_MAX];
+    let mut found: [Option<&[u8]>; INDEX_KEY_COLUMNS_MAX] = [None; INDEX_KEY_COLUMNS_MAX];
     let last = columns.iter().map(|c| c + 1).max().unwrap_or(0).min(stored).min(types.len());
     for (column, ty) in types.iter().enumerate().take(last) {
         if row[bitmap_at + column / 8] & (1 << (column % 8)) != 0 {
             continue;
         }
-        let start = match ty.fixed_width() {
-            Some(width) => {
-                let start = at;
-                at += width;
-                start
-            }
-            None => {
-                let len = read_varint(row, &mut at).ok_or_else(corrupt)? as usize;
-                let start = at;
-                at = at.checked_add(len).ok_or_else(corrupt)?;
-                start
-            }
-        };
-        if at > row.len() {
-            return Err(corrupt());
-        }
+        let (bytes, end) = column_bytes(row, *ty, at).ok_or_else(corrupt)?;
+        at = end;
         for (position, _) in columns.iter().enumerate().filter(|(_, c)| **c == column) {
-            found[position] = Some((start, at));
+            found[position] = Some(bytes);
         }
     }
     for (position, &column) in columns.iter().enumerate() {
-        let Some((start, end)) = found[position] else {
+        let Some(bytes) = found[position] else {
             if skip_null {
                 return Ok(Some(false));
             }
@@ -339,7 +315,6 @@ pub fn encode_index_key(
             continue;
         };
         out.push(1);
-        let bytes = &row[start..end];
         let ty = types[column];
         match ty.fixed_width() {
             Some(_) => encode_key(ty, &decode_fixed(ty, bytes), out),

@@ -932,7 +932,6 @@ fn descend(
     }
 }
 
-/// Casts values to the table's column types and checks NOT NULL.
 /// Casts every value to its column's type and checks NOT NULL; `conformed[c]` says that
 /// column `c`'s value already has the type (`InsertPlan::conformed`): only NULL is checked.
 fn conform(table: &TableInfo, values: &mut [Value], conformed: &[bool]) -> SqlResult<()> {

@@ -266,22 +266,6 @@ impl BExpr {
             BExpr::Arith { op, left, right, ty } => {
                 let l = left.eval(row, cx)?;
                 let r = right.eval(row, cx)?;
-                // Integer addition, subtraction and multiplication, most of what UPDATEs
-                // compute, without the general path's type dispatch.
-                if let (Value::Int(a), Value::Int(b)) = (&l, &r)
-                    && matches!(ty, Type::Int2 | Type::Int4 | Type::Int8)
-                {
-                    let result = match op {
-                        BinaryOp::Add => Some(a.checked_add(*b)),
-                        BinaryOp::Subtract => Some(a.checked_sub(*b)),
-                        BinaryOp::Multiply => Some(a.checked_mul(*b)),
-                        _ => None,
-                    };
-                    if let Some(result) = result {
-                        let result = result.ok_or_else(|| SqlError::out_of_range(&ty.name()))?;
-                        return check_int(result, *ty);
-                    }
-                }
                 arith(*op, l, r, *ty)?
             }
             BExpr::IsNull { expr, negated } => {
@@ -461,7 +445,46 @@ fn to_f64(value: &Value) -> Option<f64> {
 }
 
 /// Arithmetic in type `ty` (the operands' common type, or text for `||`).
+/// `a op b` for an integer type `ty`: checked for overflow and for the type's range.
+#[inline]
+fn int_arith(op: BinaryOp, a: i64, b: i64, ty: Type) -> SqlResult<Value> {
+    let result = match op {
+        BinaryOp::Add => a.checked_add(b),
+        BinaryOp::Subtract => a.checked_sub(b),
+        BinaryOp::Multiply => a.checked_mul(b),
+        BinaryOp::Divide => {
+            if b == 0 {
+                return Err(SqlError::division_by_zero());
+            }
+            a.checked_div(b)
+        }
+        BinaryOp::Modulo => {
+            if b == 0 {
+                return Err(SqlError::division_by_zero());
+            }
+            Some(a.checked_rem(b).unwrap_or(0))
+        }
+        _ => None,
+    }
+    .ok_or_else(|| SqlError::out_of_range(&ty.name()))?;
+    check_int(result, ty)
+}
+
+/// `left op right` of result type `ty`. Two integers to an integer, most of what UPDATEs
+/// compute, are answered here, inlined into the caller; the rest goes to [`arith_general`].
+#[inline(always)]
 pub fn arith(op: BinaryOp, left: Value, right: Value, ty: Type) -> SqlResult<Value> {
+    if let (Value::Int(a), Value::Int(b)) = (&left, &right)
+        && matches!(ty, Type::Int2 | Type::Int4 | Type::Int8)
+        && op != BinaryOp::Concat
+    {
+        return int_arith(op, *a, *b, ty);
+    }
+    arith_general(op, left, right, ty)
+}
+
+#[inline(never)]
+fn arith_general(op: BinaryOp, left: Value, right: Value, ty: Type) -> SqlResult<Value> {
     if left.is_null() || right.is_null() {
         return Ok(Value::Null);
     }
@@ -494,32 +517,12 @@ pub fn arith(op: BinaryOp, left: Value, right: Value, ty: Type) -> SqlResult<Val
         }
         _ => {}
     }
-    let overflow = || SqlError::out_of_range(&ty.name());
     match ty {
         Type::Int2 | Type::Int4 | Type::Int8 => {
             let (Some(a), Some(b)) = (left.as_int(), right.as_int()) else {
                 return Err(SqlError::mismatch("integer arithmetic on a non-integer value"));
             };
-            let result = match op {
-                BinaryOp::Add => a.checked_add(b),
-                BinaryOp::Subtract => a.checked_sub(b),
-                BinaryOp::Multiply => a.checked_mul(b),
-                BinaryOp::Divide => {
-                    if b == 0 {
-                        return Err(SqlError::division_by_zero());
-                    }
-                    a.checked_div(b)
-                }
-                BinaryOp::Modulo => {
-                    if b == 0 {
-                        return Err(SqlError::division_by_zero());
-                    }
-                    Some(a.checked_rem(b).unwrap_or(0))
-                }
-                _ => None,
-            }
-            .ok_or_else(overflow)?;
-            check_int(result, ty)
+            int_arith(op, a, b, ty)
         }
         Type::Float4 | Type::Float8 => {
             let (Some(a), Some(b)) = (to_f64(&left), to_f64(&right)) else {
