@@ -9,6 +9,7 @@ use crate::gc::{Garbage, Gc};
 use crate::limits::{SECONDARY_INDEXES_MAX, TABLES_MAX, WORKERS_MAX};
 use crate::storage::arena::{Arena, Space, new_space};
 use crate::storage::record::HeadShape;
+use crate::storage::shared::{ATTRIBUTES_MAX, NonInline};
 use crate::storage::{IndexPointers, Table, TableId, TableSpec, VersionStorage};
 use crate::sync::Epoch;
 use crate::sync::EpochManager;
@@ -137,7 +138,11 @@ impl Default for Config {
 impl Config {
     /// What new record heads are made of: the protocol's words and the storage's layout.
     pub(crate) fn head_shape(&self) -> HeadShape {
-        HeadShape { words: self.protocol.head_words(), storage: self.version_storage }
+        HeadShape {
+            words: self.protocol.head_words(),
+            storage: self.version_storage,
+            shared_values: false,
+        }
     }
 
     /// The pause between the vacuum's passes, if the GC mode runs a vacuum thread.
@@ -535,6 +540,9 @@ impl Database {
         if spec.secondary.len() > SECONDARY_INDEXES_MAX {
             return Err(Error::TooManyIndexes { max: SECONDARY_INDEXES_MAX });
         }
+        if let Some(layout) = spec.non_inline {
+            self.check_non_inline(&spec, layout)?;
+        }
         let mut catalog = self.shared.catalog.write().unwrap_or_else(|poison| poison.into_inner());
         if catalog.by_name.contains_key(&spec.name) {
             return Err(Error::TableExists(spec.name));
@@ -556,6 +564,43 @@ impl Database {
         catalog.tables.push(Some(Arc::clone(&table)));
         catalog.by_name.insert(name, id);
         Ok(table)
+    }
+
+    /// Whether a table of non-inline attributes can live in this database, and why not.
+    fn check_non_inline(&self, spec: &TableSpec, layout: NonInline) -> Result<()> {
+        let config = &self.shared.config;
+        let refuse =
+            |why: String| Err(Error::InvalidConfig(format!("table {:?}: {why}", spec.name)));
+        if !config.version_storage.append_only() {
+            return refuse(format!(
+                "non-inline attributes need version_storage append-n2o or append-o2n, not {}: \
+                 the other storages overwrite or rebuild versions in place, while a version's \
+                 values are released only when the version itself is freed",
+                config.version_storage
+            ));
+        }
+        if self.shared.data.is_some() {
+            return refuse(
+                "non-inline attributes are not logged yet (a version holds value addresses, \
+                 which mean nothing after a restart): open the database without a data \
+                 directory"
+                    .into(),
+            );
+        }
+        if !spec.secondary.is_empty() {
+            return refuse(
+                "a table of non-inline attributes has no secondary indexes (its rows are value \
+                 handles, not bytes a key extractor could read)"
+                    .into(),
+            );
+        }
+        if layout.attributes == 0 || layout.attributes > ATTRIBUTES_MAX {
+            return refuse(format!(
+                "{} attributes: a non-inline row has 1 to {ATTRIBUTES_MAX}",
+                layout.attributes
+            ));
+        }
+        Ok(())
     }
 
     pub fn table(&self, name: &str) -> Result<TableRef> {

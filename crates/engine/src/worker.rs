@@ -144,6 +144,10 @@ pub(crate) struct TxnState {
     pub last_written: u32,
     /// An `update_recomputable` is running.
     pub recomputing: bool,
+    /// References to non-inline values that this transaction's patches keep
+    /// (`storage::shared`): handed to versions at install (the entry becomes 0), the rest
+    /// released when the transaction ends.
+    pub retained: Vec<u64>,
 }
 
 impl Default for TxnState {
@@ -182,6 +186,7 @@ impl Default for TxnState {
             recomputes: cc::Recomputes::default(),
             last_written: 0,
             recomputing: false,
+            retained: Vec::new(),
         }
     }
 }
@@ -562,6 +567,7 @@ impl Raw<'_> {
     /// Replaces the row with primary key `key`; returns whether there was one. Only for tables
     /// without secondary indexes, which raw updates do not maintain.
     pub fn update(&mut self, table: &TableRef, key: &[u8], value: &[u8]) -> Result<bool> {
+        crate::cc::bytes_writable(table)?;
         if table.has_secondaries() {
             return Err(Error::InvalidConfig(format!(
                 "raw updates do not maintain secondary indexes; table \"{}\" has some",

@@ -12,7 +12,7 @@ use crate::db::Counters;
 use crate::error::{AbortReason, Error, Result};
 use crate::gc::cooperative;
 use crate::storage::record::{Busy, Retention};
-use crate::storage::{Head, IndexPointers, Tid, TidWord};
+use crate::storage::{Head, IndexPointers, Tid, TidWord, shared};
 use crate::sync::Epoch;
 use crate::wal::format::{self, LoggedWrite};
 use crate::wal::log::Log;
@@ -306,8 +306,17 @@ fn install_write_set(worker: &mut Worker, tid: Tid, low: Option<Tid>) {
             && (table.physical || !entry.keys_unchanged)
             && head.value_locked(&mut old_row);
         txn.dropped.reset(secondaries);
+        let mut handles = Vec::new();
         let kept = {
-            let row = value.map(|span| txn.access.slice(span));
+            let row = match (value, table.non_inline) {
+                (Some(span), Some(layout)) => {
+                    // A non-inline table's patch becomes the new version's value handles.
+                    let patch = txn.access.slice(span);
+                    shared::materialize(patch, layout.attributes, &mut txn.retained, &mut handles);
+                    Some(handles.as_slice())
+                }
+                (span, _) => span.map(|span| txn.access.slice(span)),
+            };
             head.install(row, new_word, retention, arena, garbage, &mut txn.dropped)
         };
         if kept && gc.marks_dirty() {
@@ -448,6 +457,9 @@ fn finish(worker: &mut Worker) {
     if !worker.txn.noted.is_empty() {
         // SAFETY: called before unpinning.
         cooperative::clean_noted(worker, &unsafe { pinned() });
+    }
+    if !worker.txn.retained.is_empty() {
+        shared::release_retained(&mut worker.txn.retained);
     }
     worker.garbage.seal(&worker.shared.epochs);
     worker.shared.epochs.unpin(worker.slot);

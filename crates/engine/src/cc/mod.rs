@@ -44,8 +44,8 @@ pub(crate) use commit::{abort, abort_kicked, commit};
 pub use mv::Protocol;
 pub(crate) use mv::Rules;
 pub(crate) use secondary::{EntryScratch, InsertedEntry};
-pub(crate) use txn::Recomputes;
 pub use txn::{Recompute, Txn};
+pub(crate) use txn::{Recomputes, bytes_writable};
 
 /// The isolation level of a transaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -18,7 +18,7 @@ use crate::error::{AbortReason, Error, Result};
 use crate::gc::cooperative;
 use crate::index::{Direction, GROUP_KEYS, LeafVersion, Probe, ScanVisitor};
 use crate::limits::{KEY_BYTES_MAX, VALUE_BYTES_MAX};
-use crate::storage::record::{AsOf, Busy};
+use crate::storage::record::{AsOf, Busy, HeadShape};
 use crate::storage::table::VERSION_SUFFIX_BYTES;
 use crate::storage::{Head, SecondaryIndex, Table, TableId, Tid, TidWord};
 use crate::sync::{Epoch, Pin};
@@ -46,6 +46,26 @@ impl Drop for Txn<'_> {
 }
 
 /// Where the row an operation found lives.
+mod attributes;
+
+/// Refuses a write of row bytes to a table of non-inline attributes, whose rows only
+/// `Txn::insert_attributes` and `Txn::update_attribute` make.
+pub(crate) fn bytes_writable(table: &Table) -> Result<()> {
+    match table.non_inline {
+        None => Ok(()),
+        Some(_) => Err(non_inline_only(table)),
+    }
+}
+
+#[cold]
+fn non_inline_only(table: &Table) -> Error {
+    Error::InvalidConfig(format!(
+        "table \"{}\" holds non-inline attributes: write its rows with insert_attributes and \
+         update_attribute",
+        table.name()
+    ))
+}
+
 enum Found {
     None,
     /// In the transaction's read buffer.
@@ -571,6 +591,7 @@ impl<'w> Txn<'w> {
         mut change: impl FnMut(usize, &mut Vec<u8>) -> bool,
     ) -> Result<(usize, usize)> {
         self.writable()?;
+        bytes_writable(table)?;
         let (mut existing, mut written) = (0, 0);
         let mut row = std::mem::take(&mut self.worker.txn.scratch_entry);
         let result = self.lookup_many(table, keys, true, |txn, index, key, found| {
@@ -594,6 +615,12 @@ impl<'w> Txn<'w> {
 
     /// Inserts a row; fails with `DuplicateKey` if the key (or a unique secondary key) exists.
     pub fn insert(&mut self, table: &TableRef, key: &[u8], value: &[u8]) -> Result<()> {
+        bytes_writable(table)?;
+        self.insert_row(table, key, value)
+    }
+
+    /// [`Txn::insert`] of a row's bytes, or of a non-inline table's patch.
+    fn insert_row(&mut self, table: &TableRef, key: &[u8], value: &[u8]) -> Result<()> {
         self.writable()?;
         check_key(key)?;
         check_value(value)?;
@@ -750,7 +777,10 @@ impl<'w> Txn<'w> {
         pin: &Pin<'_>,
     ) -> Result<Option<u64>> {
         let worker = &mut *self.worker;
-        let shape = worker.shared.config.head_shape();
+        let shape = HeadShape {
+            shared_values: table.non_inline.is_some(),
+            ..worker.shared.config.head_shape()
+        };
         let head = Head::alloc_with(&mut worker.arena, value.len(), TidWord::FRESH, shape);
         // A fresh head is write-locked by its inserter from the start (`mvto`, `mv2pl`).
         let locking = worker.txn.rules.locking;
@@ -808,6 +838,7 @@ impl<'w> Txn<'w> {
 
     /// Replaces the row with primary key `key`. Returns whether there was a row.
     pub fn update(&mut self, table: &TableRef, key: &[u8], value: &[u8]) -> Result<bool> {
+        bytes_writable(table)?;
         check_value(value)?;
         self.write(table, key, Some(value))
     }
@@ -1045,6 +1076,7 @@ impl<'w> Txn<'w> {
         mut change: impl FnMut(&[u8], &[u8], &mut Vec<u8>) -> bool,
     ) -> Result<usize> {
         self.writable()?;
+        bytes_writable(table)?;
         // Scan first, collecting (head, key, new row); write afterwards, since writes change
         // the transaction's sets that the scan is reading through.
         let mut pending = std::mem::take(&mut self.worker.txn.pending_updates);

@@ -18,6 +18,8 @@ pub(crate) enum Retired {
     Node(*mut Node),
     /// An arena block (a record head or a version) of the given size in bytes.
     Block(*mut u8, usize),
+    /// A version of a non-inline table: freeing it releases its values (`storage::shared`).
+    Handles(*mut u8),
 }
 
 // SAFETY: a retired item is owned by the list it sits in; it is only dereferenced to free it.
@@ -130,5 +132,9 @@ unsafe fn free(item: Retired, arena: &mut Arena) {
         Retired::Node(node) => unsafe { Node::free(node) },
         // SAFETY: blocks are retired once, by the worker that unlinked them.
         Retired::Block(block, bytes) => unsafe { arena.free(block, bytes) },
+        // SAFETY: as blocks.
+        Retired::Handles(version) => unsafe {
+            crate::storage::record::Version::free(version as *mut _, arena)
+        },
     }
 }

@@ -5,15 +5,19 @@
 //! - [`table`]: primary and secondary indexes over record heads;
 //! - [`arena`]: per-worker block caches for heads and versions;
 //! - [`chunks`]: huge-page chunks carved into blocks, under arenas and index nodes;
-//! - [`delta`]: the delta records of `delta` version storage.
+//! - [`delta`]: the delta records of `delta` version storage;
+//! - [`shared`]: non-inline attributes, each its own value, shared between versions by
+//!   reference count or copied.
 
 pub mod arena;
 pub mod chunks;
 pub mod delta;
 pub mod record;
+pub mod shared;
 pub mod table;
 
 pub use record::{Head, Tid, TidWord, VersionStorage};
+pub use shared::{NonInline, Sharing};
 pub use table::{
     IndexPointers, IndexSpec, KeyExtractor, SecondaryIndex, Table, TableId, TableSpec,
 };

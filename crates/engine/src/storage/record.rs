@@ -21,6 +21,10 @@
 //!   points to the oldest; `overflow` is unused. Every read of the current row and every
 //!   update walks the whole chain, which is what the paper measures against N2O (its Fig. 12).
 //!   The head's `len` is 0 or [`OVERFLOW`]; its bit 29 of `capacity_words` marks the order.
+//! - Under either append-only storage a table may hold non-inline attributes
+//!   (`storage::shared`): each version's data is then one handle per attribute, bit 31 of the
+//!   version's `len` says so, and freeing the version (never before epoch-based reclamation
+//!   says no reader can reach it) releases the values it names.
 //! - `delta`: as `time-travel`, but a replaced version is kept as a delta record
 //!   (`storage::delta`): the bytes in which it differs from the state that replaced it. A
 //!   reader of an older state copies the master version and applies the deltas along the chain
@@ -48,7 +52,8 @@
 //! | 0      | word             | TID word                                                  |
 //! | 8      | len              | value length; bit 31 set: the value is in `overflow`      |
 //! | 12     | capacity_words   | inline capacity in 8-byte words (immutable); bit 29: O2N, |
-//! |        |                  | bit 28: delta chain                                       |
+//! |        |                  | bit 28: delta chain, bit 27: a non-inline table's head    |
+//! |        |                  | (its versions hold value handles, `storage::shared`)      |
 //! | 16     | older            | newest older version (oldest version under `append-o2n`) |
 //! | 24     | overflow         | the current value when it does not fit inline, or null    |
 //! | 32     | inline words     | the current value, little-endian words                    |
@@ -209,6 +214,10 @@ pub const INLINE_BYTES_MAX: usize = 2048;
 
 const OVERFLOW: u32 = 1 << 31;
 
+/// The bit of a version's `len` that marks data made of value handles (`storage::shared`),
+/// released when the version is freed.
+const HANDLES: u32 = 1 << 31;
+
 /// Versions a multi-version chain may grow by beyond twice what its last prune left before it
 /// is pruned again (`Head::install`).
 const PRUNE_SLACK: u32 = 4;
@@ -234,6 +243,18 @@ pub struct Version {
 impl Version {
     fn bytes_for(len: usize) -> usize {
         size_of::<Version>() + len
+    }
+
+    /// Bytes of data.
+    fn data_len(&self) -> usize {
+        (self.len & !HANDLES) as usize
+    }
+
+    /// Marks a version of a non-inline table, before it is published: its data are handles
+    /// whose values it holds.
+    fn mark_handles(version: *mut Version) {
+        // SAFETY: the caller's fresh, unpublished version.
+        unsafe { (*version).len |= HANDLES };
     }
 
     /// A new, unlinked version with `word` and room for `len` bytes of data, which the caller
@@ -285,10 +306,7 @@ impl Version {
     pub fn data(&self) -> &[u8] {
         // SAFETY: `len` bytes were written after the header before the version was published.
         unsafe {
-            std::slice::from_raw_parts(
-                Self::data_ptr(self as *const _ as *mut _),
-                self.len as usize,
-            )
+            std::slice::from_raw_parts(Self::data_ptr(self as *const _ as *mut _), self.data_len())
         }
     }
 
@@ -298,8 +316,27 @@ impl Version {
 
     fn retire(version: *mut Version, garbage: &mut Garbage) {
         // SAFETY: the caller unlinked `version`; its length is immutable.
-        let len = unsafe { (*version).len } as usize;
-        garbage.retire(Retired::Block(version as *mut u8, Self::bytes_for(len)));
+        let raw = unsafe { (*version).len };
+        garbage.retire(if raw & HANDLES != 0 {
+            Retired::Handles(version as *mut u8)
+        } else {
+            Retired::Block(version as *mut u8, Self::bytes_for(raw as usize))
+        });
+    }
+
+    /// Frees a version, releasing the values it holds (non-inline tables).
+    ///
+    /// # Safety
+    /// Nothing can reach `version` any more, and it was allocated from `arena`'s spaces.
+    pub(crate) unsafe fn free(version: *mut Version, arena: &mut Arena) {
+        // SAFETY: guaranteed by the caller.
+        unsafe {
+            let this = &*version;
+            if this.len & HANDLES != 0 {
+                super::shared::release_row(this.data());
+            }
+            arena.free(version as *mut u8, Self::bytes_for(this.data_len()));
+        }
     }
 
     /// Retires `first` and every version older than it.
@@ -319,8 +356,7 @@ impl Version {
             // SAFETY: guaranteed by the caller.
             unsafe {
                 let link = (*version).link.load(Ordering::Relaxed);
-                let len = (*version).len as usize;
-                arena.free(version as *mut u8, Self::bytes_for(len));
+                Self::free(version, arena);
                 version = link;
             }
         }
@@ -504,9 +540,12 @@ const WORDS_MASK: u32 = 0b11 << WORDS_SHIFT;
 const OLDEST_FIRST: u32 = 1 << 29;
 /// The bit of `capacity_words` that marks a chain of delta records (`delta`).
 const DELTAS: u32 = 1 << 28;
+/// The bit of `capacity_words` that marks a head of a non-inline table (`storage::shared`):
+/// its versions hold handles of values.
+const SHARED_VALUES: u32 = 1 << 27;
 /// The bits of `capacity_words` that are not the inline capacity.
-const FLAGS_MASK: u32 = WORDS_MASK | OLDEST_FIRST | DELTAS;
-const _: () = assert!(INLINE_BYTES_MAX / 8 < DELTAS as usize);
+const FLAGS_MASK: u32 = WORDS_MASK | OLDEST_FIRST | DELTAS | SHARED_VALUES;
+const _: () = assert!(INLINE_BYTES_MAX / 8 < SHARED_VALUES as usize);
 
 /// Where a record's versions are kept (`--version-storage`; Wu et al. §4). See the module
 /// comment for the layouts.
@@ -548,6 +587,13 @@ impl VersionStorage {
     }
 }
 
+impl VersionStorage {
+    /// Whether every version is its own immutable block (`append-n2o`, `append-o2n`).
+    pub fn append_only(self) -> bool {
+        matches!(self, VersionStorage::AppendN2o | VersionStorage::AppendO2n)
+    }
+}
+
 impl std::fmt::Display for VersionStorage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
@@ -576,6 +622,8 @@ impl std::str::FromStr for VersionStorage {
 pub struct HeadShape {
     pub words: HeadWords,
     pub storage: VersionStorage,
+    /// A head of a non-inline table (`storage::shared`; append-only storage only).
+    pub shared_values: bool,
 }
 
 /// The two protocol words a head carries after its inline words, chosen by the database's
@@ -698,7 +746,8 @@ impl Head {
         word: TidWord,
         shape: HeadShape,
     ) -> *mut Head {
-        let HeadShape { words, storage } = shape;
+        let HeadShape { words, storage, shared_values } = shape;
+        debug_assert!(!shared_values || capacity_len == 0 || storage.append_only());
         let capacity_words = match storage {
             VersionStorage::TimeTravel | VersionStorage::Delta => Self::capacity_for(capacity_len),
             VersionStorage::AppendN2o | VersionStorage::AppendO2n => 0,
@@ -715,7 +764,10 @@ impl Head {
             block.write(Head {
                 word: AtomicU64::new(word.raw()),
                 len: AtomicU32::new(0),
-                capacity_words: capacity_words as u32 | (words as u32) << WORDS_SHIFT | order,
+                capacity_words: capacity_words as u32
+                    | (words as u32) << WORDS_SHIFT
+                    | order
+                    | if shared_values { SHARED_VALUES } else { 0 },
                 older: AtomicPtr::new(std::ptr::null_mut()),
                 overflow: AtomicPtr::new(std::ptr::null_mut()),
             });
@@ -755,6 +807,15 @@ impl Head {
     #[inline]
     fn deltas(&self) -> bool {
         self.capacity_words & DELTAS != 0
+    }
+
+    /// A version of this head's new row: value handles under a non-inline table's head.
+    fn new_version(&self, arena: &mut Arena, word: TidWord, bytes: &[u8]) -> *mut Version {
+        let version = Version::alloc(arena, word, bytes);
+        if self.capacity_words & SHARED_VALUES != 0 {
+            Version::mark_handles(version);
+        }
+        version
     }
 
     /// Which protocol words follow the inline words.
@@ -1276,7 +1337,7 @@ impl Head {
                 self.len.store(bytes.len() as u32, Ordering::Relaxed);
             }
             Some(bytes) => {
-                let version = Version::alloc(arena, new_word, bytes);
+                let version = self.new_version(arena, new_word, bytes);
                 self.overflow.store(version, Ordering::Release);
                 self.len.store(bytes.len() as u32 | OVERFLOW, Ordering::Relaxed);
             }
@@ -1418,7 +1479,7 @@ impl Head {
         }
         match value {
             Some(bytes) => {
-                let version = Version::alloc(arena, new_word, bytes);
+                let version = self.new_version(arena, new_word, bytes);
                 // Release pairs with the Acquire loads of chain walkers.
                 end.store(version, Ordering::Release);
                 self.len.store(OVERFLOW, Ordering::Relaxed);
@@ -1925,7 +1986,12 @@ mod tests {
     }
 
     fn alloc(arena: &mut Arena, storage: VersionStorage) -> *mut Head {
-        Head::alloc_with(arena, 8, TidWord::FRESH, HeadShape { words: HeadWords::None, storage })
+        Head::alloc_with(
+            arena,
+            8,
+            TidWord::FRESH,
+            HeadShape { words: HeadWords::None, storage, shared_values: false },
+        )
     }
 
     #[test]
@@ -2116,7 +2182,11 @@ mod tests {
             &mut arena,
             64,
             TidWord::FRESH,
-            HeadShape { words: HeadWords::None, storage: VersionStorage::Delta },
+            HeadShape {
+                words: HeadWords::None,
+                storage: VersionStorage::Delta,
+                shared_values: false,
+            },
         );
         // SAFETY: owned by the test; nothing retired is freed before the threads end.
         let head = unsafe { &*head_ptr };

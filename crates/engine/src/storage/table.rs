@@ -28,6 +28,7 @@
 //!   record has under one key. Only the append-only storages may use it (`Config::validate`).
 
 use super::record::Head;
+use super::shared::NonInline;
 use crate::index::BTree;
 use crate::index::key::encode_bytes;
 use crate::storage::arena::Arena;
@@ -88,11 +89,20 @@ impl fmt::Debug for IndexSpec {
 pub struct TableSpec {
     pub name: String,
     pub secondary: Vec<IndexSpec>,
+    /// Rows of non-inline attributes (`storage::shared`), written with `Txn::insert_attributes`
+    /// and `Txn::update_attribute` and read with `Txn::get_attribute`.
+    pub non_inline: Option<NonInline>,
 }
 
 impl TableSpec {
     pub fn new(name: impl Into<String>) -> Self {
-        TableSpec { name: name.into(), secondary: Vec::new() }
+        TableSpec { name: name.into(), secondary: Vec::new(), non_inline: None }
+    }
+
+    /// Rows of `layout.attributes` non-inline attributes.
+    pub fn non_inline(mut self, layout: NonInline) -> Self {
+        self.non_inline = Some(layout);
+        self
     }
 
     pub fn index(mut self, spec: IndexSpec) -> Self {
@@ -302,6 +312,8 @@ pub struct Table {
     pub secondaries: Box<[SecondaryIndex]>,
     /// Entries name versions (`IndexPointers::Physical`), not records.
     pub physical: bool,
+    /// Rows of non-inline attributes (`storage::shared`).
+    pub non_inline: Option<NonInline>,
     /// Some record gained an older version since the vacuum last took this flag
     /// (`gc::vacuum`; set only when the vacuum runs).
     dirty: std::sync::atomic::AtomicBool,
@@ -336,6 +348,7 @@ impl Table {
             primary: BTree::new(),
             secondaries,
             physical: pointers == IndexPointers::Physical,
+            non_inline: spec.non_inline,
             dirty: std::sync::atomic::AtomicBool::new(false),
         }
     }
