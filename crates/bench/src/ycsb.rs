@@ -18,7 +18,9 @@
 use crate::db::{Db, Outcome};
 use crate::keys::KeyChooser;
 use crate::report::{LATENCY_SAMPLE_EVERY, Latency, Machine, PaddedCounter, Percentiles, Progress};
-use engram_engine::{Database, Error, IndexSpec, Isolation, TableRef, TableSpec, Worker};
+use engram_engine::{
+    Database, Error, IndexSpec, Isolation, NonInline, Sharing, TableRef, TableSpec, Txn, Worker,
+};
 use rand::{RngExt, SeedableRng, rngs::SmallRng};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -169,6 +171,9 @@ pub struct EngramYcsb {
     pub mode: Mode,
     /// Secondary indexes the load creates ([`EngramYcsb::index_spec`]).
     pub secondary_indexes: usize,
+    /// Rows of non-inline attributes of [`NON_INLINE_ATTRIBUTE_BYTES`] each, so shared
+    /// (`None`: rows of 64-bit attributes inline). Wu et al.'s Fig. 11.
+    pub non_inline: Option<Sharing>,
 }
 
 impl EngramYcsb {
@@ -182,7 +187,13 @@ impl EngramYcsb {
         persistence: &crate::tpcc::engram::Persistence,
     ) -> Result<EngramYcsb, String> {
         let db = Database::open(persistence.config()).map_err(|error| error.to_string())?;
-        Ok(EngramYcsb { db: Arc::new(db), table: None, mode, secondary_indexes: 0 })
+        Ok(EngramYcsb {
+            db: Arc::new(db),
+            table: None,
+            mode,
+            secondary_indexes: 0,
+            non_inline: None,
+        })
     }
 
     /// The same database and table, driven in another mode.
@@ -208,12 +219,19 @@ impl Db for EngramYcsb {
     fn settings(&self) -> String {
         let config = self.db.config();
         format!(
-            "mode {}, protocol {}, gc {}, {} storage, {} secondary index(es) ({} pointers), \
+            "mode {}, protocol {}, gc {}, {} storage, {}{} secondary index(es) ({} pointers), \
              serializable, epoch {} ms, snapshot every {} epochs, {}, {}",
             self.mode.name(),
             config.protocol,
             config.gc,
             config.version_storage,
+            match self.non_inline {
+                Some(sharing) => format!(
+                    "non-inline attributes of {NON_INLINE_ATTRIBUTE_BYTES} bytes ({}), ",
+                    sharing.name()
+                ),
+                None => String::new(),
+            },
             self.secondary_indexes,
             config.index_pointers,
             config.epoch_interval_ms,
@@ -256,6 +274,11 @@ impl YcsbDb for EngramYcsb {
     ) -> Outcome {
         let table = self.table();
         let isolation = if read_only { Isolation::Snapshot } else { Isolation::Serializable };
+        if self.non_inline.is_some() {
+            let result = worker
+                .transaction_once(isolation, |txn| non_inline_operations(txn, table, ops, scratch));
+            return outcome(result);
+        }
         let result = match self.mode {
             Mode::Txn => worker.transaction_once(isolation, |txn| {
                 for op in ops {
@@ -290,12 +313,54 @@ impl YcsbDb for EngramYcsb {
                 })
                 .and_then(|result| result),
         };
-        match result {
-            Ok(()) => Outcome::Committed,
-            Err(Error::Aborted(reason)) => Outcome::Aborted(reason.name()),
-            Err(error) => panic!("YCSB transaction failed: {error}"),
+        outcome(result)
+    }
+}
+
+fn outcome(result: Result<(), Error>) -> Outcome {
+    match result {
+        Ok(()) => Outcome::Committed,
+        Err(Error::Aborted(reason)) => Outcome::Aborted(reason.name()),
+        Err(error) => panic!("YCSB transaction failed: {error}"),
+    }
+}
+
+/// Bytes of a non-inline attribute: the paper's VARCHAR(100).
+pub const NON_INLINE_ATTRIBUTE_BYTES: usize = 100;
+
+/// The attribute operation `position` of a transaction touches in row `key` of
+/// `attributes` non-inline ones: one of them, spread over the row.
+fn non_inline_attribute(key: u64, position: usize, attributes: usize) -> usize {
+    let mixed = (key ^ (position as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+        .wrapping_mul(0xD6E8_FEB8_6659_FD93);
+    ((mixed >> 32) % attributes as u64) as usize
+}
+
+/// The operations of a transaction on a table of non-inline attributes: each reads one
+/// attribute, and an update writes it back with its first 8 bytes counted up (Wu et al.'s
+/// Fig. 11: every operation accesses one attribute).
+fn non_inline_operations(
+    txn: &mut Txn<'_>,
+    table: &TableRef,
+    ops: &[Op],
+    scratch: &mut Vec<u8>,
+) -> Result<(), Error> {
+    let attributes = table.non_inline.map_or(1, |layout| layout.attributes);
+    for (position, op) in ops.iter().enumerate() {
+        let key = key_bytes(op.key);
+        let index = non_inline_attribute(op.key, position, attributes);
+        if !txn.get_attribute(table, &key, index, scratch)? {
+            return Err(Error::NotFound);
+        }
+        if op.kind == OpKind::Update {
+            let count = u64::from_le_bytes(scratch[..8].try_into().expect("8 bytes"));
+            scratch[..8].copy_from_slice(&count.wrapping_add(1).to_le_bytes());
+            txn.update_attribute(table, &key, index, scratch)?;
+        } else {
+            std::hint::black_box(scratch[0]);
         }
     }
+    Ok(())
 }
 
 impl EngramYcsb {
@@ -321,6 +386,14 @@ impl EngramYcsb {
     }
 
     fn load_rows(&mut self, rows: u64, value_bytes: usize, threads: usize) -> Result<(), String> {
+        if let Some(sharing) = self.non_inline {
+            return self.load_non_inline(
+                rows,
+                value_bytes / NON_INLINE_ATTRIBUTE_BYTES,
+                sharing,
+                threads,
+            );
+        }
         let attributes = value_bytes / ATTRIBUTE_BYTES;
         if self.secondary_indexes > 0 && attributes < 3 {
             return Err("secondary indexes need rows of three attributes at least".into());
@@ -330,41 +403,55 @@ impl EngramYcsb {
         });
         let table = self.db.create_table(spec).map_err(|error| error.to_string())?;
         let indexed = self.secondary_indexes > 0;
+        self.fill(table, rows, threads, || {
+            let mut value = vec![0u8; value_bytes];
+            move |txn: &mut Txn<'_>, table: &TableRef, key: u64| {
+                // The first attribute counts updates; the second is the key.
+                value[8..16].copy_from_slice(&key.to_le_bytes());
+                if indexed {
+                    // The indexed attributes: spread, fixed per row.
+                    for (number, attribute) in
+                        value.chunks_exact_mut(ATTRIBUTE_BYTES).enumerate().skip(2)
+                    {
+                        let hash =
+                            (key ^ ((number as u64) << 56)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                        attribute.copy_from_slice(&hash.to_be_bytes());
+                    }
+                }
+                txn.insert(table, &key_bytes(key), &value)
+            }
+        })
+    }
+
+    /// Creates `table`'s `rows` rows on `threads` threads, in transactions of 1,000 rows:
+    /// `inserter()` makes each thread's function that inserts row `key`.
+    fn fill<F>(
+        &mut self,
+        table: TableRef,
+        rows: u64,
+        threads: usize,
+        inserter: impl Fn() -> F + Sync,
+    ) -> Result<(), String>
+    where
+        F: FnMut(&mut Txn<'_>, &TableRef, u64) -> Result<(), Error>,
+    {
         let threads = threads.max(1) as u64;
         std::thread::scope(|scope| -> Result<(), String> {
             let handles: Vec<_> = (0..threads)
                 .map(|thread| {
-                    let (db, table) = (Arc::clone(&self.db), Arc::clone(&table));
+                    let (db, table, inserter) =
+                        (Arc::clone(&self.db), Arc::clone(&table), &inserter);
                     scope.spawn(move || -> Result<(), String> {
                         let mut worker = db.worker().map_err(|error| error.to_string())?;
-                        let mut value = vec![0u8; value_bytes];
+                        let mut insert = inserter();
                         let (start, end) = (rows * thread / threads, rows * (thread + 1) / threads);
-                        let mut next = start;
-                        while next < end {
-                            let batch_end = (next + 1000).min(end);
+                        for first in (start..end).step_by(1000) {
                             worker
                                 .transaction(Isolation::Serializable, |txn| {
-                                    for key in next..batch_end {
-                                        // The first attribute counts updates; the second is the key.
-                                        value[8..16].copy_from_slice(&key.to_le_bytes());
-                                        if indexed {
-                                            // The indexed attributes: spread, fixed per row.
-                                            for (number, attribute) in value
-                                                .chunks_exact_mut(ATTRIBUTE_BYTES)
-                                                .enumerate()
-                                                .skip(2)
-                                            {
-                                                let hash = (key ^ ((number as u64) << 56))
-                                                    .wrapping_mul(0x9E37_79B9_7F4A_7C15);
-                                                attribute.copy_from_slice(&hash.to_be_bytes());
-                                            }
-                                        }
-                                        txn.insert(&table, &key_bytes(key), &value)?;
-                                    }
-                                    Ok(())
+                                    (first..(first + 1000).min(end))
+                                        .try_for_each(|key| insert(txn, &table, key))
                                 })
                                 .map_err(|error| error.to_string())?;
-                            next = batch_end;
                         }
                         Ok(())
                     })
@@ -376,6 +463,34 @@ impl EngramYcsb {
         // Declared read-only transactions read a snapshot a little in the past: it must hold
         // the rows before they run (`engram bench paper --figure 9`).
         crate::tpcc::engram::settle_after_load(&self.db, 0)
+    }
+
+    /// [`EngramYcsb::load_rows`] of rows of `attributes` non-inline attributes.
+    fn load_non_inline(
+        &mut self,
+        rows: u64,
+        attributes: usize,
+        sharing: Sharing,
+        threads: usize,
+    ) -> Result<(), String> {
+        if self.mode == Mode::Raw || self.secondary_indexes > 0 {
+            return Err("non-inline attributes are read and written in transactions, with no \
+                        secondary index"
+                .into());
+        }
+        let layout = NonInline { attributes: attributes.max(1), sharing };
+        let spec = TableSpec::new("usertable").non_inline(layout);
+        let table = self.db.create_table(spec).map_err(|error| error.to_string())?;
+        self.fill(table, rows, threads, || {
+            let mut values = vec![vec![0u8; NON_INLINE_ATTRIBUTE_BYTES]; layout.attributes];
+            move |txn: &mut Txn<'_>, table: &TableRef, key: u64| {
+                for value in values.iter_mut() {
+                    value[8..16].copy_from_slice(&key.to_le_bytes());
+                }
+                let refs: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
+                txn.insert_attributes(table, &key_bytes(key), &refs)
+            }
+        })
     }
 }
 

@@ -74,7 +74,9 @@ pub use gc::Gc;
 pub use gc::vacuum::VacuumStats;
 pub use index::Direction;
 pub use index::key::KeyBuilder;
-pub use storage::{IndexPointers, IndexSpec, Table, TableId, TableSpec, Tid, VersionStorage};
+pub use storage::{
+    IndexPointers, IndexSpec, NonInline, Sharing, Table, TableId, TableSpec, Tid, VersionStorage,
+};
 pub use sync::Epoch;
 pub use wal::{
     CheckpointReport, Durability, DurabilityWatcher, DurableFuture, IndexDefinition, IndexKeys,
