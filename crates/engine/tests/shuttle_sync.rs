@@ -1,5 +1,6 @@
-//! Randomized-schedule tests of the version latch, the epoch logic and the lock words of the
-//! pessimistic protocols (`sync::lockword`), under shuttle's
+//! Randomized-schedule tests of the version latch, the epoch logic, the lock words of the
+//! pessimistic protocols (`sync::lockword`) and the reference counts of non-inline values
+//! (`storage::shared`), under shuttle's
 //! scheduler (`cargo test -p engram-engine --features shuttle --test shuttle_sync`). Shuttle
 //! runs the real `sync` code with its own atomics and threads and explores thousands of
 //! interleavings, including preemption between any two atomic operations.
@@ -505,6 +506,44 @@ fn timestamp_words_never_let_an_earlier_writer_replace_a_later_read() {
             }
             assert!(!words.is_owned());
             assert!(words.read_ts() <= 7);
+        },
+        ITERATIONS,
+    );
+}
+
+/// Threads that each hold a reference to a non-inline value take and drop more, reading the
+/// value while they hold one; whatever the interleaving, the value stays intact while held and
+/// is freed exactly once, by the last release (the debug build's live-value count).
+#[test]
+fn a_shared_value_is_freed_once_by_its_last_holder() {
+    use engram_engine::storage::shared;
+    shuttle::check_random(
+        || {
+            let before = shared::live_values();
+            let handle = shared::new_value(b"attribute");
+            // One reference per thread, taken by the creator for each.
+            for _ in 1..3 {
+                // SAFETY: the creator holds a reference.
+                unsafe { shared::retain(handle) };
+            }
+            let threads: Vec<_> = (0..3)
+                .map(|_| {
+                    thread::spawn(move || {
+                        // SAFETY: this thread holds a reference until its last release.
+                        unsafe {
+                            shared::retain(handle);
+                            assert_eq!(shared::value(handle), b"attribute");
+                            shared::release(handle);
+                            assert_eq!(shared::value(handle), b"attribute");
+                            shared::release(handle);
+                        }
+                    })
+                })
+                .collect();
+            for thread in threads {
+                thread.join().unwrap();
+            }
+            assert_eq!(shared::live_values(), before);
         },
         ITERATIONS,
     );

@@ -36,8 +36,8 @@
 //!   the handle in a version while pinned (the version, and so the value, cannot be freed before
 //!   the reader unpins).
 
+use crate::sync::shim::{AtomicU32, Ordering, fence};
 use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
-use std::sync::atomic::{AtomicU32, Ordering};
 
 /// How updates treat the attributes they do not change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,7 +93,7 @@ static LIVE: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0)
 /// make every allocation contend in a release build). For leak tests.
 pub fn live_values() -> Option<i64> {
     #[cfg(debug_assertions)]
-    return Some(LIVE.load(Ordering::SeqCst));
+    return Some(LIVE.load(std::sync::atomic::Ordering::SeqCst));
     #[cfg(not(debug_assertions))]
     None
 }
@@ -112,7 +112,7 @@ pub fn new_value(bytes: &[u8]) -> u64 {
         std::ptr::copy_nonoverlapping(bytes.as_ptr(), block.add(HEADER_BYTES), bytes.len());
     }
     #[cfg(debug_assertions)]
-    LIVE.fetch_add(1, Ordering::Relaxed);
+    LIVE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     block as u64
 }
 
@@ -139,12 +139,12 @@ pub unsafe fn release(handle: u64) {
         return;
     }
     // Every other holder's release happened before this free.
-    std::sync::atomic::fence(Ordering::Acquire);
+    fence(Ordering::Acquire);
     let len = header.len as usize;
     // SAFETY: the last reference is gone; the block was allocated with this layout.
     unsafe { dealloc(handle as *mut u8, layout(len)) };
     #[cfg(debug_assertions)]
-    LIVE.fetch_sub(1, Ordering::Relaxed);
+    LIVE.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// The bytes of the value `handle`.
