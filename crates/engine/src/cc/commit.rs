@@ -1,7 +1,7 @@
 //! The commit skeleton (steps numbered as in `cc/mod.rs` and `silo.rs`), abort, and the end
 //! of every transaction.
 
-use super::access::Kind;
+use super::access::{AccessSet, Kind, Span};
 use super::mv::{self, Mv, READERS_REFRESH_COMMITS};
 use super::mvto;
 use super::secondary;
@@ -12,7 +12,7 @@ use crate::db::Counters;
 use crate::error::{AbortReason, Error, Result};
 use crate::gc::cooperative;
 use crate::storage::record::{Busy, Retention};
-use crate::storage::{Head, IndexPointers, Tid, TidWord, shared};
+use crate::storage::{Head, IndexPointers, Table, Tid, TidWord, shared};
 use crate::sync::Epoch;
 use crate::wal::format::{self, LoggedWrite};
 use crate::wal::log::Log;
@@ -306,16 +306,16 @@ fn install_write_set(worker: &mut Worker, tid: Tid, low: Option<Tid>) {
             && (table.physical || !entry.keys_unchanged)
             && head.value_locked(&mut old_row);
         txn.dropped.reset(secondaries);
-        let mut handles = Vec::new();
         let kept = {
-            let row = match (value, table.non_inline) {
-                (Some(span), Some(layout)) => {
-                    // A non-inline table's patch becomes the new version's value handles.
-                    let patch = txn.access.slice(span);
-                    shared::materialize(patch, layout.attributes, &mut txn.retained, &mut handles);
-                    Some(handles.as_slice())
-                }
-                (span, _) => span.map(|span| txn.access.slice(span)),
+            let row = match value {
+                Some(span) if table.non_inline.is_some() => Some(handles_of(
+                    &txn.access,
+                    &mut txn.retained,
+                    &mut txn.scratch_entry,
+                    table,
+                    span,
+                )),
+                span => span.map(|span| txn.access.slice(span)),
             };
             head.install(row, new_word, retention, arena, garbage, &mut txn.dropped)
         };
@@ -362,6 +362,22 @@ fn install_write_set(worker: &mut Worker, tid: Tid, low: Option<Tid>) {
             tasks.push_unlink(entry.table, entry.head, new_word, txn.access.slice(entry.key));
         }
     }
+}
+
+/// The value handles of the version a non-inline table's patch at `span` makes (in the
+/// transaction's scratch row, which nothing uses during commit).
+#[cold]
+#[inline(never)]
+fn handles_of<'t>(
+    access: &AccessSet,
+    retained: &mut [u64],
+    out: &'t mut Vec<u8>,
+    table: &Table,
+    span: Span,
+) -> &'t [u8] {
+    let layout = table.non_inline.expect("a non-inline table");
+    shared::materialize(access.slice(span), layout.attributes, retained, out);
+    out
 }
 
 /// Heads this transaction inserted and then deleted again: give them up as an abort would.

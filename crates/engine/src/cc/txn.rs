@@ -614,6 +614,7 @@ impl<'w> Txn<'w> {
     }
 
     /// Inserts a row; fails with `DuplicateKey` if the key (or a unique secondary key) exists.
+    #[inline]
     pub fn insert(&mut self, table: &TableRef, key: &[u8], value: &[u8]) -> Result<()> {
         bytes_writable(table)?;
         self.insert_row(table, key, value)
