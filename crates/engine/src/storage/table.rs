@@ -90,7 +90,9 @@ pub struct TableSpec {
     pub name: String,
     pub secondary: Vec<IndexSpec>,
     /// Rows of non-inline attributes (`storage::shared`), written with `Txn::insert_attributes`
-    /// and `Txn::update_attribute` and read with `Txn::get_attribute`.
+    /// and `Txn::update_attribute` and read with `Txn::get_attribute`. The other reads (`get`,
+    /// scans) return a version's value handles, 8 bytes per attribute, which only the engine
+    /// can resolve.
     pub non_inline: Option<NonInline>,
 }
 
