@@ -426,6 +426,7 @@ fn ycsb_options(options: &Options, theta: f64, seconds: f64) -> ycsb::Options {
         touch: ycsb::Touch::ONE,
         persistence: Persistence::default(),
         secondary_indexes: 0,
+        non_inline: None,
     }
 }
 

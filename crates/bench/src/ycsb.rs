@@ -516,6 +516,9 @@ pub struct Options {
     pub touch: Touch,
     /// Non-unique secondary indexes on the table (Wu et al.'s Figs. 22 and 23).
     pub secondary_indexes: usize,
+    /// Rows of non-inline attributes of [`NON_INLINE_ATTRIBUTE_BYTES`], so shared (Wu et al.'s
+    /// Fig. 11; `None`: 64-bit attributes inline).
+    pub non_inline: Option<Sharing>,
 }
 
 /// The result of measuring one configuration.
@@ -606,7 +609,11 @@ impl Options {
 
     /// Bytes of a row.
     pub fn value_bytes(&self) -> usize {
-        self.attributes.map_or(self.workload.value_bytes(), |n| n * ATTRIBUTE_BYTES)
+        let attributes = self.attributes.unwrap_or(self.workload.value_bytes() / ATTRIBUTE_BYTES);
+        match self.non_inline {
+            Some(_) => attributes * NON_INLINE_ATTRIBUTE_BYTES,
+            None => self.attributes.map_or(self.workload.value_bytes(), |n| n * ATTRIBUTE_BYTES),
+        }
     }
 }
 
@@ -761,6 +768,7 @@ pub fn run(
 ) -> Result<Vec<Report>, String> {
     let mut engram = EngramYcsb::open_with(modes[0], &options.persistence)?;
     engram.secondary_indexes = options.secondary_indexes;
+    engram.non_inline = options.non_inline;
     let load_threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let loading = Instant::now();
     engram.load(options.rows, options.value_bytes(), load_threads)?;

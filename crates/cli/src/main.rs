@@ -337,7 +337,8 @@ struct YcsbArgs {
     /// Seed of the key and operation choice.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// 64-bit attributes per row (default: the workload's; at least 2).
+    /// 64-bit attributes per row (default: the workload's; at least 2); with --non-inline, the
+    /// non-inline attributes per row (at least 1).
     #[arg(long)]
     attributes: Option<usize>,
     /// Attributes a read reads, from the first (Wu et al.'s Fig. 15).
@@ -350,6 +351,11 @@ struct YcsbArgs {
     /// and 23; see --index-pointers).
     #[arg(long, default_value_t = 0)]
     secondary_indexes: usize,
+    /// Rows of non-inline attributes of 100 bytes, each its own value, which updates copy
+    /// (`copy`) or share with the version they replace (`refcount`): Wu et al.'s Fig. 11. Needs
+    /// --version-storage append-n2o or append-o2n; --attributes sets how many.
+    #[arg(long)]
+    non_inline: Option<engram_engine::Sharing>,
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
@@ -387,7 +393,12 @@ fn ycsb(args: YcsbArgs) -> Result<(), String> {
             args.workload
         )
     })?;
-    if args
+    if let (Some(attributes), Some(_)) = (args.attributes, args.non_inline) {
+        let most = engram_engine::storage::shared::ATTRIBUTES_MAX;
+        if !(1..=most).contains(&attributes) {
+            return Err(format!("--attributes must be 1 to {most} with --non-inline"));
+        }
+    } else if args
         .attributes
         .is_some_and(|attributes| !(2..=limits_attributes_max()).contains(&attributes))
     {
@@ -423,6 +434,7 @@ fn ycsb(args: YcsbArgs) -> Result<(), String> {
         attributes: args.attributes,
         touch: ycsb::Touch { read: args.attributes_read, modified: args.attributes_modified },
         secondary_indexes: args.secondary_indexes,
+        non_inline: args.non_inline,
         persistence: match (&args.durability.modes()?[..], &args.durability.protocols()?[..]) {
             ([mode], [_]) => args.durability.persistence(*mode, None)?,
             _ => return Err("YCSB runs one --durability mode and one --protocol at a time".into()),

@@ -80,6 +80,38 @@ fn ycsb_reports_its_figures() {
     let comparison = json(&path);
     assert_eq!(comparison["results"].as_array().unwrap().len(), 2);
     assert!(comparison["ratios"]["txn_over_raw_threads_1"].as_f64().unwrap() > 0.0);
+    // Rows of non-inline attributes (Wu et al.'s Fig. 11), under both sharings.
+    for sharing in ["copy", "refcount"] {
+        let path = dir.join(format!("{sharing}.json"));
+        let text = engram(&[
+            "bench",
+            "ycsb",
+            "--rows",
+            "2000",
+            "--threads",
+            "2",
+            "--duration",
+            "0.3",
+            "--workload",
+            "update-intensive",
+            "--non-inline",
+            sharing,
+            "--attributes",
+            "5",
+            "--version-storage",
+            "append-n2o",
+            "--quiet",
+            "--json",
+            path.to_str().unwrap(),
+        ]);
+        assert!(
+            text.contains(&format!("non-inline attributes of 100 bytes ({sharing})")),
+            "{text}"
+        );
+        let report = json(&path);
+        assert_eq!(report["value_bytes"], 500);
+        assert!(report["committed"].as_u64().unwrap() > 0);
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -138,6 +170,13 @@ fn bad_arguments_are_errors_not_panics() {
         assert!(!output.status.success());
         assert!(String::from_utf8_lossy(&output.stderr).contains("--attributes must be"));
     }
+    // Non-inline attributes need append-only storage, and say so.
+    let output = Command::new(env!("CARGO_BIN_EXE_engram"))
+        .args(["bench", "ycsb", "--non-inline", "refcount", "--rows", "10"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("append-n2o or append-o2n"));
     // A server whose design options do not go together says why and does not start.
     let output = Command::new(env!("CARGO_BIN_EXE_engram"))
         .args(["serve", "--gc", "tuple-cooperative", "--version-storage", "delta"])

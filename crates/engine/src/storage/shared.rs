@@ -57,6 +57,18 @@ impl Sharing {
     }
 }
 
+impl std::str::FromStr for Sharing {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "copy" => Ok(Sharing::Copy),
+            "refcount" => Ok(Sharing::RefCount),
+            other => Err(format!("unknown sharing \"{other}\": use copy or refcount")),
+        }
+    }
+}
+
 /// A table of non-inline attributes (`TableSpec::non_inline`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NonInline {
