@@ -296,18 +296,35 @@ fn listed_key(
     cx: &Context<'_>,
 ) -> SqlResult<PointKey> {
     let mut key = Vec::with_capacity(32);
+    Ok(match key_into(table, exprs, listed, row, cx, &mut key)? {
+        PointKey::Key(_) => PointKey::Key(key),
+        other => other,
+    })
+}
+
+/// [`listed_key`] into the caller's `key` buffer: `PointKey::Key` comes back empty and the key
+/// is in `key`.
+fn key_into(
+    table: &TableInfo,
+    exprs: &[BExpr],
+    listed: Option<(usize, &BExpr)>,
+    row: &[Value],
+    cx: &Context<'_>,
+    key: &mut Vec<u8>,
+) -> SqlResult<PointKey> {
+    key.clear();
     for (i, (expr, column)) in exprs.iter().zip(&table.schema.primary_key).enumerate() {
         let expr = match listed {
             Some((at, listed)) if at == i => listed,
             _ => expr,
         };
-        match key_part(table.types[*column], expr.eval(row, cx)?, false, &mut key) {
+        match key_part(table.types[*column], expr.eval(row, cx)?, false, key) {
             None => return Ok(PointKey::Unconvertible),
             Some(None) => return Ok(PointKey::NoRow),
             Some(Some(())) => {}
         }
     }
-    Ok(PointKey::Key(key))
+    Ok(PointKey::Key(Vec::new()))
 }
 
 /// The keys of a [`Path::Points`] access, sorted and without repeats; `None` when a value does
@@ -1187,17 +1204,20 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
     if let Some(produced) = update_in_one_pass(txn, plan, &cx)? {
         return Ok(produced);
     }
-    let mut targets: Vec<Vec<u8>> = Vec::new();
-    let point = match &plan.access.path {
-        Path::Point(exprs) => point_key(table, exprs, &[], &cx)?,
+    let mut scratch = Scratch::take(env.scratch);
+    let Scratch { values, changes, bytes, key: point } = &mut scratch;
+    let found = match &plan.access.path {
+        // One row by its primary key, built in the lent buffer: read once, for update, below.
+        Path::Point(exprs) => key_into(table, exprs, None, &[], &cx, point)?,
         // Rows through the access path and the filter, below.
         Path::Points { .. } | Path::Range { .. } => PointKey::Unconvertible,
     };
-    match point {
-        // One row by its primary key: read it once, for update, below.
-        PointKey::Key(key) => targets.push(key),
-        PointKey::NoRow => {}
+    let mut targets: Vec<Vec<u8>> = Vec::new();
+    match found {
+        PointKey::Key(_) => {}
+        PointKey::NoRow => point.clear(),
         PointKey::Unconvertible => {
+            point.clear();
             fetch(txn, &plan.access, &[], &cx, false, &mut |key, columns| {
                 if plan.filter.as_ref().map_or(Ok(true), |f| f.test(columns, &cx))? {
                     targets.push(key.to_vec());
@@ -1206,16 +1226,15 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
             })?;
         }
     }
+    let single = matches!(found, PointKey::Key(_)).then_some(point.as_slice());
     let mut produced = Produced::default();
-    let mut scratch = Scratch::take(env.scratch);
-    let Scratch { values, changes, bytes, .. } = &mut scratch;
     let recheck = plan.recheck.as_ref().or(plan.filter.as_ref());
     let emit = |values: &mut Vec<Value>, rows: &mut Vec<Vec<Value>>| {
         returning(&plan.returning, &plan.returning_moves, values, &cx, rows)
     };
-    for key in targets {
+    for key in single.into_iter().chain(targets.iter().map(Vec::as_slice)) {
         let Some(current) =
-            txn.get_for_update(&table.engine, &key).map_err(|e| engine_error(e, table))?
+            txn.get_for_update(&table.engine, key).map_err(|e| engine_error(e, table))?
         else {
             continue;
         };
@@ -1225,7 +1244,7 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
             continue;
         }
         if plan.delete {
-            txn.delete(&table.engine, &key).map_err(|e| engine_error(e, table))?;
+            txn.delete(&table.engine, key).map_err(|e| engine_error(e, table))?;
             produced.affected += 1;
             emit(values, &mut produced.rows)?;
             continue;
@@ -1235,7 +1254,7 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
             let mut new_key = Vec::new();
             primary_key(table, values, &mut new_key);
             if new_key != key {
-                txn.delete(&table.engine, &key).map_err(|e| engine_error(e, table))?;
+                txn.delete(&table.engine, key).map_err(|e| engine_error(e, table))?;
                 txn.insert(&table.engine, &new_key, bytes).map_err(|e| engine_error(e, table))?;
                 produced.affected += 1;
                 emit(values, &mut produced.rows)?;
@@ -1250,9 +1269,9 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
                 params: env.params.to_vec(),
                 now: env.now,
             });
-            txn.update_recomputable(&table.engine, &key, bytes, statement)
+            txn.update_recomputable(&table.engine, key, bytes, statement)
         } else {
-            txn.update(&table.engine, &key, bytes)
+            txn.update(&table.engine, key, bytes)
         };
         updated.map_err(|e| engine_error(e, table))?;
         produced.affected += 1;
