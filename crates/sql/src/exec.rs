@@ -277,15 +277,6 @@ enum PointKey {
     Unconvertible,
 }
 
-fn point_key(
-    table: &TableInfo,
-    exprs: &[BExpr],
-    row: &[Value],
-    cx: &Context<'_>,
-) -> SqlResult<PointKey> {
-    listed_key(table, exprs, None, row, cx)
-}
-
 /// The primary key of `exprs`, where `listed` (a key position and an expression) replaces
 /// one of them: the key of one value of a [`Path::Points`] list.
 fn listed_key(
@@ -351,6 +342,14 @@ fn listed_keys(
     Ok(Some(keys))
 }
 
+/// Buffers one table access works in, lent by a caller that visits many times (an inner join
+/// level, once per outer row): the row decoded, and the point key built.
+#[derive(Debug, Default, Clone)]
+struct Lent {
+    decoded: Vec<Value>,
+    key: Vec<u8>,
+}
+
 /// Receives `(primary key, decoded columns)`; returns whether to go on. The columns are the
 /// sink's to take (the next row is decoded afresh).
 type Sink<'a> = dyn FnMut(&[u8], &mut [Value]) -> SqlResult<bool> + 'a;
@@ -371,15 +370,22 @@ enum Target {
     Full(Vec<Value>),
 }
 
-fn resolve(access: &Access, row: &[Value], cx: &Context<'_>) -> SqlResult<Target> {
+/// `key` is the buffer a point key is built in; it comes back in `Target::Key`, and
+/// [`visit`] returns it to `key` when done.
+fn resolve(
+    access: &Access,
+    row: &[Value],
+    cx: &Context<'_>,
+    key: &mut Vec<u8>,
+) -> SqlResult<Target> {
     let full = || {
         let mut joined = row.to_vec();
         joined.resize(joined.len().max(access.offset + access.table.types.len()), Value::Null);
         Target::Full(joined)
     };
     Ok(match &access.path {
-        Path::Point(exprs) => match point_key(&access.table, exprs, row, cx)? {
-            PointKey::Key(key) => Target::Key(key),
+        Path::Point(exprs) => match key_into(&access.table, exprs, None, row, cx, key)? {
+            PointKey::Key(_) => Target::Key(std::mem::take(key)),
             PointKey::NoRow => Target::Empty,
             PointKey::Unconvertible => full(),
         },
@@ -406,27 +412,30 @@ fn fetch(
     for_update: bool,
     sink: &mut Sink<'_>,
 ) -> SqlResult<()> {
-    let target = resolve(access, row, cx)?;
-    visit(txn, access, target, cx, for_update, &mut Vec::new(), sink)
+    let mut lent = Lent::default();
+    let target = resolve(access, row, cx, &mut lent.key)?;
+    visit(txn, access, target, cx, for_update, &mut lent, sink)
 }
 
-/// `decoded` is the buffer rows are decoded into; a caller that visits many times (an inner
-/// join level, once per outer row) lends the same one each time.
+/// Rows are decoded into `lent.decoded`, and a point key resolved into `lent.key` goes back
+/// there.
 fn visit(
     txn: &mut Txn<'_>,
     access: &Access,
     target: Target,
     cx: &Context<'_>,
     for_update: bool,
-    decoded: &mut Vec<Value>,
+    lent: &mut Lent,
     sink: &mut Sink<'_>,
 ) -> SqlResult<()> {
     let table = &access.table;
     let types = &table.types;
+    let decoded = &mut lent.decoded;
     let (low, high, index, descending, wanted) = match target {
         Target::Empty => return Ok(()),
         Target::Key(key) => {
             lookup(txn, access, &key, for_update, decoded, sink)?;
+            lent.key = key;
             return Ok(());
         }
         Target::Keys(keys) => {
@@ -462,7 +471,7 @@ fn visit(
                 implied: None,
                 ..access.clone()
             };
-            return visit(txn, &whole, everything, cx, for_update, decoded, &mut test_implied);
+            return visit(txn, &whole, everything, cx, for_update, lent, &mut test_implied);
         }
         Target::Range { low, high } => {
             let Path::Range { index, descending, .. } = &access.path else {
@@ -545,8 +554,8 @@ struct Collector<'p> {
     group_states: Vec<(Vec<Value>, Vec<AggState>)>,
     /// Rows needed before the scan may stop (`usize::MAX`: all).
     enough: usize,
-    /// Per join level: the buffer its scans decode rows into, kept across outer rows.
-    decoded: Vec<Vec<Value>>,
+    /// Per join level: the buffers its scans work in, kept across outer rows.
+    lent: Vec<Lent>,
 }
 
 #[derive(Debug)]
@@ -749,7 +758,7 @@ pub fn run_query(txn: &mut Txn<'_>, plan: &QueryPlan, env: &Env<'_>) -> SqlResul
         groups: HashMap::new(),
         group_states: Vec::new(),
         enough,
-        decoded: vec![Vec::new(); plan.tables.len()],
+        lent: vec![Lent::default(); plan.tables.len()],
     };
     if enough > 0 {
         match &plan.values {
@@ -851,14 +860,14 @@ fn join(
     let last = level + 1 == plan.tables.len();
     let width = access.table.types.len();
     let offset = access.offset;
-    let target = resolve(access, row, cx)?;
+    let target = resolve(access, row, cx, &mut collector.lent[level].key)?;
     let mut matched_any = false;
     if last {
         // The innermost table: filter and collect inside the scan, stopping early when enough.
         let mut go_on = true;
         // Lent back below (on an error it is only lost, not wrong).
-        let mut decoded = std::mem::take(&mut collector.decoded[level]);
-        visit(txn, access, target, cx, plan.for_update, &mut decoded, &mut |_, columns| {
+        let mut lent = std::mem::take(&mut collector.lent[level]);
+        visit(txn, access, target, cx, plan.for_update, &mut lent, &mut |_, columns| {
             // Only the decoded columns: nothing reads the others, which stay NULL.
             for (target, value) in kept(&access.wanted, &mut row[offset..offset + width])
                 .zip(kept(&access.wanted, columns))
@@ -876,7 +885,7 @@ fn join(
             }
             Ok(go_on)
         })?;
-        collector.decoded[level] = decoded;
+        collector.lent[level] = lent;
         if go_on && !matched_any && access.kind == JoinKind::Left {
             for value in &mut row[offset..offset + width] {
                 *value = Value::Null;
@@ -891,8 +900,8 @@ fn join(
     let wanted = &access.wanted;
     let per_row = if wanted.is_empty() { width } else { wanted.iter().filter(|w| **w).count() };
     let (mut matches, mut count): (Vec<Value>, usize) = (Vec::new(), 0);
-    let decoded = &mut collector.decoded[level];
-    visit(txn, access, target, cx, plan.for_update, decoded, &mut |_, columns| {
+    let lent = &mut collector.lent[level];
+    visit(txn, access, target, cx, plan.for_update, lent, &mut |_, columns| {
         matches.extend(kept(wanted, columns).map(|value| std::mem::replace(value, Value::Null)));
         count += 1;
         Ok(true)
@@ -1300,7 +1309,7 @@ fn update_in_one_pass(
     {
         return Ok(None);
     }
-    let (low, high) = match resolve(&plan.access, &[], cx)? {
+    let (low, high) = match resolve(&plan.access, &[], cx, &mut Vec::new())? {
         Target::Empty => return Ok(Some(Produced::default())),
         Target::Range { low, high } => (low, high),
         // A bound that does not convert: the general path scans and filters.
