@@ -742,9 +742,6 @@ fn figure_16(options: &Options) -> Result<Figure, String> {
     ))
 }
 
-/// Fig. 12: append-only chains newest-to-oldest against oldest-to-newest, YCSB read- and
-/// update-intensive over skew, 10 ops per transaction, MVTO, with Engram's default
-/// (time-travel) as a third line. One database per storage, each loaded with the same rows.
 /// The sharings Fig. 11 compares, each with its line's label.
 const SHARINGS: [(Sharing, &str); 2] =
     [(Sharing::Copy, "full tuple copy"), (Sharing::RefCount, "reference counting")];
@@ -834,6 +831,9 @@ fn figure_11(options: &Options) -> Result<Figure, String> {
     ))
 }
 
+/// Fig. 12: append-only chains newest-to-oldest against oldest-to-newest, YCSB read- and
+/// update-intensive over skew, 10 ops per transaction, MVTO, with Engram's default
+/// (time-travel) as a third line. One database per storage, each loaded with the same rows.
 fn figure_12(options: &Options) -> Result<Figure, String> {
     let storages =
         [VersionStorage::AppendN2o, VersionStorage::AppendO2n, VersionStorage::TimeTravel];

@@ -609,10 +609,11 @@ impl Options {
 
     /// Bytes of a row.
     pub fn value_bytes(&self) -> usize {
-        let attributes = self.attributes.unwrap_or(self.workload.value_bytes() / ATTRIBUTE_BYTES);
+        let inline = self.attributes.map_or(self.workload.value_bytes(), |n| n * ATTRIBUTE_BYTES);
         match self.non_inline {
-            Some(_) => attributes * NON_INLINE_ATTRIBUTE_BYTES,
-            None => self.attributes.map_or(self.workload.value_bytes(), |n| n * ATTRIBUTE_BYTES),
+            // As many attributes, each of the non-inline size.
+            Some(_) => inline / ATTRIBUTE_BYTES * NON_INLINE_ATTRIBUTE_BYTES,
+            None => inline,
         }
     }
 }

@@ -185,12 +185,7 @@ impl Config {
                 self.version_storage, self.version_storage
             )));
         }
-        if self.index_pointers == IndexPointers::Physical
-            && !matches!(
-                self.version_storage,
-                VersionStorage::AppendN2o | VersionStorage::AppendO2n
-            )
-        {
+        if self.index_pointers == IndexPointers::Physical && !self.version_storage.append_only() {
             return Err(Error::InvalidConfig(format!(
                 "index_pointers physical needs version_storage append-n2o or append-o2n, not {}: \
                  a physical pointer names one version, and only append-only storage keeps every \

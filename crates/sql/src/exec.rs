@@ -268,33 +268,18 @@ fn bounds(access: &Access, row: &[Value], cx: &Context<'_>) -> SqlResult<Bounds>
     Ok(Bounds::Scan { low: low_key, high: high_key })
 }
 
-/// The primary key a point lookup reads.
+/// Whether a point lookup's primary key could be built.
 enum PointKey {
-    Key(Vec<u8>),
+    /// Built, in the caller's buffer.
+    Key,
     /// A key value is NULL: no row can match.
     NoRow,
     /// A key value does not convert to its column's type: scan and filter instead.
     Unconvertible,
 }
 
-/// The primary key of `exprs`, where `listed` (a key position and an expression) replaces
-/// one of them: the key of one value of a [`Path::Points`] list.
-fn listed_key(
-    table: &TableInfo,
-    exprs: &[BExpr],
-    listed: Option<(usize, &BExpr)>,
-    row: &[Value],
-    cx: &Context<'_>,
-) -> SqlResult<PointKey> {
-    let mut key = Vec::with_capacity(32);
-    Ok(match key_into(table, exprs, listed, row, cx, &mut key)? {
-        PointKey::Key(_) => PointKey::Key(key),
-        other => other,
-    })
-}
-
-/// [`listed_key`] into the caller's `key` buffer: `PointKey::Key` comes back empty and the key
-/// is in `key`.
+/// Builds in `key` the primary key of `exprs`, where `listed` (a key position and an
+/// expression) replaces one of them: the key of one value of a [`Path::Points`] list.
 fn key_into(
     table: &TableInfo,
     exprs: &[BExpr],
@@ -315,7 +300,7 @@ fn key_into(
             Some(Some(())) => {}
         }
     }
-    Ok(PointKey::Key(Vec::new()))
+    Ok(PointKey::Key)
 }
 
 /// The keys of a [`Path::Points`] access, sorted and without repeats; `None` when a value does
@@ -329,9 +314,10 @@ fn listed_keys(
     cx: &Context<'_>,
 ) -> SqlResult<Option<Vec<Vec<u8>>>> {
     let mut keys = Vec::with_capacity(list.len());
+    let mut built = Vec::new();
     for listed in list {
-        match listed_key(table, key, Some((at, listed)), row, cx)? {
-            PointKey::Key(key) => keys.push(key),
+        match key_into(table, key, Some((at, listed)), row, cx, &mut built)? {
+            PointKey::Key => keys.push(built.clone()),
             // A NULL in the list (or in a fixed column) matches no row.
             PointKey::NoRow => {}
             PointKey::Unconvertible => return Ok(None),
@@ -385,7 +371,7 @@ fn resolve(
     };
     Ok(match &access.path {
         Path::Point(exprs) => match key_into(&access.table, exprs, None, row, cx, key)? {
-            PointKey::Key(_) => Target::Key(std::mem::take(key)),
+            PointKey::Key => Target::Key(std::mem::take(key)),
             PointKey::NoRow => Target::Empty,
             PointKey::Unconvertible => full(),
         },
@@ -1223,10 +1209,8 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
     };
     let mut targets: Vec<Vec<u8>> = Vec::new();
     match found {
-        PointKey::Key(_) => {}
-        PointKey::NoRow => point.clear(),
+        PointKey::Key | PointKey::NoRow => {}
         PointKey::Unconvertible => {
-            point.clear();
             fetch(txn, &plan.access, &[], &cx, false, &mut |key, columns| {
                 if plan.filter.as_ref().map_or(Ok(true), |f| f.test(columns, &cx))? {
                     targets.push(key.to_vec());
@@ -1235,7 +1219,7 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
             })?;
         }
     }
-    let single = matches!(found, PointKey::Key(_)).then_some(point.as_slice());
+    let single = matches!(found, PointKey::Key).then_some(point.as_slice());
     let mut produced = Produced::default();
     let recheck = plan.recheck.as_ref().or(plan.filter.as_ref());
     let emit = |values: &mut Vec<Value>, rows: &mut Vec<Vec<Value>>| {

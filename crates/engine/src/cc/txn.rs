@@ -45,7 +45,6 @@ impl Drop for Txn<'_> {
     }
 }
 
-/// Where the row an operation found lives.
 mod attributes;
 
 /// Refuses a write of row bytes to a table of non-inline attributes, whose rows only
@@ -66,6 +65,7 @@ fn non_inline_only(table: &Table) -> Error {
     ))
 }
 
+/// Where the row an operation found lives.
 enum Found {
     None,
     /// In the transaction's read buffer.

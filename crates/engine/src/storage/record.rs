@@ -585,9 +585,7 @@ impl VersionStorage {
     pub fn oldest_first(self) -> bool {
         self == VersionStorage::AppendO2n
     }
-}
 
-impl VersionStorage {
     /// Whether every version is its own immutable block (`append-n2o`, `append-o2n`).
     pub fn append_only(self) -> bool {
         matches!(self, VersionStorage::AppendN2o | VersionStorage::AppendO2n)
@@ -747,7 +745,7 @@ impl Head {
         shape: HeadShape,
     ) -> *mut Head {
         let HeadShape { words, storage, shared_values } = shape;
-        debug_assert!(!shared_values || capacity_len == 0 || storage.append_only());
+        debug_assert!(!shared_values || storage.append_only());
         let capacity_words = match storage {
             VersionStorage::TimeTravel | VersionStorage::Delta => Self::capacity_for(capacity_len),
             VersionStorage::AppendN2o | VersionStorage::AppendO2n => 0,
