@@ -594,8 +594,10 @@ pub fn fit_numeric(value: Decimal, ty: Type) -> SqlResult<Value> {
 
 /// Whether `value`'s integer part has at most `digits` digits.
 fn integer_digits_fit(value: &Decimal, digits: u8) -> bool {
-    // A decimal holds at most 29 digits; 10^28 is the largest power of ten it holds.
-    digits > 28 || value.trunc().abs() < Decimal::from_i128_with_scale(10i128.pow(digits.into()), 0)
+    // |value| < 10^digits exactly when |mantissa| < 10^(digits + scale), and a mantissa is
+    // below 2^96 < 10^29: no decimal arithmetic needed.
+    let exponent = u32::from(digits) + value.scale();
+    exponent >= 29 || value.mantissa().unsigned_abs() < 10u128.pow(exponent)
 }
 
 /// Whether a cast of `value` to `ty` (implicit or explicit) returns it unchanged, so that a
@@ -841,6 +843,43 @@ mod tests {
         assert_eq!(value.to_text(ty).unwrap(), "123.46");
         assert_eq!(parse_text("1234.5", ty).unwrap_err().code, "22003");
         assert_eq!(parse_text("1.5x", ty).unwrap_err().code, "22P02");
+    }
+
+    /// The mantissa test of `integer_digits_fit` agrees with comparing the truncated value
+    /// against 10^digits in decimal arithmetic, at the powers of ten and around them.
+    #[test]
+    fn integer_digits_by_mantissa() {
+        use rand::{RngExt, SeedableRng, rngs::SmallRng};
+        let by_arithmetic = |value: &Decimal, digits: u8| {
+            digits > 28
+                || value.trunc().abs() < Decimal::from_i128_with_scale(10i128.pow(digits.into()), 0)
+        };
+        let mut random = SmallRng::seed_from_u64(5);
+        let mut values = vec![Decimal::MAX, Decimal::MIN, Decimal::ZERO];
+        for exponent in 0..29u32 {
+            for scale in 0..=28u32 {
+                let power = 10i128.pow(exponent);
+                for mantissa in [power - 1, power, power + 1, -power, 1 - power] {
+                    if let Ok(value) = Decimal::try_from_i128_with_scale(mantissa, scale) {
+                        values.push(value);
+                    }
+                }
+            }
+        }
+        for _ in 0..20_000 {
+            let mantissa =
+                random.random_range(-(1i128 << 95)..(1i128 << 95)) >> random.random_range(0..95);
+            values.push(Decimal::from_i128_with_scale(mantissa, random.random_range(0..=28)));
+        }
+        for value in &values {
+            for digits in 0..=40u8 {
+                assert_eq!(
+                    integer_digits_fit(value, digits),
+                    by_arithmetic(value, digits),
+                    "{value} in {digits} digits"
+                );
+            }
+        }
     }
 
     /// `conforms` is true only where the implicit cast gives back the same value.
