@@ -9,7 +9,7 @@
 //! commit. Engine tables no catalog row names (left by a crash between the two) are dropped
 //! at open.
 
-use crate::codec::{decode_row, encode_index_key, encode_key};
+use crate::codec::{Wanted, decode_row, encode_index_key, encode_key};
 use crate::error::{SqlError, SqlResult};
 use crate::types::{Type, Value};
 use engram_engine::storage::KeyExtractor;
@@ -98,12 +98,13 @@ impl TableSchema {
 /// key encoding. A unique index leaves out rows with a NULL key column (NULLs are distinct in
 /// PostgreSQL's unique indexes).
 fn key_extractor(types: Vec<Type>, columns: Vec<usize>, unique: bool) -> KeyExtractor {
-    let mut wanted = vec![false; types.len()];
+    let mut marks = vec![false; types.len()];
     for &column in &columns {
-        if column < wanted.len() {
-            wanted[column] = true;
+        if column < marks.len() {
+            marks[column] = true;
         }
     }
+    let wanted = Wanted::marked(marks);
     Arc::new(move |row: &[u8], out: &mut Vec<u8>| {
         match encode_index_key(row, &types, &columns, unique, out) {
             Ok(Some(keyed)) => return keyed,

@@ -164,16 +164,54 @@ pub fn row_version(row: &[u8]) -> u16 {
     row.get(..2).map_or(0, |b| u16::from_le_bytes([b[0], b[1]]))
 }
 
-/// Decodes the columns of `row` for which `wanted` is true (all when `wanted` is empty) into
-/// `out` (one value per column of `types`; unwanted columns are left NULL).
+/// The columns of a table that a decode reads: every one, or those marked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wanted {
+    /// A mark per column up to the last one wanted (no trailing `false`); empty with `all`.
+    marks: Vec<bool>,
+    /// How many are marked.
+    count: usize,
+    all: bool,
+}
+
+impl Wanted {
+    /// Every column.
+    pub const ALL: Wanted = Wanted { marks: Vec::new(), count: 0, all: true };
+
+    /// The columns whose mark is true.
+    pub fn marked(mut marks: Vec<bool>) -> Wanted {
+        let last = marks.iter().rposition(|m| *m).map_or(0, |at| at + 1);
+        marks.truncate(last);
+        let count = marks.iter().filter(|m| **m).count();
+        Wanted { marks, count, all: false }
+    }
+
+    /// How many columns of a row of `width` are read.
+    pub fn count(&self, width: usize) -> usize {
+        if self.all { width } else { self.count }
+    }
+
+    /// The read values of `row` (a table's columns), in column order.
+    pub fn kept<'v>(&'v self, row: &'v mut [Value]) -> impl Iterator<Item = &'v mut Value> {
+        let limit = if self.all { row.len() } else { self.marks.len().min(row.len()) };
+        row[..limit]
+            .iter_mut()
+            .enumerate()
+            .filter(move |(column, _)| self.all || self.marks[*column])
+            .map(|(_, value)| value)
+    }
+}
+
+/// Decodes the `wanted` columns of `row` into `out` (one value per column of `types`; the
+/// others are left NULL). `out` is usually the caller's buffer from the previous row, reset in
+/// place; columns after the last wanted one are neither read nor stepped over.
 pub fn decode_row(
     row: &[u8],
     types: &[Type],
-    wanted: &[bool],
+    wanted: &Wanted,
     out: &mut Vec<Value>,
 ) -> SqlResult<()> {
     if out.len() == types.len() {
-        // The caller's buffer from the last row: reset it in place.
         for value in out.iter_mut().filter(|value| !value.is_null()) {
             *value = Value::Null;
         }
@@ -184,12 +222,7 @@ pub fn decode_row(
     if row.len() < 4 {
         return Err(corrupt());
     }
-    // Columns after the last one wanted are not read.
-    let last = if wanted.is_empty() {
-        types.len()
-    } else {
-        wanted.iter().rposition(|w| *w).map_or(0, |at| at + 1)
-    };
+    let last = if wanted.all { types.len() } else { wanted.marks.len() };
     let count = usize::from(u16::from_le_bytes([row[2], row[3]])).min(types.len()).min(last);
     let bitmap_at = 4;
     let mut at = bitmap_at + usize::from(u16::from_le_bytes([row[2], row[3]])).div_ceil(8);
@@ -202,7 +235,7 @@ pub fn decode_row(
         }
         let (bytes, end) = column_bytes(row, *ty, at).ok_or_else(corrupt)?;
         at = end;
-        if !(wanted.is_empty() || wanted[column]) {
+        if !(wanted.all || wanted.marks[column]) {
             continue;
         }
         out[column] = match ty.fixed_width() {
@@ -418,14 +451,14 @@ mod tests {
         encode_row(3, &types, &values, &mut row);
         assert_eq!(row_version(&row), 3);
         let mut out = Vec::new();
-        decode_row(&row, &types, &[], &mut out).unwrap();
+        decode_row(&row, &types, &Wanted::ALL, &mut out).unwrap();
         for (a, b) in values.iter().zip(&out) {
             assert_eq!(a.compare(b), std::cmp::Ordering::Equal);
         }
-        assert!(decode_row(&row[..row.len() - 3], &types, &[], &mut out).is_err());
+        assert!(decode_row(&row[..row.len() - 3], &types, &Wanted::ALL, &mut out).is_err());
         // Only the wanted columns, the last one included; the others are NULL.
         for wanted in [[true, false, false, false, false], [false, true, true, false, false]] {
-            decode_row(&row, &types, &wanted, &mut out).unwrap();
+            decode_row(&row, &types, &Wanted::marked(wanted.to_vec()), &mut out).unwrap();
             assert_eq!(out.len(), types.len());
             for (column, value) in out.iter().enumerate() {
                 if wanted[column] {
@@ -471,6 +504,42 @@ mod tests {
         }
     }
 
+    /// Decoding into one buffer, row after row (with the columns of the row before in it),
+    /// gives each time what a fresh buffer gets: the wanted columns' values and
+    /// NULL everywhere else, for rows with NULLs, rows written before columns were added, and
+    /// any set of wanted columns, none and all included.
+    #[test]
+    fn decoding_into_a_used_buffer_equals_decoding_into_a_new_one() {
+        let mut random = SmallRng::seed_from_u64(3);
+        let (mut row, mut reused) = (Vec::new(), Vec::new());
+        for _ in 0..3_000 {
+            let stored = random.random_range(1..=MIXED_TYPES.len());
+            let written: Vec<Value> =
+                MIXED_TYPES[..stored].iter().map(|ty| random_value(&mut random, *ty)).collect();
+            encode_row(1, &MIXED_TYPES[..stored], &written, &mut row);
+            let all = random.random_bool(0.2);
+            let marks: Vec<bool> =
+                (0..MIXED_TYPES.len()).map(|_| all || random.random_bool(0.3)).collect();
+            let wanted = if all { Wanted::ALL } else { Wanted::marked(marks.clone()) };
+            decode_row(&row, &MIXED_TYPES, &wanted, &mut reused).unwrap();
+            let mut fresh = Vec::new();
+            decode_row(&row, &MIXED_TYPES, &Wanted::ALL, &mut fresh).unwrap();
+            for (column, value) in reused.iter().enumerate() {
+                let expected = if marks[column] { &fresh[column] } else { &Value::Null };
+                assert_eq!(format!("{value:?}"), format!("{expected:?}"), "{column}: {written:?}");
+            }
+            // A join level moves exactly the marked columns.
+            let mut numbered: Vec<Value> = (0..marks.len() as i64).map(Value::Int).collect();
+            let moved: Vec<String> = wanted.kept(&mut numbered).map(|v| format!("{v:?}")).collect();
+            let marked: Vec<String> = (0..marks.len() as i64)
+                .filter(|c| marks[*c as usize])
+                .map(|c| format!("{:?}", Value::Int(c)))
+                .collect();
+            assert_eq!(moved, marked);
+            assert_eq!(wanted.count(marks.len()), marked.len());
+        }
+    }
+
     /// A secondary key built from the row's bytes equals the key built from its decoded
     /// values, for every mix of NULLs, widths, column orders and unique indexes, and for rows
     /// written before columns were added.
@@ -491,7 +560,7 @@ mod tests {
             fast.clear();
             let keyed = encode_index_key(&row, &MIXED_TYPES, &columns, unique, &mut fast).unwrap();
             // The reference: decode, then encode each value.
-            decode_row(&row, &MIXED_TYPES, &[], &mut values).unwrap();
+            decode_row(&row, &MIXED_TYPES, &Wanted::ALL, &mut values).unwrap();
             slow.clear();
             let mut expected = true;
             for &column in &columns {

@@ -4,7 +4,7 @@
 
 use crate::ast::{CreateTable, Statement};
 use crate::catalog::{CATALOG_TABLE, ColumnSchema, IndexSchema, TableInfo, TableSchema};
-use crate::codec::{decode_row, encode_key};
+use crate::codec::{Wanted, decode_row, encode_key};
 use crate::error::{SqlError, SqlResult};
 use crate::session::{Session, Undo};
 use engram_engine::Direction;
@@ -364,7 +364,7 @@ impl Session {
         let mut values = Vec::new();
         for (mut key, row) in rows {
             if rekey {
-                decode_row(&row, &info.types, &[], &mut values)?;
+                decode_row(&row, &info.types, &Wanted::ALL, &mut values)?;
                 key.clear();
                 for &c in &info.schema.primary_key {
                     if values[c].is_null() {

@@ -2,7 +2,7 @@
 
 use crate::ast::{BinaryOp, JoinKind};
 use crate::catalog::{Sequence, TableInfo};
-use crate::codec::{decode_row, encode_key, encode_row, patch_row, row_version};
+use crate::codec::{Wanted, decode_row, encode_key, encode_row, patch_row, row_version};
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{BExpr, Context};
 use crate::plan::{
@@ -453,7 +453,7 @@ fn visit(
                     high: None,
                     descending: false,
                 },
-                wanted: Vec::new(),
+                wanted: Wanted::ALL,
                 implied: None,
                 ..access.clone()
             };
@@ -855,8 +855,10 @@ fn join(
         let mut lent = std::mem::take(&mut collector.lent[level]);
         visit(txn, access, target, cx, plan.for_update, &mut lent, &mut |_, columns| {
             // Only the decoded columns: nothing reads the others, which stay NULL.
-            for (target, value) in kept(&access.wanted, &mut row[offset..offset + width])
-                .zip(kept(&access.wanted, columns))
+            for (target, value) in access
+                .wanted
+                .kept(&mut row[offset..offset + width])
+                .zip(access.wanted.kept(columns))
             {
                 std::mem::swap(target, value);
             }
@@ -882,19 +884,19 @@ fn join(
     }
     // Collect this level's rows first (moved, one after another in one vector): the inner
     // levels need the transaction too.
-    // Only the decoded columns are kept (all when `wanted` is empty): nothing reads the others.
+    // Only the decoded columns are kept: nothing reads the others.
     let wanted = &access.wanted;
-    let per_row = if wanted.is_empty() { width } else { wanted.iter().filter(|w| **w).count() };
+    let per_row = wanted.count(width);
     let (mut matches, mut count): (Vec<Value>, usize) = (Vec::new(), 0);
     let lent = &mut collector.lent[level];
     visit(txn, access, target, cx, plan.for_update, lent, &mut |_, columns| {
-        matches.extend(kept(wanted, columns).map(|value| std::mem::replace(value, Value::Null)));
+        matches.extend(wanted.kept(columns).map(|value| std::mem::replace(value, Value::Null)));
         count += 1;
         Ok(true)
     })?;
     for at in 0..count {
         let slot = &mut matches[at * per_row..(at + 1) * per_row];
-        for (target, value) in kept(wanted, &mut row[offset..offset + width]).zip(slot) {
+        for (target, value) in wanted.kept(&mut row[offset..offset + width]).zip(slot) {
             std::mem::swap(target, value);
         }
         if let Some(on) = &access.on
@@ -916,13 +918,6 @@ fn join(
         }
     }
     Ok(true)
-}
-
-/// The values of a join level's row that its plan decodes: those `wanted` marks, or all when
-/// it is empty.
-fn kept<'v>(wanted: &'v [bool], columns: &'v mut [Value]) -> impl Iterator<Item = &'v mut Value> {
-    let all = wanted.is_empty();
-    columns.iter_mut().enumerate().filter(move |(c, _)| all || wanted[*c]).map(|(_, value)| value)
 }
 
 fn descend(
@@ -1122,7 +1117,7 @@ fn insert_row(
                 ));
             };
             let mut old_values = Vec::new();
-            decode_row(old, &table.types, &[], &mut old_values)?;
+            decode_row(old, &table.types, &Wanted::ALL, &mut old_values)?;
             let mut both = old_values.clone();
             both.extend(values.iter().cloned());
             if let Some(filter) = filter
@@ -1362,7 +1357,7 @@ fn assign(
     }
     if !patch_row(current, table.schema.version, &table.types, changes, bytes)? {
         // Written before a column was added: decode and encode it whole.
-        decode_row(current, &table.types, &[], values)?;
+        decode_row(current, &table.types, &Wanted::ALL, values)?;
         for (column, value) in changes.iter() {
             values[*column] = value.clone();
         }
@@ -1383,7 +1378,7 @@ fn assign(
 struct Reapply {
     table: Arc<TableInfo>,
     assignments: Arc<[(usize, BExpr)]>,
-    decode: Arc<[bool]>,
+    decode: Arc<Wanted>,
     params: Vec<Value>,
     now: i64,
 }
@@ -1443,7 +1438,7 @@ mod tests {
         let mut statement = Reapply {
             table: Arc::clone(&table),
             assignments: Arc::from(vec![(1, plus_one)]),
-            decode: Arc::from(vec![false, true]),
+            decode: Arc::new(Wanted::marked(vec![false, true])),
             params: Vec::new(),
             now: 0,
         };
@@ -1452,7 +1447,7 @@ mod tests {
         let mut out = Vec::new();
         assert!(statement.recompute(&row, &mut out));
         let mut values = Vec::new();
-        decode_row(&out, &table.types, &[], &mut values).unwrap();
+        decode_row(&out, &table.types, &Wanted::ALL, &mut values).unwrap();
         assert!(matches!(values[..], [Value::Int(1), Value::Int(42)]), "{values:?}");
 
         let newer = (table.schema.version + 1).to_le_bytes();

@@ -5,6 +5,7 @@
 
 use crate::ast::{self, BinaryOp, Expr, JoinKind, Literal};
 use crate::catalog::{Catalog, TableInfo};
+use crate::codec::Wanted;
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{BExpr, Func};
 use crate::types::{Type, Value, cast, parse_text};
@@ -46,7 +47,7 @@ pub struct Access {
     /// A LEFT JOIN's ON condition (inner joins fold theirs into the filter).
     pub on: Option<BExpr>,
     /// Columns to decode.
-    pub wanted: Vec<bool>,
+    pub wanted: Wanted,
     /// The conjuncts the path decides exactly (left out of the filter). A lookup that falls
     /// back to a full scan (a key value that does not convert) tests them itself.
     pub implied: Option<BExpr>,
@@ -169,7 +170,7 @@ pub struct ModifyPlan {
     pub changes_key: bool,
     /// The columns the statement reads from each row it changes (filters, assignments,
     /// RETURNING, the key when it may change); the others are copied as bytes.
-    pub decode: Arc<[bool]>,
+    pub decode: Arc<Wanted>,
     /// An UPDATE of one row by its whole primary key, its WHERE decided by the key, with no
     /// RETURNING, subquery or volatile function, that leaves the key as it is: commit may apply
     /// it again to the newest row at READ COMMITTED (`exec::Reapply`), as PostgreSQL does.
@@ -1050,7 +1051,7 @@ impl<'a> Binder<'a> {
                 path,
                 kind: *kind,
                 on,
-                wanted: vec![false; table.schema.columns.len()],
+                wanted: Wanted::marked(Vec::new()),
                 implied: join_conjuncts(implied.iter().map(|at| usable[*at].clone()).collect()),
             });
         }
@@ -1662,12 +1663,12 @@ impl<'a> Binder<'a> {
                 path,
                 kind: JoinKind::Inner,
                 on: None,
-                wanted,
+                wanted: Wanted::marked(wanted),
                 implied: join_conjuncts(implied.iter().map(|at| conjuncts[*at].clone()).collect()),
             },
             filter,
             recheck,
-            decode: decode.into(),
+            decode: Arc::new(Wanted::marked(decode)),
             reapplies,
             delete: assignments_given.is_none(),
             assignments: assignments.into(),
@@ -1992,9 +1993,8 @@ fn mark_wanted(plan: &mut QueryPlan) {
         }
     }
     for access in &mut plan.tables {
-        for (i, wanted) in access.wanted.iter_mut().enumerate() {
-            *wanted = used[access.offset + i];
-        }
+        let width = access.table.types.len();
+        access.wanted = Wanted::marked(used[access.offset..access.offset + width].to_vec());
     }
 }
 
