@@ -687,7 +687,13 @@ fn try_add_open(
     let mut txn = worker.txn()?;
     let current = txn.get_for_update(table, &key(k))?.unwrap().to_vec();
     let value = u64::from_le_bytes(current.try_into().unwrap()) + by;
-    assert!(txn.update_recomputable(table, &key(k), &value.to_le_bytes(), Box::new(Add(by)))?);
+    assert!(txn.update_recomputable(
+        table,
+        &key(k),
+        &value.to_le_bytes(),
+        false,
+        Box::new(Add(by))
+    )?);
     Ok(())
 }
 
@@ -750,7 +756,7 @@ fn read_committed_updates_are_recomputed_on_the_row_commit_locks() {
             txn.get_for_update(&table, &key(1)).unwrap().unwrap().try_into().unwrap(),
         );
         let next = (mine + 1).to_le_bytes();
-        assert!(txn.update_recomputable(&table, &key(1), &next, Box::new(Add(1))).unwrap());
+        assert!(txn.update_recomputable(&table, &key(1), &next, false, Box::new(Add(1))).unwrap());
     }
     commit_other(&mut other, 1);
     assert_eq!(worker.commit(), Err(Error::Aborted(AbortReason::ReadValidation)));

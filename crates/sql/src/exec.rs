@@ -1257,7 +1257,9 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
                 params: env.params.to_vec(),
                 now: env.now,
             });
-            txn.update_recomputable(&table.engine, key, bytes, statement)
+            txn.update_recomputable(&table.engine, key, bytes, plan.keeps_index_keys, statement)
+        } else if plan.keeps_index_keys {
+            txn.update_same_keys(&table.engine, key, bytes)
         } else {
             txn.update(&table.engine, key, bytes)
         };

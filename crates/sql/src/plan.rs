@@ -168,6 +168,10 @@ pub struct ModifyPlan {
     pub subqueries: Vec<QueryPlan>,
     /// Whether an assignment changes a primary-key column.
     pub changes_key: bool,
+    /// Whether no assignment changes a column of a secondary index: the engine is told that
+    /// each changed row keeps its index keys (`Txn::update_same_keys`), and does not compare
+    /// them at commit.
+    pub keeps_index_keys: bool,
     /// The columns the statement reads from each row it changes (filters, assignments,
     /// RETURNING, the key when it may change); the others are copied as bytes.
     pub decode: Arc<Wanted>,
@@ -1611,6 +1615,9 @@ impl<'a> Binder<'a> {
             None => Vec::new(),
         };
         let changes_key = assignments.iter().any(|(c, _)| table.schema.primary_key.contains(c));
+        let keeps_index_keys = !assignments
+            .iter()
+            .any(|(c, _)| table.schema.indexes.iter().any(|index| index.columns.contains(c)));
         let uses_primary_key =
             matches!(path, Path::Point(_) | Path::Points { .. } | Path::Range { index: None, .. });
         let (returning, returning_moves, columns) = self.returning(returning, &table, &scope)?;
@@ -1677,6 +1684,7 @@ impl<'a> Binder<'a> {
             columns,
             subqueries: std::mem::take(&mut self.subqueries),
             changes_key,
+            keeps_index_keys,
         })
     }
 }

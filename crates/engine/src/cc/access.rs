@@ -91,7 +91,8 @@ pub(crate) struct Access {
     pub value: Span,
     /// The primary key (writes only).
     pub key: Span,
-    /// Commit found that this update leaves every secondary key as it was.
+    /// This update leaves every secondary key as it was: declared by the writer for the row it
+    /// read (`Txn::update_same_keys`), or found by commit step 2 for the row it replaces.
     pub keys_unchanged: bool,
     /// A READ COMMITTED update whose statement commit may apply again to the row it locks
     /// (`TxnState::recomputes`); cleared once the transaction sees the row it wrote.

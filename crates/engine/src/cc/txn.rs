@@ -604,7 +604,7 @@ impl<'w> Txn<'w> {
             if change(index, &mut row) {
                 check_value(&row)?;
                 // The lookup left the head in the last-lookup cache: no second search.
-                txn.write(table, key, Some(&row))?;
+                txn.write(table, key, Some(&row), false)?;
                 written += 1;
             }
             Ok(())
@@ -657,11 +657,12 @@ impl<'w> Txn<'w> {
             let entry = worker.txn.access.entries[index];
             match entry.kind {
                 Kind::Delete => {
-                    // Deleted and inserted again in one transaction: an update.
+                    // Deleted and inserted again in one transaction: an update, of any keys.
                     let span = worker.txn.access.store(value);
                     let entry = &mut worker.txn.access.entries[index];
                     entry.kind = Kind::Update;
                     entry.value = span;
+                    entry.keys_unchanged = false;
                     worker.txn.updates_indexed_rows |= table.has_secondaries();
                     return Ok(true);
                 }
@@ -839,9 +840,30 @@ impl<'w> Txn<'w> {
 
     /// Replaces the row with primary key `key`. Returns whether there was a row.
     pub fn update(&mut self, table: &TableRef, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.update_declared(table, key, value, false)
+    }
+
+    /// As [`Txn::update`], for a new row whose secondary-index keys are those of the row the
+    /// transaction read for it (a SQL UPDATE that assigns no indexed column). The claim is
+    /// taken only over a validated read of the row in this transaction ([`Txn::get_for_update`],
+    /// or any read where reads are validated), and only when commit finds that read row is the
+    /// one it replaces; commit then neither extracts nor compares the keys. Otherwise (after a
+    /// READ COMMITTED read, which records nothing) it compares them as for any update. Debug
+    /// builds compare them anyway and panic on a false claim.
+    pub fn update_same_keys(&mut self, table: &TableRef, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.update_declared(table, key, value, true)
+    }
+
+    fn update_declared(
+        &mut self,
+        table: &TableRef,
+        key: &[u8],
+        value: &[u8],
+        same_keys: bool,
+    ) -> Result<bool> {
         bytes_writable(table)?;
         check_value(value)?;
-        self.write(table, key, Some(value))
+        self.write(table, key, Some(value), same_keys)
     }
 
     /// Whether [`Txn::update_recomputable`] takes its `recompute` here: Silo at READ
@@ -861,17 +883,19 @@ impl<'w> Txn<'w> {
     /// committed row the same way. `recompute` is dropped, and a concurrent change aborts the
     /// commit as before, once the transaction reads the row it wrote or writes it again (it
     /// has seen the statement's result), and where [`Txn::recomputes_updates`] is false.
+    /// `same_keys` is [`Txn::update_same_keys`]'s claim, for the recomputed row too.
     pub fn update_recomputable(
         &mut self,
         table: &TableRef,
         key: &[u8],
         value: &[u8],
+        same_keys: bool,
         recompute: Box<dyn Recompute>,
     ) -> Result<bool> {
         let recomputes = self.recomputes_updates();
         // A change since the read is what commit recomputes: not a reason to abort now.
         self.worker.txn.recomputing = recomputes;
-        let updated = self.update(table, key, value);
+        let updated = self.update_declared(table, key, value, same_keys);
         self.worker.txn.recomputing = false;
         let updated = updated?;
         let position = self.worker.txn.last_written;
@@ -889,7 +913,7 @@ impl<'w> Txn<'w> {
 
     /// Deletes the row with primary key `key`. Returns whether there was a row.
     pub fn delete(&mut self, table: &TableRef, key: &[u8]) -> Result<bool> {
-        self.write(table, key, None)
+        self.write(table, key, None, false)
     }
 
     /// Inserts the row, or replaces it if the key exists.
@@ -906,7 +930,14 @@ impl<'w> Txn<'w> {
         Err(poison(&mut self.worker.txn, AbortReason::InsertConflict))
     }
 
-    fn write(&mut self, table: &TableRef, key: &[u8], value: Option<&[u8]>) -> Result<bool> {
+    /// `same_keys`: see [`Txn::update_same_keys`].
+    fn write(
+        &mut self,
+        table: &TableRef,
+        key: &[u8],
+        value: Option<&[u8]>,
+        same_keys: bool,
+    ) -> Result<bool> {
         self.writable()?;
         check_key(key)?;
         let table_id = self.worker.register_table(table);
@@ -914,7 +945,8 @@ impl<'w> Txn<'w> {
         // key's while it is LATEST, which `write_existing` checks, so the index need not be
         // searched again.
         if let Some(head) = self.worker.txn.last_lookup.recall(table_id, key)
-            && let Some(found) = self.write_existing(table, table_id, head, key, value)?
+            && let Some(found) =
+                self.write_existing(table, table_id, head, key, value, same_keys)?
         {
             return Ok(found);
         }
@@ -930,7 +962,7 @@ impl<'w> Txn<'w> {
                 return Ok(false);
             };
             if let Some(found) =
-                self.write_existing(table, table_id, raw as *mut Head, key, value)?
+                self.write_existing(table, table_id, raw as *mut Head, key, value, same_keys)?
             {
                 return Ok(found);
             }
@@ -946,9 +978,14 @@ impl<'w> Txn<'w> {
         head: *mut Head,
         key: &[u8],
         value: Option<&[u8]>,
+        same_keys: bool,
     ) -> Result<Option<bool>> {
         let worker = &mut *self.worker;
         let own = worker.txn.access.find(head);
+        // The caller's claim of the same secondary keys is about the row it read: known only
+        // from a validated read (`get_for_update`), which commit checks is the row it replaces.
+        let same_keys =
+            same_keys && own.is_some_and(|index| worker.txn.access.entries[index].validate);
         if let Some(index) = own {
             let entry = worker.txn.access.entries[index];
             worker.txn.access.entries[index].recompute = false;
@@ -958,11 +995,16 @@ impl<'w> Txn<'w> {
             match (entry.kind, value) {
                 (Kind::Update, Some(value)) => {
                     let span = worker.txn.access.store(value);
-                    worker.txn.access.entries[index].value = span;
+                    let entry = &mut worker.txn.access.entries[index];
+                    entry.value = span;
+                    // Both rows keep the keys of the row read only if both writers said so.
+                    entry.keys_unchanged &= same_keys;
                     return Ok(Some(true));
                 }
                 (Kind::Update, None) => {
-                    worker.txn.access.entries[index].kind = Kind::Delete;
+                    let entry = &mut worker.txn.access.entries[index];
+                    entry.kind = Kind::Delete;
+                    entry.keys_unchanged = false;
                     return Ok(Some(true));
                 }
                 (Kind::Insert, Some(value)) => {
@@ -1037,6 +1079,7 @@ impl<'w> Txn<'w> {
                 entry.kind = kind;
                 entry.key = key_span;
                 entry.value = value_span;
+                entry.keys_unchanged = same_keys && kind == Kind::Update;
                 state.last_written = index as u32;
             }
             None => {
@@ -1055,6 +1098,7 @@ impl<'w> Txn<'w> {
                     held: Held::Nothing,
                     value: value_span,
                     key: key_span,
+                    // No read of the row before: nothing the claim could be about.
                     keys_unchanged: false,
                     recompute: false,
                 });
@@ -1106,11 +1150,11 @@ impl<'w> Txn<'w> {
                 let key = &bytes[start..start + key_len];
                 let value = &bytes[start + key_len..start + key_len + row_len];
                 check_value(value)?;
-                match self.write_existing(table, table_id, head, key, Some(value))? {
+                match self.write_existing(table, table_id, head, key, Some(value), false)? {
                     Some(true) => updated += 1,
                     Some(false) => {}
                     // Unlinked since the scan: the key has a new head now.
-                    None => updated += usize::from(self.write(table, key, Some(value))?),
+                    None => updated += usize::from(self.write(table, key, Some(value), false)?),
                 }
             }
             Ok(updated)

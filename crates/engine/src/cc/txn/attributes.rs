@@ -81,7 +81,7 @@ impl Txn<'_> {
         // SAFETY: the handles were read from a version in this call, while pinned, or are held
         // by this transaction's own patch of the row.
         unsafe { shared::update_patch(layout, base, index, value, retained, &mut patch) };
-        let result = check_value(&patch).and_then(|()| self.write(table, key, Some(&patch)));
+        let result = check_value(&patch).and_then(|()| self.write(table, key, Some(&patch), false));
         self.worker.txn.scratch_entry = patch;
         result
     }
