@@ -268,14 +268,27 @@ impl Node {
         if head != key.head {
             return head.cmp(&key.head);
         }
-        let len = self.key_len(index);
-        if len <= 8 && key.bytes.len() <= 8 {
-            // Both keys fit in their heads, which are equal: the shorter is the lesser.
-            return len.cmp(&key.bytes.len());
+        let meta = self.metas[index].load(Relaxed);
+        let len = ((meta >> 16) as usize).min(INDEX_KEY_BYTES_MAX);
+        let key_len = key.bytes.len();
+        if len <= 8 || key_len <= 8 {
+            // Equal heads, and one key fits in its head: it is a prefix of the other (heads are
+            // zero-padded), so the shorter is the lesser.
+            return len.cmp(&key_len);
+        }
+        // Keys of 9 to 16 bytes sharing their first 8 (composite integer keys) end here,
+        // without the general loop.
+        let mine = self.heap_word((meta & 0xFFFF) as usize);
+        if mine != key.second {
+            return mine.cmp(&key.second);
+        }
+        if len <= 16 || key_len <= 16 {
+            return len.cmp(&key_len);
         }
         self.compare_tail(index, key)
     }
 
+    /// Compares the tails word by word (keys of more than 16 bytes that share 16).
     #[cold]
     fn compare_tail(&self, index: usize, key: &SearchKey<'_>) -> Cmp {
         let len = self.key_len(index);
