@@ -169,6 +169,9 @@ pub struct SqlConn<C: SqlClient = Session> {
     statements: Statements<C::Statement>,
     /// Shared by the database's connections.
     delivered: Arc<DeliveryHints>,
+    /// The parameters of NewOrder's multi-row INSERT (up to 93 values), kept between
+    /// transactions as a client keeps its parameter buffer.
+    order_lines: Vec<Value>,
 }
 
 impl<C: SqlClient> SqlConn<C> {
@@ -179,7 +182,7 @@ impl<C: SqlClient> SqlConn<C> {
         delivered: Arc<DeliveryHints>,
     ) -> Result<SqlConn<C>, SqlError> {
         let statements = Statements::prepare(&mut client, read_only)?;
-        Ok(SqlConn { client, statements, delivered })
+        Ok(SqlConn { client, statements, delivered, order_lines: Vec::new() })
     }
 
     pub fn client(&mut self) -> &mut C {
@@ -867,7 +870,8 @@ impl TpccDb for SqlTpcc {
 /// [`SqlClient`].
 impl<C: SqlClient> SqlConn<C> {
     pub fn new_order(&mut self, input: &NewOrderInput, output: &mut Output) -> Outcome {
-        run(
+        let mut lines = std::mem::take(&mut self.order_lines);
+        let outcome = run(
             self,
             |s| &s.begin_serializable,
             |session, s| {
@@ -897,7 +901,7 @@ impl<C: SqlClient> SqlConn<C> {
                 let size = input.lines.len() - usize::from(ORDER_LINES_MIN);
                 let ids: Vec<Value> = input.lines.iter().map(|line| int(line.item)).collect();
                 let items = rows(session, &s.items[size], &ids)?;
-                let mut lines = Vec::with_capacity(3 + input.lines.len() * 6);
+                lines.clear();
                 lines.extend([int(o), int(d), int(w)]);
                 for (number, line) in input.lines.iter().enumerate() {
                     // An unused item id (1% of NewOrders) rolls the transaction back.
@@ -939,7 +943,9 @@ impl<C: SqlClient> SqlConn<C> {
                 output.original = original;
                 Ok(())
             },
-        )
+        );
+        self.order_lines = lines;
+        outcome
     }
 
     pub fn payment(&mut self, input: &PaymentInput, output: &mut Output) -> Outcome {
