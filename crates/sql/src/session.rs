@@ -962,8 +962,6 @@ impl Session {
         Ok(())
     }
 
-    /// The plan of a statement: a prepared statement's cached plan while the catalog has not
-    /// changed, else planned now.
     /// The plan of a statement: a prepared statement's cached one while the catalog has not
     /// changed, else a new one. Also the parameter types, when not the prepared statement's.
     fn plan_for(
