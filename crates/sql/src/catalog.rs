@@ -104,7 +104,7 @@ fn key_extractor(types: Vec<Type>, columns: Vec<usize>, unique: bool) -> KeyExtr
             marks[column] = true;
         }
     }
-    let wanted = Wanted::marked(marks);
+    let wanted = Wanted::marked(marks, &types);
     Arc::new(move |row: &[u8], out: &mut Vec<u8>| {
         match encode_index_key(row, &types, &columns, unique, out) {
             Ok(Some(keyed)) => return keyed,

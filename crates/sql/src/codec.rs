@@ -172,18 +172,46 @@ pub struct Wanted {
     /// How many are marked.
     count: usize,
     all: bool,
+    /// When every column up to the last marked one has a fixed width, each marked column's
+    /// place in a row with no NULL among those columns: they are read there, with no walk.
+    direct: Option<Direct>,
+}
+
+/// Marked columns at fixed places: (column, offset after the null bitmap, type), and the
+/// bytes up to the end of the last one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Direct {
+    columns: Box<[(usize, usize, Type)]>,
+    end: usize,
 }
 
 impl Wanted {
     /// Every column.
-    pub const ALL: Wanted = Wanted { marks: Vec::new(), count: 0, all: true };
+    pub const ALL: Wanted = Wanted { marks: Vec::new(), count: 0, all: true, direct: None };
 
-    /// The columns whose mark is true.
-    pub fn marked(mut marks: Vec<bool>) -> Wanted {
+    /// The columns whose mark is true, of a table whose columns have `types`.
+    pub fn marked(mut marks: Vec<bool>, types: &[Type]) -> Wanted {
         let last = marks.iter().rposition(|m| *m).map_or(0, |at| at + 1);
         marks.truncate(last);
         let count = marks.iter().filter(|m| **m).count();
-        Wanted { marks, count, all: false }
+        let mut direct = Some(Direct { columns: Box::default(), end: 0 });
+        let mut columns = Vec::new();
+        for (column, &mark) in marks.iter().enumerate() {
+            let Some(width) = types.get(column).and_then(|ty| ty.fixed_width()) else {
+                direct = None;
+                break;
+            };
+            if mark {
+                columns.push((column, direct.as_ref().map_or(0, |d| d.end), types[column]));
+            }
+            if let Some(direct) = &mut direct {
+                direct.end += width;
+            }
+        }
+        if let Some(direct) = &mut direct {
+            direct.columns = columns.into();
+        }
+        Wanted { marks, count, all: false, direct }
     }
 
     /// How many columns of a row of `width` are read.
@@ -223,11 +251,22 @@ pub fn decode_row(
         return Err(corrupt());
     }
     let last = if wanted.all { types.len() } else { wanted.marks.len() };
-    let count = usize::from(u16::from_le_bytes([row[2], row[3]])).min(types.len()).min(last);
+    let stored = usize::from(u16::from_le_bytes([row[2], row[3]]));
+    let count = stored.min(types.len()).min(last);
     let bitmap_at = 4;
-    let mut at = bitmap_at + usize::from(u16::from_le_bytes([row[2], row[3]])).div_ceil(8);
+    let mut at = bitmap_at + stored.div_ceil(8);
     if at > row.len() {
         return Err(corrupt());
+    }
+    if let Some(direct) = &wanted.direct
+        && count == last
+        && no_nulls(&row[bitmap_at..at], last)
+    {
+        let fixed = row.get(at..at + direct.end).ok_or_else(corrupt)?;
+        for &(column, offset, ty) in direct.columns.iter() {
+            out[column] = decode_fixed(ty, &fixed[offset..]);
+        }
+        return Ok(());
     }
     for (column, ty) in types.iter().enumerate().take(count) {
         if row[bitmap_at + column / 8] & (1 << (column % 8)) != 0 {
@@ -245,6 +284,13 @@ pub fn decode_row(
         };
     }
     Ok(())
+}
+
+/// Whether none of the first `columns` columns is NULL (`bitmap` covers them).
+fn no_nulls(bitmap: &[u8], columns: usize) -> bool {
+    let (whole, rest) = (columns / 8, columns % 8);
+    bitmap[..whole].iter().all(|byte| *byte == 0)
+        && (rest == 0 || bitmap[whole] & ((1u8 << rest) - 1) == 0)
 }
 
 /// The first `N` bytes (the caller checked the width).
@@ -458,7 +504,7 @@ mod tests {
         assert!(decode_row(&row[..row.len() - 3], &types, &Wanted::ALL, &mut out).is_err());
         // Only the wanted columns, the last one included; the others are NULL.
         for wanted in [[true, false, false, false, false], [false, true, true, false, false]] {
-            decode_row(&row, &types, &Wanted::marked(wanted.to_vec()), &mut out).unwrap();
+            decode_row(&row, &types, &Wanted::marked(wanted.to_vec(), &types), &mut out).unwrap();
             assert_eq!(out.len(), types.len());
             for (column, value) in out.iter().enumerate() {
                 if wanted[column] {
@@ -504,40 +550,91 @@ mod tests {
         }
     }
 
+    /// Ten fixed-width columns (two bytes of null bitmap), then text: marks within the first
+    /// ten are read in place (`Wanted::direct`) when none of them is NULL.
+    const FIXED_FIRST: [Type; 12] = [
+        Type::Int4,
+        Type::Int2,
+        Type::Numeric { precision: 6, scale: 2 },
+        Type::Bool,
+        Type::Int8,
+        Type::Timestamp,
+        Type::Int4,
+        Type::Int8,
+        Type::Int2,
+        Type::Int4,
+        Type::Text,
+        Type::Int4,
+    ];
+
     /// Decoding into one buffer, row after row (with the columns of the row before in it),
-    /// gives each time what a fresh buffer gets: the wanted columns' values and
-    /// NULL everywhere else, for rows with NULLs, rows written before columns were added, and
-    /// any set of wanted columns, none and all included.
+    /// gives each time what a fresh buffer gets: the wanted columns' values and NULL everywhere
+    /// else, for rows with and without NULLs, rows written before columns were added, and any
+    /// set of wanted columns, none and all included; read in place or walked to.
     #[test]
     fn decoding_into_a_used_buffer_equals_decoding_into_a_new_one() {
         let mut random = SmallRng::seed_from_u64(3);
-        let (mut row, mut reused) = (Vec::new(), Vec::new());
-        for _ in 0..3_000 {
-            let stored = random.random_range(1..=MIXED_TYPES.len());
-            let written: Vec<Value> =
-                MIXED_TYPES[..stored].iter().map(|ty| random_value(&mut random, *ty)).collect();
-            encode_row(1, &MIXED_TYPES[..stored], &written, &mut row);
-            let all = random.random_bool(0.2);
-            let marks: Vec<bool> =
-                (0..MIXED_TYPES.len()).map(|_| all || random.random_bool(0.3)).collect();
-            let wanted = if all { Wanted::ALL } else { Wanted::marked(marks.clone()) };
-            decode_row(&row, &MIXED_TYPES, &wanted, &mut reused).unwrap();
-            let mut fresh = Vec::new();
-            decode_row(&row, &MIXED_TYPES, &Wanted::ALL, &mut fresh).unwrap();
-            for (column, value) in reused.iter().enumerate() {
-                let expected = if marks[column] { &fresh[column] } else { &Value::Null };
-                assert_eq!(format!("{value:?}"), format!("{expected:?}"), "{column}: {written:?}");
+        for types in [&MIXED_TYPES[..], &FIXED_FIRST[..]] {
+            let (mut row, mut reused, mut in_place) = (Vec::new(), Vec::new(), 0);
+            for _ in 0..3_000 {
+                let stored = random.random_range(1..=types.len());
+                let nulls = random.random_bool(0.5);
+                let written: Vec<Value> = types[..stored]
+                    .iter()
+                    .map(|ty| {
+                        loop {
+                            let value = random_value(&mut random, *ty);
+                            if nulls || !value.is_null() {
+                                break value;
+                            }
+                        }
+                    })
+                    .collect();
+                encode_row(1, &types[..stored], &written, &mut row);
+                let all = random.random_bool(0.2);
+                let reach = random.random_range(1..=types.len());
+                let marks: Vec<bool> = (0..types.len())
+                    .map(|c| all || (c < reach && random.random_bool(0.3)))
+                    .collect();
+                let wanted = if all { Wanted::ALL } else { Wanted::marked(marks.clone(), types) };
+                let last = marks.iter().rposition(|m| *m).map_or(0, |at| at + 1);
+                in_place += usize::from(
+                    !all && last <= 10
+                        && last <= stored
+                        && written[..last].iter().all(|v| !v.is_null()),
+                );
+                decode_row(&row, types, &wanted, &mut reused).unwrap();
+                let mut fresh = Vec::new();
+                decode_row(&row, types, &Wanted::ALL, &mut fresh).unwrap();
+                for (column, value) in reused.iter().enumerate() {
+                    let expected = if marks[column] { &fresh[column] } else { &Value::Null };
+                    assert_eq!(
+                        format!("{value:?}"),
+                        format!("{expected:?}"),
+                        "{column}: {written:?}"
+                    );
+                }
+                // A join level moves exactly the marked columns.
+                let mut numbered: Vec<Value> = (0..marks.len() as i64).map(Value::Int).collect();
+                let moved: Vec<String> =
+                    wanted.kept(&mut numbered).map(|v| format!("{v:?}")).collect();
+                let marked: Vec<String> = (0..marks.len() as i64)
+                    .filter(|c| marks[*c as usize])
+                    .map(|c| format!("{:?}", Value::Int(c)))
+                    .collect();
+                assert_eq!(moved, marked);
+                assert_eq!(wanted.count(marks.len()), marked.len());
             }
-            // A join level moves exactly the marked columns.
-            let mut numbered: Vec<Value> = (0..marks.len() as i64).map(Value::Int).collect();
-            let moved: Vec<String> = wanted.kept(&mut numbered).map(|v| format!("{v:?}")).collect();
-            let marked: Vec<String> = (0..marks.len() as i64)
-                .filter(|c| marks[*c as usize])
-                .map(|c| format!("{:?}", Value::Int(c)))
-                .collect();
-            assert_eq!(moved, marked);
-            assert_eq!(wanted.count(marks.len()), marked.len());
+            if types.len() == FIXED_FIRST.len() {
+                assert!(in_place > 500, "only {in_place} rows read in place");
+            }
         }
+        // A row too short for the places it should have is an error, not a panic.
+        let wanted = Wanted::marked(vec![false, true], &FIXED_FIRST);
+        let mut row = Vec::new();
+        encode_row(1, &FIXED_FIRST[..3], &[Value::Int(1), Value::Int(2), Value::Null], &mut row);
+        let mut out = Vec::new();
+        assert!(decode_row(&row[..row.len() - 1], &FIXED_FIRST, &wanted, &mut out).is_err());
     }
 
     /// A secondary key built from the row's bytes equals the key built from its decoded

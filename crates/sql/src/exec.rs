@@ -1440,7 +1440,7 @@ mod tests {
         let mut statement = Reapply {
             table: Arc::clone(&table),
             assignments: Arc::from(vec![(1, plus_one)]),
-            decode: Arc::new(Wanted::marked(vec![false, true])),
+            decode: Arc::new(Wanted::marked(vec![false, true], &table.types)),
             params: Vec::new(),
             now: 0,
         };

@@ -1055,7 +1055,7 @@ impl<'a> Binder<'a> {
                 path,
                 kind: *kind,
                 on,
-                wanted: Wanted::marked(Vec::new()),
+                wanted: Wanted::marked(Vec::new(), &[]),
                 implied: join_conjuncts(implied.iter().map(|at| usable[*at].clone()).collect()),
             });
         }
@@ -1670,12 +1670,12 @@ impl<'a> Binder<'a> {
                 path,
                 kind: JoinKind::Inner,
                 on: None,
-                wanted: Wanted::marked(wanted),
+                wanted: Wanted::marked(wanted, &table.types),
                 implied: join_conjuncts(implied.iter().map(|at| conjuncts[*at].clone()).collect()),
             },
             filter,
             recheck,
-            decode: Arc::new(Wanted::marked(decode)),
+            decode: Arc::new(Wanted::marked(decode, &table.types)),
             reapplies,
             delete: assignments_given.is_none(),
             assignments: assignments.into(),
@@ -2002,7 +2002,10 @@ fn mark_wanted(plan: &mut QueryPlan) {
     }
     for access in &mut plan.tables {
         let width = access.table.types.len();
-        access.wanted = Wanted::marked(used[access.offset..access.offset + width].to_vec());
+        access.wanted = Wanted::marked(
+            used[access.offset..access.offset + width].to_vec(),
+            &access.table.types,
+        );
     }
 }
 
