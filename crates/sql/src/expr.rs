@@ -187,6 +187,18 @@ impl BExpr {
         bound
     }
 
+    /// The value of a column, constant or parameter, where it is; `None` for other nodes (and
+    /// for a column or parameter that is not there, which [`BExpr::eval`] reports).
+    #[inline(always)]
+    fn leaf<'v>(&'v self, row: &'v [Value], cx: &'v Context<'_>) -> Option<&'v Value> {
+        match self {
+            BExpr::Column(at) => row.get(*at),
+            BExpr::Const(value) => Some(value),
+            BExpr::Param(at) => cx.params.get(*at),
+            _ => None,
+        }
+    }
+
     /// Evaluates a predicate: true only when the value is TRUE.
     pub fn test(&self, row: &[Value], cx: &Context<'_>) -> SqlResult<bool> {
         Ok(self.eval(row, cx)?.truth()? == Some(true))
@@ -256,6 +268,13 @@ impl BExpr {
                 }
             }
             BExpr::Compare { op, left, right } => {
+                // Two leaves (`s_quantity < $5`) are compared where they are, not copied.
+                if let (Some(l), Some(r)) = (left.leaf(row, cx), right.leaf(row, cx)) {
+                    if l.is_null() || r.is_null() {
+                        return Ok(Value::Null);
+                    }
+                    return Ok(Value::Bool(compare_holds(*op, l.compare(r))));
+                }
                 let l = left.eval(row, cx)?;
                 let r = right.eval(row, cx)?;
                 if l.is_null() || r.is_null() {
@@ -264,6 +283,14 @@ impl BExpr {
                 Value::Bool(compare_holds(*op, l.compare(&r)))
             }
             BExpr::Arith { op, left, right, ty } => {
+                // Two integer leaves (`s_ytd + $3`): `arith`'s integer case, without copies.
+                if let (Some(Value::Int(a)), Some(Value::Int(b))) =
+                    (left.leaf(row, cx), right.leaf(row, cx))
+                    && matches!(ty, Type::Int2 | Type::Int4 | Type::Int8)
+                    && *op != BinaryOp::Concat
+                {
+                    return int_arith(*op, *a, *b, *ty);
+                }
                 let l = left.eval(row, cx)?;
                 let r = right.eval(row, cx)?;
                 arith(*op, l, r, *ty)?
