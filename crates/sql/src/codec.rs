@@ -194,23 +194,20 @@ impl Wanted {
         let last = marks.iter().rposition(|m| *m).map_or(0, |at| at + 1);
         marks.truncate(last);
         let count = marks.iter().filter(|m| **m).count();
-        let mut direct = Some(Direct { columns: Box::default(), end: 0 });
-        let mut columns = Vec::new();
+        // Where the next column starts, while every column so far has a fixed width.
+        let (mut columns, mut end) = (Vec::new(), Some(0));
         for (column, &mark) in marks.iter().enumerate() {
-            let Some(width) = types.get(column).and_then(|ty| ty.fixed_width()) else {
-                direct = None;
+            let (Some(at), Some(width)) = (end, types.get(column).and_then(|ty| ty.fixed_width()))
+            else {
+                end = None;
                 break;
             };
             if mark {
-                columns.push((column, direct.as_ref().map_or(0, |d| d.end), types[column]));
+                columns.push((column, at, types[column]));
             }
-            if let Some(direct) = &mut direct {
-                direct.end += width;
-            }
+            end = Some(at + width);
         }
-        if let Some(direct) = &mut direct {
-            direct.columns = columns.into();
-        }
+        let direct = end.map(|end| Direct { columns: columns.into(), end });
         Wanted { marks, count, all: false, direct }
     }
 
