@@ -127,11 +127,7 @@ fn run_with(
 ) {
     let what = format!("{protocol}, {storage}, gc {gc}, {pointers} pointers");
     let db = Arc::new(open(protocol, storage, gc, pointers));
-    let by_group = IndexSpec::new("by_group", false, |row: &[u8], out: &mut Vec<u8>| {
-        out.extend_from_slice(&row[..8]);
-        true
-    });
-    let table = db.create_table(TableSpec::new("t").index(by_group)).unwrap();
+    let table = grouped_table(&db);
     let mut loader = db.worker().unwrap();
     loader
         .transaction(Isolation::Serializable, |txn| {
@@ -283,6 +279,25 @@ fn in_group(db: &Database, table: &TableRef, group: u64) -> Vec<u64> {
         .unwrap()
 }
 
+/// A Silo database whose grouped table holds key 1 in group 0.
+fn one_row_in_group_zero() -> (Database, TableRef) {
+    let db =
+        open(Protocol::Silo, VersionStorage::TimeTravel, Gc::Transaction, IndexPointers::Logical);
+    let table = grouped_table(&db);
+    db.worker()
+        .unwrap()
+        .transaction(Isolation::Serializable, |txn| txn.insert(&table, &key(1), &row(0, 0)))
+        .unwrap();
+    (db, table)
+}
+
+/// The index holds exactly one entry, and every entry is produced by a state of its record.
+fn assert_one_entry(db: &Database, table: &TableRef, what: &str) {
+    let mut worker = db.worker().unwrap();
+    let entries = worker.pinned(|pin, _| table.check_entries(pin)).unwrap();
+    assert_eq!(entries, Ok(1), "{what}");
+}
+
 /// A claim of unchanged keys is about the row the transaction read. A READ COMMITTED
 /// transaction reads without recording the row, and another one moves it to another group
 /// before the first writes it back in its old group, claiming the keys it read: commit must
@@ -291,17 +306,8 @@ fn in_group(db: &Database, table: &TableRef, group: u64) -> Vec<u64> {
 #[test]
 fn a_claim_of_the_same_keys_is_compared_when_the_row_replaced_was_not_read() {
     for isolation in [Isolation::ReadCommitted, Isolation::Serializable] {
-        let db = open(
-            Protocol::Silo,
-            VersionStorage::TimeTravel,
-            Gc::Transaction,
-            IndexPointers::Logical,
-        );
-        let table = grouped_table(&db);
+        let (db, table) = one_row_in_group_zero();
         let (mut first, mut second) = (db.worker().unwrap(), db.worker().unwrap());
-        first
-            .transaction(Isolation::Serializable, |txn| txn.insert(&table, &key(1), &row(0, 0)))
-            .unwrap();
         first.begin(isolation).unwrap();
         let read = first.txn().unwrap().get(&table, &key(1)).unwrap().unwrap().to_vec();
         second
@@ -327,9 +333,7 @@ fn a_claim_of_the_same_keys_is_compared_when_the_row_replaced_was_not_read() {
                 assert_eq!(in_group(&db, &table, 1), [1]);
             }
         }
-        let mut worker = db.worker().unwrap();
-        let entries = worker.pinned(|pin, _| table.check_entries(pin)).unwrap();
-        assert_eq!(entries, Ok(1), "{isolation:?}");
+        assert_one_entry(&db, &table, &format!("{isolation:?}"));
     }
 }
 
@@ -348,18 +352,9 @@ fn a_claim_of_the_same_keys_ends_with_a_write_that_does_not_make_it() {
         }),
     ];
     for (what, then) in moves {
-        let db = open(
-            Protocol::Silo,
-            VersionStorage::TimeTravel,
-            Gc::Transaction,
-            IndexPointers::Logical,
-        );
-        let table = grouped_table(&db);
-        let mut worker = db.worker().unwrap();
-        worker
-            .transaction(Isolation::Serializable, |txn| txn.insert(&table, &key(1), &row(0, 0)))
-            .unwrap();
-        worker
+        let (db, table) = one_row_in_group_zero();
+        db.worker()
+            .unwrap()
             .transaction(Isolation::Serializable, |txn| {
                 txn.get_for_update(&table, &key(1))?;
                 txn.update_same_keys(&table, &key(1), &row(0, 1))?;
@@ -368,8 +363,7 @@ fn a_claim_of_the_same_keys_ends_with_a_write_that_does_not_make_it() {
             .unwrap();
         assert!(in_group(&db, &table, 0).is_empty(), "{what}");
         assert_eq!(in_group(&db, &table, 1), [1], "{what}");
-        let entries = worker.pinned(|pin, _| table.check_entries(pin)).unwrap();
-        assert_eq!(entries, Ok(1), "{what}");
+        assert_one_entry(&db, &table, what);
     }
 }
 
@@ -378,14 +372,8 @@ fn a_claim_of_the_same_keys_ends_with_a_write_that_does_not_make_it() {
 #[cfg(debug_assertions)]
 #[should_panic(expected = "declared to keep its secondary keys")]
 fn a_wrong_claim_of_the_same_keys_fails_in_debug_builds() {
-    let db =
-        open(Protocol::Silo, VersionStorage::TimeTravel, Gc::Transaction, IndexPointers::Logical);
-    let table = grouped_table(&db);
-    let mut worker = db.worker().unwrap();
-    worker
-        .transaction(Isolation::Serializable, |txn| txn.insert(&table, &key(1), &row(0, 0)))
-        .unwrap();
-    let _ = worker.transaction(Isolation::Serializable, |txn| {
+    let (db, table) = one_row_in_group_zero();
+    let _ = db.worker().unwrap().transaction(Isolation::Serializable, |txn| {
         txn.get_for_update(&table, &key(1))?;
         txn.update_same_keys(&table, &key(1), &row(1, 0)).map(|_| ())
     });
