@@ -85,9 +85,12 @@ fn memory_is_bounded_under_updates_deletes_and_snapshots() {
                     .unwrap();
             }
         });
-        // Sample live memory as the run goes: after warm-up it must level off.
+        // Sample live memory as the run goes. The first half is warm-up: garbage lists and
+        // arena pools grow to the largest backlog the scheduling has caused so far (a ticker
+        // thread kept off a busy core for a few milliseconds lets a backlog build), and they
+        // keep their capacity. A leak grows at a constant rate instead.
         let mut samples = Vec::new();
-        for checkpoint in 1..=8u64 {
+        for checkpoint in 1..=16u64 {
             while transactions.load(Ordering::Relaxed) < checkpoint * 40_000 {
                 std::thread::sleep(std::time::Duration::from_millis(5));
             }
@@ -96,12 +99,13 @@ fn memory_is_bounded_under_updates_deletes_and_snapshots() {
         stop.store(true, Ordering::Release);
         samples
     });
-    let warm = samples[1];
-    let last = *samples.last().unwrap();
-    // The data set is 10,000 rows of 100 bytes throughout (about 2 MB with heads and index);
-    // a leak of one head per deleted row would add over 40 MB by the end.
+    let (warm, last) = (samples[7], samples[15]);
+    // The second half is 320,000 transactions, each deleting a row: a leak of one record head
+    // per deleted row adds about 45 MB there (measured by leaving out the head's retirement:
+    // 6 MB per sample). Backlog growth after warm-up was under 1 MB in runs on a loaded
+    // 2-core machine; it was up to 9 MB within the first half.
     assert!(
-        last < warm + warm / 4 + (4 << 20),
-        "live bytes grew from {warm} to {last} over the run: {samples:?}"
+        last < warm + (16 << 20),
+        "live bytes grew from {warm} to {last} over the second half of the run: {samples:?}"
     );
 }
