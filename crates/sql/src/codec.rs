@@ -35,11 +35,16 @@ pub fn encode_row(version: u16, types: &[Type], values: &[Value], out: &mut Vec<
 /// are in ascending column order, each column once (an internal error otherwise). Returns
 /// `false`, writing nothing, when the row was written with another column count (the caller
 /// then decodes and encodes it whole).
+///
+/// `starts` is what [`decode_row_noting`] noted while it decoded this same `row` (or empty):
+/// where each column it stepped over begins, so that the patch jumps to a changed column and
+/// past it instead of stepping over every column before.
 pub fn patch_row(
     row: &[u8],
     version: u16,
     types: &[Type],
     changes: &[(usize, Value)],
+    starts: &[u32],
     out: &mut Vec<u8>,
 ) -> SqlResult<bool> {
     if row.len() < 4 {
@@ -67,18 +72,28 @@ pub fn patch_row(
             Ok(column_bytes(row, types[column], at).ok_or_else(corrupt)?.1)
         }
     };
+    // Noted starts are of this row (checked whole in debug builds); a row whose data begins
+    // elsewhere was not the one decoded, and the patch walks.
+    let known = if starts.first() == Some(&(data_at as u32)) { starts } else { &[] };
+    debug_assert!(known.is_empty() || known == noted_starts(row, types, known.len() - 1));
     // Unchanged columns are copied in runs: `copy_from` is where the current run starts.
     let (mut column, mut at, mut copy_from) = (0, data_at, data_at);
     for (changed, value) in changes {
         if *changed < column || *changed >= types.len() {
             return Err(SqlError::new("XX000", "an UPDATE's changes are not in column order"));
         }
+        if let Some(&start) = known.get(*changed) {
+            (column, at) = (*changed, start as usize);
+        }
         while column < *changed {
             at = skip(column, at)?;
             column += 1;
         }
         let start = at;
-        at = skip(column, at)?;
+        at = match known.get(column + 1) {
+            Some(&end) => end as usize,
+            None => skip(column, at)?,
+        };
         column += 1;
         out.extend_from_slice(&row[copy_from..start]);
         copy_from = at;
@@ -236,6 +251,31 @@ pub fn decode_row(
     wanted: &Wanted,
     out: &mut Vec<Value>,
 ) -> SqlResult<()> {
+    decode_walk(row, types, wanted, out, None)
+}
+
+/// [`decode_row`], noting in `starts` where each column it steps over begins, and last where
+/// the next one would (empty when it read the columns in place): [`patch_row`] of the same row
+/// then skips to the columns it changes.
+pub fn decode_row_noting(
+    row: &[u8],
+    types: &[Type],
+    wanted: &Wanted,
+    out: &mut Vec<Value>,
+    starts: &mut Vec<u32>,
+) -> SqlResult<()> {
+    starts.clear();
+    decode_walk(row, types, wanted, out, Some(starts))
+}
+
+#[inline(always)]
+fn decode_walk(
+    row: &[u8],
+    types: &[Type],
+    wanted: &Wanted,
+    out: &mut Vec<Value>,
+    mut starts: Option<&mut Vec<u32>>,
+) -> SqlResult<()> {
     if out.len() == types.len() {
         for value in out.iter_mut().filter(|value| !value.is_null()) {
             *value = Value::Null;
@@ -266,6 +306,9 @@ pub fn decode_row(
         return Ok(());
     }
     for (column, ty) in types.iter().enumerate().take(count) {
+        if let Some(starts) = starts.as_deref_mut() {
+            starts.push(at as u32);
+        }
         if row[bitmap_at + column / 8] & (1 << (column % 8)) != 0 {
             continue;
         }
@@ -280,7 +323,26 @@ pub fn decode_row(
             None => Value::Text(String::from_utf8(bytes.to_vec()).map_err(|_| corrupt())?),
         };
     }
+    if let Some(starts) = starts {
+        starts.push(at as u32);
+    }
     Ok(())
+}
+
+/// Where the first `columns` columns of `row` begin, and the next after them: what a decode
+/// notes, found by walking (debug builds check noted starts with it).
+fn noted_starts(row: &[u8], types: &[Type], columns: usize) -> Vec<u32> {
+    let stored = usize::from(u16::from_le_bytes([row[2], row[3]]));
+    let mut at = 4 + stored.div_ceil(8);
+    let mut starts = Vec::with_capacity(columns + 1);
+    for (column, ty) in types.iter().enumerate().take(columns) {
+        starts.push(at as u32);
+        if row[4 + column / 8] & (1 << (column % 8)) == 0 {
+            at = column_bytes(row, *ty, at).map_or(row.len(), |(_, end)| end);
+        }
+    }
+    starts.push(at as u32);
+    starts
 }
 
 /// Whether none of the first `columns` columns is NULL (`bitmap` covers them).
@@ -682,44 +744,63 @@ mod tests {
     }
 
     /// Patching a row gives the same bytes as encoding the changed row whole, for every mix
-    /// of NULLs, fixed and variable widths and changes.
+    /// of NULLs, fixed and variable widths and changes, whether it walks the row or jumps by
+    /// the starts a decode of some of its columns noted.
     #[test]
     fn patched_rows_equal_rows_encoded_whole() {
-        let types = MIXED_TYPES;
         let mut random = SmallRng::seed_from_u64(5);
         let value = random_value;
         let (mut old, mut expected, mut patched) = (Vec::new(), Vec::new(), Vec::new());
-        for _ in 0..2_000 {
-            let mut values: Vec<Value> = types.iter().map(|ty| value(&mut random, *ty)).collect();
-            encode_row(1, &types, &values, &mut old);
-            let mut changes = Vec::new();
-            for (column, ty) in types.iter().enumerate() {
-                if random.random_bool(0.3) {
-                    let new = value(&mut random, *ty);
-                    values[column] = new.clone();
-                    changes.push((column, new));
+        let (mut decoded, mut starts) = (Vec::new(), Vec::new());
+        let mut jumped = 0;
+        for types in [&MIXED_TYPES[..], &FIXED_FIRST[..]] {
+            for _ in 0..2_000 {
+                let mut values: Vec<Value> =
+                    types.iter().map(|ty| value(&mut random, *ty)).collect();
+                encode_row(1, types, &values, &mut old);
+                // What the statement read of the row, as a decode notes it.
+                let marks: Vec<bool> = types.iter().map(|_| random.random_bool(0.3)).collect();
+                decode_row_noting(
+                    &old,
+                    types,
+                    &Wanted::marked(marks, types),
+                    &mut decoded,
+                    &mut starts,
+                )
+                .unwrap();
+                jumped += usize::from(starts.len() > 1);
+                let mut changes = Vec::new();
+                for (column, ty) in types.iter().enumerate() {
+                    if random.random_bool(0.3) {
+                        let new = value(&mut random, *ty);
+                        values[column] = new.clone();
+                        changes.push((column, new));
+                    }
+                }
+                encode_row(2, types, &values, &mut expected);
+                for known in [&[][..], &starts] {
+                    assert!(patch_row(&old, 2, types, &changes, known, &mut patched).unwrap());
+                    assert_eq!(patched, expected, "{values:?} {known:?}");
+                    // Out of order, or a column twice: refused, never a wrong row.
+                    if changes.len() > 1 {
+                        changes.swap(0, 1);
+                        let refused = patch_row(&old, 2, types, &changes, known, &mut patched);
+                        assert_eq!(refused.unwrap_err().code, "XX000");
+                        changes.swap(0, 1);
+                    }
+                    // Once more, the same patch into a buffer holding something else.
+                    patched.extend_from_slice(b"left over");
+                    assert!(patch_row(&old, 2, types, &changes, known, &mut patched).unwrap());
+                    assert_eq!(patched, expected, "{values:?} {known:?}");
                 }
             }
-            encode_row(2, &types, &values, &mut expected);
-            assert!(patch_row(&old, 2, &types, &changes, &mut patched).unwrap());
-            assert_eq!(patched, expected, "{values:?}");
-            // Out of order, or a column twice: refused, never a wrong row.
-            if changes.len() > 1 {
-                changes.swap(0, 1);
-                assert_eq!(
-                    patch_row(&old, 2, &types, &changes, &mut patched).unwrap_err().code,
-                    "XX000"
-                );
-                changes.swap(0, 1);
-            }
-            // Once more, the same patch into a buffer holding something else.
-            patched.extend_from_slice(b"left over");
-            assert!(patch_row(&old, 2, &types, &changes, &mut patched).unwrap());
-            assert_eq!(patched, expected, "{values:?}");
         }
+        // Most decodes stepped over columns and noted where they start.
+        assert!(jumped > 2_000, "{jumped}");
         // A row written with fewer columns is left to the caller.
+        let types = MIXED_TYPES;
         encode_row(1, &types[..3], &[Value::Int(1), Value::Null, Value::Null], &mut old);
-        assert!(!patch_row(&old, 2, &types, &[], &mut patched).unwrap());
-        assert!(patch_row(&old[..2], 2, &types, &[], &mut patched).is_err());
+        assert!(!patch_row(&old, 2, &types, &[], &[], &mut patched).unwrap());
+        assert!(patch_row(&old[..2], 2, &types, &[], &[], &mut patched).is_err());
     }
 }

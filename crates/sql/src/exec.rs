@@ -2,7 +2,9 @@
 
 use crate::ast::{BinaryOp, JoinKind};
 use crate::catalog::{Sequence, TableInfo};
-use crate::codec::{Wanted, decode_row, encode_key, encode_row, patch_row, row_version};
+use crate::codec::{
+    Wanted, decode_row, decode_row_noting, encode_key, encode_row, patch_row, row_version,
+};
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{BExpr, Context};
 use crate::plan::{
@@ -42,6 +44,8 @@ pub struct Env<'a> {
 pub struct Scratch {
     values: Vec<Value>,
     changes: Vec<(usize, Value)>,
+    /// Where the columns of the row being updated begin (`codec::decode_row_noting`).
+    starts: Vec<u32>,
     bytes: Vec<u8>,
     key: Vec<u8>,
 }
@@ -55,6 +59,7 @@ impl Scratch {
     fn give_back(mut self, cell: &std::cell::RefCell<Scratch>) {
         self.values.clear();
         self.changes.clear();
+        self.starts.clear();
         self.bytes.clear();
         self.key.clear();
         *cell.borrow_mut() = self;
@@ -1195,7 +1200,7 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
         return Ok(produced);
     }
     let mut scratch = Scratch::take(env.scratch);
-    let Scratch { values, changes, bytes, key: point } = &mut scratch;
+    let Scratch { values, changes, starts, bytes, key: point } = &mut scratch;
     let found = match &plan.access.path {
         // One row by its primary key, built in the lent buffer: read once, for update, below.
         Path::Point(exprs) => key_into(table, exprs, None, &[], &cx, point)?,
@@ -1227,7 +1232,7 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
             continue;
         };
         // Only the columns the statement reads; the others are copied as bytes.
-        decode_row(current, &table.types, &plan.decode, values)?;
+        decode_row_noting(current, &table.types, &plan.decode, values, starts)?;
         if !recheck.map_or(Ok(true), |f| f.test(values, &cx))? {
             continue;
         }
@@ -1237,7 +1242,7 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
             emit(values, &mut produced.rows)?;
             continue;
         }
-        assign(table, &plan.assignments, current, &cx, values, changes, bytes)?;
+        assign(table, &plan.assignments, current, starts, &cx, values, changes, bytes)?;
         if plan.changes_key {
             let mut new_key = Vec::new();
             primary_key(table, values, &mut new_key);
@@ -1299,16 +1304,16 @@ fn update_in_one_pass(
     let low = low.as_deref().map_or(Bound::Unbounded, Bound::Included);
     let high = high.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
     let mut produced = Produced::default();
-    let mut values = Vec::new();
+    let (mut values, mut starts) = (Vec::new(), Vec::new());
     let mut changes: Vec<(usize, Value)> = Vec::with_capacity(plan.assignments.len());
     let mut failure = None;
     let mut change = |current: &[u8], out: &mut Vec<u8>| -> SqlResult<bool> {
         cx.interrupt.tick()?;
-        decode_row(current, &table.types, &plan.decode, &mut values)?;
+        decode_row_noting(current, &table.types, &plan.decode, &mut values, &mut starts)?;
         if !plan.filter.as_ref().map_or(Ok(true), |f| f.test(&values, cx))? {
             return Ok(false);
         }
-        assign(table, &plan.assignments, current, cx, &mut values, &mut changes, out)?;
+        assign(table, &plan.assignments, current, &starts, cx, &mut values, &mut changes, out)?;
         returning(&plan.returning, &plan.returning_moves, &mut values, cx, &mut produced.rows)?;
         Ok(true)
     };
@@ -1337,11 +1342,14 @@ fn update_in_one_pass(
 }
 
 /// Writes into `bytes` the row an UPDATE's `assignments` make of `current`, whose columns the
-/// statement reads are decoded in `values`; `values` then holds the changed columns too.
+/// statement reads are decoded in `values` (the decode noting `starts`); `values` then holds
+/// the changed columns too.
+#[allow(clippy::too_many_arguments)]
 fn assign(
     table: &TableInfo,
     assignments: &[(usize, BExpr)],
     current: &[u8],
+    starts: &[u32],
     cx: &Context<'_>,
     values: &mut Vec<Value>,
     changes: &mut Vec<(usize, Value)>,
@@ -1357,7 +1365,7 @@ fn assign(
     if !changes.is_sorted_by_key(|(column, _)| *column) {
         changes.sort_unstable_by_key(|(column, _)| *column);
     }
-    if !patch_row(current, table.schema.version, &table.types, changes, bytes)? {
+    if !patch_row(current, table.schema.version, &table.types, changes, starts, bytes)? {
         // Written before a column was added: decode and encode it whole.
         decode_row(current, &table.types, &Wanted::ALL, values)?;
         for (column, value) in changes.iter() {
@@ -1404,12 +1412,14 @@ impl Recompute for Reapply {
             reserve: &no_sequences,
             interrupt: &interrupt,
         };
-        let mut values = Vec::new();
-        decode_row(current, &self.table.types, &self.decode, &mut values).is_ok()
+        let (mut values, mut starts) = (Vec::new(), Vec::new());
+        decode_row_noting(current, &self.table.types, &self.decode, &mut values, &mut starts)
+            .is_ok()
             && assign(
                 &self.table,
                 &self.assignments,
                 current,
+                &starts,
                 &cx,
                 &mut values,
                 &mut Vec::new(),
