@@ -36,12 +36,14 @@ fn scan(
     high: Bound<&[u8]>,
     direction: Direction,
     limit: usize,
+    expected: usize,
 ) -> Vec<(Vec<u8>, u64)> {
     worker
         .pinned(|pin, _| {
             let mut collect = Collect { limit, ..Collect::default() };
+            let buffer = &mut ScanBuffer::new();
             if limit > 0 {
-                tree.scan(low, high, direction, pin, &mut ScanBuffer::new(), &mut collect);
+                tree.scan_expecting(low, high, direction, expected, pin, buffer, &mut collect);
             }
             collect.entries
         })
@@ -59,6 +61,8 @@ enum Op {
         high: Option<(Vec<u8>, bool)>,
         reverse: bool,
         limit: usize,
+        /// What the scan is told to expect: a first leaf step of at most this many entries.
+        expected: usize,
     },
 }
 
@@ -82,8 +86,10 @@ fn op() -> impl Strategy<Value = Op> {
         3 => key().prop_map(Op::Remove),
         2 => key().prop_map(Op::Get),
         1 => proptest::collection::vec(key(), 0..=GROUP_KEYS).prop_map(Op::GetGroup),
-        1 => (bound(), bound(), any::<bool>(), 0usize..50)
-            .prop_map(|(low, high, reverse, limit)| Op::Scan { low, high, reverse, limit }),
+        1 => (bound(), bound(), any::<bool>(), 0usize..50, prop_oneof![Just(usize::MAX), 0usize..8])
+            .prop_map(|(low, high, reverse, limit, expected)| {
+                Op::Scan { low, high, reverse, limit, expected }
+            }),
     ]
 }
 
@@ -155,16 +161,17 @@ proptest! {
                         prop_assert_eq!(got, Some((model.get(key).copied(), single.leaf)));
                     }
                 }
-                Op::Scan { low, high, reverse, limit } => {
+                Op::Scan { low, high, reverse, limit, expected } => {
                     let direction = if *reverse { Direction::Reverse } else { Direction::Forward };
-                    let got = scan(&mut worker, &tree, as_bound(low), as_bound(high), direction, *limit);
+                    let (low_bound, high_bound) = (as_bound(low), as_bound(high));
+                    let got = scan(&mut worker, &tree, low_bound, high_bound, direction, *limit, *expected);
                     let want = model_scan(&model, as_bound(low), as_bound(high), *reverse, *limit);
                     prop_assert_eq!(got, want);
                 }
             }
         }
         tree.check_invariants();
-        let everything = scan(&mut worker, &tree, Bound::Unbounded, Bound::Unbounded, Direction::Forward, usize::MAX);
+        let everything = scan(&mut worker, &tree, Bound::Unbounded, Bound::Unbounded, Direction::Forward, usize::MAX, 1);
         let want: Vec<_> = model.into_iter().collect();
         prop_assert_eq!(everything, want);
     }
@@ -376,6 +383,8 @@ fn concurrent_writers_and_scanners_agree_with_the_final_state() {
             for round in 0..200 {
                 let direction =
                     if round % 2 == 0 { Direction::Forward } else { Direction::Reverse };
+                // Some scans start with a short first step and go on past its last entry.
+                let expected = if round % 4 < 2 { 1 + round % 3 } else { usize::MAX };
                 let entries = scan(
                     &mut worker,
                     &tree,
@@ -383,6 +392,7 @@ fn concurrent_writers_and_scanners_agree_with_the_final_state() {
                     Bound::Unbounded,
                     direction,
                     usize::MAX,
+                    expected,
                 );
                 let sorted = entries.windows(2).all(|pair| match direction {
                     Direction::Forward => pair[0].0 < pair[1].0,
@@ -400,6 +410,7 @@ fn concurrent_writers_and_scanners_agree_with_the_final_state() {
         Bound::Unbounded,
         Bound::Unbounded,
         Direction::Forward,
+        usize::MAX,
         usize::MAX,
     );
     assert_eq!(entries.len() as u64, threads * per_thread);

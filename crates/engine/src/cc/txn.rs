@@ -1200,7 +1200,15 @@ impl<'w> Txn<'w> {
         };
         let mut with_heads = HeadVisitor { rows: &mut visitor, current: &current };
         if limit > 0 {
-            table.primary.scan(low, high, direction, &pin, scan_buffer, &mut with_heads);
+            table.primary.scan_expecting(
+                low,
+                high,
+                direction,
+                limit,
+                &pin,
+                scan_buffer,
+                &mut with_heads,
+            );
         }
         let (count, error) = (visitor.count, visitor.error);
         match error {
@@ -1309,10 +1317,11 @@ impl<'w> Txn<'w> {
         };
         let mut going = limit > 0;
         if going {
-            secondary_index.tree.scan(
+            secondary_index.tree.scan_expecting(
                 low_kind.with(scratch_low),
                 high_kind.with(scratch_high),
                 direction,
+                limit,
                 &pin,
                 scan_buffer,
                 &mut visitor,

@@ -54,6 +54,17 @@ enum Cursor {
     Excluded,
 }
 
+/// Where a scan goes after a leaf.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Next {
+    /// Nowhere: the range ends in this leaf.
+    Done,
+    /// To the leaf beyond the fence.
+    Fence,
+    /// On in this leaf, past the last entry taken: the step took as many as it was asked for.
+    PastLast,
+}
+
 #[inline]
 fn node<'t>(pointer: *mut Node) -> &'t Node {
     // SAFETY: pointers come from the root or child slots read while pinned (see tree.rs).
@@ -68,6 +79,25 @@ impl BTree {
         low: Bound<&[u8]>,
         high: Bound<&[u8]>,
         direction: Direction,
+        pin: &Pin<'_>,
+        buffer: &mut ScanBuffer,
+        visitor: &mut impl ScanVisitor,
+    ) {
+        self.scan_expecting(low, high, direction, usize::MAX, pin, buffer, visitor);
+    }
+
+    /// [`BTree::scan`] for a visitor expected to stop after about `expected` entries (a scan
+    /// under `LIMIT 1`): the first leaf hands out at most that many before the scan looks at
+    /// the rest, so a short scan does not copy a whole leaf. A visitor that wants more gets
+    /// them: the scan goes on past the last entry taken, reading the same leaf again (which
+    /// it reports again, with the version it has then).
+    #[allow(clippy::too_many_arguments)]
+    pub fn scan_expecting(
+        &self,
+        low: Bound<&[u8]>,
+        high: Bound<&[u8]>,
+        direction: Direction,
+        expected: usize,
         _pin: &Pin<'_>,
         buffer: &mut ScanBuffer,
         visitor: &mut impl ScanVisitor,
@@ -89,8 +119,9 @@ impl BTree {
                 Cursor::Excluded
             }
         };
+        let mut most = expected.max(1);
         loop {
-            let (leaf, last) = self.leaf_step(direction, cursor, stop, buffer);
+            let (leaf, next) = self.leaf_step(direction, cursor, stop, most, buffer);
             visitor.leaf(leaf);
             for &(start, len, value) in &buffer.entries {
                 let key = &buffer.keys[start as usize..(start + len) as usize];
@@ -98,8 +129,18 @@ impl BTree {
                     return;
                 }
             }
-            if last {
-                return;
+            match next {
+                Next::Done => return,
+                Next::Fence => {}
+                Next::PastLast => {
+                    // Strictly beyond every entry handed out, in either direction.
+                    let &(start, len, _) = buffer.entries.last().expect("a step took entries");
+                    buffer.cursor.clear();
+                    buffer.cursor.extend_from_slice(&buffer.keys[start as usize..][..len as usize]);
+                    cursor = Cursor::Excluded;
+                    most = usize::MAX;
+                    continue;
+                }
             }
             // The next leaf starts strictly beyond where this one started: a scan always ends.
             // (Going backward from an inclusive bound, the fence may equal it: the next cursor
@@ -119,22 +160,23 @@ impl BTree {
         }
     }
 
-    /// Reads one leaf of a scan: optimistically, then with latches after repeated restarts.
-    /// Returns the leaf and whether it is the last one the scan needs.
+    /// Reads at most `most` entries of one leaf of a scan: optimistically, then with latches
+    /// after repeated restarts. Returns the leaf and where the scan goes next.
     fn leaf_step(
         &self,
         direction: Direction,
         cursor: Cursor,
         stop: Bound<&[u8]>,
+        most: usize,
         buffer: &mut ScanBuffer,
-    ) -> (LeafVersion, bool) {
+    ) -> (LeafVersion, Next) {
         for _ in 0..INDEX_RESTARTS_OPTIMISTIC_MAX {
-            match self.try_leaf_step(direction, cursor, stop, buffer, false) {
+            match self.try_leaf_step(direction, cursor, stop, most, buffer, false) {
                 Ok(step) => return step,
                 Err(Restart) => self.note_restart(),
             }
         }
-        self.try_leaf_step(direction, cursor, stop, buffer, true)
+        self.try_leaf_step(direction, cursor, stop, most, buffer, true)
             .expect("a latched descent does not restart")
     }
 
@@ -143,9 +185,10 @@ impl BTree {
         direction: Direction,
         cursor: Cursor,
         stop: Bound<&[u8]>,
+        most: usize,
         buffer: &mut ScanBuffer,
         locked: bool,
-    ) -> Result<(LeafVersion, bool), Restart> {
+    ) -> Result<(LeafVersion, Next), Restart> {
         let ScanBuffer { keys, entries, cursor: cursor_key, fence } = buffer;
         keys.clear();
         entries.clear();
@@ -186,7 +229,7 @@ impl BTree {
                 continue;
             }
             let count = here.count();
-            let mut last = false;
+            let (mut last, mut full, mut taken) = (false, false, 0);
             let mut take = |index: usize, keys: &mut Vec<u8>| -> bool {
                 let start = keys.len();
                 here.read_key(index, keys);
@@ -216,10 +259,15 @@ impl BTree {
                         }
                     };
                     for index in first..count {
+                        if taken == most {
+                            full = true;
+                            break;
+                        }
                         if !take(index, keys) {
                             last = true;
                             break;
                         }
+                        taken += 1;
                     }
                 }
                 Direction::Reverse => {
@@ -232,10 +280,15 @@ impl BTree {
                         Cursor::Excluded => here.lower_bound(&search).0,
                     };
                     for index in (0..end.min(count)).rev() {
+                        if taken == most {
+                            full = true;
+                            break;
+                        }
                         if !take(index, keys) {
                             last = true;
                             break;
                         }
+                        taken += 1;
                     }
                 }
             }
@@ -255,8 +308,14 @@ impl BTree {
                         fence.as_slice() > low
                     }
                 };
-            last |= !fence_in_range;
-            return Ok((LeafVersion::new(current, version), last));
+            let next = if full {
+                Next::PastLast
+            } else if last || !fence_in_range {
+                Next::Done
+            } else {
+                Next::Fence
+            };
+            return Ok((LeafVersion::new(current, version), next));
         }
     }
 }
