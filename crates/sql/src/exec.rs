@@ -405,17 +405,21 @@ fn fetch(
 ) -> SqlResult<()> {
     let mut lent = Lent::default();
     let target = resolve(access, row, cx, &mut lent.key)?;
-    visit(txn, access, target, cx, for_update, &mut lent, sink)
+    visit(txn, access, target, cx, for_update, usize::MAX, &mut lent, sink)
 }
 
 /// Rows are decoded into `lent.decoded`, and a point key resolved into `lent.key` goes back
-/// there.
+/// there. A range scan stops after `limit` rows, which the caller passes when the sink takes
+/// every row it is given (a LIMIT with nothing left to filter): the engine's scan then also
+/// copies no more of the first leaf than that.
+#[allow(clippy::too_many_arguments)]
 fn visit(
     txn: &mut Txn<'_>,
     access: &Access,
     target: Target,
     cx: &Context<'_>,
     for_update: bool,
+    limit: usize,
     lent: &mut Lent,
     sink: &mut Sink<'_>,
 ) -> SqlResult<()> {
@@ -462,7 +466,17 @@ fn visit(
                 implied: None,
                 ..access.clone()
             };
-            return visit(txn, &whole, everything, cx, for_update, lent, &mut test_implied);
+            // The implied test drops rows: no limit reaches the scan.
+            return visit(
+                txn,
+                &whole,
+                everything,
+                cx,
+                for_update,
+                usize::MAX,
+                lent,
+                &mut test_implied,
+            );
         }
         Target::Range { low, high } => {
             let Path::Range { index, descending, .. } = &access.path else {
@@ -497,8 +511,8 @@ fn visit(
         }
     };
     let scanned = match index {
-        None => txn.scan(&table.engine, low, high, direction, usize::MAX, &mut step),
-        Some(i) => txn.scan_index(&table.engine, i, low, high, direction, usize::MAX, &mut step),
+        None => txn.scan(&table.engine, low, high, direction, limit, &mut step),
+        Some(i) => txn.scan_index(&table.engine, i, low, high, direction, limit, &mut step),
     };
     scanned.map_err(|e| engine_error(e, table))?;
     if let Some(error) = failure {
@@ -858,7 +872,10 @@ fn join(
         let mut go_on = true;
         // Lent back below (on an error it is only lost, not wrong).
         let mut lent = std::mem::take(&mut collector.lent[level]);
-        visit(txn, access, target, cx, plan.for_update, &mut lent, &mut |_, columns| {
+        // One table, each of its rows an output row: the scan needs no more than are wanted.
+        let takes_all = plan.tables.len() == 1 && access.on.is_none() && plan.filter.is_none();
+        let limit = if takes_all { collector.enough } else { usize::MAX };
+        visit(txn, access, target, cx, plan.for_update, limit, &mut lent, &mut |_, columns| {
             // Only the decoded columns: nothing reads the others, which stay NULL.
             for (target, value) in access
                 .wanted
@@ -894,7 +911,7 @@ fn join(
     let per_row = wanted.count(width);
     let (mut matches, mut count): (Vec<Value>, usize) = (Vec::new(), 0);
     let lent = &mut collector.lent[level];
-    visit(txn, access, target, cx, plan.for_update, lent, &mut |_, columns| {
+    visit(txn, access, target, cx, plan.for_update, usize::MAX, lent, &mut |_, columns| {
         matches.extend(wanted.kept(columns).map(|value| std::mem::replace(value, Value::Null)));
         count += 1;
         Ok(true)

@@ -246,6 +246,43 @@ a
 b
 d
 
+-- A LIMIT with nothing else to filter stops the scan itself; rows the transaction deleted are
+-- still in the index, and the scan goes on past them for the rows the LIMIT asks for.
+BEGIN
+----
+ok BEGIN
+
+DELETE FROM grid WHERE w = 1 AND i < 3
+----
+ok DELETE 2
+
+SELECT v FROM grid WHERE w = 1 ORDER BY i LIMIT 1
+----
+c
+
+SELECT v FROM grid ORDER BY w, i LIMIT 2
+----
+c
+d
+
+SELECT v FROM grid ORDER BY w DESC, i DESC LIMIT 2 OFFSET 3
+----
+c
+
+ROLLBACK
+----
+ok ROLLBACK
+
+SELECT v FROM grid ORDER BY w, i LIMIT 2
+----
+a
+b
+
+-- A filter the key does not decide: the scan is not limited, the output is.
+SELECT v FROM grid WHERE v > 'a' ORDER BY w, i LIMIT 1
+----
+b
+
 -- A lookup per value of an outer row (the listed values read an earlier table).
 EXPLAIN SELECT d.name, e.name FROM dept d JOIN emp e ON e.id IN (d.id, d.id + 3)
 ----
