@@ -1015,10 +1015,13 @@ pub fn run_insert(txn: &mut Txn<'_>, plan: &InsertPlan, env: &Env<'_>) -> SqlRes
     let width = table.types.len();
     let mut produced = Produced::default();
     let mut scratch = Scratch::take(env.scratch);
-    let Scratch { key, bytes, .. } = &mut scratch;
-    // A source value per column; `None` takes the column's default.
-    let complete = |source: &mut dyn Iterator<Item = Option<Value>>| -> SqlResult<Vec<Value>> {
-        let mut values = Vec::with_capacity(width);
+    let Scratch { key, bytes, values, .. } = &mut scratch;
+    // A source value per column; `None` takes the column's default. Each row is built in the
+    // lent `values`.
+    let complete = |source: &mut dyn Iterator<Item = Option<Value>>,
+                    values: &mut Vec<Value>|
+     -> SqlResult<()> {
+        values.clear();
         for (i, value) in source.enumerate() {
             values.push(match value {
                 Some(value) => value,
@@ -1028,7 +1031,7 @@ pub fn run_insert(txn: &mut Txn<'_>, plan: &InsertPlan, env: &Env<'_>) -> SqlRes
                 },
             });
         }
-        Ok(values)
+        Ok(())
     };
     match &plan.rows {
         InsertRows::Values(rows) => {
@@ -1045,11 +1048,11 @@ pub fn run_insert(txn: &mut Txn<'_>, plan: &InsertPlan, env: &Env<'_>) -> SqlRes
                     },
                     None => None,
                 });
-                let mut values = complete(&mut source)?;
+                complete(&mut source, values)?;
                 if let Some(error) = failure {
                     return Err(error);
                 }
-                conform(&plan.table, &mut values, conformed)?;
+                conform(&plan.table, values, conformed)?;
                 insert_row(txn, plan, &cx, values, &mut produced, key, bytes)?;
             }
         }
@@ -1059,8 +1062,8 @@ pub fn run_insert(txn: &mut Txn<'_>, plan: &InsertPlan, env: &Env<'_>) -> SqlRes
                 for (value, &target) in row.into_iter().zip(targets) {
                     source[target] = Some(value);
                 }
-                let mut values = complete(&mut source.into_iter())?;
-                conform(&plan.table, &mut values, &[])?;
+                complete(&mut source.into_iter(), values)?;
+                conform(&plan.table, values, &[])?;
                 insert_row(txn, plan, &cx, values, &mut produced, key, bytes)?;
             }
         }
@@ -1075,7 +1078,7 @@ fn insert_row(
     txn: &mut Txn<'_>,
     plan: &InsertPlan,
     cx: &Context<'_>,
-    mut values: Vec<Value>,
+    values: &mut [Value],
     produced: &mut Produced,
     key: &mut Vec<u8>,
     bytes: &mut Vec<u8>,
@@ -1086,7 +1089,7 @@ fn insert_row(
     match txn.insert(&table.engine, key, bytes) {
         Ok(()) => {
             produced.affected += 1;
-            returning(&plan.returning, &plan.returning_moves, &mut values, cx, &mut produced.rows)?;
+            returning(&plan.returning, &plan.returning_moves, values, cx, &mut produced.rows)?;
         }
         Err(Error::DuplicateKey { index, .. })
             if plan.on_conflict.as_ref().is_some_and(|c| {
