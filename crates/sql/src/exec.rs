@@ -1084,8 +1084,8 @@ fn insert_row(
     bytes: &mut Vec<u8>,
 ) -> SqlResult<()> {
     let table = &plan.table;
-    row_key(table, &values, key);
-    encode_row(table.schema.version, &table.types, &values, bytes);
+    row_key(table, values, key);
+    encode_row(table.schema.version, &table.types, values, bytes);
     match txn.insert(&table.engine, key, bytes) {
         Ok(()) => {
             produced.affected += 1;
