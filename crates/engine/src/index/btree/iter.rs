@@ -3,8 +3,9 @@
 //! A scan never holds a position inside the tree between leaves. For each leaf it descends from
 //! the root to the leaf that holds the cursor, noting the tightest fence key on the way (the
 //! separator just above the leaf's range going forward, just below it going backward), copies
-//! the leaf's entries in range into the caller's buffer, validates, and reports the leaf and
-//! its version before handing out the entries. The next leaf is found by descending again to
+//! the leaf's entries in range into the caller's buffer (for the first leaf, no more than the
+//! caller expects to use), validates, and reports the leaf and its version before handing out
+//! the entries. The next leaf is found by descending again to
 //! the fence. Re-descending costs a few cached node visits per leaf, and in exchange leaves
 //! need no sibling pointers, which keeps copy-on-write splits and merges simple and lets every
 //! scan step restart on its own.
