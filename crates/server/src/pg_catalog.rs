@@ -72,7 +72,7 @@ fn rows(columns: &[(&str, Type)], rows: Vec<Vec<Value>>) -> Outcome {
     Outcome::Rows { columns, tag: engram_sql::Tag::counted("SELECT ", rows.len() as u64), rows }
 }
 
-fn text(s: impl Into<String>) -> Value {
+fn text(s: impl Into<engram_sql::types::Text>) -> Value {
     Value::Text(s.into())
 }
 
@@ -221,7 +221,7 @@ pub(crate) fn answer(sql: &str, db: &SqlDb) -> Option<Outcome> {
                 out.push(vec![
                     text(column.name.clone()),
                     text(column.ty.name()),
-                    column.default.clone().map_or(Value::Null, Value::Text),
+                    column.default.as_deref().map_or(Value::Null, text),
                     Value::Bool(column.not_null),
                     Value::Null,
                     text(""),

@@ -108,7 +108,7 @@ pub fn decode_param(bytes: Option<&[u8]>, ty: Type, binary: bool) -> SqlResult<V
         let text = std::str::from_utf8(bytes)
             .map_err(|_| SqlError::new("22021", "invalid byte sequence for encoding \"UTF8\""))?;
         return match ty {
-            Type::Unknown => Ok(Value::Text(text.to_string())),
+            Type::Unknown => Ok(Value::Text(text.into())),
             ty => parse_text(text, ty),
         };
     }
@@ -148,7 +148,7 @@ pub fn decode_param(bytes: Option<&[u8]>, ty: Type, binary: bool) -> SqlResult<V
                 SqlError::new("22021", "invalid byte sequence for encoding \"UTF8\"")
             })?;
             match ty {
-                Type::Unknown | Type::Text => Value::Text(text.to_string()),
+                Type::Unknown | Type::Text => Value::Text(text.into()),
                 ty => parse_text(text, ty)?,
             }
         }

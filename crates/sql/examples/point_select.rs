@@ -32,7 +32,7 @@ fn main() {
         let params = [
             Value::Int(id),
             Value::Int(id * 7 % rows),
-            Value::Text(format!("{id:0>110}")),
+            Value::Text(format!("{id:0>110}").into()),
             Value::Text("pad".into()),
         ];
         session.execute_prepared(&insert, &params, 0).unwrap();

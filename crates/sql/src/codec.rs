@@ -9,7 +9,7 @@
 //! A key: each column's encoding, concatenated, such that byte order is value order.
 
 use crate::error::{SqlError, SqlResult};
-use crate::types::{Type, Value};
+use crate::types::{Text, Type, Value};
 use rust_decimal::Decimal;
 
 /// Encodes a row of `values` (already cast to `types`).
@@ -320,7 +320,7 @@ fn decode_walk(
         out[column] = match ty.fixed_width() {
             Some(_) => decode_fixed(*ty, bytes),
             None if *ty == Type::Bytea => Value::Bytes(bytes.to_vec()),
-            None => Value::Text(String::from_utf8(bytes.to_vec()).map_err(|_| corrupt())?),
+            None => Value::Text(Text::from(std::str::from_utf8(bytes).map_err(|_| corrupt())?)),
         };
     }
     if let Some(starts) = starts {
@@ -605,7 +605,7 @@ mod tests {
             Type::Bytea => {
                 Value::Bytes(vec![random.random_range(0..2); random.random_range(0..300)])
             }
-            _ => Value::Text("x\0".repeat(random.random_range(0..150))),
+            _ => Value::Text("x\0".repeat(random.random_range(0..150)).into()),
         }
     }
 

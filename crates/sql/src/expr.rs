@@ -4,7 +4,7 @@
 use crate::ast::BinaryOp;
 use crate::catalog::{SEQUENCE_BLOCK, Sequence};
 use crate::error::{SqlError, SqlResult};
-use crate::types::{MICROS_PER_DAY, Type, Value, cast, check_int, fit_numeric};
+use crate::types::{MICROS_PER_DAY, Text, Type, Value, cast, check_int, fit_numeric};
 use rust_decimal::Decimal;
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -516,11 +516,14 @@ fn arith_general(op: BinaryOp, left: Value, right: Value, ty: Type) -> SqlResult
         return Ok(Value::Null);
     }
     if op == BinaryOp::Concat {
-        let mut out = left.to_text(Type::Text).unwrap_or_default();
-        let right = right.to_text(Type::Text).unwrap_or_default();
-        check_text_len(out.len().saturating_add(right.len()))?;
-        out.push_str(&right);
-        return Ok(Value::Text(out));
+        // Both text forms written into one string (text is copied once, not twice).
+        let texts = left.as_str().map_or(0, str::len) + right.as_str().map_or(0, str::len);
+        check_text_len(texts)?;
+        let mut out = String::with_capacity(texts);
+        left.write_text(Type::Text, &mut out);
+        right.write_text(Type::Text, &mut out);
+        check_text_len(out.len())?;
+        return Ok(Value::Text(out.into()));
     }
     // Date arithmetic: date + integer days, date - date.
     match (&left, &right, op) {
@@ -691,10 +694,13 @@ fn call(func: Func, args: &[BExpr], ty: Type, row: &[Value], cx: &Context<'_>) -
         Func::Now => return Ok(Value::Timestamp(cx.now)),
         Func::CurrentDate => return Ok(Value::Date(cx.now.div_euclid(MICROS_PER_DAY) as i32)),
         Func::Version => {
-            return Ok(Value::Text(format!(
-                "PostgreSQL 15.0 (Engram {}) on x86_64, an in-memory OLTP engine",
-                env!("CARGO_PKG_VERSION")
-            )));
+            return Ok(Value::Text(
+                (format!(
+                    "PostgreSQL 15.0 (Engram {}) on x86_64, an in-memory OLTP engine",
+                    env!("CARGO_PKG_VERSION")
+                ))
+                .into(),
+            ));
         }
         Func::CurrentDatabase => return Ok(Value::Text("engram".into())),
         Func::CurrentSchema => return Ok(Value::Text("public".into())),
@@ -721,12 +727,20 @@ fn call(func: Func, args: &[BExpr], ty: Type, row: &[Value], cx: &Context<'_>) -
     }
     let text = |at: usize| values[at].to_text(Type::Text).unwrap_or_default();
     Ok(match func {
-        Func::Lower => Value::Text(text(0).to_lowercase()),
-        Func::Upper => Value::Text(text(0).to_uppercase()),
+        Func::Lower => Value::Text(text(0).to_lowercase().into()),
+        Func::Upper => Value::Text(text(0).to_uppercase().into()),
         Func::Length => Value::Int(text(0).chars().count() as i64),
-        Func::Trim => Value::Text(text(0).trim_matches(' ').to_string()),
+        Func::Trim => Value::Text(text(0).trim_matches(' ').into()),
         Func::Substr => {
-            let source: Vec<char> = text(0).chars().collect();
+            // Text is read where it is; another value in its text form.
+            let owned;
+            let source = match values[0].as_str() {
+                Some(source) => source,
+                None => {
+                    owned = text(0);
+                    owned.as_str()
+                }
+            };
             let start = values[1].as_int().unwrap_or(1);
             let end = match values.get(2) {
                 Some(length) => {
@@ -741,39 +755,48 @@ fn call(func: Func, args: &[BExpr], ty: Type, row: &[Value], cx: &Context<'_>) -
                 }
                 None => i64::MAX,
             };
-            let from = (start.max(1) - 1) as usize;
-            let to = (end.max(1) - 1).min(source.len() as i64) as usize;
-            Value::Text(if from >= to { String::new() } else { source[from..to].iter().collect() })
+            // Characters `from..to` (counted from 0), as byte offsets into the source.
+            let (from, to) = ((start.max(1) - 1) as usize, (end.max(1) - 1) as usize);
+            let ascii = source.is_ascii();
+            let byte = |chars: usize| match ascii {
+                true => chars.min(source.len()),
+                false => source.char_indices().nth(chars).map_or(source.len(), |(at, _)| at),
+            };
+            Value::Text(if from >= to {
+                Text::default()
+            } else {
+                Text::from(&source[byte(from)..byte(to)])
+            })
         }
         Func::Concat => {
             let out: String = values.iter().filter_map(|v| v.to_text(Type::Text)).collect();
             check_text_len(out.len())?;
-            Value::Text(out)
+            Value::Text(out.into())
         }
         Func::Repeat => {
             let source = text(0);
             let count = values[1].as_int().unwrap_or(0).max(0) as usize;
             check_text_len(source.len().saturating_mul(count))?;
-            Value::Text(source.repeat(count))
+            Value::Text(source.repeat(count).into())
         }
         Func::Replace => {
             let (source, from, to) = (text(0), text(1), text(2));
             if from.is_empty() {
-                Value::Text(source)
+                Value::Text(source.into())
             } else {
                 let matches = source.matches(from.as_str()).count();
                 let grown = to.len().saturating_sub(from.len()).saturating_mul(matches);
                 check_text_len(source.len().saturating_add(grown))?;
-                Value::Text(source.replace(from.as_str(), &to))
+                Value::Text(source.replace(from.as_str(), &to).into())
             }
         }
-        Func::Left | Func::Right => {
-            Value::Text(take_chars(&text(0), values[1].as_int().unwrap_or(0), func == Func::Left))
-        }
+        Func::Left | Func::Right => Value::Text(
+            take_chars(&text(0), values[1].as_int().unwrap_or(0), func == Func::Left).into(),
+        ),
         Func::Lpad | Func::Rpad => {
             let fill = if values.len() > 2 { text(2) } else { " ".to_string() };
             let len = values[1].as_int().unwrap_or(0);
-            Value::Text(pad(&text(0), len, &fill, func == Func::Lpad)?)
+            Value::Text(pad(&text(0), len, &fill, func == Func::Lpad)?.into())
         }
         Func::PgSleep => {
             // Sleeps in short steps, so that statement_timeout and cancel stop it, and a

@@ -429,7 +429,7 @@ impl<'a> Binder<'a> {
             Expr::Literal(literal) => match literal {
                 Literal::Null => (BExpr::Const(Value::Null), Type::Unknown),
                 Literal::Bool(b) => (BExpr::Const(Value::Bool(*b)), Type::Bool),
-                Literal::String(s) => (BExpr::Const(Value::Text(s.clone())), Type::Unknown),
+                Literal::String(s) => (BExpr::Const(Value::Text(s.clone().into())), Type::Unknown),
                 Literal::Number(text) => {
                     if text.contains(['.', 'e', 'E']) {
                         let ty = Type::Numeric { precision: 0, scale: 0 };

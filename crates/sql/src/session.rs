@@ -765,7 +765,9 @@ impl Session {
                         let rows = self
                             .settings
                             .iter()
-                            .map(|(k, v)| vec![Value::Text(k.clone()), Value::Text(v.clone())])
+                            .map(|(k, v)| {
+                                vec![Value::Text(k.clone().into()), Value::Text(v.clone().into())]
+                            })
                             .collect::<Vec<_>>();
                         return Ok(Outcome::Rows {
                             columns: Arc::new([
@@ -786,7 +788,7 @@ impl Session {
                 let column = name.replace(' ', "_");
                 Ok(Outcome::Rows {
                     columns: Arc::new([OutputColumn { name: column, ty: Type::Text }]),
-                    rows: vec![vec![Value::Text(value)]],
+                    rows: vec![vec![Value::Text(value.into())]],
                     tag: "SHOW".into(),
                 })
             }
@@ -828,7 +830,7 @@ impl Session {
                             }
                         }
                         crate::ast::Expr::Literal(crate::ast::Literal::String(s)) => {
-                            Ok(Value::Text(s.clone()))
+                            Ok(Value::Text(s.clone().into()))
                         }
                         crate::ast::Expr::Literal(crate::ast::Literal::Null) => Ok(Value::Null),
                         crate::ast::Expr::Literal(crate::ast::Literal::Bool(b)) => {
@@ -870,7 +872,7 @@ impl Session {
                 };
                 Ok(Outcome::Rows {
                     columns: Arc::new([OutputColumn { name: "QUERY PLAN".into(), ty: Type::Text }]),
-                    rows: lines.into_iter().map(|l| vec![Value::Text(l)]).collect(),
+                    rows: lines.into_iter().map(|l| vec![Value::Text(l.into())]).collect(),
                     tag: "EXPLAIN".into(),
                 })
             }

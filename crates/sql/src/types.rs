@@ -184,6 +184,9 @@ impl Type {
     }
 }
 
+/// A text value: a string that holds up to 24 bytes without a heap allocation.
+pub type Text = compact_str::CompactString;
+
 /// A SQL value. Integers of every width are `Int`, both float widths `Float`; the column or
 /// expression type says which.
 #[derive(Debug, Clone)]
@@ -193,8 +196,9 @@ pub enum Value {
     Int(i64),
     Float(f64),
     Numeric(Decimal),
-    /// `CHAR(n)` values are held without their trailing blanks.
-    Text(String),
+    /// `CHAR(n)` values are held without their trailing blanks. Up to 24 bytes are held
+    /// inline (most names, addresses and codes), longer text on the heap.
+    Text(Text),
     Bytes(Vec<u8>),
     Date(i32),
     Timestamp(i64),
@@ -533,7 +537,7 @@ pub fn parse_text(text: &str, ty: Type) -> SqlResult<Value> {
             fit_numeric(value, ty)?
         }
         Type::Char(_) | Type::Varchar(_) | Type::Text | Type::Unknown => {
-            fit_text(text.to_string(), ty, false)?
+            fit_text(Text::from(text), ty, false)?
         }
         Type::Bytea => Value::Bytes(parse_bytea(text).ok_or_else(invalid)?),
         Type::Date => Value::Date(
@@ -626,7 +630,7 @@ pub fn conforms(value: &Value, ty: Type) -> bool {
 }
 
 /// Fits text to a character type: checks (or, for an explicit cast, applies) the length limit.
-pub fn fit_text(mut text: String, ty: Type, explicit: bool) -> SqlResult<Value> {
+pub fn fit_text(mut text: Text, ty: Type, explicit: bool) -> SqlResult<Value> {
     let limit = match ty {
         Type::Char(n) => n,
         Type::Varchar(n) => n,
@@ -683,7 +687,7 @@ fn convert(value: Value, to: Type, explicit: bool) -> SqlResult<Value> {
         (Value::Text(text), to) => fit_text(text, to, explicit)?,
         (value, to) if to.is_text() => {
             let text = value.to_text(Type::Text).unwrap_or_default();
-            fit_text(text, to, explicit)?
+            fit_text(text.into(), to, explicit)?
         }
         (Value::Bool(value), Type::Bool) => Value::Bool(value),
         (Value::Bool(value), to) if to.is_integer() && explicit => Value::Int(i64::from(value)),

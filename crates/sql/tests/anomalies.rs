@@ -90,7 +90,7 @@ fn outcome_of(error: &SqlError) -> String {
 /// nothing left to undo (`-`), as the engine's calls would.
 fn step(client: &mut Client, level: Isolation, operation: &[String]) -> String {
     let word = |index: usize| operation.get(index).map(String::as_str).unwrap_or("");
-    let text = |index: usize| Value::Text(word(index).to_string());
+    let text = |index: usize| Value::Text(word(index).into());
     let failed = client.failed_with.take();
     let result = match word(0) {
         "begin" => {

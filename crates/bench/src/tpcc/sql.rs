@@ -437,7 +437,7 @@ fn int(value: impl Into<i64>) -> Value {
 }
 
 fn text(bytes: &[u8]) -> Value {
-    Value::Text(String::from_utf8_lossy(bytes).into_owned())
+    Value::Text(String::from_utf8_lossy(bytes).as_ref().into())
 }
 
 fn money(cents: i64) -> Value {
@@ -965,16 +965,19 @@ impl<C: SqlClient> SqlConn<C> {
                 let row = one(session, &s.customer_pay, &params)?;
                 let balance = as_scaled(&row[0], 2)?;
                 if as_text(&row[1])? == "BC" {
-                    params[3] = Value::Text(format!(
-                        "{} {} {} {} {} {}.{:02}|",
-                        customer,
-                        cd,
-                        cw,
-                        d,
-                        w,
-                        input.amount_cents / 100,
-                        input.amount_cents % 100,
-                    ));
+                    params[3] = Value::Text(
+                        format!(
+                            "{} {} {} {} {} {}.{:02}|",
+                            customer,
+                            cd,
+                            cw,
+                            d,
+                            w,
+                            input.amount_cents / 100,
+                            input.amount_cents % 100,
+                        )
+                        .into(),
+                    );
                     change(session, &s.customer_bad_credit, &params)?;
                 }
                 let history = format!("{}    {}", as_text(&warehouse[0])?, as_text(&district[0])?);
@@ -989,7 +992,7 @@ impl<C: SqlClient> SqlConn<C> {
                         int(w),
                         timestamp(input.date),
                         amount,
-                        Value::Text(history),
+                        Value::Text(history.into()),
                     ],
                 )?;
                 output.customer = customer;

@@ -129,7 +129,7 @@ impl<'a> tokio_postgres::types::FromSql<'a> for Out {
                 Value::Timestamp(i64::from_be_bytes(fixed(8)?.try_into()?) + PG_EPOCH_MICROS)
             }
             Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME => {
-                Value::Text(std::str::from_utf8(raw)?.to_string())
+                Value::Text(std::str::from_utf8(raw)?.into())
             }
             ref other => return Err(format!("unexpected result type {other}").into()),
         }))

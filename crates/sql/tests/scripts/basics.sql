@@ -89,6 +89,11 @@ SELECT upper(name) || '-' || length(name), substr(name, 2, 3), lower('ABC'), 7 /
 ----
 APPLE-5 | ppl | abc | 3 | 1 | 3.5000000000000000
 
+-- substr counts characters, from 1; a start before 1 shortens the length, one past the end gives ''.
+SELECT substr('héllo wörld', 2, 3), substr('héllo', 0, 3), substr('héllo', -1, 3), substr('héllo', 4), substr('héllo', 9), substr('hello', 2, 0), substr('hello', 3), substr('abc', 1, 100)
+----
+éll | hé | h | lo |  |  | llo | abc
+
 SELECT repeat('ab', 3), repeat('x', 0), repeat('x', -1), replace('hello world', 'o', '0'), replace('abc', '', 'z'), left('hello', 2), left('hello', -2), right('hello', 2), right('hello', -2)
 ----
 ababab |  |  | hell0 w0rld | abc | he | hel | lo | llo
