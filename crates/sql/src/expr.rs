@@ -695,10 +695,10 @@ fn call(func: Func, args: &[BExpr], ty: Type, row: &[Value], cx: &Context<'_>) -
         Func::CurrentDate => return Ok(Value::Date(cx.now.div_euclid(MICROS_PER_DAY) as i32)),
         Func::Version => {
             return Ok(Value::Text(
-                (format!(
+                format!(
                     "PostgreSQL 15.0 (Engram {}) on x86_64, an in-memory OLTP engine",
                     env!("CARGO_PKG_VERSION")
-                ))
+                )
                 .into(),
             ));
         }
