@@ -10,7 +10,7 @@ use crate::expr::{BExpr, Context};
 use crate::plan::{
     Access, AggFunc, Aggregate, ConflictAction, InsertPlan, InsertRows, ModifyPlan, Path, QueryPlan,
 };
-use crate::types::{GroupKey, Type, Value, cast};
+use crate::types::{DistinctValue, GroupHasher, GroupKey, Type, Value, cast};
 use engram_engine::{Direction, Error, Isolation, Recompute, Txn};
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
@@ -48,6 +48,9 @@ pub struct Scratch {
     starts: Vec<u32>,
     bytes: Vec<u8>,
     key: Vec<u8>,
+    /// A query's joined row and its join levels' buffers (`run_query`).
+    row: Vec<Value>,
+    lent: Vec<Lent>,
 }
 
 impl Scratch {
@@ -555,7 +558,7 @@ struct Collector<'p> {
     plan: &'p QueryPlan,
     /// (sort keys, output row).
     rows: Vec<(Vec<Value>, Vec<Value>)>,
-    groups: HashMap<GroupKey, usize>,
+    groups: HashMap<GroupKey, usize, GroupHasher>,
     group_states: Vec<(Vec<Value>, Vec<AggState>)>,
     /// Rows needed before the scan may stop (`usize::MAX`: all).
     enough: usize,
@@ -569,7 +572,7 @@ enum AggState {
     Sum(Value),
     MinMax(Value),
     Avg(Value, i64),
-    Distinct(Vec<Value>, HashSet<GroupKey>),
+    Distinct(Vec<Value>, HashSet<DistinctValue, GroupHasher>),
 }
 
 fn new_states(aggregates: &[Aggregate]) -> Vec<AggState> {
@@ -577,7 +580,7 @@ fn new_states(aggregates: &[Aggregate]) -> Vec<AggState> {
         .iter()
         .map(|a| {
             if a.distinct {
-                return AggState::Distinct(Vec::new(), HashSet::new());
+                return AggState::Distinct(Vec::new(), HashSet::default());
             }
             match a.func {
                 AggFunc::Count | AggFunc::CountStar => AggState::Count(0),
@@ -623,7 +626,7 @@ fn accumulate(state: &mut AggState, aggregate: &Aggregate, value: Value) -> SqlR
             *count += 1;
         }
         AggState::Distinct(values, seen) => {
-            if seen.insert(GroupKey(vec![value.clone()])) {
+            if seen.insert(DistinctValue(value.clone())) {
                 values.push(value);
             }
         }
@@ -757,13 +760,24 @@ pub fn run_query(txn: &mut Txn<'_>, plan: &QueryPlan, env: &Env<'_>) -> SqlResul
     if streaming && env.max_rows > 0 {
         enough = enough.min(offset.saturating_add(env.max_rows));
     }
+    // The session's buffers, when no statement around this one has them: a point query then
+    // allocates nothing to decode or build keys in.
+    let (mut row, mut lent) = {
+        let mut scratch = env.scratch.borrow_mut();
+        (std::mem::take(&mut scratch.row), std::mem::take(&mut scratch.lent))
+    };
+    row.clear();
+    row.resize(plan.width, Value::Null);
+    if lent.len() < plan.tables.len() {
+        lent.resize_with(plan.tables.len(), Lent::default);
+    }
     let mut collector = Collector {
         plan,
         rows: Vec::new(),
-        groups: HashMap::new(),
+        groups: HashMap::default(),
         group_states: Vec::new(),
         enough,
-        lent: vec![Lent::default(); plan.tables.len()],
+        lent,
     };
     if enough > 0 {
         match &plan.values {
@@ -781,7 +795,6 @@ pub fn run_query(txn: &mut Txn<'_>, plan: &QueryPlan, env: &Env<'_>) -> SqlResul
                 }
             }
             None => {
-                let mut row = vec![Value::Null; plan.width];
                 join(txn, plan, 0, &mut row, &cx, &mut collector)?;
             }
         }
@@ -804,9 +817,15 @@ pub fn run_query(txn: &mut Txn<'_>, plan: &QueryPlan, env: &Env<'_>) -> SqlResul
             collector.emit(&mut row, &cx)?;
         }
     }
+    {
+        let mut scratch = env.scratch.borrow_mut();
+        row.clear();
+        scratch.row = row;
+        scratch.lent = std::mem::take(&mut collector.lent);
+    }
     let mut rows = collector.rows;
     if plan.distinct {
-        let mut seen = HashSet::new();
+        let mut seen = HashSet::<_, GroupHasher>::default();
         rows.retain(|(_, output)| seen.insert(GroupKey(output.clone())));
     }
     if !plan.sort.is_empty() {
@@ -1220,7 +1239,7 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
         return Ok(produced);
     }
     let mut scratch = Scratch::take(env.scratch);
-    let Scratch { values, changes, starts, bytes, key: point } = &mut scratch;
+    let Scratch { values, changes, starts, bytes, key: point, .. } = &mut scratch;
     let found = match &plan.access.path {
         // One row by its primary key, built in the lent buffer: read once, for update, below.
         Path::Point(exprs) => key_into(table, exprs, None, &[], &cx, point)?,

@@ -39,7 +39,7 @@ pub use plan::OutputColumn;
 /// NUMERIC values are `rust_decimal` decimals ([`Value::Numeric`]).
 pub use rust_decimal::Decimal;
 pub use session::{Outcome, Prepared, Session, Tag, TransactionStatus, isolation_sql};
-pub use types::{Type, Value};
+pub use types::{Text, Type, Value};
 
 use catalog::{CATALOG_TABLE, Catalog, SchemaLock, Sequence, TableInfo, TableSchema};
 use engram_engine::{Config, Database, Direction, Isolation, TableRef, TableSpec, Worker};

@@ -64,3 +64,53 @@ fn statements_sharing_buffers_see_only_their_own_rows() {
         vec![row(&["a1", "103", "c1", "1", "e1xxx"]), row(&["a2", "200", "c2", "2", "e2"])]
     );
 }
+
+/// Queries take the session's joined-row and join-level buffers in turn: joins of different
+/// depths, point queries wanting fewer columns than the query before, a LEFT JOIN without a
+/// match, IN lists and a query that fails mid-scan each see only their own rows.
+#[test]
+fn queries_sharing_buffers_see_only_their_own_rows() {
+    let db = SqlDb::open(engram_engine::Config::default()).unwrap();
+    let mut s = db.session().unwrap();
+    s.execute_one("CREATE TABLE narrow (id INT PRIMARY KEY, n INT)").unwrap();
+    s.execute_one("CREATE TABLE wide (id INT PRIMARY KEY, a TEXT, b INT, c TEXT)").unwrap();
+    s.execute_one("INSERT INTO narrow VALUES (1, 10), (2, 20), (3, 0)").unwrap();
+    s.execute_one("INSERT INTO wide VALUES (1, 'a1', 2, 'c1'), (2, 'a2', 1, NULL)").unwrap();
+    let join = "SELECT w.a, n.n, v.c FROM wide w JOIN narrow n ON n.id = w.b \
+                JOIN wide v ON v.id = n.id ORDER BY w.id";
+    for _ in 0..3 {
+        assert_eq!(
+            text(&mut s, join),
+            vec![vec![Some("a1".into()), Some("20".into()), None], row(&["a2", "10", "c1"]),]
+        );
+        assert_eq!(
+            text(&mut s, "SELECT * FROM wide WHERE id = 1"),
+            vec![row(&["1", "a1", "2", "c1"])]
+        );
+        // Fewer columns of another row of the same table: nothing of the row before shows.
+        assert_eq!(
+            text(&mut s, "SELECT a, c FROM wide WHERE id = 2"),
+            vec![vec![Some("a2".into()), None]]
+        );
+        assert_eq!(
+            text(
+                &mut s,
+                "SELECT n.id, w.a FROM narrow n LEFT JOIN wide w ON w.id = n.n ORDER BY n.id"
+            ),
+            vec![
+                vec![Some("1".into()), None],
+                vec![Some("2".into()), None],
+                vec![Some("3".into()), None]
+            ]
+        );
+        assert_eq!(
+            s.execute_one("SELECT id FROM narrow WHERE 100 / n > 1").unwrap_err().code,
+            "22012"
+        );
+        assert_eq!(
+            text(&mut s, "SELECT id, n FROM narrow WHERE id IN (3, 1, 9) ORDER BY id"),
+            vec![row(&["1", "10"]), row(&["3", "0"])]
+        );
+        assert_eq!(text(&mut s, "SELECT n FROM narrow WHERE id = 2"), vec![row(&["20"])]);
+    }
+}
