@@ -36,7 +36,7 @@ use super::spec::{
 use super::{DeliveryHints, Facts, TpccDb, load};
 use crate::db::{Db, Outcome};
 use engram_engine::{Config, Durability};
-use engram_sql::{Decimal, Prepared, Session, SqlDb, SqlError, Value, isolation_sql};
+use engram_sql::{Decimal, Prepared, Session, SqlDb, SqlError, Text, Value, isolation_sql};
 use std::sync::Arc;
 
 /// The nine tables and two indexes, as the load creates them.
@@ -477,9 +477,15 @@ fn as_int(value: &Value) -> Result<i64, Stop> {
 /// A NUMERIC scaled by `10^digits` and truncated: cents for money (2), basis points (4).
 fn as_scaled(value: &Value, digits: u32) -> Result<i64, Stop> {
     match value {
+        // From the mantissa and scale, truncating: a decimal multiplication costs ten times more.
         Value::Numeric(decimal) => {
-            let scaled = (*decimal * Decimal::from(10i64.pow(digits))).trunc();
-            i64::try_from(scaled).map_err(|_| unexpected(value))
+            let (mantissa, scale) = (decimal.mantissa(), decimal.scale());
+            let scaled = if scale <= digits {
+                mantissa.checked_mul(10i128.pow(digits - scale))
+            } else {
+                Some(mantissa / 10i128.pow(scale - digits))
+            };
+            scaled.and_then(|scaled| i64::try_from(scaled).ok()).ok_or_else(|| unexpected(value))
         }
         Value::Int(v) => Ok(v * 10i64.pow(digits)),
         Value::Null => Ok(0),
@@ -960,7 +966,8 @@ impl<C: SqlClient> SqlConn<C> {
                 let (cw, cd) = (input.customer_warehouse, input.customer_district);
                 let customer = find_customer(session, s, cw, cd, &input.customer)?;
                 let key = [int(cw), int(cd), int(customer)];
-                let mut params = key.to_vec();
+                let mut params = Vec::with_capacity(key.len() + 1);
+                params.extend(key);
                 params.push(amount.clone());
                 let row = one(session, &s.customer_pay, &params)?;
                 let balance = as_scaled(&row[0], 2)?;
@@ -980,7 +987,11 @@ impl<C: SqlClient> SqlConn<C> {
                     );
                     change(session, &s.customer_bad_credit, &params)?;
                 }
-                let history = format!("{}    {}", as_text(&warehouse[0])?, as_text(&district[0])?);
+                // W_NAME, four spaces, D_NAME (clause 2.5.2.2): at most 24 bytes, held inline.
+                let mut history = Text::default();
+                for part in [as_text(&warehouse[0])?, "    ", as_text(&district[0])?] {
+                    history.push_str(part);
+                }
                 change(
                     session,
                     &s.insert_history,
@@ -992,7 +1003,7 @@ impl<C: SqlClient> SqlConn<C> {
                         int(w),
                         timestamp(input.date),
                         amount,
-                        Value::Text(history.into()),
+                        Value::Text(history),
                     ],
                 )?;
                 output.customer = customer;
@@ -1140,5 +1151,28 @@ impl<C: SqlClient> SqlConn<C> {
                 })
                 .collect()
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Scaling from the mantissa truncates toward zero, as the decimal multiplication and
+    /// `trunc` it replaced did, for every scale above, at and below the digits asked for.
+    #[test]
+    fn scaled_numerics_truncate_like_decimal_arithmetic() {
+        for (mantissa, scale) in
+            [(1234, 2), (-1234, 2), (7, 0), (-123_456, 5), (99_999, 3), (5, 4), (-1, 6), (0, 3)]
+        {
+            let decimal = Decimal::new(mantissa, scale);
+            for digits in [0, 2, 4] {
+                let expected =
+                    i64::try_from((decimal * Decimal::from(10i64.pow(digits))).trunc()).unwrap();
+                let got = as_scaled(&Value::Numeric(decimal), digits).ok().unwrap();
+                assert_eq!(got, expected, "{decimal} at {digits} digits");
+            }
+        }
+        assert!(as_scaled(&Value::Numeric(Decimal::MAX), 4).is_err());
     }
 }
