@@ -311,8 +311,23 @@ fn key_into(
     Ok(PointKey::Key)
 }
 
-/// The keys of a [`Path::Points`] access, sorted and without repeats; `None` when a value does
-/// not convert to its column's type.
+/// Keys one after another in one buffer, each a span of it: a [`Path::Points`] access's keys
+/// cost two allocations, none when the buffers are lent again, instead of one per key.
+#[derive(Debug, Default, Clone)]
+struct KeyList {
+    bytes: Vec<u8>,
+    spans: Vec<(u32, u32)>,
+}
+
+impl KeyList {
+    fn key(&self, (start, end): (u32, u32)) -> &[u8] {
+        &self.bytes[start as usize..end as usize]
+    }
+}
+
+/// Builds in `keys` the keys of a [`Path::Points`] access, sorted and without repeats (`built`
+/// is the buffer each is built in); false when a value does not convert to its column's type.
+#[allow(clippy::too_many_arguments)]
 fn listed_keys(
     table: &TableInfo,
     key: &[BExpr],
@@ -320,28 +335,38 @@ fn listed_keys(
     list: &[BExpr],
     row: &[Value],
     cx: &Context<'_>,
-) -> SqlResult<Option<Vec<Vec<u8>>>> {
-    let mut keys = Vec::with_capacity(list.len());
-    let mut built = Vec::new();
+    built: &mut Vec<u8>,
+    keys: &mut KeyList,
+) -> SqlResult<bool> {
+    keys.bytes.clear();
+    keys.spans.clear();
     for listed in list {
-        match key_into(table, key, Some((at, listed)), row, cx, &mut built)? {
-            PointKey::Key => keys.push(built.clone()),
+        match key_into(table, key, Some((at, listed)), row, cx, built)? {
+            PointKey::Key => {
+                let start = keys.bytes.len() as u32;
+                keys.bytes.extend_from_slice(built);
+                keys.spans.push((start, keys.bytes.len() as u32));
+            }
             // A NULL in the list (or in a fixed column) matches no row.
             PointKey::NoRow => {}
-            PointKey::Unconvertible => return Ok(None),
+            PointKey::Unconvertible => return Ok(false),
         }
     }
-    keys.sort_unstable();
-    keys.dedup();
-    Ok(Some(keys))
+    let KeyList { bytes, spans } = keys;
+    let bytes = &bytes[..];
+    let of = |(start, end): (u32, u32)| &bytes[start as usize..end as usize];
+    spans.sort_unstable_by(|a, b| of(*a).cmp(of(*b)));
+    spans.dedup_by(|a, b| of(*a) == of(*b));
+    Ok(true)
 }
 
 /// Buffers one table access works in, lent by a caller that visits many times (an inner join
-/// level, once per outer row): the row decoded, and the point key built.
+/// level, once per outer row): the row decoded, the point key built, and the keys of a list.
 #[derive(Debug, Default, Clone)]
 struct Lent {
     decoded: Vec<Value>,
     key: Vec<u8>,
+    keys: KeyList,
 }
 
 /// Receives `(primary key, decoded columns)`; returns whether to go on. The columns are the
@@ -354,7 +379,7 @@ enum Target {
     Empty,
     Key(Vec<u8>),
     /// Sorted, without repeats.
-    Keys(Vec<Vec<u8>>),
+    Keys(KeyList),
     Range {
         low: Option<Vec<u8>>,
         high: Option<Vec<u8>>,
@@ -364,14 +389,10 @@ enum Target {
     Full(Vec<Value>),
 }
 
-/// `key` is the buffer a point key is built in; it comes back in `Target::Key`, and
-/// [`visit`] returns it to `key` when done.
-fn resolve(
-    access: &Access,
-    row: &[Value],
-    cx: &Context<'_>,
-    key: &mut Vec<u8>,
-) -> SqlResult<Target> {
+/// A point key is built in `lent.key` and a list's keys in `lent.keys`; they come back in
+/// `Target::Key` and `Target::Keys`, and [`visit`] returns them to `lent` when done.
+fn resolve(access: &Access, row: &[Value], cx: &Context<'_>, lent: &mut Lent) -> SqlResult<Target> {
+    let key = &mut lent.key;
     let full = || {
         let mut joined = row.to_vec();
         joined.resize(joined.len().max(access.offset + access.table.types.len()), Value::Null);
@@ -383,10 +404,11 @@ fn resolve(
             PointKey::NoRow => Target::Empty,
             PointKey::Unconvertible => full(),
         },
-        Path::Points { key, at, list } => {
-            match listed_keys(&access.table, key, *at, list, row, cx)? {
-                Some(keys) => Target::Keys(keys),
-                None => full(),
+        Path::Points { key: exprs, at, list } => {
+            if listed_keys(&access.table, exprs, *at, list, row, cx, key, &mut lent.keys)? {
+                Target::Keys(std::mem::take(&mut lent.keys))
+            } else {
+                full()
             }
         }
         Path::Range { .. } => match bounds(access, row, cx)? {
@@ -407,7 +429,7 @@ fn fetch(
     sink: &mut Sink<'_>,
 ) -> SqlResult<()> {
     let mut lent = Lent::default();
-    let target = resolve(access, row, cx, &mut lent.key)?;
+    let target = resolve(access, row, cx, &mut lent)?;
     visit(txn, access, target, cx, for_update, usize::MAX, &mut lent, sink)
 }
 
@@ -437,11 +459,12 @@ fn visit(
             return Ok(());
         }
         Target::Keys(keys) => {
-            for key in keys {
-                if !lookup(txn, access, &key, for_update, decoded, sink)? {
+            for span in &keys.spans {
+                if !lookup(txn, access, keys.key(*span), for_update, decoded, sink)? {
                     break;
                 }
             }
+            lent.keys = keys;
             return Ok(());
         }
         Target::Full(mut joined) => {
@@ -884,7 +907,7 @@ fn join(
     let last = level + 1 == plan.tables.len();
     let width = access.table.types.len();
     let offset = access.offset;
-    let target = resolve(access, row, cx, &mut collector.lent[level].key)?;
+    let target = resolve(access, row, cx, &mut collector.lent[level])?;
     let mut matched_any = false;
     if last {
         // The innermost table: filter and collect inside the scan, stopping early when enough.
@@ -1334,7 +1357,7 @@ fn update_in_one_pass(
     {
         return Ok(None);
     }
-    let (low, high) = match resolve(&plan.access, &[], cx, &mut Vec::new())? {
+    let (low, high) = match resolve(&plan.access, &[], cx, &mut Lent::default())? {
         Target::Empty => return Ok(Some(Produced::default())),
         Target::Range { low, high } => (low, high),
         // A bound that does not convert: the general path scans and filters.
