@@ -190,7 +190,14 @@ pub struct Wanted {
     /// When every column up to the last marked one has a fixed width, each marked column's
     /// place in a row with no NULL among those columns: they are read there, with no walk.
     direct: Option<Direct>,
+    /// Per column up to the last marked one, what a walk does there: its width when fixed
+    /// (0 when variable), with [`STEP_WANTED`] set when marked. One byte a column, so that
+    /// stepping over a column reads neither its type nor its bytes.
+    steps: Vec<u8>,
 }
+
+/// A [`Wanted::steps`] entry's mark.
+const STEP_WANTED: u8 = 0x80;
 
 /// Marked columns at fixed places: (column, offset after the null bitmap, type), and the
 /// bytes up to the end of the last one.
@@ -202,7 +209,8 @@ struct Direct {
 
 impl Wanted {
     /// Every column.
-    pub const ALL: Wanted = Wanted { marks: Vec::new(), count: 0, all: true, direct: None };
+    pub const ALL: Wanted =
+        Wanted { marks: Vec::new(), count: 0, all: true, direct: None, steps: Vec::new() };
 
     /// The columns whose mark is true, of a table whose columns have `types`.
     pub fn marked(mut marks: Vec<bool>, types: &[Type]) -> Wanted {
@@ -223,7 +231,15 @@ impl Wanted {
             end = Some(at + width);
         }
         let direct = end.map(|end| Direct { columns: columns.into(), end });
-        Wanted { marks, count, all: false, direct }
+        let steps = marks
+            .iter()
+            .zip(types)
+            .map(|(&mark, ty)| {
+                let width = ty.fixed_width().unwrap_or(0) as u8;
+                if mark { width | STEP_WANTED } else { width }
+            })
+            .collect();
+        Wanted { marks, count, all: false, direct, steps }
     }
 
     /// How many columns of a row of `width` are read.
@@ -305,6 +321,9 @@ fn decode_walk(
         }
         return Ok(());
     }
+    if !wanted.all {
+        return decode_steps(row, types, &wanted.steps[..count], at, out, starts);
+    }
     for (column, ty) in types.iter().enumerate().take(count) {
         if let Some(starts) = starts.as_deref_mut() {
             starts.push(at as u32);
@@ -322,6 +341,64 @@ fn decode_walk(
             None if *ty == Type::Bytea => Value::Bytes(bytes.to_vec()),
             None => Value::Text(stored_text(bytes)?),
         };
+    }
+    if let Some(starts) = starts {
+        starts.push(at as u32);
+    }
+    Ok(())
+}
+
+/// The walk of [`decode_walk`] over marked columns, led by their steps: a column not read is
+/// stepped over by its width, or by the length in front of it; only read columns are sliced
+/// (and checked against the row's end), the others once at the end.
+#[inline(always)]
+fn decode_steps(
+    row: &[u8],
+    types: &[Type],
+    steps: &[u8],
+    mut at: usize,
+    out: &mut [Value],
+    mut starts: Option<&mut Vec<u32>>,
+) -> SqlResult<()> {
+    const BITMAP_AT: usize = 4;
+    for (column, &step) in steps.iter().enumerate() {
+        if let Some(starts) = starts.as_deref_mut() {
+            starts.push(at as u32);
+        }
+        if row[BITMAP_AT + column / 8] & (1 << (column % 8)) != 0 {
+            continue;
+        }
+        let width = usize::from(step & !STEP_WANTED);
+        let start = if width != 0 {
+            at
+        } else {
+            let mut start = at;
+            let len = match row.get(at) {
+                Some(&len) if len < 0x80 => {
+                    start += 1;
+                    usize::from(len)
+                }
+                _ => read_varint(row, &mut start).ok_or_else(corrupt)? as usize,
+            };
+            at = start.checked_add(len).ok_or_else(corrupt)?;
+            start
+        };
+        if width != 0 {
+            at += width;
+        }
+        if step & STEP_WANTED == 0 {
+            continue;
+        }
+        let bytes = row.get(start..at).ok_or_else(corrupt)?;
+        let ty = types[column];
+        out[column] = match width {
+            0 if ty == Type::Bytea => Value::Bytes(bytes.to_vec()),
+            0 => Value::Text(stored_text(bytes)?),
+            _ => decode_fixed(ty, bytes),
+        };
+    }
+    if at > row.len() {
+        return Err(corrupt());
     }
     if let Some(starts) = starts {
         starts.push(at as u32);
@@ -573,6 +650,17 @@ mod tests {
             assert_eq!(a.compare(b), std::cmp::Ordering::Equal);
         }
         assert!(decode_row(&row[..row.len() - 3], &types, &Wanted::ALL, &mut out).is_err());
+        // A row cut anywhere before the end of the last wanted column is an error, never a
+        // panic, whichever columns are read; a cut after it is not seen.
+        for wanted in [[true, false, false, false, false], [false, false, true, false, true]] {
+            let last = wanted.iter().rposition(|w| *w).unwrap();
+            let end = noted_starts(&row, &types, last + 1)[last + 1] as usize;
+            let wanted = Wanted::marked(wanted.to_vec(), &types);
+            for cut in 0..row.len() {
+                let decoded = decode_row(&row[..cut], &types, &wanted, &mut out);
+                assert_eq!(decoded.is_err(), cut < end, "cut at {cut} of {}", row.len());
+            }
+        }
         // Stored text that is not UTF-8 (damaged bytes) is an error, ASCII or not around it.
         for text in ["abcd", "abcdé"] {
             let mut damaged = Vec::new();
