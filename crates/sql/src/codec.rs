@@ -384,7 +384,8 @@ fn decode_steps(
             start
         };
         if width != 0 {
-            at += width;
+            // Saturating: a damaged length before may have taken `at` anywhere.
+            at = at.saturating_add(width);
         }
         if step & STEP_WANTED == 0 {
             continue;
@@ -661,6 +662,13 @@ mod tests {
                 assert_eq!(decoded.is_err(), cut < end, "cut at {cut} of {}", row.len());
             }
         }
+        // A damaged length of a column stepped over, ending just short of 2^64 (where the
+        // next column's width would overflow), is an error.
+        let mut damaged = row[..9].to_vec();
+        damaged.extend_from_slice(&[0xE7, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01]);
+        damaged.extend_from_slice(&row[10..]);
+        let wanted = Wanted::marked(vec![false, false, true, false, true], &types);
+        assert!(decode_row(&damaged, &types, &wanted, &mut out).is_err());
         // Stored text that is not UTF-8 (damaged bytes) is an error, ASCII or not around it.
         for text in ["abcd", "abcdé"] {
             let mut damaged = Vec::new();
