@@ -72,7 +72,7 @@ fn rows(columns: &[(&str, Type)], rows: Vec<Vec<Value>>) -> Outcome {
     Outcome::Rows { columns, tag: engram_sql::Tag::counted("SELECT ", rows.len() as u64), rows }
 }
 
-fn text(s: impl Into<engram_sql::types::Text>) -> Value {
+fn text(s: impl Into<engram_sql::Text>) -> Value {
     Value::Text(s.into())
 }
 

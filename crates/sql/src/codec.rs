@@ -231,14 +231,7 @@ impl Wanted {
             end = Some(at + width);
         }
         let direct = end.map(|end| Direct { columns: columns.into(), end });
-        let steps = marks
-            .iter()
-            .zip(types)
-            .map(|(&mark, ty)| {
-                let width = ty.fixed_width().unwrap_or(0) as u8;
-                if mark { width | STEP_WANTED } else { width }
-            })
-            .collect();
+        let steps = marks.iter().zip(types).map(|(&mark, ty)| step_of(*ty, mark)).collect();
         Wanted { marks, count, all: false, direct, steps }
     }
 
@@ -290,7 +283,7 @@ fn decode_walk(
     types: &[Type],
     wanted: &Wanted,
     out: &mut Vec<Value>,
-    mut starts: Option<&mut Vec<u32>>,
+    starts: Option<&mut Vec<u32>>,
 ) -> SqlResult<()> {
     if out.len() == types.len() {
         for value in out.iter_mut().filter(|value| !value.is_null()) {
@@ -307,7 +300,7 @@ fn decode_walk(
     let stored = usize::from(u16::from_le_bytes([row[2], row[3]]));
     let count = stored.min(types.len()).min(last);
     let bitmap_at = 4;
-    let mut at = bitmap_at + stored.div_ceil(8);
+    let at = bitmap_at + stored.div_ceil(8);
     if at > row.len() {
         return Err(corrupt());
     }
@@ -321,47 +314,38 @@ fn decode_walk(
         }
         return Ok(());
     }
-    if !wanted.all {
-        return decode_steps(row, types, &wanted.steps[..count], at, out, starts);
+    if wanted.all {
+        let step = |column: usize| step_of(types[column], true);
+        decode_steps(row, types, count, step, at, out, starts)
+    } else {
+        let steps = &wanted.steps;
+        decode_steps(row, types, count, |column: usize| steps[column], at, out, starts)
     }
-    for (column, ty) in types.iter().enumerate().take(count) {
-        if let Some(starts) = starts.as_deref_mut() {
-            starts.push(at as u32);
-        }
-        if row[bitmap_at + column / 8] & (1 << (column % 8)) != 0 {
-            continue;
-        }
-        let (bytes, end) = column_bytes(row, *ty, at).ok_or_else(corrupt)?;
-        at = end;
-        if !(wanted.all || wanted.marks[column]) {
-            continue;
-        }
-        out[column] = match ty.fixed_width() {
-            Some(_) => decode_fixed(*ty, bytes),
-            None if *ty == Type::Bytea => Value::Bytes(bytes.to_vec()),
-            None => Value::Text(stored_text(bytes)?),
-        };
-    }
-    if let Some(starts) = starts {
-        starts.push(at as u32);
-    }
-    Ok(())
 }
 
-/// The walk of [`decode_walk`] over marked columns, led by their steps: a column not read is
-/// stepped over by its width, or by the length in front of it; only read columns are sliced
-/// (and checked against the row's end), the others once at the end.
+/// A [`Wanted::steps`] entry: the width of a column of type `ty` when fixed (0 when not),
+/// and the mark.
+fn step_of(ty: Type, wanted: bool) -> u8 {
+    let width = ty.fixed_width().unwrap_or(0) as u8;
+    if wanted { width | STEP_WANTED } else { width }
+}
+
+/// The walk of [`decode_walk`] over the first `count` columns, led by each one's step: a
+/// column not read is stepped over by its width, or by the length in front of it; only read
+/// columns are sliced (and checked against the row's end), the others once at the end.
 #[inline(always)]
 fn decode_steps(
     row: &[u8],
     types: &[Type],
-    steps: &[u8],
+    count: usize,
+    step: impl Fn(usize) -> u8,
     mut at: usize,
     out: &mut [Value],
     mut starts: Option<&mut Vec<u32>>,
 ) -> SqlResult<()> {
     const BITMAP_AT: usize = 4;
-    for (column, &step) in steps.iter().enumerate() {
+    for column in 0..count {
+        let step = step(column);
         if let Some(starts) = starts.as_deref_mut() {
             starts.push(at as u32);
         }

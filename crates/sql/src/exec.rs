@@ -320,9 +320,13 @@ struct KeyList {
 }
 
 impl KeyList {
-    fn key(&self, (start, end): (u32, u32)) -> &[u8] {
-        &self.bytes[start as usize..end as usize]
+    fn key(&self, span: (u32, u32)) -> &[u8] {
+        spanned(&self.bytes, span)
     }
+}
+
+fn spanned(bytes: &[u8], (start, end): (u32, u32)) -> &[u8] {
+    &bytes[start as usize..end as usize]
 }
 
 /// Builds in `keys` the keys of a [`Path::Points`] access, sorted and without repeats (`built`
@@ -353,10 +357,8 @@ fn listed_keys(
         }
     }
     let KeyList { bytes, spans } = keys;
-    let bytes = &bytes[..];
-    let of = |(start, end): (u32, u32)| &bytes[start as usize..end as usize];
-    spans.sort_unstable_by(|a, b| of(*a).cmp(of(*b)));
-    spans.dedup_by(|a, b| of(*a) == of(*b));
+    spans.sort_unstable_by(|a, b| spanned(bytes, *a).cmp(spanned(bytes, *b)));
+    spans.dedup_by(|a, b| spanned(bytes, *a) == spanned(bytes, *b));
     Ok(true)
 }
 
