@@ -9,7 +9,7 @@
 //! commit. Engine tables no catalog row names (left by a crash between the two) are dropped
 //! at open.
 
-use crate::codec::{Wanted, decode_row, encode_index_key, encode_key};
+use crate::codec::{KeyFormat, Wanted, decode_row, encode_index_key, encode_key};
 use crate::error::{SqlError, SqlResult};
 use crate::types::{Type, Value};
 use engram_engine::storage::KeyExtractor;
@@ -54,6 +54,10 @@ pub struct TableSchema {
     pub indexes: Vec<IndexSchema>,
     /// The primary key's constraint name (`<table>_pkey`).
     pub primary_name: Option<String>,
+    /// How the table's primary and secondary keys encode integers; absent (`Fixed`) in
+    /// catalogs written before compact keys.
+    #[serde(default)]
+    pub key_format: KeyFormat,
 }
 
 /// What an index definition in the engine's catalog holds, so that recovery can rebuild its
@@ -63,6 +67,8 @@ struct IndexDefinitionJson {
     types: Vec<Type>,
     columns: Vec<usize>,
     unique: bool,
+    #[serde(default)]
+    key_format: KeyFormat,
 }
 
 impl TableSchema {
@@ -83,8 +89,10 @@ impl TableSchema {
                 types: types.clone(),
                 columns: index.columns.clone(),
                 unique: index.unique,
+                key_format: self.key_format,
             };
-            let key_of = key_extractor(types.clone(), index.columns.clone(), index.unique);
+            let key_of =
+                key_extractor(self.key_format, types.clone(), index.columns.clone(), index.unique);
             let mut index_spec = IndexSpec::new(index.name.clone(), index.unique, |_, _| false);
             index_spec.key_of = key_of;
             spec = spec
@@ -97,7 +105,12 @@ impl TableSchema {
 /// Secondary keys: per column a marker (1 value, 2 NULL, so NULLs sort last) then the value's
 /// key encoding. A unique index leaves out rows with a NULL key column (NULLs are distinct in
 /// PostgreSQL's unique indexes).
-fn key_extractor(types: Vec<Type>, columns: Vec<usize>, unique: bool) -> KeyExtractor {
+fn key_extractor(
+    format: KeyFormat,
+    types: Vec<Type>,
+    columns: Vec<usize>,
+    unique: bool,
+) -> KeyExtractor {
     let mut marks = vec![false; types.len()];
     for &column in &columns {
         if column < marks.len() {
@@ -106,7 +119,7 @@ fn key_extractor(types: Vec<Type>, columns: Vec<usize>, unique: bool) -> KeyExtr
     }
     let wanted = Wanted::marked(marks, &types);
     Arc::new(move |row: &[u8], out: &mut Vec<u8>| {
-        match encode_index_key(row, &types, &columns, unique, out) {
+        match encode_index_key(format, row, &types, &columns, unique, out) {
             Ok(Some(keyed)) => return keyed,
             Err(_) => return false,
             // Too many columns for one walk: decoded, below.
@@ -126,7 +139,7 @@ fn key_extractor(types: Vec<Type>, columns: Vec<usize>, unique: bool) -> KeyExtr
                 }
                 Some(value) => {
                     out.push(1);
-                    encode_key(types[column], value, out);
+                    encode_key(format, types[column], value, out);
                 }
             }
         }
@@ -138,7 +151,7 @@ fn key_extractor(types: Vec<Type>, columns: Vec<usize>, unique: bool) -> KeyExtr
 pub fn index_keys() -> IndexKeys {
     IndexKeys::new(|definition: &IndexDefinition<'_>| {
         let parsed: IndexDefinitionJson = serde_json::from_slice(definition.definition).ok()?;
-        Some(key_extractor(parsed.types, parsed.columns, parsed.unique))
+        Some(key_extractor(parsed.key_format, parsed.types, parsed.columns, parsed.unique))
     })
 }
 

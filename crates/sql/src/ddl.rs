@@ -4,7 +4,7 @@
 
 use crate::ast::{CreateTable, Statement};
 use crate::catalog::{CATALOG_TABLE, ColumnSchema, IndexSchema, TableInfo, TableSchema};
-use crate::codec::{Wanted, decode_row, encode_key};
+use crate::codec::{KeyFormat, Wanted, decode_row, encode_key};
 use crate::error::{SqlError, SqlResult};
 use crate::session::{Session, Undo};
 use engram_engine::Direction;
@@ -278,6 +278,7 @@ impl Session {
             primary_key,
             indexes,
             primary_name: (!primary_names.is_empty()).then(|| format!("{}_pkey", create.name)),
+            key_format: KeyFormat::Compact,
         };
         self.install_new(schema, None)?;
         Ok("CREATE TABLE".into())
@@ -332,8 +333,14 @@ impl Session {
         match change {
             Rebuild::AddIndex(index) => schema.indexes.push(index),
             Rebuild::DropIndex(name) => schema.indexes.retain(|i| i.name != name),
-            Rebuild::Truncate => copy = false,
+            // Rebuilds that write every key anew move a table created before compact keys to
+            // them; the others copy the keys as they are, so the format stays.
+            Rebuild::Truncate => {
+                copy = false;
+                schema.key_format = KeyFormat::Compact;
+            }
             Rebuild::PrimaryKey(columns) => {
+                schema.key_format = KeyFormat::Compact;
                 for &c in &columns {
                     schema.columns[c].not_null = true;
                 }
@@ -376,7 +383,7 @@ impl Session {
                             ),
                         ));
                     }
-                    encode_key(info.types[c], &values[c], &mut key);
+                    encode_key(info.schema.key_format, info.types[c], &values[c], &mut key);
                 }
                 // The row bytes stay as they are: the columns did not change.
             }

@@ -3,7 +3,8 @@
 use crate::ast::{BinaryOp, JoinKind};
 use crate::catalog::{Sequence, TableInfo};
 use crate::codec::{
-    Wanted, decode_row, decode_row_noting, encode_key, encode_row, patch_row, row_version,
+    KeyFormat, Wanted, decode_row, decode_row_noting, encode_key, encode_row, patch_row,
+    row_version,
 };
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{BExpr, Context};
@@ -181,7 +182,7 @@ fn run_subqueries(
 pub fn primary_key(table: &TableInfo, values: &[Value], out: &mut Vec<u8>) {
     out.clear();
     for &column in &table.schema.primary_key {
-        encode_key(table.types[column], &values[column], out);
+        encode_key(table.schema.key_format, table.types[column], &values[column], out);
     }
 }
 
@@ -208,7 +209,13 @@ enum Bounds {
     Full,
 }
 
-fn key_part(ty: Type, value: Value, marker: bool, out: &mut Vec<u8>) -> Option<Option<()>> {
+fn key_part(
+    format: KeyFormat,
+    ty: Type,
+    value: Value,
+    marker: bool,
+    out: &mut Vec<u8>,
+) -> Option<Option<()>> {
     if value.is_null() {
         return Some(None);
     }
@@ -216,7 +223,7 @@ fn key_part(ty: Type, value: Value, marker: bool, out: &mut Vec<u8>) -> Option<O
     if marker {
         out.push(1);
     }
-    encode_key(ty, &value, out);
+    encode_key(format, ty, &value, out);
     Some(Some(()))
 }
 
@@ -230,9 +237,10 @@ fn bounds(access: &Access, row: &[Value], cx: &Context<'_>) -> SqlResult<Bounds>
         Some(i) => (&schema.indexes[*i].columns, true),
     };
     let types = &access.table.types;
+    let format = schema.key_format;
     let mut prefix = Vec::with_capacity(32);
     for (expr, column) in eq.iter().zip(columns) {
-        match key_part(types[*column], expr.eval(row, cx)?, marker, &mut prefix) {
+        match key_part(format, types[*column], expr.eval(row, cx)?, marker, &mut prefix) {
             None => return Ok(Bounds::Full),
             Some(None) => return Ok(Bounds::Empty),
             Some(Some(())) => {}
@@ -253,7 +261,7 @@ fn bounds(access: &Access, row: &[Value], cx: &Context<'_>) -> SqlResult<Bounds>
         }
         if let Some((expr, inclusive)) = low {
             let mut key = prefix.clone();
-            match key_part(ty, expr.eval(row, cx)?, marker, &mut key) {
+            match key_part(format, ty, expr.eval(row, cx)?, marker, &mut key) {
                 None => return Ok(Bounds::Full),
                 Some(None) => return Ok(Bounds::Empty),
                 Some(Some(())) => {}
@@ -265,7 +273,7 @@ fn bounds(access: &Access, row: &[Value], cx: &Context<'_>) -> SqlResult<Bounds>
         }
         if let Some((expr, inclusive)) = high {
             let mut key = prefix.clone();
-            match key_part(ty, expr.eval(row, cx)?, marker, &mut key) {
+            match key_part(format, ty, expr.eval(row, cx)?, marker, &mut key) {
                 None => return Ok(Bounds::Full),
                 Some(None) => return Ok(Bounds::Empty),
                 Some(Some(())) => {}
@@ -302,7 +310,8 @@ fn key_into(
             Some((at, listed)) if at == i => listed,
             _ => expr,
         };
-        match key_part(table.types[*column], expr.eval(row, cx)?, false, key) {
+        let format = table.schema.key_format;
+        match key_part(format, table.types[*column], expr.eval(row, cx)?, false, key) {
             None => return Ok(PointKey::Unconvertible),
             Some(None) => return Ok(PointKey::NoRow),
             Some(Some(())) => {}
@@ -1039,7 +1048,7 @@ fn conform_column(table: &TableInfo, column: usize, value: Value) -> SqlResult<V
 fn row_key(table: &TableInfo, values: &[Value], key: &mut Vec<u8>) {
     if table.schema.primary_key.is_empty() {
         key.clear();
-        encode_key(Type::Int8, &Value::Int(table.next_rowid()), key);
+        encode_key(table.schema.key_format, Type::Int8, &Value::Int(table.next_rowid()), key);
     } else {
         primary_key(table, values, key);
     }
@@ -1151,7 +1160,8 @@ fn insert_row(
                     let mut prefix = Vec::new();
                     for &column in &table.schema.indexes[i].columns {
                         prefix.push(1);
-                        encode_key(table.types[column], &values[column], &mut prefix);
+                        let format = table.schema.key_format;
+                        encode_key(format, table.types[column], &values[column], &mut prefix);
                     }
                     let mut found = None;
                     let high = successor(prefix.clone());

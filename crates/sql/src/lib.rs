@@ -42,6 +42,7 @@ pub use session::{Outcome, Prepared, Session, Tag, TransactionStatus, isolation_
 pub use types::{Text, Type, Value};
 
 use catalog::{CATALOG_TABLE, Catalog, SchemaLock, Sequence, TableInfo, TableSchema};
+use codec::{KeyFormat, decode_compact_int};
 use engram_engine::{Config, Database, Direction, Isolation, TableRef, TableSpec, Worker};
 use parking_lot::{Mutex, RwLock};
 use std::ops::Bound;
@@ -140,7 +141,7 @@ impl SqlDb {
                 }));
             }
             let rowid = if schema.primary_key.is_empty() {
-                max_rowid(&mut system, &engine)? + 1
+                max_rowid(&mut system, &engine, schema.key_format)? + 1
             } else {
                 1
             };
@@ -223,13 +224,24 @@ impl SqlDb {
     }
 }
 
-fn max_rowid(worker: &mut Worker, table: &TableRef) -> SqlResult<i64> {
+/// The largest hidden row id of a table without a primary key: its last key, decoded.
+fn max_rowid(worker: &mut Worker, table: &TableRef, format: KeyFormat) -> SqlResult<i64> {
     let mut max = 0;
     worker.transaction(Isolation::Serializable, |txn| {
         txn.scan(table, Bound::Unbounded, Bound::Unbounded, Direction::Reverse, 1, |key, _| {
-            if key.len() == 8 {
-                let raw = u64::from_be_bytes(key.try_into().unwrap_or_default()) ^ (1 << 63);
-                max = raw as i64;
+            match format {
+                KeyFormat::Fixed if key.len() == 8 => {
+                    let raw = u64::from_be_bytes(key.try_into().unwrap_or_default()) ^ (1 << 63);
+                    max = raw as i64;
+                }
+                KeyFormat::Compact => {
+                    if let Some((rowid, length)) = decode_compact_int(key)
+                        && length == key.len()
+                    {
+                        max = rowid;
+                    }
+                }
+                KeyFormat::Fixed => {}
             }
             false
         })?;
