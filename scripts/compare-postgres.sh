@@ -5,10 +5,13 @@
 # 8 threads). Durability is on for both (PostgreSQL: fsync and synchronous_commit on;
 # Engram: --durability epoch). Prints each figure and the ratio Engram / PostgreSQL.
 # Usage: scripts/compare-postgres.sh [seconds per run (default 20)] [rounds (default 1)]
+#        [transport: tcp (default, loopback) or unix (both servers' Unix-domain sockets)]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-20}
 rounds=${2:-1}
+transport=${3:-tcp}
+case $transport in tcp | unix) ;; *) echo "transport: tcp or unix, not $transport"; exit 1 ;; esac
 pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -x "$pgbin/initdb" ] || { echo "PostgreSQL server binaries not found (apt-get install postgresql)"; exit 1; }
 command -v sysbench >/dev/null || { echo "sysbench missing (apt-get install sysbench)"; exit 1; }
@@ -29,25 +32,28 @@ trap cleanup EXIT
 [ "$(id -u)" = 0 ] && chown postgres "$work"
 as_pg "$pgbin/initdb -D $work/pg -U postgres --auth=trust -E UTF8" >/dev/null
 as_pg "$pgbin/pg_ctl -D $work/pg -l $work/pg.log -o '-p $pg_port -k $work -c listen_addresses=127.0.0.1 -c max_connections=100 -c shared_buffers=1GB' start" >/dev/null
-"$engram" serve --data "$work/engram" --listen "127.0.0.1:$en_port" >"$work/engram.log" 2>&1 &
+"$engram" serve --data "$work/engram" --listen "127.0.0.1:$en_port" --unix-socket-dir "$work" >"$work/engram.log" 2>&1 &
 en_pid=$!
 for port in $pg_port $en_port; do
   for _ in $(seq 100); do pg_isready -q -h 127.0.0.1 -p "$port" && break; sleep 0.1; done
 done
-psql -X -q -h 127.0.0.1 -p "$pg_port" -U postgres -c "CREATE DATABASE bench"
+# Where the clients connect: the loopback address, or the directory holding both sockets.
+host=127.0.0.1
+[ "$transport" = unix ] && host=$work
+psql -X -q -h "$host" -p "$pg_port" -U postgres -c "CREATE DATABASE bench"
 
 figure() { grep -oE "$1" | grep -oE "[0-9]+\.[0-9]+" | head -1; }
 pgbench_run() { # port extra-args
-  pgbench -h 127.0.0.1 -p "$1" -U postgres -n -c 8 -j 2 -T "$seconds" -M prepared --max-tries=1000 $2 bench 2>&1 | figure "tps = [0-9.]+"
+  pgbench -h "$host" -p "$1" -U postgres -n -c 8 -j 2 -T "$seconds" -M prepared --max-tries=1000 $2 bench 2>&1 | figure "tps = [0-9.]+"
 }
 sysbench_run() { # port test
-  sysbench --db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port="$1" --pgsql-user=postgres --pgsql-db=bench \
+  sysbench --db-driver=pgsql --pgsql-host="$host" --pgsql-port="$1" --pgsql-user=postgres --pgsql-db=bench \
     --tables=4 --table-size=100000 --threads=8 --time="$seconds" --db-ps-mode=auto "$2" run 2>&1 | figure "transactions: +[0-9]+ +\([0-9.]+"
 }
 echo "== loading (pgbench scale 10, sysbench 4 x 100k) on both"
 for port in $pg_port $en_port; do
-  pgbench -h 127.0.0.1 -p "$port" -U postgres -i -s 10 -q bench >/dev/null 2>&1
-  sysbench --db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port="$port" --pgsql-user=postgres --pgsql-db=bench \
+  pgbench -h "$host" -p "$port" -U postgres -i -s 10 -q bench >/dev/null 2>&1
+  sysbench --db-driver=pgsql --pgsql-host="$host" --pgsql-port="$port" --pgsql-user=postgres --pgsql-db=bench \
     --tables=4 --table-size=100000 oltp_read_write prepare >/dev/null
 done
 printf "%-34s %12s %12s %8s\n" "benchmark ($seconds s, round)" "PostgreSQL" "Engram" "ratio"
@@ -61,4 +67,4 @@ for round in $(seq "$rounds"); do
     printf "%-34s %12s %12s %8s\n" "$bench ($round)" "$pg" "$en" "$(echo "scale=2; $en / $pg" | bc)"
   done
 done
-echo "(pgbench: tps; sysbench: transactions per second; $(nproc) cores, $(date -u +%F))"
+echo "(pgbench: tps; sysbench: transactions per second; over $transport; $(nproc) cores, $(date -u +%F))"

@@ -16,6 +16,10 @@ pub struct ServeArgs {
     /// Address to listen on (overrides the config file; default 127.0.0.1:5433).
     #[arg(long)]
     listen: Option<String>,
+    /// Also listen on the Unix-domain socket DIR/.s.PGSQL.<port>, where `psql -h DIR -p PORT`
+    /// connects (overrides the config file's `unix_socket_dir`).
+    #[arg(long, value_name = "DIR")]
+    unix_socket_dir: Option<PathBuf>,
     /// A TOML configuration file (see crates/server/src/config.rs and docs/server.md).
     #[arg(long)]
     config: Option<PathBuf>,
@@ -68,6 +72,9 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
     };
     if let Some(listen) = args.listen {
         config.listen = listen;
+    }
+    if let Some(dir) = args.unix_socket_dir {
+        config.unix_socket_dir = Some(dir);
     }
     if let Some(auth) = &args.auth {
         config.auth = Some(match auth.as_str() {
@@ -143,6 +150,15 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
             args.data.as_ref().map_or_else(|| "in memory".to_string(), |d| d.display().to_string()),
         );
         println!("engram: connect with  psql -h {} -p {} -U postgres engram", addr.ip(), addr.port());
+        if let Some(path) = server.unix_socket_path() {
+            let dir = path.parent().unwrap_or(path);
+            println!(
+                "engram: or on the Unix socket {}: psql -h {} -p {} -U postgres engram",
+                path.display(),
+                dir.display(),
+                addr.port()
+            );
+        }
         if let Some(metrics) = server.metrics_addr() {
             println!("engram: metrics at http://{metrics}/metrics");
         }

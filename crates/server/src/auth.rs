@@ -8,9 +8,12 @@ use base64::Engine as _;
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
 use pgwire::api::auth::sasl::scram::{ScramSecret, ScramServerAuth, gen_salted_password};
-use pgwire::messages::response::ErrorResponse;
+use pgwire::messages::response::{ErrorResponse, SslResponse};
 use pgwire::messages::startup::{Authentication, NegotiateProtocolVersion};
-use pgwire::messages::{PgWireBackendMessage as B, PgWireFrontendMessage as F, ProtocolVersion};
+use pgwire::messages::{
+    PgWireBackendMessage as B, PgWireFrontendMessage as F, ProtocolVersion,
+    SslNegotiationMetaMessage,
+};
 use std::io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -71,7 +74,21 @@ async fn fatal(wire: &mut Wire, code: &str, message: &str) -> io::Result<()> {
 /// Reads the startup message and authenticates. `None`: the connection is over (a cancel
 /// request, a refused client: it was told why).
 pub(crate) async fn startup(wire: &mut Wire, shared: &Arc<Shared>) -> io::Result<Option<Started>> {
-    let Some(message) = wire.next().await.transpose()? else { return Ok(None) };
+    let Some(mut message) = wire.next().await.transpose()? else { return Ok(None) };
+    // A connection that did not go through pgwire's TLS negotiation (a Unix socket) may
+    // still ask for encryption first: refused with 'N', as PostgreSQL answers on a Unix
+    // socket, and the client goes on in the clear. At most one SSL and one GSS request.
+    for _ in 0..3 {
+        let F::SslNegotiation(request) = message else { break };
+        match request {
+            SslNegotiationMetaMessage::None => {
+                wire.codec_mut().context.awaiting_frontend_ssl = false
+            }
+            _ => wire.send(B::SslResponse(SslResponse::Refuse)).await?,
+        }
+        let Some(next) = wire.next().await.transpose()? else { return Ok(None) };
+        message = next;
+    }
     let startup = match message {
         F::CancelRequest(cancel) => {
             shared.cancel(cancel.pid, &cancel.secret_key);

@@ -26,6 +26,13 @@ impl Codec {
         Codec { context, max_message_bytes }
     }
 
+    /// A codec for a connection that starts without pgwire's TLS negotiation (a Unix
+    /// socket): an SSL or GSS encryption request decodes as such, and startup refuses it.
+    pub(crate) fn refusing_ssl(mut self) -> Self {
+        self.context.awaiting_frontend_ssl = true;
+        self
+    }
+
     /// Startup is over: regular, typed messages follow.
     pub(crate) fn started(&mut self) {
         self.context.awaiting_frontend_startup = false;

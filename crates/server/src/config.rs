@@ -2,6 +2,7 @@
 //!
 //! ```toml
 //! listen = "0.0.0.0:5433"
+//! unix_socket_dir = "/tmp"       # also listen on /tmp/.s.PGSQL.5433 (psql -h /tmp -p 5433)
 //! auth = "scram"                 # "trust" or "scram"; default: trust on loopback only
 //! max_connections = 500
 //! max_message_bytes = 67108864
@@ -46,6 +47,10 @@ pub struct User {
 pub struct ServerConfig {
     /// Where clients connect.
     pub listen: String,
+    /// Also listen on the Unix-domain socket `<dir>/.s.PGSQL.<port of listen>`, where libpq
+    /// clients connect with `-h <dir> -p <port>` (PostgreSQL's `unix_socket_directories`).
+    /// Its connections authenticate as the TCP listener's do.
+    pub unix_socket_dir: Option<PathBuf>,
     /// `None`: trust on a loopback address, SCRAM on any other.
     pub auth: Option<AuthMethod>,
     pub users: Vec<User>,
@@ -70,6 +75,7 @@ impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             listen: "127.0.0.1:5433".into(),
+            unix_socket_dir: None,
             auth: None,
             users: Vec::new(),
             max_connections: 500,

@@ -42,7 +42,7 @@ use std::collections::HashMap;
 use std::io;
 use std::sync::Arc;
 use std::time::Instant;
-use tokio::net::TcpStream;
+use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::watch;
 use tokio_util::codec::{Framed, FramedParts};
 
@@ -83,18 +83,34 @@ struct PendingRows {
     sent: usize,
 }
 
+/// A connection as accepted: over TCP (TLS may follow) or on the Unix-domain socket.
+pub(crate) enum Accepted {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
 /// Serves one accepted connection until the client leaves, a fatal error, or shutdown.
-pub(crate) async fn serve(stream: TcpStream, shared: Arc<Shared>, shutdown: watch::Receiver<bool>) {
-    let peer = stream.peer_addr().ok();
+pub(crate) async fn serve(stream: Accepted, shared: Arc<Shared>, shutdown: watch::Receiver<bool>) {
+    let peer = match &stream {
+        Accepted::Tcp(stream) => stream.peer_addr().ok(),
+        Accepted::Unix(_) => None,
+    };
     let startup = tokio::time::timeout(shared.config.startup_timeout(), async {
-        let negotiated =
-            pgwire::tokio::server::negotiate_tls::<()>(stream, shared.tls.clone()).await?;
-        let Some(framed) = negotiated else { return Ok(None) };
-        let old = framed.into_parts();
-        let mut parts = FramedParts::new(old.io, Codec::new(shared.config.max_message_bytes));
-        parts.read_buf = old.read_buf;
-        parts.write_buf = old.write_buf;
-        let mut wire = Framed::from_parts(parts);
+        let codec = Codec::new(shared.config.max_message_bytes);
+        let mut wire = match stream {
+            Accepted::Tcp(stream) => {
+                let negotiated =
+                    pgwire::tokio::server::negotiate_tls::<()>(stream, shared.tls.clone()).await?;
+                let Some(framed) = negotiated else { return Ok(None) };
+                let old = framed.into_parts();
+                let mut parts = FramedParts::new(old.io, codec);
+                parts.read_buf = old.read_buf;
+                parts.write_buf = old.write_buf;
+                Framed::from_parts(parts)
+            }
+            // No TLS on a Unix socket: startup answers an SSL request with 'N' (auth.rs).
+            Accepted::Unix(stream) => Framed::new(MaybeTls::Unix(stream), codec.refusing_ssl()),
+        };
         auth::startup(&mut wire, &shared).await.map(|started| started.map(|s| (wire, s)))
     })
     .await;

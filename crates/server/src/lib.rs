@@ -2,7 +2,7 @@
 //! Engram database as if it were PostgreSQL 15.
 //!
 //! ```text
-//! TcpListener --accept--> conn::serve (one tokio task per connection)
+//! TcpListener / UnixListener --accept--> conn::serve (one tokio task per connection)
 //!    negotiate TLS (pgwire) -> auth::startup (trust / SCRAM) -> Session (engram-sql)
 //!    Query | Parse/Bind/Describe/Execute/Sync | COPY  ->  Session  ->  rows
 //!    replies buffered until Sync/Flush/end of query; commits acknowledged once durable
@@ -33,11 +33,12 @@ use pgwire::messages::startup::SecretKey;
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, UnixListener, UnixStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -136,7 +137,51 @@ pub(crate) async fn stopped(mut shutdown: watch::Receiver<bool>) {
 pub struct Server {
     shared: Arc<Shared>,
     listener: TcpListener,
+    unix: Option<UnixSocket>,
     metrics_listener: Option<TcpListener>,
+}
+
+/// The Unix-domain socket a server listens on; its file is removed when the server stops.
+struct UnixSocket {
+    listener: UnixListener,
+    path: PathBuf,
+}
+
+impl UnixSocket {
+    /// Binds `<dir>/.s.PGSQL.<port>`, libpq's name for it. A socket file nobody answers on
+    /// is left from a server that did not stop cleanly and is replaced; anything else in its
+    /// place is an error. The socket is open to every local user (PostgreSQL's default
+    /// `unix_socket_permissions`); authentication decides who gets in.
+    async fn bind(dir: &Path, port: u16) -> io::Result<UnixSocket> {
+        use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+        let path = dir.join(format!(".s.PGSQL.{port}"));
+        if let Ok(metadata) = std::fs::symlink_metadata(&path) {
+            let in_use = || io::Error::new(io::ErrorKind::AddrInUse, path.display().to_string());
+            if !metadata.file_type().is_socket() || UnixStream::connect(&path).await.is_ok() {
+                return Err(in_use());
+            }
+            std::fs::remove_file(&path)?;
+        }
+        let listener = UnixListener::bind(&path).map_err(|error| {
+            io::Error::new(error.kind(), format!("{}: {error}", path.display()))
+        })?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777))?;
+        Ok(UnixSocket { listener, path })
+    }
+}
+
+impl Drop for UnixSocket {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// The next connection on `unix`; never completes without one.
+async fn accept_unix(unix: Option<&UnixSocket>) -> io::Result<UnixStream> {
+    match unix {
+        Some(unix) => unix.listener.accept().await.map(|(stream, _)| stream),
+        None => std::future::pending().await,
+    }
 }
 
 impl std::fmt::Debug for Server {
@@ -150,6 +195,10 @@ impl Server {
     pub async fn bind(db: Arc<SqlDb>, config: ServerConfig) -> io::Result<Server> {
         let listener = TcpListener::bind(&config.listen).await?;
         let addr = listener.local_addr()?;
+        let unix = match &config.unix_socket_dir {
+            Some(dir) => Some(UnixSocket::bind(dir, addr.port()).await?),
+            None => None,
+        };
         let auth = config.auth_method(&addr);
         let mut secrets = HashMap::new();
         for user in &config.users {
@@ -175,11 +224,16 @@ impl Server {
             cancels: Mutex::new(HashMap::new()),
             next_pid: AtomicI32::new(std::process::id() as i32 & 0x3fff_ffff),
         });
-        Ok(Server { shared, listener, metrics_listener })
+        Ok(Server { shared, listener, unix, metrics_listener })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
         self.listener.local_addr().expect("a bound listener has an address")
+    }
+
+    /// The Unix-domain socket's path, when the configuration names a directory for it.
+    pub fn unix_socket_path(&self) -> Option<&Path> {
+        self.unix.as_ref().map(|unix| unix.path.as_path())
     }
 
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
@@ -197,7 +251,7 @@ impl Server {
     /// Serves until `shutdown` turns true; then stops accepting, tells every connection
     /// (open transactions are rolled back) and waits up to `grace` for them to close.
     pub async fn run(self, shutdown: watch::Receiver<bool>, grace: Duration) {
-        let Server { shared, listener, metrics_listener } = self;
+        let Server { shared, listener, unix, metrics_listener } = self;
         if let Some(metrics) = metrics_listener {
             tokio::spawn(serve_metrics(metrics, Arc::clone(&shared), shutdown.clone()));
         }
@@ -210,6 +264,7 @@ impl Server {
                 accepted = listener.accept() => match accepted {
                     Ok((stream, _)) => {
                         let _ = stream.set_nodelay(true);
+                        let stream = conn::Accepted::Tcp(stream);
                         connections.spawn(conn::serve(stream, Arc::clone(&shared), shutdown.clone()));
                     }
                     Err(error) => {
@@ -217,10 +272,21 @@ impl Server {
                         tokio::time::sleep(Duration::from_millis(10)).await;
                     }
                 },
+                accepted = accept_unix(unix.as_ref()) => match accepted {
+                    Ok(stream) => {
+                        let stream = conn::Accepted::Unix(stream);
+                        connections.spawn(conn::serve(stream, Arc::clone(&shared), shutdown.clone()));
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "accept on the Unix socket failed");
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                },
                 Some(_) = connections.join_next(), if !connections.is_empty() => {}
             }
         }
         drop(listener);
+        drop(unix);
         let deadline = tokio::time::sleep(grace);
         tokio::pin!(deadline);
         loop {
@@ -254,6 +320,7 @@ impl Server {
                     Ok(server) => {
                         let _ = bound_tx.send(Ok((
                             server.local_addr(),
+                            server.unix_socket_path().map(Path::to_path_buf),
                             server.metrics_addr(),
                             server.metrics(),
                         )));
@@ -265,9 +332,9 @@ impl Server {
                 }
             });
         })?;
-        let (addr, metrics_addr, metrics) =
+        let (addr, unix_socket, metrics_addr, metrics) =
             bound_rx.recv().map_err(|_| io::Error::other("the server thread ended at start"))??;
-        Ok(ServerHandle { addr, metrics_addr, metrics, stop, thread: Some(thread) })
+        Ok(ServerHandle { addr, unix_socket, metrics_addr, metrics, stop, thread: Some(thread) })
     }
 }
 
@@ -285,6 +352,8 @@ pub fn runtime(threads: usize) -> io::Result<tokio::runtime::Runtime> {
 #[derive(Debug)]
 pub struct ServerHandle {
     pub addr: SocketAddr,
+    /// The Unix-domain socket's path, when configured.
+    pub unix_socket: Option<PathBuf>,
     pub metrics_addr: Option<SocketAddr>,
     pub metrics: Arc<Metrics>,
     stop: watch::Sender<bool>,

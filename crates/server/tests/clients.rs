@@ -455,3 +455,85 @@ async fn idle_transactions_time_out_and_metrics_are_served() {
     assert!(body.contains("engram_statements_total"), "{body}");
     assert!(body.contains("engram_epoch_lag"), "{body}");
 }
+
+/// The Unix-domain socket: tokio-postgres connects through it and shares data with a TCP
+/// client; an SSL request is refused with 'N' and the startup goes on in the clear, as
+/// PostgreSQL answers on a Unix socket; garbage gets a closed connection; a stale socket
+/// file left by a server that did not stop is replaced, one a live server answers on is
+/// not, and the file is removed when the server stops.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_unix_socket_serves_clients_and_refuses_ssl() {
+    use std::os::unix::net::{UnixListener, UnixStream};
+    let dir = std::env::temp_dir().join(format!("engram-unix-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // A socket file nobody listens on, as a killed server leaves it, on the port to be used.
+    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = probe.local_addr().unwrap().port();
+    drop(probe);
+    let stale = dir.join(format!(".s.PGSQL.{port}"));
+    drop(UnixListener::bind(&stale).unwrap());
+    assert!(stale.exists());
+    let db = SqlDb::open(Config { durability: Durability::Off, ..Config::default() }).unwrap();
+    let config = ServerConfig {
+        listen: format!("127.0.0.1:{port}"),
+        unix_socket_dir: Some(dir.clone()),
+        threads: 2,
+        ..ServerConfig::default()
+    };
+    let server = Server::start(Arc::clone(&db), config.clone()).unwrap();
+    let path = server.unix_socket.clone().unwrap();
+    assert_eq!(path, stale);
+
+    let mut unix_config = tokio_postgres::Config::new();
+    unix_config.host_path(&dir).port(port).user("postgres").dbname("engram");
+    let (local, connection) = unix_config.connect(NoTls).await.unwrap();
+    tokio::spawn(connection);
+    local.batch_execute("CREATE TABLE t (id INT PRIMARY KEY, v TEXT)").await.unwrap();
+    let insert = local.prepare("INSERT INTO t VALUES ($1, $2)").await.unwrap();
+    local.execute(&insert, &[&7i32, &"seven"]).await.unwrap();
+    let tcp = connect(&server).await;
+    let v: String = tcp.query_one("SELECT v FROM t WHERE id = 7", &[]).await.unwrap().get(0);
+    assert_eq!(v, "seven");
+
+    // An SSL request, raw: one byte 'N', then a normal startup.
+    let mut raw = UnixStream::connect(&path).unwrap();
+    raw.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    raw.write_all(&[0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f]).unwrap();
+    let mut answer = [0u8; 1];
+    raw.read_exact(&mut answer).unwrap();
+    assert_eq!(&answer, b"N");
+    raw.write_all(&startup_packet("postgres")).unwrap();
+    let mut reply = [0u8; 9];
+    raw.read_exact(&mut reply).unwrap();
+    assert_eq!(reply, [b'R', 0, 0, 0, 8, 0, 0, 0, 0], "AuthenticationOk");
+    drop(raw);
+    // Garbage closes that connection only.
+    let mut garbage = UnixStream::connect(&path).unwrap();
+    garbage.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    garbage.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    let _ = garbage.shutdown(std::net::Shutdown::Write);
+    let _ = garbage.read_to_end(&mut Vec::new());
+    let count: i64 = local.query_one("SELECT count(*) FROM t", &[]).await.unwrap().get(0);
+    assert_eq!(count, 1);
+
+    // A socket file that a live server answers on is not taken over.
+    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let other_port = probe.local_addr().unwrap().port();
+    drop(probe);
+    let live = dir.join(format!(".s.PGSQL.{other_port}"));
+    let answering = UnixListener::bind(&live).unwrap();
+    let refused = Server::bind(
+        Arc::clone(&db),
+        ServerConfig { listen: format!("127.0.0.1:{other_port}"), ..config },
+    )
+    .await;
+    assert!(refused.is_err(), "a live socket was taken over");
+    assert!(live.exists());
+    drop(answering);
+    drop(local);
+    drop(tcp);
+    server.stop();
+    assert!(!path.exists(), "the socket file is removed at stop");
+    let _ = std::fs::remove_dir_all(&dir);
+}
