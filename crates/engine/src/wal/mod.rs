@@ -16,6 +16,8 @@
 
 pub mod checkpoint;
 pub mod format;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod log;
 pub mod recovery;
 pub mod storage;

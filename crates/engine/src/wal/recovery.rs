@@ -532,6 +532,28 @@ fn run(
     report.tables = catalog.iter().flatten().count();
     let table_of =
         |id: u32| -> Option<&Table> { tables.get(id as usize).and_then(|t| t.as_deref()) };
+    // Every write to a table follows its synced creation in the catalog, so a row of a table
+    // the catalog never created means the catalog lost records: corruption, in both modes
+    // (the smallest such table id is kept; `u64::MAX`: none).
+    let never_created = AtomicU64::new(u64::MAX);
+    let note_table = |id: u32| {
+        if id as usize >= catalog.len() {
+            never_created.fetch_min(u64::from(id), Ordering::Relaxed);
+        }
+    };
+    let catalog_damaged = |seen_in: &str| -> Result<()> {
+        match never_created.load(Ordering::Relaxed) {
+            u64::MAX => Ok(()),
+            id => Err(Error::Corrupt {
+                file: storage.describe(CATALOG),
+                offset: 0,
+                reason: format!(
+                    "the {seen_in} holds rows of table {id}, which the catalog never created: \
+                     the catalog has lost records"
+                ),
+            }),
+        }
+    };
 
     // 1. The checkpoint.
     let checkpoint_started = Instant::now();
@@ -553,6 +575,7 @@ fn run(
                     &files[index].path,
                     epoch,
                     |table, key, value| {
+                        note_table(table);
                         if let Some(table) = table_of(table) {
                             applier.apply(table, key, tid, Some(value), &pin);
                         }
@@ -563,6 +586,7 @@ fn run(
                 Ok(())
             },
         )?;
+        catalog_damaged("checkpoint")?;
         report.checkpoint_epoch = Some(epoch);
         report.checkpoint_files = files.len();
         report.checkpoint_rows = rows.into_inner();
@@ -665,6 +689,9 @@ fn run(
                     read.map_err(|error| io_error(storage, &file.path, "cannot read", error))?;
                 let applier = &mut state.applier;
                 let scan = scan_segment(storage, file, &data[range], |tid, writes| {
+                    for write in writes {
+                        note_table(write.table);
+                    }
                     let epoch = Tid::from_u64(tid).epoch().0;
                     if epoch <= replay_low
                         || epoch > replay_high
@@ -697,6 +724,7 @@ fn run(
         drop(free_tx);
         replayed
     })?;
+    catalog_damaged("log")?;
     let mut segments: Vec<(usize, SegmentInfo)> = Vec::new();
     let mut max_epoch = checkpoint_epoch.max(catalog_epoch).max(durable);
     let mut torn = Vec::new();

@@ -434,12 +434,30 @@ impl FaultyStorage {
 
     /// Overwrites one byte of a file (to test that corruption is found).
     pub fn corrupt(&self, path: &str, offset: usize) {
+        self.damage(path, offset, 0x5A, None);
+    }
+
+    /// Flips the bits `mask` of the byte at `offset` (taken modulo the file's length; nothing
+    /// in an empty file), then cuts the file to `keep` bytes when given: for tests and fuzz
+    /// targets that damage a data directory.
+    pub fn damage(&self, path: &str, offset: usize, mask: u8, keep: Option<usize>) {
         let state = self.lock();
-        let mut file = state.files.get(path).expect("file to corrupt exists").lock().unwrap();
+        let mut file = state.files.get(path).expect("file to damage exists").lock().unwrap();
         let mut all = std::mem::take(&mut file.synced);
         all.append(&mut file.pending);
-        all[offset] ^= 0x5A;
+        if !all.is_empty() {
+            let at = offset % all.len();
+            all[at] ^= mask;
+        }
+        if let Some(keep) = keep {
+            all.truncate(keep);
+        }
         file.synced = all;
+    }
+
+    /// Every file's path, directories included in the name (`wal/...`, `checkpoint/E/...`).
+    pub fn paths(&self) -> Vec<String> {
+        self.lock().files.keys().cloned().collect()
     }
 
     fn next_random(&self) -> u64 {
