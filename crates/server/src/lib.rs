@@ -19,6 +19,8 @@ mod auth;
 mod codec;
 pub mod config;
 mod conn;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod metrics;
 mod pg_catalog;
 mod wire;
