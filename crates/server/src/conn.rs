@@ -13,7 +13,7 @@
 use crate::Shared;
 use crate::auth;
 use crate::codec::{Codec, protocol_error};
-use crate::wire::{decode_param, put_field, result_oid, type_modifier, type_size};
+use crate::wire::{decode_param, put_field, result_oid};
 use bytes::BytesMut;
 use engram_engine::Epoch;
 use engram_sql::ast::Statement;
@@ -817,8 +817,8 @@ fn row_description(columns: &[OutputColumn], binary: &[bool]) -> RowDescription 
                     0,
                     0,
                     result_oid(column.ty),
-                    type_size(column.ty),
-                    type_modifier(column.ty),
+                    column.ty.pg_length(),
+                    column.ty.pg_modifier(),
                     i16::from(binary.get(i).copied().unwrap_or(false)),
                 )
             })

@@ -1,67 +1,24 @@
 //! What psql's describe commands ask of `pg_catalog`, answered from Engram's catalog.
 //!
-//! Engram has no `pg_catalog` schema: psql's `\d`, `\dt`, `\di` and `\d NAME` send fixed
-//! queries over `pg_class`, `pg_namespace`, `pg_attribute`, `pg_index` and a few more (with
-//! regular-expression operators, `format_type`, `pg_get_indexdef`...). Each of those queries
+//! psql's `\d`, `\dt`, `\di` and `\d NAME` send fixed queries over `pg_class`,
+//! `pg_namespace`, `pg_attribute`, `pg_index` and a few more, with regular-expression
+//! operators, `format_type`, `pg_get_indexdef` and other functions Engram's SQL does not
+//! have. Each of those queries
 //! is recognised here by its shape and answered with the rows PostgreSQL would give for
-//! Engram's tables, indexes and columns. Relation OIDs are derived from the catalog's order:
-//! table `i` (by name) is `16384 + 64 i`, its primary key the next, its indexes after that.
+//! Engram's tables, indexes and columns, numbered as the system views number them
+//! (`engram_sql::system`: table `i` by name is `16384 + 64 i`, its primary key the next, its
+//! indexes after that). Other queries of `pg_catalog` and `information_schema` go to those
+//! views through the SQL layer.
 //! Queries of psql's describe family that Engram has nothing for (policies, statistics
 //! objects, publications, inheritance, triggers, foreign keys) get an empty result.
 
-use engram_sql::catalog::TableInfo;
+use engram_sql::system::{Relation, column_list, index_definition};
 use engram_sql::{Outcome, OutputColumn, SqlDb, Type, Value};
 use std::sync::Arc;
 
-const FIRST_OID: u32 = 16_384;
-const OIDS_PER_TABLE: u32 = 64;
-
-/// A relation of the emulated `pg_class`.
-struct Relation {
-    oid: u32,
-    name: String,
-    /// `'r'` table, `'i'` index.
-    kind: char,
-    table: Arc<TableInfo>,
-    /// For an index: its columns, whether unique, whether the primary key.
-    index: Option<(Vec<usize>, bool, bool)>,
-}
-
+/// Tables and indexes with their object ids, as the system views number them.
 fn relations(db: &SqlDb) -> Vec<Relation> {
-    let mut out = Vec::new();
-    for (i, table) in db.tables().into_iter().enumerate() {
-        let oid = FIRST_OID + OIDS_PER_TABLE * i as u32;
-        let schema = &table.schema;
-        out.push(Relation {
-            oid,
-            name: schema.name.clone(),
-            kind: 'r',
-            table: Arc::clone(&table),
-            index: None,
-        });
-        if !schema.primary_key.is_empty() {
-            out.push(Relation {
-                oid: oid + 1,
-                name: schema
-                    .primary_name
-                    .clone()
-                    .unwrap_or_else(|| format!("{}_pkey", schema.name)),
-                kind: 'i',
-                table: Arc::clone(&table),
-                index: Some((schema.primary_key.clone(), true, true)),
-            });
-        }
-        for (j, index) in schema.indexes.iter().enumerate() {
-            out.push(Relation {
-                oid: oid + 2 + j as u32,
-                name: index.name.clone(),
-                kind: 'i',
-                table: Arc::clone(&table),
-                index: Some((index.columns.clone(), index.unique, false)),
-            });
-        }
-    }
-    out
+    engram_sql::system::relations(&db.tables())
 }
 
 fn rows(columns: &[(&str, Type)], rows: Vec<Vec<Value>>) -> Outcome {
@@ -103,10 +60,6 @@ fn oid_after(sql: &str, marker: &str) -> Option<u32> {
     let rest = sql[at..].trim_start().trim_start_matches('\'');
     let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
     digits.parse().ok()
-}
-
-fn column_list(table: &TableInfo, columns: &[usize]) -> String {
-    columns.iter().map(|&c| table.schema.columns[c].name.as_str()).collect::<Vec<_>>().join(", ")
 }
 
 /// Answers a psql describe query, or `None` when `sql` is not one.
@@ -165,7 +118,7 @@ pub(crate) fn answer(sql: &str, db: &SqlDb) -> Option<Outcome> {
         ));
     }
     let relation = |marker: &str| {
-        let oid = oid_after(sql, marker)?;
+        let oid = i64::from(oid_after(sql, marker)?);
         relations(db).into_iter().find(|r| r.oid == oid)
     };
     // Step 2: the relation's kind and flags.
@@ -254,13 +207,8 @@ pub(crate) fn answer(sql: &str, db: &SqlDb) -> Option<Outcome> {
             });
             for index in indexes {
                 let Some((columns, unique, primary)) = &index.index else { continue };
+                let Some(definition) = index_definition(&index) else { continue };
                 let list = column_list(&index.table, columns);
-                let definition = format!(
-                    "CREATE {}INDEX {} ON public.{} USING btree ({list})",
-                    if *unique { "UNIQUE " } else { "" },
-                    index.name,
-                    index.table.schema.name
-                );
                 let (constraint, kind) = if *primary {
                     (text(format!("PRIMARY KEY ({list})")), text("p"))
                 } else {

@@ -1,5 +1,5 @@
-//! Values on the wire: PostgreSQL's text and binary formats for every Engram type, type OIDs
-//! and the sizes and modifiers a RowDescription carries.
+//! Values on the wire: PostgreSQL's text and binary formats for every Engram type and type
+//! OIDs (sizes and modifiers are `Type::pg_length` and `Type::pg_modifier`).
 
 use bytes::{BufMut, BytesMut};
 use engram_sql::types::{numeric_from_binary, numeric_to_binary, parse_text};
@@ -14,28 +14,6 @@ pub fn result_oid(ty: Type) -> u32 {
     match ty {
         Type::Unknown => Type::Text.oid(),
         other => other.oid(),
-    }
-}
-
-/// `pg_type.typlen`: the width of fixed-size types, -1 for variable ones.
-pub fn type_size(ty: Type) -> i16 {
-    match ty {
-        Type::Bool => 1,
-        Type::Int2 => 2,
-        Type::Int4 | Type::Float4 | Type::Date => 4,
-        Type::Int8 | Type::Float8 | Type::Timestamp => 8,
-        _ => -1,
-    }
-}
-
-/// `atttypmod`: declared lengths and NUMERIC precision and scale, -1 when there are none.
-pub fn type_modifier(ty: Type) -> i32 {
-    match ty {
-        Type::Char(n) | Type::Varchar(n) if n > 0 => n as i32 + 4,
-        Type::Numeric { precision, scale } if precision > 0 => {
-            ((i32::from(precision) << 16) | i32::from(scale)) + 4
-        }
-        _ => -1,
     }
 }
 

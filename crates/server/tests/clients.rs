@@ -537,3 +537,51 @@ async fn the_unix_socket_serves_clients_and_refuses_ssl() {
     assert!(!path.exists(), "the socket file is removed at stop");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The system views through a driver: a prepared query of `pg_settings` sees a later SET (a
+/// plan that reads a view is made again at each execution), `information_schema.columns`
+/// and a type lookup in `pg_type` by OID return what the table and the wire say, in binary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn system_views_answer_drivers() {
+    let (server, _db) = start(ServerConfig::default());
+    let client = connect(&server).await;
+    client
+        .batch_execute("CREATE TABLE t (id BIGINT PRIMARY KEY, name VARCHAR(8) NOT NULL)")
+        .await
+        .unwrap();
+    let setting = client.prepare("SELECT setting FROM pg_settings WHERE name = $1").await.unwrap();
+    let read = |rows: Vec<tokio_postgres::Row>| rows.first().map(|row| row.get::<_, String>(0));
+    let before = read(client.query(&setting, &[&"statement_timeout"]).await.unwrap());
+    client.batch_execute("SET statement_timeout = 4321").await.unwrap();
+    let after = read(client.query(&setting, &[&"statement_timeout"]).await.unwrap());
+    assert_ne!(before.as_deref(), Some("4321"));
+    assert_eq!(after.as_deref(), Some("4321"));
+    let columns = client
+        .query(
+            "SELECT column_name, data_type, is_nullable FROM information_schema.columns \
+             WHERE table_name = $1 ORDER BY ordinal_position",
+            &[&"t"],
+        )
+        .await
+        .unwrap();
+    let columns: Vec<(String, String, String)> =
+        columns.iter().map(|row| (row.get(0), row.get(1), row.get(2))).collect();
+    assert_eq!(
+        columns,
+        [
+            ("id".into(), "bigint".into(), "NO".into()),
+            ("name".into(), "character varying".into(), "NO".into())
+        ]
+    );
+    // The OID a RowDescription gives for `name` is the one pg_type lists as varchar.
+    let described = client.prepare("SELECT name FROM t").await.unwrap();
+    let oid = i64::from(described.columns()[0].type_().oid());
+    let typname: String = client
+        .query_one("SELECT typname FROM pg_catalog.pg_type WHERE oid = $1", &[&oid])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(typname, "varchar");
+    let refused = client.execute("DELETE FROM pg_class", &[]).await.unwrap_err();
+    assert_eq!(code(&refused), "42501");
+}

@@ -177,6 +177,9 @@ pub struct TableInfo {
     pub rowid: Arc<AtomicI64>,
     /// Per column, the sequence of a SERIAL column.
     pub sequences: Vec<Option<Arc<Sequence>>>,
+    /// A system view's rows (`system.rs`): the executor reads these instead of `engine`,
+    /// which is then an engine table that stays empty.
+    pub system: Option<Arc<crate::system::SystemRows>>,
 }
 
 impl TableInfo {
@@ -190,6 +193,8 @@ impl TableInfo {
 #[derive(Debug, Default)]
 pub struct Catalog {
     pub tables: HashMap<String, Arc<TableInfo>>,
+    /// The empty engine table system views name as theirs (`system::SYSTEM_TABLE`).
+    pub system_table: Option<TableRef>,
     pub version: u64,
     pub generation: u64,
     pub sequences: HashMap<String, Arc<Sequence>>,

@@ -199,6 +199,15 @@ impl Session {
         if create.name.contains('#') || create.name.starts_with("_engram") {
             return Err(SqlError::new("42602", format!("invalid table name \"{}\"", create.name)));
         }
+        if let Some((schema, _)) = create.name.split_once('.') {
+            return Err(SqlError::new(
+                "42501",
+                format!(
+                    "permission denied to create \"{}\": schema {schema} holds system views",
+                    create.name
+                ),
+            ));
+        }
         if create.columns.is_empty() {
             return Err(SqlError::unsupported("a table without columns"));
         }
@@ -310,6 +319,7 @@ impl Session {
             rowid: rowid.unwrap_or_else(|| Arc::new(AtomicI64::new(1))),
             sequences,
             schema,
+            system: None,
         });
         self.install(&info.schema.name.clone(), Some(Arc::clone(&info)), Some(created));
         Ok(info)

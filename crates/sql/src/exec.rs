@@ -547,16 +547,30 @@ fn visit(
             }
         }
     };
-    let scanned = match index {
-        None => txn.scan(&table.engine, low, high, direction, limit, &mut step),
-        Some(i) => txn.scan_index(&table.engine, i, low, high, direction, limit, &mut step),
+    let scanned = match (&table.system, index) {
+        (Some(rows), _) => {
+            // A system view: its rows are in memory, keyed as stored rows are.
+            let range = rows.range::<[u8], _>((low, high));
+            let mut visit = |(key, row): (&Vec<u8>, &Vec<u8>)| step(key, row);
+            match direction {
+                Direction::Forward => range.take(limit).all(&mut visit),
+                Direction::Reverse => range.rev().take(limit).all(&mut visit),
+            };
+            Ok(())
+        }
+        (None, None) => txn.scan(&table.engine, low, high, direction, limit, &mut step).map(|_| ()),
+        (None, Some(i)) => {
+            txn.scan_index(&table.engine, i, low, high, direction, limit, &mut step).map(|_| ())
+        }
     };
     scanned.map_err(|e| engine_error(e, table))?;
     if let Some(error) = failure {
         return Err(error);
     }
-    for key in keys {
-        txn.get_for_update(&table.engine, &key).map_err(|e| engine_error(e, table))?;
+    if table.system.is_none() {
+        for key in keys {
+            txn.get_for_update(&table.engine, &key).map_err(|e| engine_error(e, table))?;
+        }
     }
     Ok(())
 }
@@ -572,12 +586,13 @@ fn lookup(
     sink: &mut Sink<'_>,
 ) -> SqlResult<bool> {
     let table = &access.table;
-    let found = if for_update {
-        txn.get_for_update(&table.engine, key)
-    } else {
-        txn.get(&table.engine, key)
-    }
-    .map_err(|e| engine_error(e, table))?;
+    let found = match &table.system {
+        Some(rows) => rows.get(key).map(Vec::as_slice),
+        None if for_update => {
+            txn.get_for_update(&table.engine, key).map_err(|e| engine_error(e, table))?
+        }
+        None => txn.get(&table.engine, key).map_err(|e| engine_error(e, table))?,
+    };
     match found {
         Some(bytes) => {
             decode_row(bytes, &table.types, &access.wanted, decoded)?;

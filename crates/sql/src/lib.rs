@@ -32,6 +32,7 @@ pub mod expr;
 pub mod parse;
 pub mod plan;
 pub mod session;
+pub mod system;
 pub mod types;
 
 pub use error::{SqlError, SqlResult};
@@ -84,6 +85,10 @@ impl SqlDb {
             Ok(table) => table,
             Err(_) => db.create_table(TableSpec::new(CATALOG_TABLE))?,
         };
+        let system_table = match db.table(system::SYSTEM_TABLE) {
+            Ok(table) => table,
+            Err(_) => db.create_table(TableSpec::new(system::SYSTEM_TABLE))?,
+        };
         let mut system = db.worker()?;
         let mut entries: Vec<(String, Vec<u8>)> = Vec::new();
         system.transaction(Isolation::Serializable, |txn| {
@@ -101,7 +106,7 @@ impl SqlDb {
             )?;
             Ok(())
         })?;
-        let mut catalog = Catalog::default();
+        let mut catalog = Catalog { system_table: Some(system_table), ..Catalog::default() };
         let mut reserved = std::collections::HashMap::new();
         let mut schemas = Vec::new();
         for (key, value) in entries {
@@ -151,6 +156,7 @@ impl SqlDb {
                 rowid: Arc::new(AtomicI64::new(rowid)),
                 sequences,
                 schema,
+                system: None,
             };
             catalog.tables.insert(info.schema.name.clone(), Arc::new(info));
         }

@@ -106,7 +106,8 @@ fn ident(ident: &sp::Ident) -> String {
     if ident.quote_style.is_some() { ident.value.clone() } else { ident.value.to_lowercase() }
 }
 
-/// A table or index name: `name` or `public.name` / `pg_catalog.name` (one schema).
+/// A table or index name: `name` or `public.name`; `pg_catalog.name` and
+/// `information_schema.name` keep their schema (system views, `system.rs`).
 fn object_name(name: &sp::ObjectName) -> SqlResult<String> {
     let parts: Vec<String> = name
         .0
@@ -119,6 +120,9 @@ fn object_name(name: &sp::ObjectName) -> SqlResult<String> {
     match parts.as_slice() {
         [name] => Ok(name.clone()),
         [schema, name] if schema == "public" => Ok(name.clone()),
+        [schema, name] if schema == "pg_catalog" || schema == "information_schema" => {
+            Ok(format!("{schema}.{name}"))
+        }
         _ => Err(SqlError::unsupported(format!("the qualified name \"{name}\" (schemas)"))),
     }
 }

@@ -271,9 +271,13 @@ struct GroupBinding {
 #[allow(missing_debug_implementations)]
 pub struct Binder<'a> {
     catalog: &'a Catalog,
+    /// The session's settings, for the `pg_settings` view.
+    settings: Option<&'a std::collections::BTreeMap<String, String>>,
     /// Parameter types, inferred from their use (`Unknown` until decided).
     pub params: Vec<Type>,
     subqueries: Vec<QueryPlan>,
+    /// A system view was read: its rows were made now, so the plan must not be reused.
+    volatile: bool,
 }
 
 fn is_aggregate(name: &str) -> bool {
@@ -353,7 +357,42 @@ struct ColumnBounds {
 
 impl<'a> Binder<'a> {
     pub fn new(catalog: &'a Catalog, param_types: &[Type]) -> Self {
-        Binder { catalog, params: param_types.to_vec(), subqueries: Vec::new() }
+        Binder {
+            catalog,
+            settings: None,
+            params: param_types.to_vec(),
+            subqueries: Vec::new(),
+            volatile: false,
+        }
+    }
+
+    /// The session's settings, which the `pg_settings` view shows.
+    pub fn with_settings(
+        mut self,
+        settings: &'a std::collections::BTreeMap<String, String>,
+    ) -> Self {
+        self.settings = Some(settings);
+        self
+    }
+
+    /// The table a query reads: a system view (made now) or a table of the catalog.
+    fn read_table(&mut self, name: &str) -> SqlResult<Arc<TableInfo>> {
+        if let Some(view) = crate::system::view(name, self.catalog, self.settings) {
+            self.volatile = true;
+            return Ok(view);
+        }
+        self.catalog.table(name)
+    }
+
+    /// The table a statement writes: never a system view.
+    fn written_table(&self, name: &str) -> SqlResult<Arc<TableInfo>> {
+        if crate::system::is_view(name) {
+            return Err(SqlError::new(
+                "42501",
+                format!("permission denied: \"{name}\" is a system view and cannot be changed"),
+            ));
+        }
+        self.catalog.table(name)
     }
 
     fn note_param(&mut self, at: usize, ty: Type) {
@@ -955,7 +994,16 @@ impl<'a> Binder<'a> {
     }
 
     /// Plans a statement that reads or writes rows.
-    pub fn statement(mut self, statement: &ast::Statement) -> SqlResult<(Plan, Vec<Type>)> {
+    pub fn statement(self, statement: &ast::Statement) -> SqlResult<(Plan, Vec<Type>)> {
+        self.statement_volatile(statement).map(|(plan, params, _)| (plan, params))
+    }
+
+    /// [`Binder::statement`], and whether the plan read a system view (then it holds rows
+    /// made now and must be made again for the next execution).
+    pub fn statement_volatile(
+        mut self,
+        statement: &ast::Statement,
+    ) -> SqlResult<(Plan, Vec<Type>, bool)> {
         let plan = match statement {
             ast::Statement::Query(query) => {
                 let mut plan = self.query(query)?;
@@ -979,7 +1027,7 @@ impl<'a> Binder<'a> {
         };
         let params =
             self.params.iter().map(|t| if *t == Type::Unknown { Type::Text } else { *t }).collect();
-        Ok((plan, params))
+        Ok((plan, params, self.volatile))
     }
 
     fn query(&mut self, query: &ast::Query) -> SqlResult<QueryPlan> {
@@ -998,8 +1046,10 @@ impl<'a> Binder<'a> {
                 refs.push((&join.table, join.kind, join.on.as_ref()));
             }
             for (table_ref, kind, on) in refs {
-                let table = self.catalog.table(&table_ref.name)?;
-                let name = table_ref.alias.clone().unwrap_or_else(|| table_ref.name.clone());
+                let table = self.read_table(&table_ref.name)?;
+                // `pg_catalog.pg_class` is `pg_class` to the query's column references.
+                let bare = table_ref.name.rsplit('.').next().unwrap_or(&table_ref.name);
+                let name = table_ref.alias.clone().unwrap_or_else(|| bare.to_string());
                 let offset = scope.push(name, table_columns(&table))?;
                 let on = match on {
                     Some(on) => {
@@ -1402,7 +1452,7 @@ impl<'a> Binder<'a> {
     }
 
     fn insert(&mut self, insert: &ast::Insert) -> SqlResult<InsertPlan> {
-        let table = self.catalog.table(&insert.table.name)?;
+        let table = self.written_table(&insert.table.name)?;
         let schema = &table.schema;
         let targets: Vec<usize> = if insert.columns.is_empty() {
             (0..schema.columns.len()).collect()
@@ -1597,7 +1647,7 @@ impl<'a> Binder<'a> {
         assignments: Option<&[(String, Expr)]>,
         returning: &[ast::SelectItem],
     ) -> SqlResult<ModifyPlan> {
-        let table = self.catalog.table(&table_ref.name)?;
+        let table = self.written_table(&table_ref.name)?;
         let mut scope = Scope::default();
         scope.push(
             table_ref.alias.clone().unwrap_or_else(|| table.schema.name.clone()),

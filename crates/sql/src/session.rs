@@ -189,12 +189,14 @@ struct CachedPlan {
     version: u64,
     plan: Arc<Plan>,
     columns: Arc<[OutputColumn]>,
+    /// The plan read a system view, whose rows it holds: never reused.
+    volatile: bool,
 }
 
 impl CachedPlan {
-    fn new(version: u64, plan: Plan) -> Self {
+    fn new(version: u64, plan: Plan, volatile: bool) -> Self {
         let columns = plan.columns().into();
-        CachedPlan { version, plan: Arc::new(plan), columns }
+        CachedPlan { version, plan: Arc::new(plan), columns, volatile }
     }
 }
 
@@ -488,13 +490,14 @@ impl Session {
                 | Statement::Delete(_)
         );
         let (param_types, columns, plan) = if plannable {
-            let (version, plan, params) = self.with_catalog(|catalog| {
-                let binder = Binder::new(catalog, param_types);
-                let (plan, params) = binder.statement(&statement)?;
-                Ok((catalog.version, plan, params))
+            let settings = self.settings.clone();
+            let (version, plan, params, volatile) = self.with_catalog(|catalog| {
+                let binder = Binder::new(catalog, param_types).with_settings(&settings);
+                let (plan, params, volatile) = binder.statement_volatile(&statement)?;
+                Ok((catalog.version, plan, params, volatile))
             })?;
             let columns = plan.columns().to_vec();
-            (params, columns, Some(CachedPlan::new(version, plan)))
+            (params, columns, Some(CachedPlan::new(version, plan, volatile)))
         } else {
             // Statements that return rows without a plan describe their columns too.
             let text = |name: &str| OutputColumn { name: name.into(), ty: Type::Text };
@@ -863,8 +866,10 @@ impl Session {
                 "COPY FROM STDIN outside the wire protocol (use Session::copy_in)",
             )),
             Statement::Explain(inner) => {
+                let settings = self.settings.clone();
                 let lines = match self.with_catalog(|catalog| {
-                    let (plan, _) = Binder::new(catalog, &[]).statement(inner)?;
+                    let (plan, _) =
+                        Binder::new(catalog, &[]).with_settings(&settings).statement(inner)?;
                     Ok(explain(&plan))
                 }) {
                     Ok(lines) => lines,
@@ -977,6 +982,7 @@ impl Session {
             let cached = prepared.plan.lock();
             if let Some(cached) = cached.as_ref()
                 && cached.version == version
+                && !cached.volatile
             {
                 return Ok((cached.clone(), None));
             }
@@ -986,8 +992,9 @@ impl Session {
             |p| p.param_types.clone(),
         );
         let catalog = self.db.catalog.read();
-        let (plan, types) = Binder::new(&catalog, &given).statement(statement)?;
-        let cached = CachedPlan::new(catalog.version, plan);
+        let binder = Binder::new(&catalog, &given).with_settings(&self.settings);
+        let (plan, types, volatile) = binder.statement_volatile(statement)?;
+        let cached = CachedPlan::new(catalog.version, plan, volatile);
         if let Some(prepared) = prepared {
             *prepared.plan.lock() = Some(cached.clone());
         }

@@ -82,6 +82,29 @@ impl Type {
         }
     }
 
+    /// PostgreSQL's `typlen`: the width of a fixed-width type, -1 for variable widths.
+    pub fn pg_length(self) -> i16 {
+        match self {
+            Type::Bool => 1,
+            Type::Int2 => 2,
+            Type::Int4 | Type::Float4 | Type::Date => 4,
+            Type::Int8 | Type::Float8 | Type::Timestamp => 8,
+            _ => -1,
+        }
+    }
+
+    /// PostgreSQL's `atttypmod`: declared lengths and NUMERIC precision and scale, -1 when
+    /// there are none.
+    pub fn pg_modifier(self) -> i32 {
+        match self {
+            Type::Char(n) | Type::Varchar(n) if n > 0 => n as i32 + 4,
+            Type::Numeric { precision, scale } if precision > 0 => {
+                ((i32::from(precision) << 16) | i32::from(scale)) + 4
+            }
+            _ => -1,
+        }
+    }
+
     /// The type with a PostgreSQL OID (parameter types given by a client).
     pub fn from_oid(oid: u32) -> Option<Type> {
         Some(match oid {
