@@ -305,12 +305,12 @@ fn key_into(
     key: &mut Vec<u8>,
 ) -> SqlResult<PointKey> {
     key.clear();
+    let format = table.schema.key_format;
     for (i, (expr, column)) in exprs.iter().zip(&table.schema.primary_key).enumerate() {
         let expr = match listed {
             Some((at, listed)) if at == i => listed,
             _ => expr,
         };
-        let format = table.schema.key_format;
         match key_part(format, table.types[*column], expr.eval(row, cx)?, false, key) {
             None => return Ok(PointKey::Unconvertible),
             Some(None) => return Ok(PointKey::NoRow),
@@ -1173,9 +1173,9 @@ fn insert_row(
                 None => key.clone(),
                 Some(i) => {
                     let mut prefix = Vec::new();
+                    let format = table.schema.key_format;
                     for &column in &table.schema.indexes[i].columns {
                         prefix.push(1);
-                        let format = table.schema.key_format;
                         encode_key(format, table.types[column], &values[column], &mut prefix);
                     }
                     let mut found = None;

@@ -490,9 +490,8 @@ impl Session {
                 | Statement::Delete(_)
         );
         let (param_types, columns, plan) = if plannable {
-            let settings = self.settings.clone();
             let (version, plan, params, volatile) = self.with_catalog(|catalog| {
-                let binder = Binder::new(catalog, param_types).with_settings(&settings);
+                let binder = Binder::new(catalog, param_types).with_settings(&self.settings);
                 let (plan, params, volatile) = binder.statement_volatile(&statement)?;
                 Ok((catalog.version, plan, params, volatile))
             })?;
@@ -524,7 +523,7 @@ impl Session {
 
     /// Runs `body` with the catalog read under the schema lock (shared), as planning does.
     fn with_catalog<T>(
-        &mut self,
+        &self,
         body: impl FnOnce(&crate::catalog::Catalog) -> SqlResult<T>,
     ) -> SqlResult<T> {
         let take = !self.holds_shared;
@@ -866,10 +865,9 @@ impl Session {
                 "COPY FROM STDIN outside the wire protocol (use Session::copy_in)",
             )),
             Statement::Explain(inner) => {
-                let settings = self.settings.clone();
                 let lines = match self.with_catalog(|catalog| {
                     let (plan, _) =
-                        Binder::new(catalog, &[]).with_settings(&settings).statement(inner)?;
+                        Binder::new(catalog, &[]).with_settings(&self.settings).statement(inner)?;
                     Ok(explain(&plan))
                 }) {
                     Ok(lines) => lines,
