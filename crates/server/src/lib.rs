@@ -83,10 +83,16 @@ impl Shared {
         let engine = self.db.database();
         let global = engine.epochs().global().0;
         let durable = self.watcher.durable().0;
-        let lag = if durable == u64::MAX { 0 } else { global.saturating_sub(durable) };
+        // An idle log writes nothing, so the durable epoch stays behind the global one while
+        // nothing waits: the lag that matters is behind the newest epoch a commit waited for.
+        let lag = self.watcher.demand().0.saturating_sub(durable);
         vec![
             ("engram_epoch", "The global epoch.", global as f64),
-            ("engram_epoch_lag", "Epochs between the global and the durable epoch.", lag as f64),
+            (
+                "engram_epoch_lag",
+                "Epochs between the newest epoch a commit waited for and the durable epoch.",
+                lag as f64,
+            ),
             ("engram_resident_bytes", "Resident memory of the process.", resident_bytes() as f64),
         ]
     }

@@ -6,7 +6,9 @@
 //! stable epoch reaches `e`, every record of an epoch at or below `e` is in some buffer. A
 //! logger wakes after each epoch tick, reads the stable epoch `s`, takes the buffers of its
 //! workers, writes them as blocks whose last one carries the mark `s`, fsyncs, and publishes
-//! `s` as its durable epoch. The database's durable epoch is the minimum over loggers. Records
+//! `s` as its durable epoch. With nothing to write it writes the mark alone only while a
+//! record it wrote may be above its mark or someone waits for a newer epoch (the `demand`),
+//! so an idle database does no I/O; its durable epoch then stays at the last mark written. The database's durable epoch is the minimum over loggers. Records
 //! of epochs above a logger's mark may already be in its file; recovery ignores everything above
 //! the durable epoch it computes from the marks.
 //!
@@ -186,10 +188,11 @@ impl Log {
         Epoch(self.demand.load(Ordering::Acquire))
     }
 
-    /// Records that a commit of `epoch` is waited for; wakes the ticker when that is news.
+    /// Records that a commit of `epoch` is waited for (an idle logger writes its mark only
+    /// for a waiter); wakes the ticker, if epochs end on demand, when that is news.
     fn want(&self, epoch: Epoch) {
-        if let Some(ticker) = self.ticker.get()
-            && self.demand.fetch_max(epoch.0, Ordering::AcqRel) < epoch.0
+        if self.demand.fetch_max(epoch.0, Ordering::AcqRel) < epoch.0
+            && let Some(ticker) = self.ticker.get()
         {
             ticker.unpark();
         }
@@ -330,6 +333,11 @@ impl DurabilityWatcher {
         self.log.as_ref().map_or(Epoch(u64::MAX), |log| log.durable())
     }
 
+    /// The newest epoch anyone has waited for (`Epoch(0)` when nothing is logged).
+    pub fn demand(&self) -> Epoch {
+        self.log.as_ref().map_or(Epoch(0), |log| log.demand())
+    }
+
     /// Whether a commit of `epoch` is durable.
     pub fn is_durable(&self, epoch: Epoch) -> bool {
         self.durable() >= epoch
@@ -441,6 +449,9 @@ pub(crate) fn run_logger(
     let mut taken: Vec<(usize, Vec<u8>)> = Vec::new();
     let mut frame: Vec<u8> = Vec::new();
     let mut mark = log.logger_durable[me].load(Ordering::Relaxed);
+    // The newest epoch a record already written may carry: the global epoch read after its
+    // chunk was taken bounds it. While the mark is below it, the mark is written each round.
+    let mut owed = mark;
     loop {
         let stopping = log.stop.load(Ordering::Acquire);
         if !stopping {
@@ -463,7 +474,15 @@ pub(crate) fn run_logger(
                 taken.push((slot, std::mem::replace(current, next)));
             }
         }
-        if taken.is_empty() && stable <= mark {
+        if !taken.is_empty() {
+            owed = owed.max(epochs.global().0);
+        }
+        // Nothing to write, no record written above the mark, and nobody waiting for a newer
+        // epoch: an idle database writes and syncs nothing (it used to write an empty block
+        // and fsync at every epoch, 500 times a second at 2 ms epochs). Waiters raise the
+        // demand (`Log::want`), so they are answered at the next round.
+        let idle = taken.is_empty() && owed <= mark && log.demand.load(Ordering::Acquire) <= mark;
+        if (taken.is_empty() && stable <= mark) || idle {
             if stopping {
                 // A clean stop gives back the preallocated space after the log's bytes, so
                 // that the next recovery neither reads nor scans it. (After a crash the tail
