@@ -90,19 +90,6 @@ fn write_golden(dir: &Path) {
     let _ = std::fs::remove_file(dir.join("LOCK"));
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
 #[test]
 fn every_versions_data_directory_stays_readable() {
     if std::env::var_os("ENGRAM_WRITE_GOLDEN").is_some() {
@@ -119,7 +106,7 @@ fn read_golden(version: u32) {
     let copy =
         std::env::temp_dir().join(format!("engram-golden-v{version}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&copy);
-    copy_dir(&golden_dir(version), &copy);
+    engram_testkit::files::copy_dir(&golden_dir(version), &copy).unwrap();
     let storage = wal::DirStorage::open(&copy).unwrap();
     let report = wal::check(&storage, 1).unwrap();
     assert!(report.checkpoint_epoch.is_some() && report.log_transactions > 0, "{report:?}");

@@ -4,6 +4,7 @@
 //! send garbage or vanish, and many connections at once.
 
 use engram_engine::{Config, Durability, Protocol};
+use engram_server::fuzzing::startup_packet;
 use engram_server::{AuthMethod, Server, ServerConfig, ServerHandle, User};
 use engram_sql::SqlDb;
 use futures::SinkExt;
@@ -242,21 +243,6 @@ fn raw_connect(server: &ServerHandle) -> std::net::TcpStream {
     let stream = std::net::TcpStream::connect(server.addr).unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     stream
-}
-
-fn startup_packet(user: &str) -> Vec<u8> {
-    let mut body = Vec::new();
-    body.extend_from_slice(&196_608i32.to_be_bytes());
-    for (k, v) in [("user", user), ("database", "engram")] {
-        body.extend_from_slice(k.as_bytes());
-        body.push(0);
-        body.extend_from_slice(v.as_bytes());
-        body.push(0);
-    }
-    body.push(0);
-    let mut packet = ((body.len() + 4) as i32).to_be_bytes().to_vec();
-    packet.extend_from_slice(&body);
-    packet
 }
 
 /// Reads until the server closes the connection (or 10 s pass); returns what it sent.

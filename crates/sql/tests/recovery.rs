@@ -61,19 +61,6 @@ fn catalog_and_data_survive_restart() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
 /// `tests/golden/fixed-keys` was written by the build before compact integer keys (d6db520,
 /// through `engram serve` and psql): its catalog has no key format, so its tables keep their
 /// fixed-width integer keys. Lookups, ranges, secondary indexes, uniqueness and hidden row
@@ -85,7 +72,7 @@ fn tables_written_with_fixed_width_keys_stay_readable() {
     let golden = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/fixed-keys");
     let dir = std::env::temp_dir().join(format!("engram-sql-fixed-keys-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    copy_dir(&golden, &dir);
+    engram_testkit::files::copy_dir(&golden, &dir).unwrap();
     {
         let db = SqlDb::open(config(&dir)).unwrap();
         assert_eq!(db.table_names(), ["counters", "lines", "notes"]);
