@@ -7,8 +7,9 @@
 //! logger wakes after each epoch tick, reads the stable epoch `s`, takes the buffers of its
 //! workers, writes them as blocks whose last one carries the mark `s`, fsyncs, and publishes
 //! `s` as its durable epoch. With nothing to write it writes the mark alone only while a
-//! record it wrote may be above its mark or someone waits for a newer epoch (the `demand`),
-//! so an idle database does no I/O; its durable epoch then stays at the last mark written. The database's durable epoch is the minimum over loggers. Records
+//! record it wrote may be above its mark, someone waits for a newer epoch (the `demand`) or
+//! another logger's mark is ahead of its own, so an idle database does no I/O; its durable
+//! epoch then stays at the last mark written. The database's durable epoch is the minimum over loggers. Records
 //! of epochs above a logger's mark may already be in its file; recovery ignores everything above
 //! the durable epoch it computes from the marks.
 //!
@@ -477,11 +478,16 @@ pub(crate) fn run_logger(
         if !taken.is_empty() {
             owed = owed.max(epochs.global().0);
         }
-        // Nothing to write, no record written above the mark, and nobody waiting for a newer
-        // epoch: an idle database writes and syncs nothing (it used to write an empty block
-        // and fsync at every epoch, 500 times a second at 2 ms epochs). Waiters raise the
-        // demand (`Log::want`), so they are answered at the next round.
-        let idle = taken.is_empty() && owed <= mark && log.demand.load(Ordering::Acquire) <= mark;
+        // Nothing to write, no record written above the mark, nobody waiting for a newer
+        // epoch, and no other logger ahead (the durable epoch is the minimum over loggers, so
+        // a logger left behind would hold back every other's commits): an idle database
+        // writes and syncs nothing (it used to write an empty block and fsync at every epoch,
+        // 500 times a second at 2 ms epochs). Waiters raise the demand (`Log::want`), so they
+        // are answered at the next round.
+        let idle = taken.is_empty()
+            && owed <= mark
+            && log.demand.load(Ordering::Acquire) <= mark
+            && log.logger_durable.iter().all(|other| other.load(Ordering::Acquire) <= mark);
         if (taken.is_empty() && stable <= mark) || idle {
             if stopping {
                 // A clean stop gives back the preallocated space after the log's bytes, so
