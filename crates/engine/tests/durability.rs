@@ -312,18 +312,27 @@ fn a_damaged_block_before_the_tail_is_corruption_naming_file_and_offset() {
     drop(db);
     let segment = storage.list("wal").unwrap().into_iter().last().unwrap();
     let path = format!("wal/{segment}");
-    // Inside the second block (after the segment header and its initial, empty block):
-    // several blocks follow it.
-    let offset = wal::format::FILE_HEADER_BYTES + wal::format::BLOCK_HEADER_BYTES + 10;
-    storage.corrupt(&path, offset);
+    // Inside the second block (on the page after the segment header and its initial, empty
+    // block): several blocks follow it.
+    let page = wal::format::PAGE_BYTES;
+    let pristine = storage.crash();
+    storage.corrupt(&path, page + wal::format::BLOCK_HEADER_BYTES + 10);
     let error = wal::check(&storage, 1).unwrap_err();
     assert!(matches!(&error, Error::Corrupt { file, .. } if file.contains(&segment)), "{error}");
     let error = Database::open(config(&storage)).unwrap_err();
     assert!(
-        matches!(&error, Error::Corrupt { file, offset: 72, reason } if file.contains(&segment) && reason.contains("checksum")),
+        matches!(&error, Error::Corrupt { file, offset, reason } if file.contains(&segment) && *offset == page as u64 && reason.contains("checksum")),
         "{error}"
     );
     assert_eq!(error.sqlstate(), "XX001");
+    // A byte that is not zero in the padding after the first block is corruption as well.
+    let first_end = wal::format::FILE_HEADER_BYTES + wal::format::BLOCK_HEADER_BYTES;
+    pristine.corrupt(&path, first_end + 10);
+    let error = Database::open(config(&pristine)).unwrap_err();
+    assert!(
+        matches!(&error, Error::Corrupt { offset, .. } if *offset == first_end as u64),
+        "{error}"
+    );
 }
 
 #[test]

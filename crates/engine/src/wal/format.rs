@@ -10,8 +10,18 @@ use std::borrow::Cow;
 
 /// Bumped whenever any byte format changes; readers keep accepting every older version they
 /// know. Version 2 logs TIDs with 22 sequence bits under a 38-bit epoch, where version 1 had
-/// 24 under 36 ([`tid_from_file`]); nothing else differs.
-pub const FORMAT_VERSION: u32 = 2;
+/// 24 under 36 ([`tid_from_file`]). Version 3 starts every block of a log segment at a
+/// multiple of [`PAGE_BYTES`], zeros filling the space after the block before it
+/// ([`PADDED_SEGMENTS`]); nothing else differs.
+pub const FORMAT_VERSION: u32 = 3;
+
+/// The first format whose log segments pad each block to the next page: a logger writes a
+/// worker's chunk of records, framed where it lies, straight to the `O_DIRECT` file, with no
+/// copy into a buffer of its own.
+pub const PADDED_SEGMENTS: u32 = 3;
+
+/// The unit of padding in log segments, and of direct I/O.
+pub const PAGE_BYTES: usize = 4096;
 
 /// Sequence bits of a TID as format 1 logged it.
 const V1_SEQUENCE_BITS: u32 = 24;
@@ -162,6 +172,16 @@ pub fn block_header(kind: BlockKind, mark: u64, payload: &[u8]) -> [u8; BLOCK_HE
     header(kind, 0, mark, payload, payload.len())
 }
 
+/// The header of a block holding `compressed`, LZ4 of `raw_len` bytes.
+pub fn lz4_block_header(
+    kind: BlockKind,
+    mark: u64,
+    compressed: &[u8],
+    raw_len: usize,
+) -> [u8; BLOCK_HEADER_BYTES] {
+    header(kind, FLAG_LZ4, mark, compressed, raw_len)
+}
+
 /// A block header for the `stored` payload bytes, `raw_len` once decompressed.
 fn header(
     kind: BlockKind,
@@ -229,11 +249,20 @@ impl Damage {
 pub struct BlockReader<'a> {
     data: &'a [u8],
     pos: usize,
+    /// Blocks after the first start at page boundaries (log segments of [`PADDED_SEGMENTS`]).
+    padded: bool,
 }
 
 impl<'a> BlockReader<'a> {
     pub fn new(data: &'a [u8]) -> BlockReader<'a> {
-        BlockReader { data, pos: FILE_HEADER_BYTES.min(data.len()) }
+        BlockReader { data, pos: FILE_HEADER_BYTES.min(data.len()), padded: false }
+    }
+
+    /// A reader of a log segment (whose header the caller checked), which skips the padding
+    /// of formats that have it.
+    pub fn segment(data: &'a [u8]) -> BlockReader<'a> {
+        let padded = data.len() >= FILE_HEADER_BYTES && file_version(data) >= PADDED_SEGMENTS;
+        BlockReader { padded, ..BlockReader::new(data) }
     }
 
     /// Offset of the next block (the end of the valid part once reading stops).
@@ -246,6 +275,15 @@ impl<'a> BlockReader<'a> {
     /// torn tail when no valid block follows it anywhere in the file (a write that never
     /// finished, after which nothing was written), and corruption when one does.
     pub fn next_block(&mut self) -> std::result::Result<Option<Block<'a>>, Damage> {
+        // In a padded segment, zeros from the end of a block to the next page are padding; a
+        // block starts only at a page boundary (the first right after the file header), so the
+        // skip never passes over a block. Bytes there that are not zero are damage, found below.
+        if self.padded && self.pos > FILE_HEADER_BYTES && !self.pos.is_multiple_of(PAGE_BYTES) {
+            let page_end = self.pos.next_multiple_of(PAGE_BYTES).min(self.data.len());
+            if all_zero(&self.data[self.pos..page_end]) {
+                self.pos = page_end;
+            }
+        }
         let offset = self.pos;
         if all_zero(&self.data[offset..]) {
             return Ok(None);
@@ -347,23 +385,39 @@ pub struct LoggedWrite<'a> {
     pub value: Option<&'a [u8]>,
 }
 
+/// Where log records are encoded: a `Vec`, or a worker's log chunk.
+pub trait Sink {
+    fn put(&mut self, bytes: &[u8]);
+}
+
+impl Sink for Vec<u8> {
+    #[inline]
+    fn put(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+}
+
 /// Appends a transaction record's head; `count` writes follow (`encode_write`).
 #[inline]
-pub fn encode_txn_head(out: &mut Vec<u8>, tid: u64, count: u32) {
-    out.push(RECORD_TXN);
-    out.extend_from_slice(&tid.to_le_bytes());
-    out.extend_from_slice(&count.to_le_bytes());
+pub fn encode_txn_head(out: &mut impl Sink, tid: u64, count: u32) {
+    let mut head = [0u8; 13];
+    head[0] = RECORD_TXN;
+    head[1..9].copy_from_slice(&tid.to_le_bytes());
+    head[9..13].copy_from_slice(&count.to_le_bytes());
+    out.put(&head);
 }
 
 #[inline]
-pub fn encode_write(out: &mut Vec<u8>, write: LoggedWrite<'_>) {
-    out.extend_from_slice(&write.table.to_le_bytes());
-    out.push(if write.value.is_some() { OP_PUT } else { OP_DELETE });
-    out.extend_from_slice(&(write.key.len() as u32).to_le_bytes());
-    out.extend_from_slice(write.key);
+pub fn encode_write(out: &mut impl Sink, write: LoggedWrite<'_>) {
+    let mut head = [0u8; 9];
+    head[0..4].copy_from_slice(&write.table.to_le_bytes());
+    head[4] = if write.value.is_some() { OP_PUT } else { OP_DELETE };
+    head[5..9].copy_from_slice(&(write.key.len() as u32).to_le_bytes());
+    out.put(&head);
+    out.put(write.key);
     if let Some(value) = write.value {
-        out.extend_from_slice(&(value.len() as u32).to_le_bytes());
-        out.extend_from_slice(value);
+        out.put(&(value.len() as u32).to_le_bytes());
+        out.put(value);
     }
 }
 

@@ -686,7 +686,7 @@ fn scan_segment(
     };
     scan.loggers = (header.a & 0xFFFF) as usize;
     let version = format::file_version(data);
-    let mut reader = BlockReader::new(data);
+    let mut reader = BlockReader::segment(data);
     loop {
         match reader.next_block() {
             Ok(None) => break,
