@@ -359,8 +359,10 @@ impl ReplayBatch {
             spill.extend_from_slice(value);
             (key_at, key_at + write.key.len())
         } else {
+            // An empty value (a deletion's) may lie anywhere: it reads as `data[0..0]`.
             let base = data.as_ptr() as usize;
-            (write.key.as_ptr() as usize - base, value.as_ptr() as usize - base)
+            let value_at = if value.is_empty() { 0 } else { value.as_ptr() as usize - base };
+            (write.key.as_ptr() as usize - base, value_at)
         };
         let mut prefix = [0u8; 16];
         let head = write.key.len().min(16);
