@@ -12,8 +12,16 @@ use std::borrow::Cow;
 /// know. Version 2 logs TIDs with 22 sequence bits under a 38-bit epoch, where version 1 had
 /// 24 under 36 ([`tid_from_file`]). Version 3 starts every block of a log segment at a
 /// multiple of [`PAGE_BYTES`], zeros filling the space after the block before it
-/// ([`PADDED_SEGMENTS`]); nothing else differs.
+/// ([`PADDED_SEGMENTS`]), and a block's checksum covers its payload first and then its header
+/// ([`PAYLOAD_FIRST`]); nothing else differs.
 pub const FORMAT_VERSION: u32 = 3;
+
+/// The first format whose block checksum is the CRC32C of the payload followed by the first
+/// 24 header bytes (before: the header bytes, then the payload). A worker computes its
+/// records' CRC as it writes them, while they are in its cache, and the logger only extends
+/// it over the header it builds; the other order needed a CRC combination per block, which
+/// cost more than computing the CRC over the payload again.
+pub const PAYLOAD_FIRST: u32 = 3;
 
 /// The first format whose log segments pad each block to the next page: a logger writes a
 /// worker's chunk of records, framed where it lies, straight to the `O_DIRECT` file, with no
@@ -172,6 +180,28 @@ pub fn block_header(kind: BlockKind, mark: u64, payload: &[u8]) -> [u8; BLOCK_HE
     header(kind, 0, mark, payload, payload.len())
 }
 
+/// The header of an uncompressed block whose payload of `payload_len` bytes has the CRC32C
+/// `payload_crc`, computed by whoever wrote the payload (a worker, while its records were
+/// still in its cache); the same header as [`block_header`] gives ([`PAYLOAD_FIRST`]).
+pub fn block_header_of_checksummed(
+    kind: BlockKind,
+    mark: u64,
+    payload_len: usize,
+    payload_crc: u32,
+) -> [u8; BLOCK_HEADER_BYTES] {
+    let mut header = [0u8; BLOCK_HEADER_BYTES];
+    header[0..4].copy_from_slice(&BLOCK_MAGIC);
+    header[4..6].copy_from_slice(&(kind as u16).to_le_bytes());
+    header[8..12].copy_from_slice(&(payload_len as u32).to_le_bytes());
+    header[12..16].copy_from_slice(&(payload_len as u32).to_le_bytes());
+    header[16..24].copy_from_slice(&mark.to_le_bytes());
+    let crc = crc32c::crc32c_append(payload_crc, &header[0..24]);
+    header[24..28].copy_from_slice(&crc.to_le_bytes());
+    let header_crc = crc32c::crc32c(&header[0..28]);
+    header[28..32].copy_from_slice(&header_crc.to_le_bytes());
+    header
+}
+
 /// The header of a block holding `compressed`, LZ4 of `raw_len` bytes.
 pub fn lz4_block_header(
     kind: BlockKind,
@@ -197,7 +227,7 @@ fn header(
     header[8..12].copy_from_slice(&(stored.len() as u32).to_le_bytes());
     header[12..16].copy_from_slice(&(raw_len as u32).to_le_bytes());
     header[16..24].copy_from_slice(&mark.to_le_bytes());
-    let crc = crc32c::crc32c_append(crc32c::crc32c(&header[0..24]), stored);
+    let crc = crc32c::crc32c_append(crc32c::crc32c(stored), &header[0..24]);
     header[24..28].copy_from_slice(&crc.to_le_bytes());
     let header_crc = crc32c::crc32c(&header[0..28]);
     header[28..32].copy_from_slice(&header_crc.to_le_bytes());
@@ -249,20 +279,23 @@ impl Damage {
 pub struct BlockReader<'a> {
     data: &'a [u8],
     pos: usize,
+    /// The file's format version (0 when the data is too short for a header).
+    version: u32,
     /// Blocks after the first start at page boundaries (log segments of [`PADDED_SEGMENTS`]).
     padded: bool,
 }
 
 impl<'a> BlockReader<'a> {
     pub fn new(data: &'a [u8]) -> BlockReader<'a> {
-        BlockReader { data, pos: FILE_HEADER_BYTES.min(data.len()), padded: false }
+        let version = if data.len() >= FILE_HEADER_BYTES { file_version(data) } else { 0 };
+        BlockReader { data, pos: FILE_HEADER_BYTES.min(data.len()), version, padded: false }
     }
 
     /// A reader of a log segment (whose header the caller checked), which skips the padding
     /// of formats that have it.
     pub fn segment(data: &'a [u8]) -> BlockReader<'a> {
-        let padded = data.len() >= FILE_HEADER_BYTES && file_version(data) >= PADDED_SEGMENTS;
-        BlockReader { padded, ..BlockReader::new(data) }
+        let reader = BlockReader::new(data);
+        BlockReader { padded: reader.version >= PADDED_SEGMENTS, ..reader }
     }
 
     /// Offset of the next block (the end of the valid part once reading stops).
@@ -317,8 +350,12 @@ impl<'a> BlockReader<'a> {
         if end > rest.len() {
             return Err("the file ends inside a block".into());
         }
-        let crc =
-            crc32c::crc32c_append(crc32c::crc32c(&rest[0..24]), &rest[BLOCK_HEADER_BYTES..end]);
+        let payload = &rest[BLOCK_HEADER_BYTES..end];
+        let crc = if self.version >= PAYLOAD_FIRST {
+            crc32c::crc32c_append(crc32c::crc32c(payload), &rest[0..24])
+        } else {
+            crc32c::crc32c_append(crc32c::crc32c(&rest[0..24]), payload)
+        };
         if crc != u32_at(rest, 24) {
             return Err("block checksum mismatch".into());
         }
@@ -680,6 +717,17 @@ pub fn u64_at(data: &[u8], at: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_header_from_the_payloads_checksum_equals_one_computed_over_it() {
+        for len in [0usize, 1, 7, 64, 4099] {
+            let payload: Vec<u8> = (0..len).map(|i| (i * 31 + 7) as u8).collect();
+            assert_eq!(
+                block_header_of_checksummed(BlockKind::Log, 42, len, crc32c::crc32c(&payload)),
+                block_header(BlockKind::Log, 42, &payload)
+            );
+        }
+    }
 
     #[test]
     fn blocks_round_trip_with_and_without_lz4() {

@@ -78,6 +78,8 @@ pub struct LogChunk {
     capacity: usize,
     /// Header, records and padding, once sealed.
     sealed: usize,
+    /// CRC32C of the records, which `Log::append` extends over each record as it is written.
+    crc: u32,
 }
 
 // SAFETY: the chunk owns its allocation alone.
@@ -103,7 +105,7 @@ impl LogChunk {
         let start = unsafe { std::alloc::alloc(Self::layout(capacity)) };
         let start = std::ptr::NonNull::new(start)
             .unwrap_or_else(|| std::alloc::handle_alloc_error(Self::layout(capacity)));
-        LogChunk { start, len: Self::HEADER, capacity, sealed: 0 }
+        LogChunk { start, len: Self::HEADER, capacity, sealed: 0, crc: 0 }
     }
 
     /// The records appended since the chunk was created or cleared.
@@ -124,6 +126,22 @@ impl LogChunk {
     pub(crate) fn clear(&mut self) {
         self.len = Self::HEADER;
         self.sealed = 0;
+        self.crc = 0;
+    }
+
+    /// Extends the records' CRC32C over what was appended since the records held `from`
+    /// bytes; the bytes were just written, so they are read from the cache.
+    fn checksum_from(&mut self, from: usize) {
+        let records = self.records();
+        let crc = crc32c::crc32c_append(self.crc, &records[from..]);
+        self.crc = crc;
+    }
+
+    /// The header of the block holding these records, from their running checksum.
+    fn block_header(&self, mark: u64) -> [u8; format::BLOCK_HEADER_BYTES] {
+        let records = self.records();
+        debug_assert_eq!(self.crc, crc32c::crc32c(records), "the running checksum");
+        format::block_header_of_checksummed(BlockKind::Log, mark, records.len(), self.crc)
     }
 
     /// Makes room for `more` bytes after `len`, keeping whole pages beyond for the padding.
@@ -369,7 +387,9 @@ impl Log {
     pub fn append(&self, slot: usize, encode: impl FnOnce(&mut LogChunk)) {
         let queued = {
             let mut buffers = lock(&self.buffers[slot]);
+            let before = buffers.current.records().len();
             encode(&mut buffers.current);
+            buffers.current.checksum_from(before);
             if buffers.current.records().len() >= CHUNK_BYTES {
                 let next = buffers.free.pop().unwrap_or_else(new_chunk);
                 let full = std::mem::replace(&mut buffers.current, next);
@@ -675,7 +695,7 @@ pub(crate) fn run_logger(
             // Each chunk is framed where it lies and the whole round goes out in one write.
             for (index, (_, records)) in taken.iter_mut().enumerate() {
                 let block_mark = if index + 1 == count { new_mark } else { mark };
-                let header = format::block_header(BlockKind::Log, block_mark, records.records());
+                let header = records.block_header(block_mark);
                 records.seal(header);
                 written += records.sealed().len() as u64;
             }
