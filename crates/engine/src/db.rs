@@ -487,7 +487,19 @@ impl Database {
                     .name(format!("engram-log-{index}"))
                     .spawn(move || {
                         let log = shared.log.as_ref().expect("loggers run with a log");
-                        log::run_logger(log, &shared.epochs, index, segment, interval);
+                        // A logger that panics (a bug) fails the log, so waiters get an error
+                        // and new commits are refused, instead of waiting forever on it.
+                        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            log::run_logger(log, &shared.epochs, index, segment, interval)
+                        }));
+                        if let Err(panic) = ran {
+                            let what = panic
+                                .downcast_ref::<&str>()
+                                .map(|text| text.to_string())
+                                .or_else(|| panic.downcast_ref::<String>().cloned())
+                                .unwrap_or_default();
+                            log.fail(format!("logger {index} stopped by a panic: {what}"), false);
+                        }
                     })
                     .expect("spawn a logger")
             })

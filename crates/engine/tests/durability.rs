@@ -930,3 +930,120 @@ fn sorted_replay_keeps_the_newest_image_of_every_row() {
         );
     }
 }
+
+/// A record larger than a worker's log chunk grows the chunk, which keeps the records'
+/// running checksum (the block would otherwise read as corrupt); small records follow it.
+#[test]
+fn records_larger_than_a_log_chunk_are_logged_and_recovered() {
+    let storage = FaultyStorage::new(29);
+    let db = Database::open(config(&storage)).unwrap();
+    let table = db.create_table(TableSpec::new("big")).unwrap();
+    let mut worker = db.worker().unwrap();
+    let large: Vec<u8> = (0..1_000_000u32).map(|i| (i % 251) as u8).collect();
+    // A small record first, so the chunk that grows already holds records (the logger may
+    // take the chunk between the two commits now and then; five rounds make that moot).
+    for id in 0..5u64 {
+        worker.transaction(Isolation::Serializable, |txn| txn.put(&table, &key(id), b"x")).unwrap();
+        worker
+            .transaction(Isolation::Serializable, |txn| {
+                txn.put(&table, &key(100 + id), &large[..large.len() - id as usize])
+            })
+            .unwrap();
+    }
+    worker.wait_durable().unwrap();
+    let before = rows(&db, "big");
+    drop(worker);
+    let crashed = storage.crash();
+    drop(table);
+    drop(db);
+    let db = Database::open(config(&crashed)).unwrap();
+    assert_eq!(rows(&db, "big"), before);
+}
+
+/// A log device whose segment writes panic once armed, standing in for a bug in a logger.
+#[derive(Debug, Clone)]
+struct PanickingLog {
+    inner: FaultyStorage,
+    armed: Arc<std::sync::atomic::AtomicBool>,
+}
+
+struct PanickingFile {
+    inner: Box<dyn wal::StorageFile>,
+    armed: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl wal::StorageFile for PanickingFile {
+    fn append(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        assert!(!self.armed.load(std::sync::atomic::Ordering::SeqCst), "injected logger bug");
+        self.inner.append(bytes)
+    }
+
+    fn sync(&mut self) -> std::io::Result<()> {
+        self.inner.sync()
+    }
+}
+
+impl Storage for PanickingLog {
+    fn list(&self, dir: &str) -> std::io::Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn read(&self, path: &str) -> std::io::Result<Vec<u8>> {
+        self.inner.read(path)
+    }
+    fn create(&self, path: &str) -> std::io::Result<Box<dyn wal::StorageFile>> {
+        self.inner.create(path)
+    }
+    fn create_log(&self, path: &str, bytes: u64) -> std::io::Result<Box<dyn wal::StorageFile>> {
+        let inner = self.inner.create_log(path, bytes)?;
+        Ok(Box::new(PanickingFile { inner, armed: Arc::clone(&self.armed) }))
+    }
+    fn sync_dir(&self, dir: &str) -> std::io::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn rename(&self, from: &str, to: &str) -> std::io::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn remove(&self, path: &str) -> std::io::Result<()> {
+        self.inner.remove(path)
+    }
+    fn remove_dir(&self, dir: &str) -> std::io::Result<()> {
+        self.inner.remove_dir(dir)
+    }
+    fn truncate(&self, path: &str, len: u64) -> std::io::Result<()> {
+        self.inner.truncate(path, len)
+    }
+    fn describe(&self, path: &str) -> String {
+        self.inner.describe(path)
+    }
+}
+
+/// A logger thread that panics fails the log: the commit waiting on it gets an error instead
+/// of waiting forever, later commits are refused, and what was durable before survives.
+#[test]
+fn a_panicking_logger_fails_the_log_instead_of_hanging_its_waiters() {
+    let faulty = FaultyStorage::new(31);
+    let storage = PanickingLog {
+        inner: faulty.clone(),
+        armed: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+    };
+    let db = Database::open(Config { storage: Some(Arc::new(storage.clone())), ..config(&faulty) })
+        .unwrap();
+    let table = db.create_table(TableSpec::new("t")).unwrap();
+    let mut worker = db.worker().unwrap();
+    worker.transaction(Isolation::Serializable, |txn| txn.put(&table, &key(1), b"kept")).unwrap();
+    worker.wait_durable().unwrap();
+    storage.armed.store(true, std::sync::atomic::Ordering::SeqCst);
+    worker.transaction(Isolation::Serializable, |txn| txn.put(&table, &key(2), b"lost")).unwrap();
+    let error = worker.wait_durable().unwrap_err();
+    assert!(matches!(&error, Error::LogFailed(message) if message.contains("panic")), "{error}");
+    let refused =
+        worker.transaction(Isolation::Serializable, |txn| txn.put(&table, &key(3), b"no"));
+    assert!(refused.is_err(), "a commit after the logger stopped was accepted");
+    drop(worker);
+    drop(table);
+    let crashed = faulty.crash();
+    drop(db);
+    let db = Database::open(config(&crashed)).unwrap();
+    let all = rows(&db, "t");
+    assert!(all.contains(&(key(1), b"kept".to_vec())), "{all:?}");
+}

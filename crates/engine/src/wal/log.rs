@@ -156,6 +156,7 @@ impl LogChunk {
             std::ptr::copy_nonoverlapping(self.start.as_ptr(), grown.start.as_ptr(), self.len)
         };
         grown.len = self.len;
+        grown.crc = self.crc;
         std::mem::swap(self, &mut grown);
     }
 
