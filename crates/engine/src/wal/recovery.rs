@@ -327,8 +327,9 @@ impl Image {
         (self.high, self.low, self.key_len.min(Image::SHORT + 1))
     }
 
+    /// The same table and sort key: the same row, if the key is short.
     #[inline]
-    fn same_row_start(&self, other: &Image) -> bool {
+    fn same_sort_key(&self, other: &Image) -> bool {
         self.table == other.table && self.sort_key() == other.sort_key()
     }
 
@@ -430,7 +431,7 @@ impl ReplayBatch {
         while at < sorted.len() {
             let first = sorted[at];
             let end =
-                at + sorted[at..].iter().take_while(|image| image.same_row_start(&first)).count();
+                at + sorted[at..].iter().take_while(|image| image.same_sort_key(&first)).count();
             if end - at > 1 {
                 if first.key_len <= Image::SHORT {
                     sorted[at..end].sort_unstable_by_key(|image| image.tid);
@@ -453,7 +454,7 @@ impl ReplayBatch {
                 prefetch_value(bytes(ahead), ahead);
             }
             if let Some(next) = sorted.get(at + 1)
-                && next.same_row_start(image)
+                && next.same_sort_key(image)
                 && (image.key_len <= Image::SHORT || key(next) == key(image))
             {
                 continue;
