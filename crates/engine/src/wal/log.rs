@@ -659,7 +659,14 @@ pub(crate) fn run_logger(
         let new_mark = stable.max(mark);
         let count = taken.len();
         let mut written = 0u64;
-        let appended = if log.compression {
+        // A round with nothing taken still writes its mark: the mark is what recovery reads
+        // as durable.
+        let appended = if count == 0 {
+            frame.clear();
+            frame.seal(format::block_header(BlockKind::Log, new_mark, &[]));
+            written += frame.sealed().len() as u64;
+            segment.file.append_pages(&[frame.sealed()])
+        } else if log.compression {
             // Each chunk is compressed into the frame and written alone.
             let mut appended = Ok(());
             for (index, (_, records)) in taken.iter().enumerate() {
@@ -687,11 +694,6 @@ pub(crate) fn run_logger(
                 }
             }
             appended
-        } else if count == 0 {
-            frame.clear();
-            frame.seal(format::block_header(BlockKind::Log, new_mark, &[]));
-            written += frame.sealed().len() as u64;
-            segment.file.append_pages(&[frame.sealed()])
         } else {
             // Each chunk is framed where it lies and the whole round goes out in one write.
             for (index, (_, records)) in taken.iter_mut().enumerate() {
