@@ -189,17 +189,7 @@ pub fn block_header_of_checksummed(
     payload_len: usize,
     payload_crc: u32,
 ) -> [u8; BLOCK_HEADER_BYTES] {
-    let mut header = [0u8; BLOCK_HEADER_BYTES];
-    header[0..4].copy_from_slice(&BLOCK_MAGIC);
-    header[4..6].copy_from_slice(&(kind as u16).to_le_bytes());
-    header[8..12].copy_from_slice(&(payload_len as u32).to_le_bytes());
-    header[12..16].copy_from_slice(&(payload_len as u32).to_le_bytes());
-    header[16..24].copy_from_slice(&mark.to_le_bytes());
-    let crc = crc32c::crc32c_append(payload_crc, &header[0..24]);
-    header[24..28].copy_from_slice(&crc.to_le_bytes());
-    let header_crc = crc32c::crc32c(&header[0..28]);
-    header[28..32].copy_from_slice(&header_crc.to_le_bytes());
-    header
+    framed(kind, 0, mark, payload_len, payload_len, payload_crc)
 }
 
 /// The header of a block holding `compressed`, LZ4 of `raw_len` bytes.
@@ -220,14 +210,27 @@ fn header(
     stored: &[u8],
     raw_len: usize,
 ) -> [u8; BLOCK_HEADER_BYTES] {
+    framed(kind, flags, mark, stored.len(), raw_len, crc32c::crc32c(stored))
+}
+
+/// A block header for `stored_len` payload bytes whose CRC32C is `stored_crc`: the block
+/// checksum extends it over header bytes 0..24 ([`PAYLOAD_FIRST`]).
+fn framed(
+    kind: BlockKind,
+    flags: u16,
+    mark: u64,
+    stored_len: usize,
+    raw_len: usize,
+    stored_crc: u32,
+) -> [u8; BLOCK_HEADER_BYTES] {
     let mut header = [0u8; BLOCK_HEADER_BYTES];
     header[0..4].copy_from_slice(&BLOCK_MAGIC);
     header[4..6].copy_from_slice(&(kind as u16).to_le_bytes());
     header[6..8].copy_from_slice(&flags.to_le_bytes());
-    header[8..12].copy_from_slice(&(stored.len() as u32).to_le_bytes());
+    header[8..12].copy_from_slice(&(stored_len as u32).to_le_bytes());
     header[12..16].copy_from_slice(&(raw_len as u32).to_le_bytes());
     header[16..24].copy_from_slice(&mark.to_le_bytes());
-    let crc = crc32c::crc32c_append(crc32c::crc32c(stored), &header[0..24]);
+    let crc = crc32c::crc32c_append(stored_crc, &header[0..24]);
     header[24..28].copy_from_slice(&crc.to_le_bytes());
     let header_crc = crc32c::crc32c(&header[0..28]);
     header[28..32].copy_from_slice(&header_crc.to_le_bytes());
