@@ -1,7 +1,9 @@
 //! The B+tree against a `BTreeMap` model (property tests), in bulk, and under concurrent
 //! writers and scanners.
 
-use engram_engine::index::{BTree, Direction, GROUP_KEYS, LeafVersion, ScanBuffer, ScanVisitor};
+use engram_engine::index::{
+    BTree, Direction, Finger, GROUP_KEYS, LeafVersion, ScanBuffer, ScanVisitor,
+};
 use engram_engine::{Config, Database, Worker};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -456,5 +458,234 @@ fn ascending_inserts_at_several_points_leave_leaves_seven_eighths_full() {
                 assert_eq!(value.unwrap(), Some(u64::from(district) << 32 | u64::from(order)));
             }
         }
+    }
+}
+
+// ----- inserts that start at a remembered leaf (`BTree::insert_near`) -----------------------
+
+#[derive(Debug, Clone)]
+enum NearOp {
+    /// Keys inserted in ascending order through the finger of tree 0 or 1.
+    Run(usize, Vec<(Vec<u8>, u64)>),
+    Remove(usize, Vec<u8>),
+    Insert(usize, Vec<u8>, u64),
+}
+
+fn near_op() -> impl Strategy<Value = NearOp> {
+    prop_oneof![
+        4 => (0usize..2, proptest::collection::vec((key(), any::<u64>()), 1..60)).prop_map(
+            |(tree, mut run)| {
+                run.sort_by(|a, b| a.0.cmp(&b.0));
+                NearOp::Run(tree, run)
+            }
+        ),
+        3 => (0usize..2, key()).prop_map(|(tree, key)| NearOp::Remove(tree, key)),
+        1 => (0usize..2, key(), any::<u64>()).prop_map(|(tree, key, value)| NearOp::Insert(tree, key, value)),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    /// Two trees, each with a finger kept across every operation (so it meets leaves that
+    /// other inserts split and removals merged away, and the other tree's leaves): each
+    /// insert answers as `insert` would, makes its value only when it inserts, and the trees
+    /// end equal to their models.
+    #[test]
+    fn insert_near_matches_a_btreemap(ops in proptest::collection::vec(near_op(), 1..120)) {
+        let db = database();
+        let mut worker = db.worker().unwrap();
+        let trees = [BTree::new(), BTree::new()];
+        let mut models = [BTreeMap::new(), BTreeMap::new()];
+        worker.pinned(|pin, garbage| -> Result<(), TestCaseError> {
+            let mut fingers = [Finger::new(pin), Finger::new(pin)];
+            for op in &ops {
+                match op {
+                    NearOp::Run(which, run) => {
+                        for (key, value) in run {
+                            // One finger for both trees now and then: it must notice.
+                            let finger = &mut fingers[if value % 7 == 0 { 0 } else { *which }];
+                            let mut made = false;
+                            let make = || { made = true; *value };
+                            let result = trees[*which].insert_near(finger, key, make, pin, garbage, &mut ());
+                            match models[*which].get(key) {
+                                Some(existing) => {
+                                    prop_assert_eq!(result.err(), Some(*existing));
+                                    prop_assert!(!made, "a present key makes no value");
+                                }
+                                None => {
+                                    prop_assert!(result.is_ok() && made);
+                                    models[*which].insert(key.clone(), *value);
+                                }
+                            }
+                        }
+                    }
+                    NearOp::Remove(which, key) => {
+                        let removed = trees[*which].remove(key, None, pin, garbage, &mut ());
+                        prop_assert_eq!(removed, models[*which].remove(key));
+                    }
+                    NearOp::Insert(which, key, value) => {
+                        let result = trees[*which].insert(key, *value, pin, garbage, &mut ());
+                        prop_assert_eq!(result.is_ok(), !models[*which].contains_key(key));
+                        models[*which].entry(key.clone()).or_insert(*value);
+                    }
+                }
+            }
+            Ok(())
+        }).unwrap()?;
+        for (tree, model) in trees.iter().zip(models) {
+            tree.check_invariants();
+            let everything = scan(&mut worker, tree, Bound::Unbounded, Bound::Unbounded, Direction::Forward, usize::MAX, 1);
+            prop_assert_eq!(everything, model.into_iter().collect::<Vec<_>>());
+        }
+    }
+}
+
+#[test]
+fn ascending_inserts_near_a_finger_descend_once_per_leaf() {
+    let db = database();
+    let mut worker = db.worker().unwrap();
+    let tree = BTree::new();
+    let count = 100_000u64;
+    // Composite keys of 12 bytes (two words to compare), ascending.
+    let key_of = |i: u64| {
+        let mut key = (i / 1000).to_be_bytes().to_vec();
+        key.extend_from_slice(&((i % 1000) as u32).to_be_bytes());
+        key
+    };
+    let hits = worker
+        .pinned(|pin, garbage| {
+            let mut finger = Finger::new(pin);
+            for i in 0..count {
+                tree.insert_near(&mut finger, &key_of(i), || i, pin, garbage, &mut ()).unwrap();
+            }
+            finger.hits()
+        })
+        .unwrap();
+    tree.check_invariants();
+    let (_, leaves, _) = tree.node_counts();
+    assert!(tree.height() >= 3, "a tree of several levels");
+    // A descent per leaf (its first key) and per split (the insert that found the leaf full).
+    assert!(
+        count - hits <= 2 * leaves as u64 + 1,
+        "{hits} of {count} at the finger, {leaves} leaves"
+    );
+    // Again, every key present: found at the finger, nothing made.
+    let hits = worker
+        .pinned(|pin, garbage| {
+            let mut finger = Finger::new(pin);
+            for i in 0..count {
+                let found = tree.insert_near(
+                    &mut finger,
+                    &key_of(i),
+                    || panic!("key {i} is present"),
+                    pin,
+                    garbage,
+                    &mut (),
+                );
+                assert_eq!(found.err(), Some(i));
+            }
+            finger.hits()
+        })
+        .unwrap();
+    assert!(count - hits <= leaves as u64 + 1, "{hits} of {count} at the finger");
+    // Descending keys leave the finger's range at once every time: each still lands right.
+    let tree = BTree::new();
+    worker
+        .pinned(|pin, garbage| {
+            let mut finger = Finger::new(pin);
+            for i in (0..10_000).rev() {
+                tree.insert_near(&mut finger, &key_of(i), || i, pin, garbage, &mut ()).unwrap();
+            }
+        })
+        .unwrap();
+    tree.check_invariants();
+    for i in (0..10_000).step_by(37) {
+        assert_eq!(worker.pinned(|pin, _| tree.get(&key_of(i), pin).value).unwrap(), Some(i));
+    }
+}
+
+#[test]
+fn concurrent_inserts_near_fingers_split_and_merge_shared_leaves() {
+    let db = Arc::new(database());
+    let tree = Arc::new(BTree::new());
+    let threads = 4u64;
+    let per_thread = 30_000u64;
+    let batch = 500u64;
+    std::thread::scope(|scope| {
+        for thread in 0..threads {
+            let (db, tree) = (Arc::clone(&db), Arc::clone(&tree));
+            scope.spawn(move || {
+                let mut worker = db.worker().unwrap();
+                // Interleaved keys: every leaf holds keys of every thread, so fingers meet
+                // leaves that other threads split, fill and (after removals) merge away.
+                let key_of = |i: u64| (i * threads + thread).to_be_bytes();
+                for round in 0..3u64 {
+                    for start in (0..per_thread).step_by(batch as usize) {
+                        worker
+                            .pinned(|pin, garbage| {
+                                let mut finger = Finger::new(pin);
+                                for i in start..start + batch {
+                                    let result = tree.insert_near(
+                                        &mut finger,
+                                        &key_of(i),
+                                        || round,
+                                        pin,
+                                        garbage,
+                                        &mut (),
+                                    );
+                                    // Keys kept from the round before are found, not made.
+                                    match result {
+                                        Ok(_) => assert!(round == 0 || !i.is_multiple_of(3)),
+                                        Err(found) => {
+                                            assert!(
+                                                round > 0
+                                                    && i.is_multiple_of(3)
+                                                    && found == round - 1
+                                            )
+                                        }
+                                    }
+                                }
+                            })
+                            .unwrap();
+                    }
+                    if round < 2 {
+                        for i in (0..per_thread).filter(|i| !i.is_multiple_of(3)) {
+                            worker
+                                .pinned(|pin, garbage| {
+                                    tree.remove(&key_of(i), None, pin, garbage, &mut ())
+                                })
+                                .unwrap()
+                                .unwrap();
+                        }
+                        // What stays gets this round's value, so the next round finds it.
+                        for i in (0..per_thread).filter(|i| i.is_multiple_of(3)) {
+                            worker
+                                .pinned(|pin, garbage| {
+                                    tree.remove(&key_of(i), None, pin, garbage, &mut ()).unwrap();
+                                    tree.insert(&key_of(i), round, pin, garbage, &mut ()).unwrap()
+                                })
+                                .unwrap();
+                        }
+                    }
+                }
+            });
+        }
+    });
+    tree.check_invariants();
+    let mut worker = db.worker().unwrap();
+    let entries = scan(
+        &mut worker,
+        &tree,
+        Bound::Unbounded,
+        Bound::Unbounded,
+        Direction::Forward,
+        usize::MAX,
+        1,
+    );
+    assert_eq!(entries.len() as u64, threads * per_thread);
+    for (key, value) in entries {
+        let i = u64::from_be_bytes(key.try_into().unwrap()) / threads;
+        assert_eq!(value, if i.is_multiple_of(3) { 1 } else { 2 }, "key {i}");
     }
 }

@@ -8,5 +8,5 @@ pub mod btree;
 pub mod key;
 
 pub use btree::{
-    BTree, Direction, GROUP_KEYS, LeafObserver, LeafVersion, Probe, ScanBuffer, ScanVisitor,
+    BTree, Direction, Finger, GROUP_KEYS, LeafObserver, LeafVersion, Probe, ScanBuffer, ScanVisitor,
 };

@@ -14,4 +14,4 @@ mod tree;
 
 pub use iter::{Direction, ScanBuffer, ScanVisitor};
 pub(crate) use node::Node;
-pub use tree::{BTree, GROUP_KEYS, LeafObserver, LeafVersion, Probe, TreeStats};
+pub use tree::{BTree, Finger, GROUP_KEYS, LeafObserver, LeafVersion, Probe, TreeStats};

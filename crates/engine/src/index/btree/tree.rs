@@ -28,6 +28,7 @@ use super::node::{Fit, HEAP_WORDS, MERGED_COUNT_MAX, Node, SLOTS_MAX, SearchKey,
 use crate::gc::Garbage;
 use crate::limits::{INDEX_KEY_BYTES_MAX, INDEX_RESTARTS_OPTIMISTIC_MAX};
 use crate::sync::{Pin, Restart, VersionLatch};
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering, fence};
 
 /// Structure changes a single operation may make before it must have reached its leaf: one
@@ -128,6 +129,157 @@ enum Step<T> {
     Done(T),
     /// A structure change was made; descend again (progress, not a conflict).
     Again,
+}
+
+/// The value an insert puts in the leaf, asked for only once the insert is sure to happen
+/// (the leaf is latched and has room).
+trait ValueSource {
+    fn value(&mut self) -> u64;
+}
+
+impl ValueSource for u64 {
+    #[inline]
+    fn value(&mut self) -> u64 {
+        *self
+    }
+}
+
+/// A value made on demand ([`BTree::insert_near`]).
+struct Make<F>(Option<F>);
+
+impl<F: FnOnce() -> u64> ValueSource for Make<F> {
+    #[inline]
+    fn value(&mut self) -> u64 {
+        (self.0.take().expect("an insert makes its value once"))()
+    }
+}
+
+/// What an optimistic descent reports of its path (nothing, for most operations).
+trait PathNotes {
+    /// A descent starts at the root.
+    fn descend(&mut self) {}
+    /// It routed through slot `route` of `inner`, whose version `version` it validated.
+    fn inner(&mut self, _inner: *mut Node, _route: usize, _version: u64) {}
+    /// It reached `leaf` of `tree`.
+    fn leaf(&mut self, _tree: &BTree, _leaf: *mut Node) {}
+}
+
+impl PathNotes for () {}
+
+/// Levels a [`Finger`] notes; a deeper path (never met: a level holds dozens of keys) leaves
+/// the finger empty.
+const FINGER_LEVELS_MAX: usize = 16;
+
+/// A leaf of one tree and its fence keys, kept between the inserts of
+/// [`BTree::insert_near`]: the separators above the leaf bound the keys it may hold, lower
+/// inclusive and upper exclusive (a child's range in `Node::route`), and as structure changes
+/// are copy-on-write, that range holds for as long as the leaf is live. The leaf's address is
+/// used only under the pin the finger was made with.
+pub struct Finger<'p> {
+    tree: *const BTree,
+    leaf: *mut Node,
+    /// The fences, when the leaf has them (the first leaf has no lower one, the last no upper).
+    lower: Vec<u8>,
+    upper: Vec<u8>,
+    bounded_below: bool,
+    bounded_above: bool,
+    /// The inner nodes of the descent in progress: node, route and validated version.
+    path: [(*mut Node, usize, u64); FINGER_LEVELS_MAX],
+    depth: usize,
+    /// Inserts that started at the remembered leaf.
+    hits: u64,
+    _pin: PhantomData<&'p Pin<'p>>,
+}
+
+impl std::fmt::Debug for Finger<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Finger")
+            .field("leaf", &self.leaf)
+            .field("lower", &self.bounded_below.then_some(&self.lower))
+            .field("upper", &self.bounded_above.then_some(&self.upper))
+            .finish()
+    }
+}
+
+impl<'p> Finger<'p> {
+    pub fn new(_pin: &'p Pin<'_>) -> Finger<'p> {
+        Finger {
+            tree: std::ptr::null(),
+            leaf: std::ptr::null_mut(),
+            lower: Vec::with_capacity(INDEX_KEY_BYTES_MAX),
+            upper: Vec::with_capacity(INDEX_KEY_BYTES_MAX),
+            bounded_below: false,
+            bounded_above: false,
+            path: [(std::ptr::null_mut(), 0, 0); FINGER_LEVELS_MAX],
+            depth: 0,
+            hits: 0,
+            _pin: PhantomData,
+        }
+    }
+
+    /// How many inserts started at the remembered leaf instead of the root.
+    pub fn hits(&self) -> u64 {
+        self.hits
+    }
+
+    /// Whether the remembered leaf is of `tree` and its range holds `key`.
+    #[inline]
+    fn covers(&self, tree: &BTree, key: &[u8]) -> bool {
+        std::ptr::eq(self.tree, tree)
+            && (!self.bounded_below || self.lower.as_slice() <= key)
+            && (!self.bounded_above || key < self.upper.as_slice())
+    }
+
+    fn forget(&mut self) {
+        self.tree = std::ptr::null();
+    }
+}
+
+impl PathNotes for Finger<'_> {
+    #[inline]
+    fn descend(&mut self) {
+        self.depth = 0;
+        self.forget();
+    }
+
+    #[inline]
+    fn inner(&mut self, inner: *mut Node, route: usize, version: u64) {
+        if self.depth < FINGER_LEVELS_MAX {
+            self.path[self.depth] = (inner, route, version);
+        }
+        self.depth += 1;
+    }
+
+    /// Reads the leaf's fences, the nearest separators on each side along the path, and
+    /// keeps the leaf if the nodes they came from are unchanged.
+    fn leaf(&mut self, tree: &BTree, leaf: *mut Node) {
+        if self.depth > FINGER_LEVELS_MAX {
+            return;
+        }
+        self.bounded_below = false;
+        self.bounded_above = false;
+        for &(inner, route, version) in self.path[..self.depth].iter().rev() {
+            let here = node(inner);
+            if !self.bounded_above && route < here.count() {
+                self.upper.clear();
+                here.read_key(route, &mut self.upper);
+                self.bounded_above = true;
+            }
+            if !self.bounded_below && route > 0 {
+                self.lower.clear();
+                here.read_key(route - 1, &mut self.lower);
+                self.bounded_below = true;
+            }
+            if here.latch.read_validate(version).is_err() {
+                return;
+            }
+            if self.bounded_below && self.bounded_above {
+                break;
+            }
+        }
+        self.tree = tree;
+        self.leaf = leaf;
+    }
 }
 
 #[derive(Debug)]
@@ -345,7 +497,7 @@ impl BTree {
     pub fn insert(
         &self,
         key: &[u8],
-        value: u64,
+        mut value: u64,
         _pin: &Pin<'_>,
         garbage: &mut Garbage,
         observer: &mut impl LeafObserver,
@@ -355,7 +507,7 @@ impl BTree {
         let mut conflicts = 0;
         let mut changes = 0;
         while conflicts < INDEX_RESTARTS_OPTIMISTIC_MAX && changes < STRUCTURE_CHANGES_MAX {
-            match self.try_insert(&search, value, garbage, observer) {
+            match self.try_insert(&search, &mut value, garbage, observer, &mut ()) {
                 Ok(Step::Done(result)) => return result,
                 Ok(Step::Again) => changes += 1,
                 Err(Restart) => {
@@ -364,18 +516,21 @@ impl BTree {
                 }
             }
         }
-        self.insert_locked(&search, value, garbage, observer)
+        self.insert_locked(&search, &mut value, garbage, observer)
     }
 
+    #[inline]
     fn try_insert(
         &self,
         key: &SearchKey<'_>,
-        value: u64,
+        value: &mut impl ValueSource,
         garbage: &mut Garbage,
         observer: &mut impl LeafObserver,
+        path: &mut impl PathNotes,
     ) -> Result<Step<Result<LeafVersion, u64>>, Restart> {
         let (root_version, mut current, mut version) = self.read_root()?;
         let mut parent = Parent::Root(root_version);
+        path.descend();
         loop {
             let here = node(current);
             if !here.is_leaf() {
@@ -384,14 +539,17 @@ impl BTree {
                     self.replace(parent, current, version, None, None, garbage, observer);
                     return Ok(Step::Again);
                 }
-                let child = here.child(here.route(key));
+                let route = here.route(key);
+                let child = here.child(route);
                 here.latch.read_validate(version)?;
+                path.inner(current, route, version);
                 let child_version = node(child).latch.read_begin()?;
                 parent = Parent::Inner(here, version);
                 current = child;
                 version = child_version;
                 continue;
             }
+            path.leaf(self, current);
             let (index, exact) = here.lower_bound(key);
             if exact {
                 let existing = here.value(index);
@@ -414,11 +572,81 @@ impl BTree {
             }
             // An unchanged version means `index` and the fit are still right.
             here.latch.try_upgrade(version)?;
-            here.leaf_insert(index, key.bytes, value);
+            here.leaf_insert(index, key.bytes, value.value());
             let after = LeafVersion { node: current, version: here.latch.unlock_returning() };
             observer.leaf_changed(current as usize, version, &[after]);
             return Ok(Step::Done(Ok(after)));
         }
+    }
+
+    /// Inserts `key -> make()` if `key` is absent, as [`BTree::insert`] does, starting at the
+    /// leaf `finger` remembers when that leaf's range holds `key`: a run of keys in ascending
+    /// order (recovery's sorted replay, a checkpoint's rows) then descends once per leaf
+    /// instead of once per key. Otherwise it descends from the root and remembers the leaf it
+    /// reaches and that leaf's fence keys. `make` is called once, under the leaf's latch, only
+    /// when the key is inserted, so a caller that finds its key present made nothing.
+    pub fn insert_near(
+        &self,
+        finger: &mut Finger<'_>,
+        key: &[u8],
+        make: impl FnOnce() -> u64,
+        _pin: &Pin<'_>,
+        garbage: &mut Garbage,
+        observer: &mut impl LeafObserver,
+    ) -> Result<LeafVersion, u64> {
+        assert!(key.len() <= INDEX_KEY_BYTES_MAX, "callers check key lengths");
+        let search = SearchKey::new(key);
+        let mut value = Make(Some(make));
+        if finger.covers(self, key)
+            && let Some(result) = self.try_insert_at(finger.leaf, &search, &mut value, observer)
+        {
+            finger.hits += 1;
+            return result;
+        }
+        let mut conflicts = 0;
+        let mut changes = 0;
+        while conflicts < INDEX_RESTARTS_OPTIMISTIC_MAX && changes < STRUCTURE_CHANGES_MAX {
+            match self.try_insert(&search, &mut value, garbage, observer, finger) {
+                Ok(Step::Done(result)) => return result,
+                Ok(Step::Again) => changes += 1,
+                Err(Restart) => {
+                    conflicts += 1;
+                    self.count_restart();
+                }
+            }
+        }
+        finger.forget();
+        self.insert_locked(&search, &mut value, garbage, observer)
+    }
+
+    /// The insert of `insert_near` in a leaf known to cover `key`: `None` when the leaf is
+    /// latched, obsolete, changed while read, or full (the caller descends from the root).
+    #[inline]
+    fn try_insert_at(
+        &self,
+        leaf: *mut Node,
+        key: &SearchKey<'_>,
+        value: &mut impl ValueSource,
+        observer: &mut impl LeafObserver,
+    ) -> Option<Result<LeafVersion, u64>> {
+        let here = node(leaf);
+        let version = here.latch.read_begin().ok()?;
+        let (index, exact) = here.lower_bound(key);
+        if exact {
+            let existing = here.value(index);
+            here.latch.read_validate(version).ok()?;
+            return Some(Err(existing));
+        }
+        if here.fits(key.bytes.len()) == Fit::No {
+            return None;
+        }
+        // A live leaf's range never changes (structure changes are copy-on-write), and an
+        // unchanged version means `index` and the fit are still right.
+        here.latch.try_upgrade(version).ok()?;
+        here.leaf_insert(index, key.bytes, value.value());
+        let after = LeafVersion { node: leaf, version: here.latch.unlock_returning() };
+        observer.leaf_changed(leaf as usize, version, &[after]);
+        Some(Ok(after))
     }
 
     /// Upgrades the parent, then the node; on failure releases what it took.
@@ -444,7 +672,7 @@ impl BTree {
     fn insert_locked(
         &self,
         key: &SearchKey<'_>,
-        value: u64,
+        value: &mut impl ValueSource,
         garbage: &mut Garbage,
         observer: &mut impl LeafObserver,
     ) -> Result<LeafVersion, u64> {
@@ -492,7 +720,7 @@ impl BTree {
                     );
                     break;
                 }
-                here.leaf_insert(index, key.bytes, value);
+                here.leaf_insert(index, key.bytes, value.value());
                 let after = LeafVersion { node: current, version: here.latch.unlock_returning() };
                 self.unlock_parent(parent);
                 observer.leaf_changed(current as usize, version, &[after]);
