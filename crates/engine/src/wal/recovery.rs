@@ -19,6 +19,7 @@ use super::storage::Storage;
 use super::{IndexDefinition, IndexKeys, io_error};
 use crate::error::{Error, Result};
 use crate::gc::Garbage;
+use crate::index::Finger;
 use crate::storage::arena::Arena;
 use crate::storage::record::{Busy, HeadShape, Retention};
 use crate::storage::table::push_version;
@@ -237,30 +238,44 @@ impl Applier {
 
     /// Makes `value` (or a deletion) the row's state if `tid` is newer than what it has.
     ///
-    /// One index descent per image: a fresh locked head is offered to the index first, and
-    /// the index hands back the row's head when the key is already there (the fresh head then
-    /// goes back to this thread's arena, whose next allocation of the class reuses it). A
-    /// lookup followed by an insert cost two descents for every new row.
-    fn apply(&mut self, table: &Table, key: &[u8], tid: Tid, value: Option<&[u8]>, pin: &Pin<'_>) {
+    /// One index search per image: the index is asked to insert the key, and makes a fresh
+    /// locked head for it only when the key is absent; when the key is there it hands back
+    /// the row's head. (A lookup followed by an insert cost two descents for every new row;
+    /// a head made before the insert was freed again for every row already there.)
+    ///
+    /// Callers that apply rows in key order (a checkpoint file, a sorted batch) pass the same
+    /// `finger` each time, so that the rows of one leaf descend the tree once.
+    fn apply(
+        &mut self,
+        table: &Table,
+        key: &[u8],
+        tid: Tid,
+        value: Option<&[u8]>,
+        finger: &mut Finger<'_>,
+        pin: &Pin<'_>,
+    ) {
         let flags =
             if value.is_some() { TidWord::LATEST } else { TidWord::LATEST | TidWord::ABSENT };
         let new_word = TidWord::new(tid, flags);
-        let fresh = Head::alloc_with(
-            &mut self.arena,
-            value.map_or(0, <[u8]>::len),
-            TidWord::new(Tid::ZERO, TidWord::LOCK | TidWord::LATEST | TidWord::ABSENT),
-            self.shape,
-        );
-        match table.primary.insert(key, fresh as u64, pin, &mut self.garbage, &mut ()) {
+        let (arena, shape) = (&mut self.arena, self.shape);
+        let mut fresh = std::ptr::null_mut();
+        let make = || {
+            fresh = Head::alloc_with(
+                arena,
+                value.map_or(0, <[u8]>::len),
+                TidWord::new(Tid::ZERO, TidWord::LOCK | TidWord::LATEST | TidWord::ABSENT),
+                shape,
+            );
+            fresh as u64
+        };
+        match table.primary.insert_near(finger, key, make, pin, &mut self.garbage, &mut ()) {
             Ok(_) => {
-                // SAFETY: `fresh` is locked by this thread; other recovery threads that find
-                // it wait for the unlock in `install`.
+                // SAFETY: `fresh` was made by the insert and is locked by this thread; other
+                // recovery threads that find it wait for the unlock in `install`.
                 self.install(unsafe { &*fresh }, value, new_word);
                 self.applied += 1;
             }
             Err(found) => {
-                // SAFETY: never published.
-                unsafe { Head::free_now(fresh, &mut self.arena) };
                 // SAFETY: reached through the index; nothing is freed during recovery.
                 let head = unsafe { &*(found as *mut Head) };
                 let word = loop {
@@ -449,6 +464,7 @@ impl ReplayBatch {
             prefetch_value(bytes(image), image);
         }
         let mut buffer = [0u8; 16];
+        let mut finger = Finger::new(pin);
         for (at, image) in sorted.iter().enumerate() {
             if let Some(ahead) = sorted.get(at + AHEAD) {
                 prefetch_value(bytes(ahead), ahead);
@@ -467,7 +483,7 @@ impl ReplayBatch {
             };
             let value = (!image.delete)
                 .then(|| &bytes(image)[image.value_at..image.value_at + image.value_len as usize]);
-            applier.apply(table, key, Tid::from_u64(image.tid), value, pin);
+            applier.apply(table, key, Tid::from_u64(image.tid), value, &mut finger, pin);
         }
         images.clear();
         spill.clear();
@@ -790,6 +806,7 @@ fn run(
             || Applier::new(shape),
             |index, applier| {
                 let pin = nothing_is_reclaimed();
+                let mut finger = Finger::new(&pin);
                 let (file_rows, file_bytes) = read_checkpoint_file(
                     storage,
                     &files[index].path,
@@ -797,7 +814,7 @@ fn run(
                     |table, key, value| {
                         note_table(table);
                         if let Some(table) = table_of(table) {
-                            applier.apply(table, key, tid, Some(value), &pin);
+                            applier.apply(table, key, tid, Some(value), &mut finger, &pin);
                         }
                     },
                 )?;
