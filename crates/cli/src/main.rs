@@ -134,6 +134,10 @@ struct DurabilityArgs {
     /// MiB of log between background checkpoints (0: none during the run).
     #[arg(long)]
     checkpoint_log_mib: Option<u64>,
+    /// ...and at least this many times the last checkpoint's size (0: MiB alone decide;
+    /// default 8).
+    #[arg(long)]
+    checkpoint_log_ratio: Option<u64>,
     /// Memory spaces the workers share for records and versions (0: one per worker, no
     /// lock; Wu et al.'s Fig. 16).
     #[arg(long, default_value_t = 0)]
@@ -211,6 +215,7 @@ impl DurabilityArgs {
             durability: mode,
             log_compression: self.log_compression,
             checkpoint_log_bytes: self.checkpoint_log_mib.map(|mib| mib << 20),
+            checkpoint_log_ratio: self.checkpoint_log_ratio,
             memory_spaces: self.memory_spaces,
             gc: self.gc,
             version_storage: self.version_storage,

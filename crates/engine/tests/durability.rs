@@ -1079,3 +1079,64 @@ fn acknowledged_commits_survive_a_crash_with_and_without_compression() {
         );
     }
 }
+
+/// Background checkpoints wait for the log to grow by `checkpoint_log_ratio` times the last
+/// checkpoint's size, not only by `checkpoint_log_bytes`: under the same write load over a
+/// database of about 2 MB, a 64 KiB threshold alone checkpoints at nearly every poll of the
+/// checkpointer, and with the ratio at 4 the log must grow by about 8 MB between them.
+#[test]
+fn background_checkpoints_wait_for_the_log_to_outgrow_the_last_one() {
+    let checkpoints_taken = |ratio: u64| {
+        let storage = FaultyStorage::new(31);
+        let db = Database::open(Config {
+            checkpoint_log_bytes: 64 << 10,
+            checkpoint_log_ratio: ratio,
+            ..config(&storage)
+        })
+        .unwrap();
+        let table = db.create_table(TableSpec::new("rows")).unwrap();
+        let mut worker = db.worker().unwrap();
+        let value = vec![7u8; 1000];
+        for start in (0..2000).step_by(100) {
+            worker
+                .transaction(Isolation::Serializable, |txn| {
+                    (start..start + 100).try_for_each(|i| txn.put(&table, &key(i), &value))
+                })
+                .unwrap();
+        }
+        let mut epochs = std::collections::BTreeSet::new();
+        let started = std::time::Instant::now();
+        let mut round = 0u64;
+        // About 4 MB of log a second for three seconds: 15 polls of the checkpointer.
+        while started.elapsed() < std::time::Duration::from_secs(3) {
+            round += 1;
+            worker
+                .transaction(Isolation::Serializable, |txn| {
+                    (0..40).try_for_each(|i| txn.put(&table, &key((round * 40 + i) % 2000), &value))
+                })
+                .unwrap();
+            worker.wait_durable().unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            for path in storage.paths() {
+                if let Some(epoch) =
+                    path.strip_prefix("checkpoint/").and_then(|rest| rest.split('/').next())
+                {
+                    epochs.insert(epoch.to_string());
+                }
+            }
+        }
+        let logged = db.log_bytes();
+        drop(db);
+        (epochs.len(), logged)
+    };
+    let (without_ratio, logged) = checkpoints_taken(0);
+    assert!(logged > 2 << 20, "the load logged {logged} bytes");
+    assert!(without_ratio >= 5, "{without_ratio} checkpoints with 64 KiB between them");
+    let (with_ratio, logged) = checkpoints_taken(4);
+    // The first after 64 KiB, then one for every ~8 MB of log.
+    let most = 1 + (logged / (8 << 20)) as usize + 1;
+    assert!(
+        with_ratio <= most,
+        "{with_ratio} checkpoints over {logged} bytes of log with the ratio at 4 (at most {most})"
+    );
+}

@@ -79,6 +79,9 @@ pub struct Persistence {
     /// Log bytes between background checkpoints (`Config::checkpoint_log_bytes`); `None`
     /// keeps the default.
     pub checkpoint_log_bytes: Option<u64>,
+    /// The least log since the last checkpoint, as a multiple of that checkpoint's size,
+    /// before the next one (`Config::checkpoint_log_ratio`); `None` keeps the default.
+    pub checkpoint_log_ratio: Option<u64>,
     /// Memory spaces shared by the workers (`Config::memory_spaces`; 0: one per worker).
     pub memory_spaces: usize,
     /// How superseded versions are removed (`Config::gc`).
@@ -111,6 +114,9 @@ impl Persistence {
             checkpoint_log_bytes: self
                 .checkpoint_log_bytes
                 .unwrap_or(defaults.checkpoint_log_bytes),
+            checkpoint_log_ratio: self
+                .checkpoint_log_ratio
+                .unwrap_or(defaults.checkpoint_log_ratio),
             ..defaults
         }
     }
@@ -330,9 +336,13 @@ impl Db for EngramTpcc {
                     dir.display(),
                     config.loggers,
                     if config.log_compression { ", LZ4" } else { "" },
-                    match config.checkpoint_log_bytes {
-                        0 => "no background checkpoints".to_string(),
-                        bytes => format!("checkpoint every {} MiB of log", bytes >> 20),
+                    match (config.checkpoint_log_bytes, config.checkpoint_log_ratio) {
+                        (0, _) => "no background checkpoints".to_string(),
+                        (bytes, 0) => format!("checkpoint every {} MiB of log", bytes >> 20),
+                        (bytes, ratio) => format!(
+                            "checkpoint after {} MiB of log and {ratio}x the last checkpoint",
+                            bytes >> 20
+                        ),
                     }
                 ),
                 (Some(dir), Durability::Off) =>
