@@ -172,11 +172,14 @@ proptest! {
                 }
             }
         }
-        tree.check_invariants();
-        let everything = scan(&mut worker, &tree, Bound::Unbounded, Bound::Unbounded, Direction::Forward, usize::MAX, 1);
-        let want: Vec<_> = model.into_iter().collect();
-        prop_assert_eq!(everything, want);
+        prop_assert_eq!(checked_entries(&mut worker, &tree), model.into_iter().collect::<Vec<_>>());
     }
+}
+
+/// Every entry of `tree`, in order, once its invariants are checked.
+fn checked_entries(worker: &mut Worker, tree: &BTree) -> Vec<(Vec<u8>, u64)> {
+    tree.check_invariants();
+    scan(worker, tree, Bound::Unbounded, Bound::Unbounded, Direction::Forward, usize::MAX, 1)
 }
 
 #[test]
@@ -534,9 +537,7 @@ proptest! {
             Ok(())
         }).unwrap()?;
         for (tree, model) in trees.iter().zip(models) {
-            tree.check_invariants();
-            let everything = scan(&mut worker, tree, Bound::Unbounded, Bound::Unbounded, Direction::Forward, usize::MAX, 1);
-            prop_assert_eq!(everything, model.into_iter().collect::<Vec<_>>());
+            prop_assert_eq!(checked_entries(&mut worker, tree), model.into_iter().collect::<Vec<_>>());
         }
     }
 }

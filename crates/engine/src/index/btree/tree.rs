@@ -503,11 +503,23 @@ impl BTree {
         observer: &mut impl LeafObserver,
     ) -> Result<LeafVersion, u64> {
         assert!(key.len() <= INDEX_KEY_BYTES_MAX, "callers check key lengths");
-        let search = SearchKey::new(key);
+        self.insert_from_root(&SearchKey::new(key), &mut value, garbage, observer, &mut ())
+    }
+
+    /// Optimistic descents from the root (telling `path` of each), then a pessimistic one.
+    #[inline]
+    fn insert_from_root(
+        &self,
+        key: &SearchKey<'_>,
+        value: &mut impl ValueSource,
+        garbage: &mut Garbage,
+        observer: &mut impl LeafObserver,
+        path: &mut impl PathNotes,
+    ) -> Result<LeafVersion, u64> {
         let mut conflicts = 0;
         let mut changes = 0;
         while conflicts < INDEX_RESTARTS_OPTIMISTIC_MAX && changes < STRUCTURE_CHANGES_MAX {
-            match self.try_insert(&search, &mut value, garbage, observer, &mut ()) {
+            match self.try_insert(key, value, garbage, observer, path) {
                 Ok(Step::Done(result)) => return result,
                 Ok(Step::Again) => changes += 1,
                 Err(Restart) => {
@@ -516,7 +528,7 @@ impl BTree {
                 }
             }
         }
-        self.insert_locked(&search, &mut value, garbage, observer)
+        self.insert_locked(key, value, garbage, observer)
     }
 
     #[inline]
@@ -603,20 +615,9 @@ impl BTree {
             finger.hits += 1;
             return result;
         }
-        let mut conflicts = 0;
-        let mut changes = 0;
-        while conflicts < INDEX_RESTARTS_OPTIMISTIC_MAX && changes < STRUCTURE_CHANGES_MAX {
-            match self.try_insert(&search, &mut value, garbage, observer, finger) {
-                Ok(Step::Done(result)) => return result,
-                Ok(Step::Again) => changes += 1,
-                Err(Restart) => {
-                    conflicts += 1;
-                    self.count_restart();
-                }
-            }
-        }
-        finger.forget();
-        self.insert_locked(&search, &mut value, garbage, observer)
+        // A leaf the finger notes on a descent that then restarts still covers what its
+        // fences say (they were validated), so the pessimistic insert leaves it be.
+        self.insert_from_root(&search, &mut value, garbage, observer, finger)
     }
 
     /// The insert of `insert_near` in a leaf known to cover `key`: `None` when the leaf is
