@@ -245,13 +245,13 @@ impl Applier {
     ///
     /// Callers that apply rows in key order (a checkpoint file, a sorted batch) pass the same
     /// `finger` each time, so that the rows of one leaf descend the tree once.
-    fn apply(
+    fn apply<'a>(
         &mut self,
-        table: &Table,
+        table: &'a Table,
         key: &[u8],
         tid: Tid,
         value: Option<&[u8]>,
-        finger: &mut Finger<'_>,
+        finger: &mut Finger<'a>,
         pin: &Pin<'_>,
     ) {
         let flags =

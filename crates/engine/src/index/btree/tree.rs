@@ -174,7 +174,40 @@ const FINGER_LEVELS_MAX: usize = 16;
 /// [`BTree::insert_near`]: the separators above the leaf bound the keys it may hold, lower
 /// inclusive and upper exclusive (a child's range in `Node::route`), and as structure changes
 /// are copy-on-write, that range holds for as long as the leaf is live. The leaf's address is
-/// used only under the pin the finger was made with.
+/// used only under the pin the finger was made with, and every tree the finger is used with
+/// outlives it (`insert_near` borrows the tree for the finger's lifetime), so a tree dropped
+/// and another made at its address cannot be mistaken for it.
+///
+/// ```
+/// use engram_engine::index::{BTree, Finger};
+/// # let db = engram_engine::Database::open(engram_engine::Config::default()).unwrap();
+/// # let mut worker = db.worker().unwrap();
+/// let tree = BTree::new();
+/// let hits = worker.pinned(|pin, garbage| {
+///     let mut finger = Finger::new(pin);
+///     for i in 0u64..1000 {
+///         tree.insert_near(&mut finger, &i.to_be_bytes(), || i, pin, garbage, &mut ()).unwrap();
+///     }
+///     finger.hits()
+/// });
+/// assert!(hits.unwrap() > 900);
+/// ```
+///
+/// A tree must outlive the fingers used with it:
+///
+/// ```compile_fail,E0597
+/// use engram_engine::index::{BTree, Finger};
+/// # let db = engram_engine::Database::open(engram_engine::Config::default()).unwrap();
+/// # let mut worker = db.worker().unwrap();
+/// worker.pinned(|pin, garbage| {
+///     let mut finger = Finger::new(pin);
+///     {
+///         let tree = BTree::new();
+///         tree.insert_near(&mut finger, b"key", || 1, pin, garbage, &mut ()).unwrap();
+///     }
+///     finger.hits()
+/// });
+/// ```
 pub struct Finger<'p> {
     tree: *const BTree,
     leaf: *mut Node,
@@ -597,9 +630,9 @@ impl BTree {
     /// instead of once per key. Otherwise it descends from the root and remembers the leaf it
     /// reaches and that leaf's fence keys. `make` is called once, under the leaf's latch, only
     /// when the key is inserted, so a caller that finds its key present made nothing.
-    pub fn insert_near(
-        &self,
-        finger: &mut Finger<'_>,
+    pub fn insert_near<'a>(
+        &'a self,
+        finger: &mut Finger<'a>,
         key: &[u8],
         make: impl FnOnce() -> u64,
         _pin: &Pin<'_>,
