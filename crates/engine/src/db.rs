@@ -786,7 +786,7 @@ fn run_ticker(shared: &Shared, loggers: &[Thread], interval: Duration, shortest:
 
 /// Log bytes after which the background checkpointer takes the next checkpoint, given the
 /// size of the last one (`Config::checkpoint_log_bytes` and `checkpoint_log_ratio`).
-pub(crate) fn checkpoint_due_after(config: &Config, last_checkpoint_bytes: u64) -> u64 {
+fn checkpoint_due_after(config: &Config, last_checkpoint_bytes: u64) -> u64 {
     config
         .checkpoint_log_bytes
         .max(last_checkpoint_bytes.saturating_mul(config.checkpoint_log_ratio))

@@ -508,16 +508,17 @@ impl ReplayBatch {
 
 /// Runs of more images than this may be radix sorted.
 const RADIX_SORT_IMAGES_MIN: usize = 512;
-/// Byte passes beyond which a radix sort would cost more than a comparison sort (about
-/// log2(n) comparisons and half as many moves an image).
+/// Byte passes beyond which the comparison sort is used instead: each pass moves every
+/// image once, against about log2(n) comparisons an image for the comparison sort (a bound
+/// chosen from that count, not tuned by measurement).
 const RADIX_SORT_PASSES_MAX: usize = 6;
 
 /// Sorts `run` by key prefix, using `scratch` (as long) as it likes. A table's keys in one
 /// segment differ in a few of their 16 prefix bytes (TPC-C's: a warehouse's low byte, a
 /// district, two or three bytes of an order or item number), so a least-significant-digit
 /// radix sort over only the bytes that differ moves each image a few times with no
-/// comparisons; a comparison sort made about 17 comparisons and 8 moves an image and was
-/// the largest part of replay (docs/performance.md).
+/// comparisons; the comparison sort before it made about log2(n) comparisons an image and
+/// took about a quarter of recovery's instructions (docs/performance.md).
 fn sort_by_prefix(run: &mut [Image], scratch: &mut [Image]) {
     debug_assert_eq!(run.len(), scratch.len());
     if run.len() < RADIX_SORT_IMAGES_MIN {
