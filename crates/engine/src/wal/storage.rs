@@ -356,7 +356,12 @@ impl Storage for DirStorage {
         let len = file.metadata()?.len() as usize;
         let padded = len.div_ceil(DIRECT_ALIGN) * DIRECT_ALIGN;
         out.clear();
+        let old_capacity = out.capacity();
         out.reserve(padded + DIRECT_ALIGN);
+        if out.capacity() != old_capacity {
+            // Replay reads the rows of a segment in key order, all over the buffer.
+            crate::storage::chunks::advise_huge_pages_inside(out.as_ptr(), out.capacity());
+        }
         let base = out.as_mut_ptr();
         let start = (DIRECT_ALIGN - base as usize % DIRECT_ALIGN) % DIRECT_ALIGN;
         // SAFETY: `reserve` made room for `start + padded` bytes; the bytes before `start` are
