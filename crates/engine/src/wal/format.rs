@@ -535,7 +535,7 @@ pub fn decode_log_payload(
         for _ in 0..count {
             let table = cursor.u32().ok_or_else(bad)?;
             let op = cursor.u8().ok_or_else(bad)?;
-            let key = cursor.sized().ok_or_else(bad)?;
+            let key = cursor.sized().filter(|key| key_fits(key)).ok_or_else(bad)?;
             let value = match op {
                 OP_PUT => Some(cursor.sized().ok_or_else(bad)?),
                 OP_DELETE => None,
@@ -546,6 +546,13 @@ pub fn decode_log_payload(
         visit(tid, &local);
     }
     Ok(())
+}
+
+/// Whether a logged or checkpointed key is one an index can hold: no writer logs a longer
+/// one, so a longer one is a malformed record, not a key to hand to the index.
+#[inline]
+pub fn key_fits(key: &[u8]) -> bool {
+    key.len() <= crate::limits::INDEX_KEY_BYTES_MAX
 }
 
 // ----- checkpoint rows -------------------------------------------------------------------------
@@ -720,6 +727,7 @@ pub fn u64_at(data: &[u8], at: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limits::INDEX_KEY_BYTES_MAX;
 
     #[test]
     fn a_header_from_the_payloads_checksum_equals_one_computed_over_it() {
@@ -840,6 +848,14 @@ mod tests {
         assert!(
             decode_log_payload(&payload[..payload.len() - 1], FORMAT_VERSION, |_, _| {}).is_err()
         );
+        // A key longer than any index holds is a malformed record (the index would refuse it).
+        for (len, fits) in [(INDEX_KEY_BYTES_MAX, true), (INDEX_KEY_BYTES_MAX + 1, false)] {
+            let mut payload = Vec::new();
+            encode_txn_head(&mut payload, 99, 1);
+            let key = vec![1u8; len];
+            encode_write(&mut payload, LoggedWrite { table: 3, key: &key, value: Some(b"v") });
+            assert_eq!(decode_log_payload(&payload, FORMAT_VERSION, |_, _| {}).is_ok(), fits);
+        }
         let record = CatalogRecord::Create {
             table: 7,
             name: "t".into(),
