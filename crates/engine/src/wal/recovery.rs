@@ -627,21 +627,18 @@ impl Radix {
         if count < RADIX_SORT_IMAGES_MIN {
             return None;
         }
-        let mut radix = Box::new(Radix {
-            bytes: [0; RADIX_SORT_PASSES_MAX],
-            passes: 0,
-            counts: [[0; 256]; RADIX_SORT_PASSES_MAX],
-        });
+        let mut bytes = [0; RADIX_SORT_PASSES_MAX];
+        let mut passes = 0;
         for (byte, bits) in differ.to_le_bytes().into_iter().enumerate() {
             if bits != 0 {
-                if radix.passes == RADIX_SORT_PASSES_MAX {
+                if passes == RADIX_SORT_PASSES_MAX {
                     return None;
                 }
-                radix.bytes[radix.passes] = byte;
-                radix.passes += 1;
+                bytes[passes] = byte;
+                passes += 1;
             }
         }
-        Some(radix)
+        Some(Box::new(Radix { bytes, passes, counts: [[0; 256]; RADIX_SORT_PASSES_MAX] }))
     }
 
     /// Counts an image of the run to be sorted.
