@@ -196,6 +196,58 @@ fn checkpoints_cover_the_log_and_recovery_combines_them() {
     assert_eq!(again, model);
 }
 
+/// A log segment that a checkpoint covers but cannot remove stays listed: the next checkpoint
+/// removes it. Nothing is lost either way.
+#[test]
+fn segments_a_checkpoint_cannot_remove_are_removed_by_the_next() {
+    let storage = FaultyStorage::new(12);
+    let db = Database::open(Config { segment_bytes: 8 << 10, ..config(&storage) }).unwrap();
+    let items = db.create_table(TableSpec::new("items")).unwrap();
+    let mut worker = db.worker().unwrap();
+    let mut model = std::collections::BTreeMap::new();
+    let segments = || {
+        let mut paths: Vec<String> =
+            storage.paths().into_iter().filter(|path| path.starts_with("wal/r")).collect();
+        paths.sort();
+        paths
+    };
+    let mut write_round = |round: u64, worker: &mut engram_engine::Worker| {
+        for id in 0..200u64 {
+            let value = format!("r{round}-{id}-{}", "y".repeat((id % 50) as usize));
+            worker
+                .transaction(Isolation::Serializable, |txn| {
+                    txn.put(&items, &key(id), value.as_bytes())
+                })
+                .unwrap();
+            model.insert(key(id), value.into_bytes());
+        }
+        worker.wait_durable().unwrap();
+        // Let the snapshot epoch (every 5 epochs of 2 ms) pass the writes.
+        std::thread::sleep(std::time::Duration::from_millis(60));
+    };
+    write_round(0, &mut worker);
+    let before = segments();
+    storage.refuse_removals(true);
+    let report = db.checkpoint().unwrap();
+    assert_eq!(report.segments_removed, 0, "{report:?}");
+    assert_eq!(segments()[..before.len()], before[..], "every covered segment is still there");
+    storage.refuse_removals(false);
+    write_round(1, &mut worker);
+    let report = db.checkpoint().unwrap();
+    let left = segments();
+    assert!(report.segments_removed > before.len(), "{report:?}");
+    assert!(
+        before.iter().all(|path| !left.contains(path)),
+        "the segments the first checkpoint could not remove are gone: {left:?}"
+    );
+    let crashed = storage.crash();
+    drop(worker);
+    drop(db);
+    let db = Database::open(config(&crashed)).unwrap();
+    let all: std::collections::BTreeMap<_, _> = rows(&db, "items").into_iter().collect();
+    assert_eq!(all, model);
+}
+
 /// Workers each own `KEYS` keys and write one version number to all of them per transaction.
 /// Writes fail from a random point on; after the crash, every key of a worker has the same
 /// version (no partial transaction), at least its last acknowledged one and at most its last

@@ -461,6 +461,8 @@ struct MemState {
     operations: u64,
     fail_at: Option<u64>,
     failures: u64,
+    /// Whether removing a file fails (`FaultyStorage::refuse_removals`).
+    removals_refused: bool,
 }
 
 /// An in-memory data directory that fails on command and can simulate a crash. For tests.
@@ -534,6 +536,12 @@ impl FaultyStorage {
             all.truncate(keep);
         }
         file.synced = all;
+    }
+
+    /// Makes every removal of a file fail (permission denied) while `refused` is true; writes
+    /// and syncs still succeed.
+    pub fn refuse_removals(&self, refused: bool) {
+        self.lock().removals_refused = refused;
     }
 
     /// Every file's path, directories included in the name (`wal/...`, `checkpoint/E/...`).
@@ -637,6 +645,9 @@ impl Storage for FaultyStorage {
 
     fn remove(&self, path: &str) -> io::Result<()> {
         let mut state = self.lock();
+        if state.removals_refused {
+            return Err(io::Error::from(io::ErrorKind::PermissionDenied));
+        }
         state.files.remove(path).map(|_| ()).ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
     }
 
