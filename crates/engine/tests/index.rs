@@ -2,7 +2,8 @@
 //! writers and scanners.
 
 use engram_engine::index::{
-    BTree, Direction, Finger, GROUP_KEYS, LeafVersion, ScanBuffer, ScanVisitor,
+    BTree, Direction, Finger, GROUP_KEYS, LeafVersion, SCAN_PREFETCH_DISTANCE, ScanBuffer,
+    ScanVisitor,
 };
 use engram_engine::{Config, Database, Worker};
 use proptest::prelude::*;
@@ -19,15 +20,26 @@ struct Collect {
     entries: Vec<(Vec<u8>, u64)>,
     leaves: Vec<LeafVersion>,
     limit: usize,
+    /// Values named by `upcoming` and not yet visited, oldest first.
+    announced: std::collections::VecDeque<u64>,
+    /// Entries visited that `upcoming` had not named just before.
+    unannounced: usize,
 }
 
 impl ScanVisitor for Collect {
     fn leaf(&mut self, leaf: LeafVersion) {
         self.leaves.push(leaf);
+        self.announced.clear();
     }
     fn entry(&mut self, key: &[u8], value: u64) -> bool {
+        if self.announced.pop_front() != Some(value) {
+            self.unannounced += 1;
+        }
         self.entries.push((key.to_vec(), value));
         self.entries.len() < self.limit
+    }
+    fn upcoming(&mut self, value: u64) {
+        self.announced.push_back(value);
     }
 }
 
@@ -180,6 +192,61 @@ proptest! {
 fn checked_entries(worker: &mut Worker, tree: &BTree) -> Vec<(Vec<u8>, u64)> {
     tree.check_invariants();
     scan(worker, tree, Bound::Unbounded, Bound::Unbounded, Direction::Forward, usize::MAX, 1)
+}
+
+/// A scan names every entry to `ScanVisitor::upcoming` before it visits it, in order, and
+/// no more than `SCAN_PREFETCH_DISTANCE` entries beyond the one it visits.
+#[test]
+fn scans_announce_each_entry_a_few_entries_ahead() {
+    let db = database();
+    let mut worker = db.worker().unwrap();
+    let tree = BTree::new();
+    for i in 0..5_000u64 {
+        worker
+            .pinned(|pin, garbage| tree.insert(&i.to_be_bytes(), i, pin, garbage, &mut ()).unwrap())
+            .unwrap();
+    }
+    let (low, high) = (100u64.to_be_bytes(), 4_000u64.to_be_bytes());
+    for direction in [Direction::Forward, Direction::Reverse] {
+        for (limit, expected) in [(usize::MAX, 1), (usize::MAX, 64), (700, 700), (3, 3)] {
+            let (entries, leaves, unannounced, most_ahead) = worker
+                .pinned(|pin, _| {
+                    let mut collect = Collect { limit, ..Collect::default() };
+                    let mut most_ahead = 0;
+                    let buffer = &mut ScanBuffer::new();
+                    let bounds = (Bound::Included(&low[..]), Bound::Excluded(&high[..]));
+                    let mut watch = Watch { collect: &mut collect, most_ahead: &mut most_ahead };
+                    tree.scan_expecting(
+                        bounds.0, bounds.1, direction, expected, pin, buffer, &mut watch,
+                    );
+                    (collect.entries.len(), collect.leaves.len(), collect.unannounced, most_ahead)
+                })
+                .unwrap();
+            assert_eq!(entries, limit.min(3_900), "{direction:?} {limit}");
+            assert!(leaves > 1 || limit == 3, "the scan crossed leaves");
+            assert_eq!(unannounced, 0, "{direction:?}, limit {limit}");
+            assert!(most_ahead <= SCAN_PREFETCH_DISTANCE + 1, "{most_ahead} named, not visited");
+        }
+    }
+}
+
+/// Counts how far ahead of the visits the announcements run.
+struct Watch<'a> {
+    collect: &'a mut Collect,
+    most_ahead: &'a mut usize,
+}
+
+impl ScanVisitor for Watch<'_> {
+    fn leaf(&mut self, leaf: LeafVersion) {
+        self.collect.leaf(leaf);
+    }
+    fn entry(&mut self, key: &[u8], value: u64) -> bool {
+        self.collect.entry(key, value)
+    }
+    fn upcoming(&mut self, value: u64) {
+        self.collect.upcoming(value);
+        *self.most_ahead = (*self.most_ahead).max(self.collect.announced.len());
+    }
 }
 
 #[test]

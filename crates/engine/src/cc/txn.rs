@@ -1413,6 +1413,13 @@ impl<F: FnMut(&[u8], &[u8]) -> bool> ScanVisitor for RowVisitor<'_, F> {
             None => self.error.is_none(),
         }
     }
+
+    /// Scans read each entry's head, a cache miss apart from the leaf: the head a few entries
+    /// ahead is loaded while this one is read.
+    #[inline]
+    fn upcoming(&mut self, value: u64) {
+        Head::prefetch(value as *const Head);
+    }
 }
 
 /// Passes each entry's head on to a `RowVisitor`'s callback through `current`.
@@ -1429,6 +1436,11 @@ impl<F: FnMut(&[u8], &[u8]) -> bool> ScanVisitor for HeadVisitor<'_, '_, F> {
     fn entry(&mut self, key: &[u8], value: u64) -> bool {
         self.current.set(value as *mut Head);
         self.rows.entry(key, value)
+    }
+
+    #[inline]
+    fn upcoming(&mut self, value: u64) {
+        self.rows.upcoming(value);
     }
 }
 

@@ -8,5 +8,6 @@ pub mod btree;
 pub mod key;
 
 pub use btree::{
-    BTree, Direction, Finger, GROUP_KEYS, LeafObserver, LeafVersion, Probe, ScanBuffer, ScanVisitor,
+    BTree, Direction, Finger, GROUP_KEYS, LeafObserver, LeafVersion, Probe, SCAN_PREFETCH_DISTANCE,
+    ScanBuffer, ScanVisitor,
 };

@@ -31,7 +31,15 @@ pub trait ScanVisitor {
     fn leaf(&mut self, leaf: LeafVersion);
     /// An entry in range. Return `false` to stop the scan.
     fn entry(&mut self, key: &[u8], value: u64) -> bool;
+    /// The value of an entry the scan will hand to `entry` a few entries from now, if the
+    /// visitor goes on: a hint, for a visitor that reads what values point to to load it into
+    /// the cache early ([`SCAN_PREFETCH_DISTANCE`] entries ahead).
+    #[inline]
+    fn upcoming(&mut self, _value: u64) {}
 }
+
+/// How many entries ahead of the one visited a scan names to `ScanVisitor::upcoming`.
+pub const SCAN_PREFETCH_DISTANCE: usize = 4;
 
 /// Reusable memory for scans: no allocation once it has grown to the largest leaf.
 #[derive(Debug, Default)]
@@ -124,7 +132,14 @@ impl BTree {
         loop {
             let (leaf, next) = self.leaf_step(direction, cursor, stop, most, buffer);
             visitor.leaf(leaf);
-            for &(start, len, value) in &buffer.entries {
+            let entries = &buffer.entries;
+            for &(_, _, value) in entries.iter().take(SCAN_PREFETCH_DISTANCE) {
+                visitor.upcoming(value);
+            }
+            for (index, &(start, len, value)) in entries.iter().enumerate() {
+                if let Some(&(_, _, ahead)) = entries.get(index + SCAN_PREFETCH_DISTANCE) {
+                    visitor.upcoming(ahead);
+                }
                 let key = &buffer.keys[start as usize..(start + len) as usize];
                 if !visitor.entry(key, value) {
                     return;

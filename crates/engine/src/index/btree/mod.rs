@@ -12,6 +12,6 @@ mod node;
 mod pool;
 mod tree;
 
-pub use iter::{Direction, ScanBuffer, ScanVisitor};
+pub use iter::{Direction, SCAN_PREFETCH_DISTANCE, ScanBuffer, ScanVisitor};
 pub(crate) use node::Node;
 pub use tree::{BTree, Finger, GROUP_KEYS, LeafObserver, LeafVersion, Probe, TreeStats};
