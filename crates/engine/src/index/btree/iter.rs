@@ -31,9 +31,9 @@ pub trait ScanVisitor {
     fn leaf(&mut self, leaf: LeafVersion);
     /// An entry in range. Return `false` to stop the scan.
     fn entry(&mut self, key: &[u8], value: u64) -> bool;
-    /// The value of an entry the scan will hand to `entry` a few entries from now, if the
-    /// visitor goes on: a hint, for a visitor that reads what values point to to load it into
-    /// the cache early ([`SCAN_PREFETCH_DISTANCE`] entries ahead).
+    /// The value of the entry the scan will hand to `entry` [`SCAN_PREFETCH_DISTANCE`]
+    /// entries from now, if the visitor goes on. A hint: a visitor that follows values as
+    /// pointers can start loading what this one points to.
     #[inline]
     fn upcoming(&mut self, _value: u64) {}
 }
