@@ -141,6 +141,25 @@ fn recovery_without_the_key_extractor_is_a_clear_error() {
     );
 }
 
+/// Puts keys `0..count`, each in a transaction of its own, with values naming the round and
+/// padded by up to `pad_max` bytes, and records them in `model`.
+fn put_round(
+    worker: &mut engram_engine::Worker,
+    table: &engram_engine::TableRef,
+    model: &mut std::collections::BTreeMap<Vec<u8>, Vec<u8>>,
+    round: u64,
+    count: u64,
+    pad_max: u64,
+) {
+    for id in 0..count {
+        let value = format!("r{round}-{id}-{}", "x".repeat((id % pad_max) as usize));
+        worker
+            .transaction(Isolation::Serializable, |txn| txn.put(table, &key(id), value.as_bytes()))
+            .unwrap();
+        model.insert(key(id), value.into_bytes());
+    }
+}
+
 #[test]
 fn checkpoints_cover_the_log_and_recovery_combines_them() {
     let storage = FaultyStorage::new(11);
@@ -149,15 +168,7 @@ fn checkpoints_cover_the_log_and_recovery_combines_them() {
     let mut worker = db.worker().unwrap();
     let mut model = std::collections::BTreeMap::new();
     for round in 0..3u64 {
-        for id in 0..300u64 {
-            let value = format!("r{round}-{id}-{}", "x".repeat((id % 40) as usize));
-            worker
-                .transaction(Isolation::Serializable, |txn| {
-                    txn.put(&items, &key(id), value.as_bytes())
-                })
-                .unwrap();
-            model.insert(key(id), value.into_bytes());
-        }
+        put_round(&mut worker, &items, &mut model, round, 300, 40);
         for id in (round * 10..300).step_by(7) {
             worker
                 .transaction(Isolation::Serializable, |txn| {
@@ -212,15 +223,7 @@ fn segments_a_checkpoint_cannot_remove_are_removed_by_the_next() {
         paths
     };
     let mut write_round = |round: u64, worker: &mut engram_engine::Worker| {
-        for id in 0..200u64 {
-            let value = format!("r{round}-{id}-{}", "y".repeat((id % 50) as usize));
-            worker
-                .transaction(Isolation::Serializable, |txn| {
-                    txn.put(&items, &key(id), value.as_bytes())
-                })
-                .unwrap();
-            model.insert(key(id), value.into_bytes());
-        }
+        put_round(worker, &items, &mut model, round, 200, 50);
         worker.wait_durable().unwrap();
         // Let the snapshot epoch (every 5 epochs of 2 ms) pass the writes.
         std::thread::sleep(std::time::Duration::from_millis(60));

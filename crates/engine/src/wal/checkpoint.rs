@@ -253,8 +253,10 @@ const REMOVED_BYTES_PER_PAUSE: u64 = 64 << 20;
 /// The longest pause between removals (the epoch interval's when shorter).
 const REMOVAL_PAUSE_MAX: Duration = Duration::from_millis(50);
 
-/// Removes what a checkpoint superseded, a file at a time, pausing between files for about an
-/// epoch interval per 64 MiB removed; returns how many segments it removed. On this machine's
+/// Removes what a checkpoint superseded, a file at a time, pausing before each file after the
+/// first: about an epoch interval per 64 MiB of segment (from `Config::segment_bytes`), and an
+/// epoch interval before each file of an older checkpoint, whatever its size. Returns how many
+/// segments it removed. On this machine's
 /// ext4 (mounted with `discard`) removing a 64 MiB segment takes about 20 ms. The checkpoint
 /// after 2 GiB of log removed 33 segments back to back while holding the list's lock, the
 /// logger made no `fdatasync` for 228 ms, and durable commit latency's p99 reached 6.8 to 17.4
