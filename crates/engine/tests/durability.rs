@@ -993,6 +993,42 @@ fn sorted_replay_keeps_the_newest_image_of_every_row() {
     }
 }
 
+/// Replay reads the newest segments first, so an older image of a row finds the newer one
+/// already there and installs nothing: with one replaying thread, each row is written once,
+/// however many segments hold it, deleted rows included. (Read oldest first, every segment's
+/// image of a row would be installed over the last one: here about 60 per row.)
+#[test]
+fn replay_installs_the_newest_image_of_each_row_only() {
+    let storage = FaultyStorage::new(31);
+    let config = || Config { segment_bytes: 8 << 10, recovery_threads: 1, ..config(&storage) };
+    let db = Database::open(config()).unwrap();
+    let items = db.create_table(TableSpec::new("items")).unwrap();
+    let mut worker = db.worker().unwrap();
+    let mut model = std::collections::BTreeMap::new();
+    for round in 0..60u64 {
+        put_round(&mut worker, &items, &mut model, round, 20, 200);
+        // Each round in its own flush, so that the rounds spread over many segments.
+        worker.wait_durable().unwrap();
+    }
+    for id in [3u64, 11] {
+        worker
+            .transaction(Isolation::Serializable, |txn| txn.delete(&items, &key(id)).map(|_| ()))
+            .unwrap();
+        model.remove(&key(id));
+    }
+    worker.wait_durable().unwrap();
+    let crashed = storage.crash();
+    drop(worker);
+    drop(items);
+    drop(db);
+    let db = Database::open(Config { storage: Some(Arc::new(crashed)), ..config() }).unwrap();
+    let report = db.recovery_report().unwrap().clone();
+    assert!(report.log_segments >= 20, "{report:?}");
+    assert_eq!(report.log_writes_applied, 20, "one image of each of the 20 rows: {report:?}");
+    let all: std::collections::BTreeMap<_, _> = rows(&db, "items").into_iter().collect();
+    assert_eq!(all, model);
+}
+
 /// A record larger than a worker's log chunk grows the chunk, which keeps the records'
 /// running checksum (the block would otherwise read as corrupt); small records follow it.
 #[test]
