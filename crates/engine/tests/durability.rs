@@ -1029,6 +1029,57 @@ fn replay_installs_the_newest_image_of_each_row_only() {
     assert_eq!(all, model);
 }
 
+/// A crash while a logger makes its next segment can leave that segment without its header:
+/// the file's creation reached the disk, its first write did not. That logger's durable mark
+/// is then the last one of its segment before, and every acknowledged commit is recovered.
+/// (Recovery used to find no mark in the newest segment and take 0 for the durable epoch,
+/// voiding every epoch of the run.) The headerless segment, empty or preallocated zeros, is
+/// reported as a torn tail and removed, and the directory opens again afterwards.
+#[test]
+fn a_newest_segment_cut_inside_its_header_keeps_the_mark_before_it() {
+    for (loggers, zeros) in [(1, 0), (2, 0), (1, 8192)] {
+        let storage = FaultyStorage::new(37);
+        let config = || Config { segment_bytes: 8 << 10, loggers, ..config(&storage) };
+        let db = Database::open(config()).unwrap();
+        let items = db.create_table(TableSpec::new("items")).unwrap();
+        let mut worker = db.worker().unwrap();
+        let mut model = std::collections::BTreeMap::new();
+        for round in 0..10u64 {
+            put_round(&mut worker, &items, &mut model, round, 20, 200);
+            worker.wait_durable().unwrap();
+        }
+        let crashed = storage.crash();
+        drop(worker);
+        drop(items);
+        drop(db);
+        // Logger 0's next segment, as a crash inside `Segment::create` can leave it.
+        let newest =
+            crashed.list("wal").unwrap().into_iter().filter(|name| name.contains("-l000-")).max();
+        let newest = newest.expect("a segment of logger 0");
+        let (stem, sequence) = newest.strip_suffix(".log").unwrap().rsplit_once('-').unwrap();
+        let next = format!("wal/{stem}-{:08}.log", sequence.parse::<u64>().unwrap() + 1);
+        let mut file = crashed.create(&next).unwrap();
+        file.append(&vec![0; zeros]).unwrap();
+        file.sync().unwrap();
+        drop(file);
+        let reopen = |what: &str| {
+            Database::open(Config { storage: Some(Arc::new(crashed.clone())), ..config() })
+                .unwrap_or_else(|error| panic!("{loggers} logger(s), {what}: {error}"))
+        };
+        let db = reopen("recovering");
+        let report = db.recovery_report().unwrap().clone();
+        assert_eq!(report.torn_tails.len(), 1, "{loggers} logger(s): {report:?}");
+        assert!(report.torn_tails[0].contains(&next), "{report:?}");
+        assert!(!crashed.paths().contains(&next), "the headerless segment is removed");
+        let all: std::collections::BTreeMap<_, _> = rows(&db, "items").into_iter().collect();
+        assert_eq!(all, model, "{loggers} logger(s): {report:?}");
+        drop(db);
+        let db = reopen("opening again");
+        let all: std::collections::BTreeMap<_, _> = rows(&db, "items").into_iter().collect();
+        assert_eq!(all, model, "{loggers} logger(s), opened again");
+    }
+}
+
 /// A record larger than a worker's log chunk grows the chunk, which keeps the records'
 /// running checksum (the block would otherwise read as corrupt); small records follow it.
 #[test]

@@ -144,23 +144,35 @@ fn read_catalog(
     Ok((catalog, last_epoch))
 }
 
+/// Reports a torn tail and, when recovering, cuts it off; says whether the file was removed.
 fn torn_tail(
     storage: &dyn Storage,
     path: &str,
     damage: &Damage,
     mode: Mode,
     report: &mut RecoveryReport,
-) -> Result<()> {
+) -> Result<bool> {
     let line =
         format!("{} at byte {}: {}", storage.describe(path), damage.offset(), damage.reason());
-    if mode == Mode::Recover {
-        tracing::warn!("torn tail truncated: {line}");
-        storage
-            .truncate(path, damage.offset() as u64)
-            .map_err(|error| io_error(storage, path, "cannot truncate", error))?;
+    report.torn_tails.push(line.clone());
+    if mode == Mode::Check {
+        return Ok(false);
     }
-    report.torn_tails.push(line);
-    Ok(())
+    if damage.offset() == 0 {
+        // A segment with no header (the catalog's blocks follow a header already read): it
+        // holds nothing, and a later recovery, for which it is no longer its logger's newest
+        // segment, would rightly call it corrupt. It goes, and the directory is synced before
+        // the next run makes its own segments.
+        tracing::warn!("torn segment removed: {line}");
+        storage.remove(path).map_err(|error| io_error(storage, path, "cannot remove", error))?;
+        storage.sync_dir("wal").map_err(|error| io_error(storage, "wal", "cannot sync", error))?;
+        return Ok(true);
+    }
+    tracing::warn!("torn tail truncated: {line}");
+    storage
+        .truncate(path, damage.offset() as u64)
+        .map_err(|error| io_error(storage, path, "cannot truncate", error))?;
+    Ok(false)
 }
 
 pub(crate) fn build_tables(
@@ -902,9 +914,16 @@ fn scan_segment(
     let mut scan = SegmentScan::default();
     let header = match format::decode_file_header(FileKind::Segment, data, &name) {
         Ok(header) => header,
+        // A crash while the logger was making the segment (`Segment::create`): the file
+        // exists, its header never reached the disk (preallocated segments read as zeros).
         Err(_) if file.tail && data.len() < format::FILE_HEADER_BYTES => {
             scan.torn =
                 Some(Damage::Torn { offset: 0, reason: "the file ends inside its header".into() });
+            return Ok(scan);
+        }
+        Err(_) if file.tail && data[..format::FILE_HEADER_BYTES].iter().all(|&byte| byte == 0) => {
+            scan.torn =
+                Some(Damage::Torn { offset: 0, reason: "the header was never written".into() });
             return Ok(scan);
         }
         Err(error) => return Err(error),
@@ -1046,19 +1065,33 @@ fn run(
     let mut first_marks = u64::MAX;
     let mut loggers_seen = 0;
     let mut loggers_expected = 0;
-    for (position, file) in files.iter().enumerate().filter(|(_, file)| file.tail) {
-        let mut data = Vec::new();
-        let range = storage
-            .read_log(&file.path, &mut data)
-            .map_err(|error| io_error(storage, &file.path, "cannot read", error))?;
-        let scan = scan_segment(storage, file, &data[range.clone()], |_, _| {})?;
+    for position in files.iter().enumerate().filter_map(|(at, file)| file.tail.then_some(at)) {
+        // A logger's newest segment holds no mark only if the crash came while the logger was
+        // making it (`Segment::create` syncs the header and a first mark before the logger
+        // writes there): then the logger's durable mark is the last of its segment before.
+        let mut at = position;
+        let scan = loop {
+            let file = &files[at];
+            let mut data = Vec::new();
+            let range = storage
+                .read_log(&file.path, &mut data)
+                .map_err(|error| io_error(storage, &file.path, "cannot read", error))?;
+            let scan = scan_segment(storage, file, &data[range.clone()], |_, _| {})?;
+            preloaded.insert(at, (data, range));
+            let before = at.checked_sub(1).filter(|&before| {
+                (files[before].run, files[before].logger) == (file.run, file.logger)
+            });
+            match before {
+                Some(before) if scan.last_mark.is_none() => at = before,
+                _ => break scan,
+            }
+        };
         if let Some(mark) = scan.last_mark {
             durable = durable.min(mark);
             loggers_seen += 1;
         }
         first_marks = first_marks.min(scan.first_mark.unwrap_or(0));
         loggers_expected = loggers_expected.max(scan.loggers);
-        preloaded.insert(position, (data, range));
     }
     if loggers_seen < loggers_expected {
         // A logger of the newest run never wrote its first block: the run crashed while
@@ -1194,7 +1227,9 @@ fn run(
     }
     torn.sort_by(|a, b| a.0.cmp(&b.0));
     for (path, damage) in torn {
-        torn_tail(storage, &path, &damage, mode, &mut report)?;
+        if torn_tail(storage, &path, &damage, mode, &mut report)? {
+            segments.retain(|(_, info)| info.path != path);
+        }
     }
     segments.sort_by_key(|(index, _)| *index);
     report.log_segments = files.len();
