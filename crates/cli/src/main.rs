@@ -138,6 +138,9 @@ struct DurabilityArgs {
     /// default 8).
     #[arg(long)]
     checkpoint_log_ratio: Option<u64>,
+    /// Logger threads, each writing its own segments (default 1).
+    #[arg(long)]
+    loggers: Option<usize>,
     /// Memory spaces the workers share for records and versions (0: one per worker, no
     /// lock; Wu et al.'s Fig. 16).
     #[arg(long, default_value_t = 0)]
@@ -216,6 +219,7 @@ impl DurabilityArgs {
             log_compression: self.log_compression,
             checkpoint_log_bytes: self.checkpoint_log_mib.map(|mib| mib << 20),
             checkpoint_log_ratio: self.checkpoint_log_ratio,
+            loggers: self.loggers,
             memory_spaces: self.memory_spaces,
             gc: self.gc,
             version_storage: self.version_storage,

@@ -82,6 +82,8 @@ pub struct Persistence {
     /// The least log since the last checkpoint, as a multiple of that checkpoint's size,
     /// before the next one (`Config::checkpoint_log_ratio`); `None` keeps the default.
     pub checkpoint_log_ratio: Option<u64>,
+    /// Logger threads (`Config::loggers`); `None` keeps the default.
+    pub loggers: Option<usize>,
     /// Memory spaces shared by the workers (`Config::memory_spaces`; 0: one per worker).
     pub memory_spaces: usize,
     /// How superseded versions are removed (`Config::gc`).
@@ -117,6 +119,7 @@ impl Persistence {
             checkpoint_log_ratio: self
                 .checkpoint_log_ratio
                 .unwrap_or(defaults.checkpoint_log_ratio),
+            loggers: self.loggers.unwrap_or(defaults.loggers),
             ..defaults
         }
     }
