@@ -318,8 +318,11 @@ struct ReplayBatch {
     segment: Vec<u8>,
     range: std::ops::Range<usize>,
     images: Images,
-    /// The images grouped by table, each table's run then sorted by key.
-    sorted: Vec<Image>,
+    /// The images in the order they are applied: an entry per image (`RunSort::entry`),
+    /// grouped by table, each table's entries then sorted.
+    order: Vec<u128>,
+    /// The radix sort's second buffer, as long as the longest batch so far.
+    scratch: Vec<u128>,
 }
 
 /// A segment's row images in log order, and per table what grouping and sorting them needs,
@@ -506,94 +509,115 @@ impl ReplayBatch {
     /// in the segment costs one descent. Order-free replay (module comment) makes any order
     /// correct.
     ///
-    /// The images move through three passes and the sort's: one puts each in its table's run
-    /// and counts the digits of the radix sort's passes, the radix passes (or a comparison
-    /// sort) order each run, and the apply walks the runs, putting the images of equal
-    /// prefixes in key and TID order as it meets them.
+    /// The images themselves stay where they are; what moves is a 16-byte entry per image
+    /// (`RunSort`). One pass puts each image's entry in its table's run and counts the radix
+    /// sort's digits, the radix passes (or a comparison sort) order each run, and the apply
+    /// walks the entries, reading each image a few entries ahead and putting the images of
+    /// equal prefixes in key and TID order as it meets them.
     fn apply<'t>(
         &mut self,
         applier: &mut Applier,
         table_of: impl Fn(u32) -> Option<&'t Table>,
         pin: &Pin<'_>,
     ) {
-        let ReplayBatch { segment, range, images, sorted } = self;
+        let ReplayBatch { segment, range, images, order, scratch } = self;
         let data = &segment[range.clone()];
         let Images { list, spill, runs, .. } = images;
+        let list = &list[..];
         let bytes = |image: &Image| -> &[u8] { if image.spilled() { spill } else { data } };
         let key = |image: &Image| &bytes(image)[image.key_at()..image.key_at() + image.key_len()];
-        let mut plans: Vec<(usize, Option<Box<Radix>>)> = Vec::with_capacity(runs.len());
+        let image_of = |entry: u128| &list[RunSort::index(entry)];
+        let mut plans: Vec<(usize, RunSort)> = Vec::with_capacity(runs.len());
         let mut start = 0;
         for run in runs.iter() {
-            plans.push((start, Radix::plan(run.count, run.ones ^ run.all)));
+            plans.push((start, RunSort::plan(run.count, run.ones ^ run.all)));
             start += run.count;
         }
         let mut next: Vec<usize> = plans.iter().map(|(start, _)| *start).collect();
-        sorted.clear();
-        sorted.reserve(list.len());
-        let slots = &mut sorted.spare_capacity_mut()[..list.len()];
-        for image in list.iter() {
+        order.clear();
+        order.reserve(list.len());
+        let slots = &mut order.spare_capacity_mut()[..list.len()];
+        for (index, image) in list.iter().enumerate() {
             let run = image.run as usize;
-            slots[next[run]].write(*image);
+            slots[next[run]].write(plans[run].1.entry(image, index));
             next[run] += 1;
-            if let Some(radix) = &mut plans[run].1 {
-                radix.count(image);
-            }
         }
         // SAFETY: the runs' slots tile `0..list.len()` (each run's count of them, from its
-        // start), and every image was written to the next slot of its run, so each slot was
-        // written once.
-        unsafe { sorted.set_len(list.len()) };
-        for ((start, radix), end) in plans.iter().zip(next) {
-            let run = &mut sorted[*start..end];
-            match radix {
-                // `list` is free now: the radix sort's second buffer.
-                Some(radix) => radix.sort(run, &mut list[*start..end]),
-                None => run.sort_unstable_by_key(Image::prefix),
-            }
+        // start), and every image's entry was written to the next slot of its run, so each
+        // slot was written once.
+        unsafe { order.set_len(list.len()) };
+        if scratch.len() < list.len() {
+            scratch.resize(list.len(), 0);
         }
-        // The row bytes lie in the segment's buffer out of the order they are now visited
-        // in: they are fetched some images ahead so that the misses overlap.
+        for ((start, plan), end) in plans.iter().zip(next) {
+            plan.sort(&mut order[*start..end], &mut scratch[*start..end], list);
+        }
+        // The images, and the row bytes in the segment's buffer, lie out of the order they
+        // are now visited in: they are fetched some entries ahead so that the misses overlap,
+        // an image twice as far ahead as its value (which the image says where to find).
         const AHEAD: usize = 8;
-        for image in sorted.iter().take(AHEAD) {
+        let prefetch_image = |entry: u128| {
+            let at = image_of(entry) as *const Image as *const u8;
+            prefetch(at, 1);
+            prefetch(at.wrapping_add(size_of::<Image>() - 1), 1);
+        };
+        for &entry in order.iter().take(2 * AHEAD) {
+            prefetch_image(entry);
+        }
+        for &entry in order.iter().take(AHEAD) {
+            let image = image_of(entry);
             prefetch_value(bytes(image), image);
         }
         let mut buffer = [0u8; 16];
         let mut finger = Finger::new(pin);
         let mut at = 0;
-        while at < sorted.len() {
+        while at < order.len() {
             // A group of one table's images with one prefix: one row's (a row written many
             // times), or those of keys that are zero-padded prefixes of each other or long
             // keys that share their first 16 bytes. In key and TID order, the newest image
             // of a row is the last of its own.
-            let first = sorted[at];
+            let first = *image_of(order[at]);
             let end = at
                 + 1
-                + sorted[at + 1..]
+                + order[at + 1..]
                     .iter()
-                    .take_while(|image| image.run == first.run && image.prefix() == first.prefix())
+                    .take_while(|&&entry| {
+                        let image = image_of(entry);
+                        image.run == first.run && image.prefix() == first.prefix()
+                    })
                     .count();
-            let group = &mut sorted[at..end];
+            let group = &mut order[at..end];
             if group.len() > 1 {
                 if first.key_len() <= Image::SHORT
-                    && group.iter().all(|image| image.key_len() == first.key_len())
+                    && group.iter().all(|&entry| image_of(entry).key_len() == first.key_len())
                 {
-                    group.sort_unstable_by_key(|image| image.tid);
+                    group.sort_unstable_by_key(|&entry| image_of(entry).tid);
                 } else {
-                    group.sort_unstable_by(|a, b| key(a).cmp(key(b)).then(a.tid.cmp(&b.tid)));
+                    group.sort_unstable_by(|&a, &b| {
+                        let (a, b) = (image_of(a), image_of(b));
+                        key(a).cmp(key(b)).then(a.tid.cmp(&b.tid))
+                    });
                 }
             }
             let table = table_of(runs[first.run as usize].table);
-            let group = &sorted[at..end];
-            for (offset, image) in group.iter().enumerate() {
-                if let Some(ahead) = sorted.get(at + offset + AHEAD) {
+            let group = &order[at..end];
+            for (offset, &entry) in group.iter().enumerate() {
+                if let Some(&ahead) = order.get(at + offset + 2 * AHEAD) {
+                    prefetch_image(ahead);
+                }
+                if let Some(&ahead) = order.get(at + offset + AHEAD) {
+                    let ahead = image_of(ahead);
                     prefetch_value(bytes(ahead), ahead);
                 }
                 let Some(table) = table else { continue };
-                if let Some(next) = group.get(offset + 1)
-                    && next.key_len() == image.key_len()
-                    && (image.key_len() <= Image::SHORT || key(next) == key(image))
-                {
-                    continue;
+                let image = image_of(entry);
+                if let Some(&next) = group.get(offset + 1) {
+                    let next = image_of(next);
+                    if next.key_len() == image.key_len()
+                        && (image.key_len() <= Image::SHORT || key(next) == key(image))
+                    {
+                        continue;
+                    }
                 }
                 let key = if image.key_len() <= Image::SHORT {
                     image.short_key(&mut buffer)
@@ -614,93 +638,143 @@ impl ReplayBatch {
 /// Runs of more images than this may be radix sorted.
 const RADIX_SORT_IMAGES_MIN: usize = 512;
 /// Byte passes beyond which the comparison sort is used instead: each pass moves every
-/// image once, against about log2(n) comparisons an image for the comparison sort (a bound
+/// entry once, against about log2(n) comparisons an entry for the comparison sort (a bound
 /// chosen from that count, not tuned by measurement).
 const RADIX_SORT_PASSES_MAX: usize = 6;
+/// The most differing prefix bytes an entry holds (with the image's index, 32 bits, below).
+const ENTRY_KEY_BYTES_MAX: usize = 12;
 
-/// A least-significant-digit radix sort of one table's images by key prefix, over only the
-/// prefix bytes that differ. A table's keys in one segment differ in a few of their 16
+/// How one table's images of a segment are put in prefix order. Each image gets an entry, a
+/// `u128` holding the prefix bytes that differ among them, the most significant first (up to
+/// `ENTRY_KEY_BYTES_MAX`), above the image's index in the segment's list; the entries are
+/// sorted, not the 40-byte images. A table's keys in one segment differ in a few of their 16
 /// prefix bytes (TPC-C's: a warehouse's low byte, a district, two or three bytes of an order
-/// or item number), so each image moves a few times with no comparisons; the comparison sort
-/// before it made about log2(n) comparisons an image and took about a quarter of recovery's
+/// or item number), so the sort is mostly a least-significant-digit radix sort over those
+/// bytes, which moves each entry a few times with no comparisons; the comparison sort it
+/// replaced made about log2(n) comparisons an image and took about a quarter of recovery's
 /// instructions (docs/performance.md).
-struct Radix {
-    /// Per pass, the prefix byte it orders by, as an index into `Image::prefix`'s
-    /// little-endian bytes (the least significant first).
-    bytes: [usize; RADIX_SORT_PASSES_MAX],
-    passes: usize,
-    /// Per pass, the images with each digit.
-    counts: [[usize; 256]; RADIX_SORT_PASSES_MAX],
+struct RunSort {
+    /// The prefix bytes that differ, as indexes into `Image::prefix`'s little-endian bytes,
+    /// the most significant first.
+    bytes: [u8; ENTRY_KEY_BYTES_MAX],
+    len: usize,
+    /// More bytes differ than an entry holds: entries whose keys tie are ordered by their
+    /// images' prefixes.
+    truncated: bool,
+    /// The radix sort's digit counts per pass (the entry key's least significant byte
+    /// first), when the radix sort is the one used.
+    radix: Option<Box<[[usize; 256]; RADIX_SORT_PASSES_MAX]>>,
 }
 
-impl Radix {
-    /// The passes for `count` images whose prefixes differ in the bits of `differ`, if the
-    /// radix sort is the better one for them.
-    fn plan(count: usize, differ: u128) -> Option<Box<Radix>> {
-        if count < RADIX_SORT_IMAGES_MIN {
-            return None;
-        }
-        let mut bytes = [0; RADIX_SORT_PASSES_MAX];
-        let mut passes = 0;
-        for (byte, bits) in differ.to_le_bytes().into_iter().enumerate() {
+impl RunSort {
+    /// The sort for `count` images whose prefixes differ in the bits of `differ`.
+    fn plan(count: usize, differ: u128) -> RunSort {
+        let mut bytes = [0; ENTRY_KEY_BYTES_MAX];
+        let mut len = 0;
+        let mut truncated = false;
+        for (byte, bits) in differ.to_le_bytes().into_iter().enumerate().rev() {
             if bits != 0 {
-                if passes == RADIX_SORT_PASSES_MAX {
-                    return None;
+                if len == ENTRY_KEY_BYTES_MAX {
+                    truncated = true;
+                    break;
                 }
-                bytes[passes] = byte;
-                passes += 1;
+                bytes[len] = byte as u8;
+                len += 1;
             }
         }
-        Some(Box::new(Radix { bytes, passes, counts: [[0; 256]; RADIX_SORT_PASSES_MAX] }))
+        let radix = (count >= RADIX_SORT_IMAGES_MIN && len <= RADIX_SORT_PASSES_MAX)
+            .then(|| Box::new([[0; 256]; RADIX_SORT_PASSES_MAX]));
+        RunSort { bytes, len, truncated, radix }
     }
 
-    /// Counts an image of the run to be sorted.
+    /// The entry of the image at `index` of the segment's list, counted for the radix sort.
     #[inline]
-    fn count(&mut self, image: &Image) {
+    fn entry(&mut self, image: &Image, index: usize) -> u128 {
+        debug_assert!(index <= u32::MAX as usize);
         let prefix = image.prefix().to_le_bytes();
-        for pass in 0..self.passes {
-            self.counts[pass][usize::from(prefix[self.bytes[pass]])] += 1;
+        let mut key = 0u128;
+        for &byte in &self.bytes[..self.len] {
+            key = (key << 8) | u128::from(prefix[usize::from(byte)]);
+        }
+        let entry = (key << 32) | index as u128;
+        if let Some(counts) = &mut self.radix {
+            for (pass, counts) in counts.iter_mut().enumerate().take(self.len) {
+                counts[usize::from(RunSort::digit(entry, pass))] += 1;
+            }
+        }
+        entry
+    }
+
+    /// The index in the segment's list of the image an entry stands for.
+    #[inline]
+    fn index(entry: u128) -> usize {
+        entry as u32 as usize
+    }
+
+    /// The entry key's byte that radix pass `pass` orders by (its least significant first).
+    #[inline(always)]
+    fn digit(entry: u128, pass: usize) -> u8 {
+        // Shifts of one 64-bit word: a variable shift of a `u128` costs a dozen
+        // instructions.
+        let bit = 32 + 8 * pass;
+        if bit < 64 {
+            (entry as u64 >> bit) as u8
+        } else {
+            ((entry >> 64) as u64 >> (bit - 64)) as u8
         }
     }
 
-    /// Sorts `run`, every image of which was counted, using `scratch` (as long).
-    fn sort(&self, run: &mut [Image], scratch: &mut [Image]) {
+    /// Sorts `run`, the entries of this table (each made by `entry`), using `scratch` (as
+    /// long); `list` holds the images.
+    fn sort(&self, run: &mut [u128], scratch: &mut [u128], list: &[Image]) {
         debug_assert_eq!(run.len(), scratch.len());
-        let (mut from, mut to) = (run, scratch);
-        for pass in 0..self.passes {
-            let mut next = [0usize; 256];
-            let mut start = 0;
-            for (slot, count) in next.iter_mut().zip(self.counts[pass]) {
-                *slot = start;
-                start += count;
+        match &self.radix {
+            Some(counts) => {
+                let (mut from, mut to) = (run, scratch);
+                for (pass, counts) in counts.iter().enumerate().take(self.len) {
+                    let mut next = [0usize; 256];
+                    let mut start = 0;
+                    for (slot, count) in next.iter_mut().zip(counts) {
+                        *slot = start;
+                        start += count;
+                    }
+                    // The pass's word and the byte's place in it, fixed for the pass.
+                    let bit = 32 + 8 * pass;
+                    if bit < 64 {
+                        RunSort::scatter(from, to, &mut next, |entry| (entry as u64 >> bit) as u8);
+                    } else {
+                        let shift = bit - 64;
+                        RunSort::scatter(from, to, &mut next, |entry| {
+                            ((entry >> 64) as u64 >> shift) as u8
+                        });
+                    }
+                    std::mem::swap(&mut from, &mut to);
+                }
+                if self.len % 2 == 1 {
+                    // The sorted entries are in `scratch`.
+                    to.copy_from_slice(from);
+                }
             }
-            // The byte's word and its place in it, fixed for the pass.
-            let byte = self.bytes[pass];
-            if byte >= 8 {
-                let shift = 8 * (byte - 8);
-                Radix::scatter(from, to, &mut next, |image| (image.high >> shift) as u8);
-            } else {
-                let shift = 8 * byte;
-                Radix::scatter(from, to, &mut next, |image| (image.low >> shift) as u8);
-            }
-            std::mem::swap(&mut from, &mut to);
-        }
-        if self.passes % 2 == 1 {
-            // The sorted images are in `scratch`.
-            to.copy_from_slice(from);
+            // Distinct indexes make the entries distinct, and equal keys are equal prefixes.
+            None if !self.truncated => run.sort_unstable(),
+            None => run.sort_unstable_by(|&a, &b| {
+                (a >> 32).cmp(&(b >> 32)).then_with(|| {
+                    list[RunSort::index(a)].prefix().cmp(&list[RunSort::index(b)].prefix())
+                })
+            }),
         }
     }
 
     #[inline(always)]
     fn scatter(
-        from: &[Image],
-        to: &mut [Image],
+        from: &[u128],
+        to: &mut [u128],
         next: &mut [usize; 256],
-        digit: impl Fn(&Image) -> u8,
+        digit: impl Fn(u128) -> u8,
     ) {
-        for image in from {
-            let slot = &mut next[usize::from(digit(image))];
-            to[*slot] = *image;
+        for &entry in from {
+            let slot = &mut next[usize::from(digit(entry))];
+            to[*slot] = entry;
             *slot += 1;
         }
     }
@@ -1400,19 +1474,18 @@ mod tests {
             .collect()
     }
 
-    /// Sorts as replay does: the radix sort where `Radix::plan` chooses it, else the
-    /// comparison sort.
-    fn sort_by_prefix(run: &mut [Image], scratch: &mut [Image]) {
+    /// Sorts as replay does (`RunSort`): the images' entries, by the radix sort where the
+    /// plan chooses it, else by the comparison sort; gives the images in the entries' order.
+    fn sort_by_prefix(run: &[Image]) -> Vec<Image> {
         let (ones, all) = run.iter().fold((0, u128::MAX), |(ones, all), image| {
             (ones | image.prefix(), all & image.prefix())
         });
-        match Radix::plan(run.len(), ones ^ all) {
-            Some(mut radix) => {
-                run.iter().for_each(|image| radix.count(image));
-                radix.sort(run, scratch);
-            }
-            None => run.sort_unstable_by_key(Image::prefix),
-        }
+        let mut plan = RunSort::plan(run.len(), ones ^ all);
+        let mut order: Vec<u128> =
+            run.iter().enumerate().map(|(index, image)| plan.entry(image, index)).collect();
+        let mut scratch = vec![0; run.len()];
+        plan.sort(&mut order, &mut scratch, run);
+        order.into_iter().map(|entry| run[RunSort::index(entry)]).collect()
     }
 
     proptest! {
@@ -1442,19 +1515,41 @@ mod tests {
                 Just((0xFF00_0000_0000_00FF, 0xFF00_0000_0000_0001)),
                 Just((0x0000_0000_0000_0003, 0)),
                 Just((0, 0)),
+                Just((u64::MAX, 0)),
                 Just((u64::MAX, u64::MAX)),
                 any::<(u64, u64)>(),
             ],
         ) {
-            let mut run = images(&seeds, mask);
-            let mut want = run.clone();
+            let images = images(&seeds, mask);
+            let mut want = images.clone();
             want.sort_unstable_by_key(|image| (image.prefix(), image.tid));
-            let mut scratch = vec![Image::default(); run.len()];
-            sort_by_prefix(&mut run, &mut scratch);
+            let mut run = sort_by_prefix(&images);
             prop_assert!(run.windows(2).all(|pair| pair[0].prefix() <= pair[1].prefix()));
             run.sort_by_key(|image| (image.prefix(), image.tid));
             let tids = |images: &[Image]| images.iter().map(|image| image.tid).collect::<Vec<_>>();
             prop_assert_eq!(tids(&run), tids(&want));
+        }
+
+        /// Prefixes that differ in more bytes than an entry holds, most of them agreeing in
+        /// the twelve most significant of those: entries whose keys tie are ordered by their
+        /// prefixes.
+        #[test]
+        fn entries_that_tie_sort_by_prefix(
+            seeds in proptest::collection::vec((0u8..2, 0u8..2, any::<u8>()), 0..2000),
+        ) {
+            let seeds: Vec<(u64, u64)> = seeds
+                .iter()
+                .map(|&(high, low, last)| {
+                    (
+                        u64::from(high) * 0xFEFE_FEFE_FEFE_FEFE,
+                        (u64::from(low) * 0x0101_0101_0100_0000) | u64::from(last),
+                    )
+                })
+                .collect();
+            let images = images(&seeds, (u64::MAX, u64::MAX));
+            let run = sort_by_prefix(&images);
+            prop_assert_eq!(run.len(), images.len());
+            prop_assert!(run.windows(2).all(|pair| pair[0].prefix() <= pair[1].prefix()));
         }
     }
 }
