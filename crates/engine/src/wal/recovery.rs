@@ -291,6 +291,12 @@ impl Applier {
             Err(found) => {
                 // SAFETY: reached through the index; nothing is freed during recovery.
                 let head = unsafe { &*(found as *mut Head) };
+                // A row's TID only grows during replay, so an image no newer than what the row
+                // shows, locked or not, is done with: no lock taken, no line written (the
+                // older images of rows, most of those replayed newest segments first).
+                if tid <= head.word().tid() {
+                    return;
+                }
                 let word = loop {
                     match head.lock() {
                         Ok(word) => break word,
