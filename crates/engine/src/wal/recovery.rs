@@ -533,6 +533,7 @@ impl ReplayBatch {
         let bytes = |image: &Image| -> &[u8] { if image.spilled() { spill } else { data } };
         let key = |image: &Image| &bytes(image)[image.key_at()..image.key_at() + image.key_len()];
         let image_of = |entry: u128| &list[RunSort::index(entry)];
+        assert!(list.len() <= 1 << 32, "an entry holds an image's index in 32 bits");
         let mut plans: Vec<(usize, RunSort)> = Vec::with_capacity(runs.len());
         let mut start = 0;
         for run in runs.iter() {
@@ -696,7 +697,6 @@ impl RunSort {
     /// The entry of the image at `index` of the segment's list, counted for the radix sort.
     #[inline]
     fn entry(&mut self, image: &Image, index: usize) -> u128 {
-        debug_assert!(index <= u32::MAX as usize);
         let prefix = image.prefix().to_le_bytes();
         let mut key = 0u128;
         for &byte in &self.bytes[..self.len] {
