@@ -358,7 +358,7 @@ struct TableRun {
 
 /// One row image: the sort key (the first 16 key bytes, the key's length, the TID) and where
 /// the key and value lie, so that the sort and the apply read no other memory for the image.
-/// 40 bytes: grouping and sorting move every image several times (`ReplayBatch::apply`).
+/// The images stay in log order: the sort moves 16-byte entries that name them (`RunSort`).
 #[derive(Clone, Copy, Default)]
 struct Image {
     high: u64,
