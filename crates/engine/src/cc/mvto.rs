@@ -53,6 +53,8 @@
 //! changes the leaf, then fences and reads the stamp at commit. If U's insert came before T's
 //! validation, T aborts (node validation); otherwise U sees T's stamp, and aborts if T_id is
 //! above U_id (T should have seen the row). Splits and merges pass stamps on, as for `ssn`.
+//! A point read that finds the key's record absent records its leaf as well, since a later
+//! insert may make a new record for the key (`ssn.rs`, PHANTOMS).
 //!
 //! DEVIATIONS
 //! - read_ts is kept per record, for its current version (the only one that can be written),

@@ -55,7 +55,14 @@
 //! the other (`LeafVersion::publish_pstamp`). A leaf replaced by a split or merge passes its
 //! pstamp on to the leaves that replace it (`BTree`'s `inherit_pstamp`). A scan that meets
 //! U's uncommitted head records it as a read like any other (a fresh head's absent state has
-//! TID zero, `Head::successor_pi`).
+//! TID zero, `Head::successor_pi`). A point read (or a write) that finds the key's record
+//! absent records the record's leaf too, as for a key the index lacks: that record may leave
+//! the index before T commits (U rolls back, or a deleted record is unlinked), and a later
+//! insert of the key makes a new record that carries none of the old one's stamps. The
+//! removal changes the leaf (T aborts if it came before T's validation), and the new insert
+//! changes it after, which the leaf stamps order (`txn::absent_record_leaf`). Before this, a
+//! reader of U's rolled-back insert and the key's next inserter could both commit with an
+//! anti-dependency each way (the history test found it; the transactions test replays it).
 //!
 //! DEVIATIONS
 //! - The paper's parallel commit avoids latches: readers register in a per-version bitmap

@@ -301,6 +301,22 @@ fn lock_for_write(
     }
 }
 
+/// After a point read or write found the key's record absent (an uncommitted insert, or a
+/// deleted row): records the leaf that holds it, as for a key the index does not have. The
+/// record may leave the index before the transaction commits (the insert rolls back, or the
+/// deleted record is unlinked), and a later insert of the key then makes a new record: the
+/// stamps or versions left on the old one no longer reach it. The leaf does: the removal
+/// changes it (node validation), and the new insert changes it after, which the serial safety
+/// net's leaf stamps and MVTO's leaf timestamps order (`ssn.rs`, `mvto.rs`, PHANTOMS). Where
+/// nodes are not validated, neither are phantoms; a validated read (`get_for_update`) of the
+/// record sees its word change when it leaves.
+#[inline]
+fn absent_record_leaf(state: &mut TxnState, probe: Probe) {
+    if state.rules.validate_nodes {
+        state.nodes.push(probe.leaf, false);
+    }
+}
+
 /// Whether a primary-key scan may pass over `head` without reading or recording it: a deleted
 /// record that no insert has claimed and this transaction has not touched holds no row. Only
 /// an insert can bring it back, and that changes its leaf (`BTree::touch` in
@@ -501,9 +517,15 @@ impl<'w> Txn<'w> {
                     return Ok(own_row(&state.access, index).map_or(Found::None, Found::Own));
                 }
                 Seen::Current(word) if !word.is_latest() => continue,
-                Seen::Current(word) if word.is_absent() => return Ok(Found::None),
                 Seen::AsOf(seen) if !seen.current.is_latest() => continue,
-                Seen::AsOf(seen) if !seen.present => return Ok(Found::None),
+                Seen::Current(word) if word.is_absent() => {
+                    absent_record_leaf(state, probe);
+                    return Ok(Found::None);
+                }
+                Seen::AsOf(seen) if !seen.present => {
+                    absent_record_leaf(state, probe);
+                    return Ok(Found::None);
+                }
                 Seen::Current(_) | Seen::AsOf(_) => {
                     state.last_lookup.remember(table_id, key, raw as *mut Head);
                     cooperative::after_read(self.worker, table_id, key, raw as *mut Head);
@@ -964,6 +986,9 @@ impl<'w> Txn<'w> {
             if let Some(found) =
                 self.write_existing(table, table_id, raw as *mut Head, key, value, same_keys)?
             {
+                if !found {
+                    absent_record_leaf(&mut self.worker.txn, probe);
+                }
                 return Ok(found);
             }
         }
