@@ -8,11 +8,12 @@
 
 use engram_engine::{
     AbortReason, Config, Database, Direction, Gc, Isolation, KeyBuilder, Protocol, Stats, TableRef,
-    TableSpec, VersionStorage,
+    TableSpec, Tid, VersionStorage,
 };
 use engram_testkit::history::{self, Committed, Violation};
 use rand::{RngExt, SeedableRng, rngs::SmallRng};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
 use std::ops::Bound;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -77,12 +78,21 @@ fn run(
     per_thread: usize,
     seed: u64,
 ) -> (Vec<Committed>, BTreeMap<u64, Vec<u64>>) {
-    let (committed, finals, _) =
-        run_with_stats(protocol, Versions::default(), isolation, threads, per_thread, seed);
-    (committed, finals)
+    let run = run_with_stats(protocol, Versions::default(), isolation, threads, per_thread, seed);
+    (run.committed, run.finals)
 }
 
-/// [`run`], with the database's commit and abort counts.
+/// A finished [`run_with_stats`].
+struct Run {
+    committed: Vec<Committed>,
+    finals: BTreeMap<u64, Vec<u64>>,
+    /// The database's commit and abort counts.
+    stats: Stats,
+    /// Each committed transaction's commit TID, for reports.
+    tids: HashMap<u64, Tid>,
+}
+
+/// [`run`], with the database's counts and the commit TIDs.
 fn run_with_stats(
     protocol: Protocol,
     versions: Versions,
@@ -90,12 +100,12 @@ fn run_with_stats(
     threads: usize,
     per_thread: usize,
     seed: u64,
-) -> (Vec<Committed>, BTreeMap<u64, Vec<u64>>, Stats) {
+) -> Run {
     let db = database_with_gc(1, protocol, versions);
     let table = db.create_table(TableSpec::new("lists")).unwrap();
     let next_id = Arc::new(AtomicU64::new(1));
     let frontier = Arc::new(AtomicU64::new(0));
-    let committed: Vec<Committed> = std::thread::scope(|scope| {
+    let committed: Vec<(Committed, Tid)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|thread| {
                 let (db, table, next_id) =
@@ -168,7 +178,7 @@ fn run_with_stats(
                             Ok(record)
                         });
                         if let Ok(record) = outcome {
-                            done.push(record);
+                            done.push((record, worker.last_commit().tid));
                         }
                     }
                     done
@@ -196,7 +206,32 @@ fn run_with_stats(
         })
         .unwrap();
     let _ = &table as &TableRef;
-    (committed, finals, db.stats())
+    let tids = committed.iter().map(|(record, tid)| (record.id, *tid)).collect();
+    let committed = committed.into_iter().map(|(record, _)| record).collect();
+    Run { committed, finals, stats: db.stats(), tids }
+}
+
+/// What a cycle's transactions did, for the failure message: each one's commit TID, the lists
+/// it read, the keys it appended to, and the final lists of those keys.
+fn describe_cycle(
+    committed: &[Committed],
+    finals: &BTreeMap<u64, Vec<u64>>,
+    tids: &HashMap<u64, Tid>,
+    violation: &Violation,
+) -> String {
+    let Violation::Cycle(edges) = violation else { return String::new() };
+    let mut out = String::new();
+    for &(id, _, _) in edges {
+        let Some(txn) = committed.iter().find(|txn| txn.id == id) else { continue };
+        let _ = writeln!(out, "txn {id} committed at {:?}", tids.get(&id));
+        for (key, list) in &txn.reads {
+            let _ = writeln!(out, "  read {key}: {list:?} (final {:?})", finals.get(key));
+        }
+        for key in &txn.appends {
+            let _ = writeln!(out, "  appended to {key} (final {:?})", finals.get(key));
+        }
+    }
+    out
 }
 
 /// A serializable run under `protocol` (4 threads, 1,500 transactions each) whose history has
@@ -212,10 +247,12 @@ fn serializable_run_gc(
     seed: u64,
     commits_min: usize,
 ) -> Stats {
-    let (committed, finals, stats) =
+    let Run { committed, finals, stats, tids } =
         run_with_stats(protocol, versions, Isolation::Serializable, 4, 1500, seed);
-    let summary = history::check(&committed, &finals)
-        .unwrap_or_else(|violation| panic!("{protocol} {versions} seed {seed}: {violation}"));
+    let summary = history::check(&committed, &finals).unwrap_or_else(|violation| {
+        let cycle = describe_cycle(&committed, &finals, &tids, &violation);
+        panic!("{protocol} {versions} seed {seed}: {violation}\n{cycle}")
+    });
     assert!(summary.transactions > commits_min, "{protocol}: {} commit", summary.transactions);
     assert!(summary.read_write_edges > 100, "{protocol}: anti-dependencies to check");
     stats
