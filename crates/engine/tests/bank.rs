@@ -12,6 +12,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 const ACCOUNTS: u64 = 64;
 const OPENING_BALANCE: i64 = 1_000;
+/// Times a transfer is run again after its transaction gave up (each time after the worker's
+/// own `transaction_retries_max` tries), as a client retries a serialization failure. Under
+/// the no-wait locking protocols the serializable reader's scan of every account refuses a
+/// transfer's lock for as long as it holds its read locks: on a loaded machine a transfer
+/// exhausted one transaction's 100 tries, and the test then hung instead of failing (the
+/// readers waited for a stop that never came).
+const TRANSFER_RUNS_MAX: u32 = 1_000;
 
 fn account(id: u64) -> Vec<u8> {
     KeyBuilder::new().u64(id).finish()
@@ -92,23 +99,30 @@ fn run_configured(isolation: Isolation, use_get_for_update: bool, config: Config
                         let from = random.random_range(0..ACCOUNTS);
                         let to = (from + random.random_range(1..ACCOUNTS)) % ACCOUNTS;
                         let amount = random.random_range(1..50i64);
-                        worker
-                            .transaction(isolation, |txn| {
-                                let read =
-                                    |txn: &mut engram_engine::Txn<'_>, id| -> Result<i64, Error> {
-                                        let value = if use_get_for_update {
-                                            txn.get_for_update(&table, &account(id))?
-                                        } else {
-                                            txn.get(&table, &account(id))?
-                                        };
-                                        Ok(balance(value.expect("accounts exist")))
+                        let transfer = |txn: &mut engram_engine::Txn<'_>| {
+                            let read =
+                                |txn: &mut engram_engine::Txn<'_>, id| -> Result<i64, Error> {
+                                    let value = if use_get_for_update {
+                                        txn.get_for_update(&table, &account(id))?
+                                    } else {
+                                        txn.get(&table, &account(id))?
                                     };
-                                let (a, b) = (read(txn, from)?, read(txn, to)?);
-                                txn.update(&table, &account(from), &(a - amount).to_le_bytes())?;
-                                txn.update(&table, &account(to), &(b + amount).to_le_bytes())?;
-                                Ok(())
-                            })
-                            .unwrap();
+                                    Ok(balance(value.expect("accounts exist")))
+                                };
+                            let (a, b) = (read(txn, from)?, read(txn, to)?);
+                            txn.update(&table, &account(from), &(a - amount).to_le_bytes())?;
+                            txn.update(&table, &account(to), &(b + amount).to_le_bytes())?;
+                            Ok(())
+                        };
+                        let mut runs = 0;
+                        loop {
+                            runs += 1;
+                            match worker.transaction(isolation, transfer) {
+                                Ok(()) => break,
+                                Err(Error::Aborted(_)) if runs < TRANSFER_RUNS_MAX => {}
+                                Err(error) => panic!("a transfer failed {runs} times: {error}"),
+                            }
+                        }
                     }
                 })
             })
@@ -149,10 +163,14 @@ fn run_configured(isolation: Isolation, use_get_for_update: bool, config: Config
             }
             checked
         });
-        for handle in transfers {
-            handle.join().unwrap();
-        }
+        // Stop the readers even if a transfer panicked, so that the test fails, not hangs.
+        let joined: Vec<_> = transfers.into_iter().map(|handle| handle.join()).collect();
         stop.store(true, Ordering::Release);
+        for result in joined {
+            if let Err(panic) = result {
+                std::panic::resume_unwind(panic);
+            }
+        }
         snapshot_reader.join().unwrap();
         let checked = serializable_reader.join().unwrap();
         assert!(checked > 0, "the serializable reader committed at least once");

@@ -90,8 +90,21 @@ fn memory_is_bounded_under_updates_deletes_and_snapshots() {
         // thread kept off a busy core for a few milliseconds lets a backlog build), and they
         // keep their capacity. A leak grows at a constant rate instead.
         let mut samples = Vec::new();
+        let (mut seen, mut progressed) = (0, std::time::Instant::now());
         for checkpoint in 1..=16u64 {
-            while transactions.load(Ordering::Relaxed) < checkpoint * 40_000 {
+            loop {
+                let now = transactions.load(Ordering::Relaxed);
+                if now >= checkpoint * 40_000 {
+                    break;
+                }
+                if now != seen {
+                    (seen, progressed) = (now, std::time::Instant::now());
+                } else if progressed.elapsed() > std::time::Duration::from_secs(60) {
+                    // A writer that panicked stops counting: stop the others, so that the
+                    // test fails rather than waits for ever.
+                    stop.store(true, Ordering::Release);
+                    panic!("no transaction for 60 s, at {now}");
+                }
                 std::thread::sleep(std::time::Duration::from_millis(5));
             }
             samples.push(live_bytes());
