@@ -15,9 +15,9 @@ const OPENING_BALANCE: i64 = 1_000;
 /// Times a transfer is run again after its transaction gave up (each time after the worker's
 /// own `transaction_retries_max` tries), as a client retries a serialization failure. Under
 /// the no-wait locking protocols the serializable reader's scan of every account refuses a
-/// transfer's lock for as long as it holds its read locks: on a loaded machine a transfer
-/// exhausted one transaction's 100 tries, and the test then hung instead of failing (the
-/// readers waited for a stop that never came).
+/// transfer's lock for as long as it holds its read locks. On a loaded machine the test once
+/// hung: the transfer threads were gone and both readers still looped, waiting for a stop
+/// that never came, which a transfer's panic on one transaction's 100 refused tries explains.
 const TRANSFER_RUNS_MAX: u32 = 1_000;
 
 fn account(id: u64) -> Vec<u8> {
