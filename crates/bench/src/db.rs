@@ -39,6 +39,11 @@ pub trait Db: Send + Sync {
     fn last_commit_epoch(&self, _conn: &Self::Conn) -> Option<u64> {
         None
     }
+
+    /// Pauses the database's background work that belongs to its own rounds (Engram's
+    /// checkpointer), or lets it go on: a run that alternates databases pauses each during
+    /// the others' rounds, so that work is not counted against them.
+    fn pause_background(&self, _paused: bool) {}
 }
 
 /// One of two databases, so that different adapters can be measured in alternating rounds
@@ -85,6 +90,13 @@ impl<A: Db, B: Db> Db for Either<A, B> {
             (Either::First(db), Either::First(conn)) => db.last_commit_epoch(conn),
             (Either::Second(db), Either::Second(conn)) => db.last_commit_epoch(conn),
             _ => panic!("a connection used with another database"),
+        }
+    }
+
+    fn pause_background(&self, paused: bool) {
+        match self {
+            Either::First(db) => db.pause_background(paused),
+            Either::Second(db) => db.pause_background(paused),
         }
     }
 }

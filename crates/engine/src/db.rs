@@ -297,6 +297,8 @@ pub(crate) struct Shared {
     orphans: Mutex<Orphans>,
     orphans_waiting: AtomicBool,
     stop: AtomicBool,
+    /// Background checkpoints wait while set (`Database::pause_checkpoints`).
+    pub checkpoints_paused: AtomicBool,
     pub log: Option<Arc<Log>>,
     pub data: Option<DataDir>,
     /// Shared memory spaces (`Config::memory_spaces`); empty: one arena per worker.
@@ -477,6 +479,7 @@ impl Database {
             orphans: Mutex::new(Orphans::default()),
             orphans_waiting: AtomicBool::new(false),
             stop: AtomicBool::new(false),
+            checkpoints_paused: AtomicBool::new(false),
             log,
             data,
             spaces: (0..config.memory_spaces).map(|_| new_space()).collect(),
@@ -686,7 +689,17 @@ impl Database {
         let Some(data) = &self.shared.data else {
             return Err(Error::InvalidConfig("checkpoints need a data directory".into()));
         };
-        checkpoint::take(&self.shared, data, self.shared.config.checkpoint_threads)
+        checkpoint::take(&self.shared, data, self.shared.config.checkpoint_threads, false)
+    }
+
+    /// Pauses the background checkpointer (`paused`), or lets it go on. While paused it starts
+    /// no checkpoint, and one under way waits between its batches of rows, still holding its
+    /// snapshot epoch, so that versions it needs are kept: pause for seconds, not hours. A
+    /// benchmark that alternates this database with another pauses it during the other's
+    /// rounds, so the checkpoint's work is counted where it belongs. Checkpoints asked for
+    /// with [`Database::checkpoint`] are not paused.
+    pub fn pause_checkpoints(&self, paused: bool) {
+        self.shared.checkpoints_paused.store(paused, Ordering::Release);
     }
 
     /// What recovery did when this database opened (`None` without a data directory).
@@ -807,12 +820,15 @@ fn run_checkpointer(shared: &Arc<Shared>) {
         std::thread::park_timeout(Duration::from_millis(200));
         let logged = shared.log.as_ref().map_or(0, |log| log.bytes_written.load(Ordering::Relaxed));
         let due = checkpoint_due_after(&shared.config, last_bytes);
-        if logged - logged_at_last < due || shared.stop.load(Ordering::Acquire) {
+        if logged - logged_at_last < due
+            || shared.stop.load(Ordering::Acquire)
+            || shared.checkpoints_paused.load(Ordering::Acquire)
+        {
             continue;
         }
         let log_since_last = logged - logged_at_last;
         logged_at_last = logged;
-        match checkpoint::take(shared, data, shared.config.checkpoint_threads) {
+        match checkpoint::take(shared, data, shared.config.checkpoint_threads, true) {
             Ok(report) => {
                 last_bytes = report.bytes;
                 tracing::info!(

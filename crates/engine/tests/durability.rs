@@ -1293,3 +1293,59 @@ fn background_checkpoints_wait_for_the_log_to_outgrow_the_last_one() {
         "{with_ratio} checkpoints over {logged} bytes of log with the ratio at 4 (at most {most})"
     );
 }
+
+/// While background checkpoints are paused (a benchmark alternating two databases pauses
+/// one during the other's rounds) none starts, however far the log has grown; a checkpoint
+/// asked for still runs; once let go, the background checkpointer catches up.
+#[test]
+fn paused_background_checkpoints_start_none_until_let_go() {
+    let storage = FaultyStorage::new(37);
+    let db = Database::open(Config {
+        checkpoint_log_bytes: 64 << 10,
+        checkpoint_log_ratio: 0,
+        ..config(&storage)
+    })
+    .unwrap();
+    let checkpoints = || {
+        let mut epochs = std::collections::BTreeSet::new();
+        for path in storage.paths() {
+            if let Some(epoch) =
+                path.strip_prefix("checkpoint/").and_then(|rest| rest.split('/').next())
+            {
+                epochs.insert(epoch.to_string());
+            }
+        }
+        epochs
+    };
+    db.pause_checkpoints(true);
+    let table = db.create_table(TableSpec::new("rows")).unwrap();
+    let mut worker = db.worker().unwrap();
+    let value = vec![7u8; 1000];
+    // Over a second (five polls of the checkpointer), 1 MB of log: sixteen times the threshold.
+    let started = std::time::Instant::now();
+    let mut round = 0u64;
+    while started.elapsed() < std::time::Duration::from_secs(1) || db.log_bytes() < 1 << 20 {
+        round += 1;
+        worker
+            .transaction(Isolation::Serializable, |txn| {
+                (0..20).try_for_each(|i| txn.put(&table, &key((round * 20 + i) % 500), &value))
+            })
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    worker.wait_durable().unwrap();
+    assert!(checkpoints().is_empty(), "paused, yet checkpoints {:?}", checkpoints());
+    let asked = db.checkpoint().unwrap();
+    assert_eq!(checkpoints().len(), 1, "the checkpoint asked for while paused");
+    assert_eq!(asked.rows, 500);
+    // Let go: the log since the last background checkpoint (none yet) is far past due.
+    db.pause_checkpoints(false);
+    let waited = std::time::Instant::now();
+    while !checkpoints().iter().any(|epoch| *epoch != asked.epoch.to_string()) {
+        assert!(
+            waited.elapsed() < std::time::Duration::from_secs(20),
+            "no background checkpoint within 20 s of letting it go"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

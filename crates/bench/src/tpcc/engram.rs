@@ -323,6 +323,10 @@ impl Db for EngramTpcc {
         self.logs().then(|| conn.worker.last_commit().epoch.0)
     }
 
+    fn pause_background(&self, paused: bool) {
+        self.db.pause_checkpoints(paused);
+    }
+
     fn settings(&self) -> String {
         let config = self.db.config();
         format!(

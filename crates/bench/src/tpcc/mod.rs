@@ -836,11 +836,19 @@ pub fn run_configured<D: TpccDb>(
     let mut tallies: Vec<Tally> = configured.iter().map(|_| Tally::default()).collect();
     for round in 0..rounds {
         for (index, (options, db)) in configured.iter().enumerate() {
+            // The other databases' background work (a checkpoint under way) waits for their
+            // own rounds.
+            for (other, other_db) in dbs.iter().enumerate() {
+                other_db.pause_background(other != *db);
+            }
             let db = &dbs[*db];
             let label = format!("tpcc {} x{} {}/{}", db.name(), options.threads, round + 1, rounds);
             let tally = measure(db, options, &constants, per_round, &label)?;
             tallies[index].merge(&tally);
         }
+    }
+    for db in &dbs {
+        db.pause_background(false);
     }
     let mut violations = Vec::with_capacity(dbs.len());
     for db in &dbs {

@@ -428,6 +428,10 @@ impl Db for SqlTpcc {
     fn last_commit_epoch(&self, conn: &SqlConn) -> Option<u64> {
         if self.logs() { conn.client.last_commit_epoch() } else { None }
     }
+
+    fn pause_background(&self, paused: bool) {
+        self.db.database().pause_checkpoints(paused);
+    }
 }
 
 // ----- values in and out ---------------------------------------------------------------------

@@ -40,11 +40,17 @@ pub struct CheckpointReport {
     pub segments_removed: usize,
 }
 
-/// Takes a checkpoint now (one at a time; a second caller waits for the first).
+/// How long a paused background checkpoint sleeps before it looks at the pause again.
+const PAUSE_POLL: Duration = Duration::from_millis(5);
+
+/// Takes a checkpoint now (one at a time; a second caller waits for the first). A
+/// `background` checkpoint waits between its batches while background checkpoints are paused
+/// (`Database::pause_checkpoints`); one asked for (`Database::checkpoint`) never does.
 pub(crate) fn take(
     shared: &Arc<Shared>,
     data: &DataDir,
     threads: usize,
+    background: bool,
 ) -> Result<CheckpointReport> {
     let _one_at_a_time = data.checkpoint_lock.lock().unwrap_or_else(|poison| poison.into_inner());
     let started = Instant::now();
@@ -58,7 +64,7 @@ pub(crate) fn take(
         }
     }
     let at = epochs.hold_snapshot();
-    let result = write_files(shared, data, at, threads);
+    let result = write_files(shared, data, at, threads, background);
     let result = result.and_then(|report| publish(shared, data, at, report));
     epochs.release_snapshot_hold();
     let (mut report, superseded) = result?;
@@ -72,6 +78,7 @@ fn write_files(
     data: &DataDir,
     at: Epoch,
     threads: usize,
+    background: bool,
 ) -> Result<CheckpointReport> {
     let storage = &*data.storage;
     // Listed after the epoch is chosen: a table created later has no rows at or below it.
@@ -99,7 +106,7 @@ fn write_files(
                     }
                     let table = &tables[index];
                     let path = format!("{dir}/t{:05}.ckpt", table.id().0);
-                    match write_table(&mut worker, data, table, &path, at) {
+                    match write_table(&mut worker, data, table, &path, at, background) {
                         Ok((table_rows, table_bytes)) => {
                             rows.fetch_add(table_rows, Ordering::Relaxed);
                             bytes.fetch_add(table_bytes, Ordering::Relaxed);
@@ -136,6 +143,7 @@ fn write_table(
     table: &TableRef,
     path: &str,
     at: Epoch,
+    background: bool,
 ) -> Result<(u64, u64)> {
     let storage = &*data.storage;
     let fail = |error| io_error(storage, path, "cannot write checkpoint", error);
@@ -151,6 +159,9 @@ fn write_table(
     let mut rows = 0u64;
     let mut resume: Option<Vec<u8>> = None;
     loop {
+        if background {
+            wait_while_paused(&worker.shared);
+        }
         worker.begin_snapshot_at(at)?;
         let mut last = Vec::new();
         let visited = {
@@ -200,6 +211,14 @@ fn write_table(
     file.append(&frame).map_err(fail)?;
     file.sync().map_err(fail)?;
     Ok((rows, written + frame.len() as u64))
+}
+
+/// Sleeps while background checkpoints are paused, between two of a checkpoint's snapshot
+/// transactions (so pinned by none, though the checkpoint's snapshot hold stays).
+fn wait_while_paused(shared: &Shared) {
+    while shared.checkpoints_paused.load(Ordering::Acquire) && !shared.stopping() {
+        std::thread::sleep(PAUSE_POLL);
+    }
 }
 
 /// What a published checkpoint makes unnecessary: older checkpoints' directories and the log
