@@ -253,38 +253,20 @@ fn snapshots_never_include_an_epoch_still_being_installed() {
 /// prune by never passes the epoch it reads. (The ticker once read the slots before it
 /// published a new epoch, and a reader registering in between was not counted.)
 fn snapshot_low_scenario() {
-    // A snapshot at every epoch boundary, so every tick publishes a new one. One tick first:
-    // epoch 0 holds no commit, and a reader at it is never counted (nothing is kept for it).
-    let manager = Arc::new(EpochManager::new(4, 1, 1_000));
-    manager.advance();
-    let ticker = {
-        let manager = Arc::clone(&manager);
-        thread::spawn(move || {
-            for _ in 0..4 {
-                manager.advance();
-                thread::yield_now();
-            }
-        })
-    };
+    let manager = ticked_manager();
+    let ticker = spawn_ticker(&manager, 4);
     let reader = {
         let manager = Arc::clone(&manager);
         thread::spawn(move || {
             for _ in 0..2 {
-                let slot = manager.register().unwrap();
-                manager.pin(slot);
-                let reading = manager.enter_snapshot(slot);
-                assert!(reading > Epoch::NEVER);
-                for _ in 0..3 {
+                read_a_snapshot(&manager, 3, |reading| {
+                    assert!(reading > Epoch::NEVER);
                     let low = manager.snapshot_low();
                     assert!(
                         low <= reading,
                         "low-water mark {low:?} passed a reader at {reading:?}"
                     );
-                    thread::yield_now();
-                }
-                manager.leave_snapshot(slot);
-                manager.unpin(slot);
-                manager.unregister(slot);
+                });
             }
         })
     };
@@ -292,10 +274,104 @@ fn snapshot_low_scenario() {
     reader.join().unwrap();
 }
 
+/// A manager with a snapshot at every epoch boundary, so every tick publishes a new one,
+/// ticked once: epoch 0 holds no commit, and a reader at it is never counted (nothing is kept
+/// for it).
+fn ticked_manager() -> Arc<EpochManager> {
+    let manager = Arc::new(EpochManager::new(4, 1, 1_000));
+    manager.advance();
+    manager
+}
+
+/// The ticker: `ticks` ticks, yielding between them.
+fn spawn_ticker(manager: &Arc<EpochManager>, ticks: usize) -> thread::JoinHandle<()> {
+    let manager = Arc::clone(manager);
+    thread::spawn(move || {
+        for _ in 0..ticks {
+            manager.advance();
+            thread::yield_now();
+        }
+    })
+}
+
+/// A snapshot transaction on a slot of its own: registers at the published snapshot epoch,
+/// calls `check` with it `checks` times (yielding after each), and leaves.
+fn read_a_snapshot(manager: &EpochManager, checks: usize, check: impl Fn(Epoch)) {
+    let slot = manager.register().unwrap();
+    manager.pin(slot);
+    let reading = manager.enter_snapshot(slot);
+    for _ in 0..checks {
+        check(reading);
+        thread::yield_now();
+    }
+    manager.leave_snapshot(slot);
+    manager.unpin(slot);
+    manager.unregister(slot);
+}
+
 #[test]
 fn the_snapshot_low_water_mark_never_passes_a_registered_reader() {
     shuttle::check_random(snapshot_low_scenario, ITERATIONS);
     shuttle::check_pct(snapshot_low_scenario, ITERATIONS, 3);
+}
+
+/// Whether installs under the manager's retention now keep the state at `reading`: the one
+/// at `low`, or every boundary from `low_unheld` on (`Retention::needed`).
+fn retention_keeps(manager: &EpochManager, reading: Epoch) -> bool {
+    let retention = manager.retention();
+    retention.low == reading || retention.low_unheld <= reading
+}
+
+/// One run: an ordinary snapshot reader registers at an old epoch; while it reads, the
+/// ticker publishes newer ones, a checkpoint holds one of them (`hold_snapshot`) and reads
+/// at it from a slot, and the reader leaves, so that the mark moves up to the held epoch and
+/// the unheld mark past it. For as long as each stays registered, the retention installs
+/// prune by keeps what it reads (a retention that paired a new unheld mark with an old mark
+/// lost the checkpoint's epoch); the checkpoint then lets its hold go.
+fn held_snapshot_scenario() {
+    let manager = ticked_manager();
+    let ticker = spawn_ticker(&manager, 6);
+    let reader = {
+        let manager = Arc::clone(&manager);
+        thread::spawn(move || {
+            read_a_snapshot(&manager, 3, |reading| {
+                assert!(
+                    retention_keeps(&manager, reading),
+                    "a reader at {reading:?} lost its versions"
+                );
+            });
+        })
+    };
+    let checkpoint = {
+        let manager = Arc::clone(&manager);
+        thread::spawn(move || {
+            thread::yield_now();
+            let at = manager.hold_snapshot();
+            let slot = manager.register().unwrap();
+            manager.pin(slot);
+            manager.enter_snapshot_at(slot, at);
+            for _ in 0..4 {
+                assert!(
+                    retention_keeps(&manager, at),
+                    "a held checkpoint at {at:?} lost its versions"
+                );
+                thread::yield_now();
+            }
+            manager.leave_snapshot(slot);
+            manager.unpin(slot);
+            manager.unregister(slot);
+            manager.release_snapshot_hold();
+        })
+    };
+    ticker.join().unwrap();
+    checkpoint.join().unwrap();
+    reader.join().unwrap();
+}
+
+#[test]
+fn a_held_checkpoint_epoch_and_its_readers_keep_what_they_read() {
+    shuttle::check_random(held_snapshot_scenario, 4 * ITERATIONS);
+    shuttle::check_pct(held_snapshot_scenario, 4 * ITERATIONS, 3);
 }
 
 /// One run: readers of a multi-version protocol register (and one renews, as READ COMMITTED

@@ -434,12 +434,20 @@ impl Dropped {
 }
 
 /// What readers need kept. Snapshot transactions read at snapshot boundaries (multiples of
-/// `interval` at or above `low`); transactions of a multi-version protocol (`cc::mv`) read as
-/// of a timestamp at or above `readers_low` ([`Tid::MAX`] when there are none). A version is
-/// kept while one of them may read it.
+/// `interval`): at `low`, the oldest one read, and at any boundary at or above `low_unheld`;
+/// transactions of a multi-version protocol (`cc::mv`) read as of a timestamp at or above
+/// `readers_low` ([`Tid::MAX`] when there are none). A version is kept while one of them may
+/// read it.
+///
+/// `low_unheld` is above `low` while a checkpoint holds an old snapshot epoch
+/// (`EpochManager::hold_snapshot`) and no other reader is that old: the boundaries between
+/// the two have no reader and never will (new snapshots read at the newest boundary), so a
+/// row updated all through a long checkpoint keeps the version the checkpoint reads and those
+/// of recent boundaries, not one per boundary since. Otherwise the two are equal.
 #[derive(Debug, Clone, Copy)]
 pub struct Retention {
     pub low: Epoch,
+    pub low_unheld: Epoch,
     pub interval: u64,
     pub readers_low: Tid,
     /// Whether an install prunes the chain it grows (`gc::Gc::writers_prune`).
@@ -448,8 +456,13 @@ pub struct Retention {
 
 impl Retention {
     /// Keeps nothing for anyone (recovery, before any reader exists).
-    pub const NOTHING: Retention =
-        Retention { low: Epoch(u64::MAX), interval: 1, readers_low: Tid::MAX, prune: true };
+    pub const NOTHING: Retention = Retention {
+        low: Epoch(u64::MAX),
+        low_unheld: Epoch(u64::MAX),
+        interval: 1,
+        readers_low: Tid::MAX,
+        prune: true,
+    };
 
     /// Whether a version committed at `tid` and superseded at `successor` may be read.
     #[inline]
@@ -466,9 +479,18 @@ impl Retention {
         if epoch >= successor {
             return false;
         }
+        // The first boundary from `low` on that shows it (none: no snapshot reads it).
         let from = epoch.max(self.low).0;
-        let boundary = from.div_ceil(self.interval) * self.interval;
-        boundary < successor.0
+        if from.div_ceil(self.interval) * self.interval >= successor.0 {
+            return false;
+        }
+        // That boundary is read: it is `low`'s, or every boundary from `low` on is.
+        if epoch <= self.low || self.low_unheld <= self.low {
+            return true;
+        }
+        // A held `low` reads an older state; the others read from `low_unheld` on.
+        let from = epoch.max(self.low_unheld).0;
+        from.div_ceil(self.interval) * self.interval < successor.0
     }
 
     /// Whether every reader that may still come sees a version committed at `tid` or a newer
@@ -485,9 +507,10 @@ impl Retention {
     }
 }
 
-/// The lowest snapshot low-water mark at which a prune under a single-version protocol (no
-/// `readers_low`) can drop anything from a newest-first chain whose oldest version was
-/// superseded at `successor`, saturated at `u32::MAX`. Only the work depends on it: a prune
+/// The lowest snapshot low-water mark (`Retention::low_unheld`) at which a prune under a
+/// single-version protocol (no `readers_low`) can drop anything from a newest-first chain
+/// whose oldest version was superseded at `successor`, saturated at `u32::MAX`. (The version
+/// a held `low` reads is kept besides, which only keeps more: the bound stays a bound.) Only the work depends on it: a prune
 /// that comes early drops nothing, and one that comes late keeps garbage a little longer,
 /// never less than a reader needs.
 ///
@@ -1669,7 +1692,7 @@ impl Head {
         // SAFETY: the newest version was just linked by the lock holder.
         let depth = unsafe { (*newest).depth.load(Ordering::Relaxed) };
         if !retention.multiversion() {
-            return retention.low.0 >= u64::from(depth);
+            return retention.low_unheld.0 >= u64::from(depth);
         }
         let (length, pruned) = (depth & 0xffff, depth >> 16);
         length > 2 * pruned + PRUNE_SLACK
@@ -2009,7 +2032,13 @@ mod tests {
     use super::*;
 
     fn retention(low: u64, interval: u64) -> Retention {
-        Retention { low: Epoch(low), interval, readers_low: Tid::MAX, prune: true }
+        Retention {
+            low: Epoch(low),
+            low_unheld: Epoch(low),
+            interval,
+            readers_low: Tid::MAX,
+            prune: true,
+        }
     }
 
     fn tid(epoch: u64) -> Tid {
@@ -2106,6 +2135,76 @@ mod tests {
             Head::retire(head_ptr, &mut garbage);
             garbage.free_all(&mut arena);
         }
+    }
+
+    /// Installs `row` at `tid` on an unpublished head, as a commit would; whether the replaced
+    /// state was kept.
+    fn install_row(
+        head: &Head,
+        tid: Tid,
+        row: &[u8],
+        retention: Retention,
+        arena: &mut Arena,
+        garbage: &mut Garbage,
+    ) -> bool {
+        head.lock().unwrap();
+        let word = TidWord::new(tid, TidWord::LATEST);
+        let kept =
+            head.install(Some(row), word, retention, arena, garbage, &mut Dropped::default());
+        head.unlock_to(word);
+        kept
+    }
+
+    /// A checkpoint holding an old snapshot epoch (`low` below `low_unheld`) keeps the state
+    /// it reads and the newest boundary's, and none of the boundaries in between, under every
+    /// version storage: a row updated in every epoch of a long checkpoint keeps a short chain,
+    /// where the mark alone (`low` for both) keeps a version per epoch.
+    #[test]
+    fn a_held_epoch_keeps_its_state_and_not_the_boundaries_after_it() {
+        for storage in VersionStorage::ALL {
+            assert!(held_epoch_chain_len(storage, true) <= 3, "{storage}");
+            assert!(held_epoch_chain_len(storage, false) >= 30, "{storage}");
+        }
+    }
+
+    /// Writes epochs 2 and 4 to 40 of a row while epoch 3 is held and snapshots read at the
+    /// newest boundary; checks both readers' states after every write and returns the final
+    /// chain length. `unheld`: whether the retention tells the held epoch apart.
+    fn held_epoch_chain_len(storage: VersionStorage, unheld: bool) -> usize {
+        const HELD: u64 = 3;
+        let mut arena = Arena::new();
+        let mut garbage = Garbage::new();
+        let head_ptr = alloc(&mut arena, storage);
+        // SAFETY: owned by the test.
+        let head = unsafe { &*head_ptr };
+        let value = |epoch: u64| format!("the row as of epoch {epoch}").into_bytes();
+        let mut out = Vec::new();
+        for epoch in std::iter::once(2).chain(4..=40) {
+            // Snapshots start at the newest boundary below this epoch.
+            let newest = epoch - 1;
+            let retention = Retention {
+                low_unheld: Epoch(if unheld { newest.max(HELD) } else { HELD }),
+                ..retention(HELD.min(newest), 1)
+            };
+            let tid = Tid::new(Epoch(epoch), 1);
+            install_row(head, tid, &value(epoch), retention, &mut arena, &mut garbage);
+            if epoch > HELD {
+                assert!(head.read_at(Epoch(HELD), &mut out).unwrap(), "{storage}: epoch {epoch}");
+                assert_eq!(out, value(2), "{storage}: the held epoch, after epoch {epoch}");
+            }
+            assert!(head.read_at(Epoch(newest), &mut out).unwrap() || newest < 2);
+            if newest >= 2 {
+                let expected = if newest == HELD { 2 } else { newest };
+                assert_eq!(out, value(expected), "{storage}: the newest boundary, after {epoch}");
+            }
+        }
+        let len = head.chain_len();
+        // SAFETY: the head was never published; nothing else can reach what is retired.
+        unsafe {
+            Head::retire(head_ptr, &mut garbage);
+            garbage.free_all(&mut arena);
+        }
+        len
     }
 
     /// Under `delta` storage every kept state is rebuilt from the master version and the
@@ -2252,8 +2351,7 @@ mod tests {
         let done = std::sync::atomic::AtomicBool::new(false);
         // Installs keep every epoch's last state from `LOW` on; every 16th write a vacuum pass
         // keeps only the readers' (every third epoch's), dropping versions in the middle.
-        let installs =
-            Retention { low: Epoch(LOW), interval: 1, readers_low: Tid::MAX, prune: true };
+        let installs = retention(LOW, 1);
         let readers = Retention { interval: 3, ..installs };
         std::thread::scope(|scope| {
             for reader in 0..2u64 {
@@ -2542,17 +2640,7 @@ mod tests {
             let tid = Tid::new(Epoch(epoch), sequence);
             let row = format!("{write} written at {epoch}").into_bytes();
             let retention = retention(low, interval);
-            head.lock().unwrap();
-            let word = TidWord::new(tid, TidWord::LATEST);
-            let kept = head.install(
-                Some(&row),
-                word,
-                retention,
-                &mut arena,
-                &mut garbage,
-                &mut Dropped::default(),
-            );
-            head.unlock_to(word);
+            let kept = install_row(head, tid, &row, retention, &mut arena, &mut garbage);
             history.push((tid, row));
             if kept {
                 assert!(!prune_would_drop(head, retention), "seed {seed}, write {write}");
@@ -2595,8 +2683,7 @@ mod tests {
         let mut write = |sequence: u64, readers_low: Tid, garbage: &mut Garbage| {
             head.lock().unwrap();
             let word = TidWord::new(at(sequence), TidWord::LATEST);
-            let retention =
-                Retention { low: Epoch(u64::MAX), interval: 1, readers_low, prune: true };
+            let retention = Retention { readers_low, ..Retention::NOTHING };
             let mut dropped = Dropped::default();
             head.install(
                 Some(&sequence.to_le_bytes()),

@@ -20,7 +20,11 @@
 //!   the timestamp they take when they begin and so announce their commit then; a kicked
 //!   transaction's announcement no longer counts.
 //! - **Snapshot low-water mark.** The oldest snapshot epoch any active or future snapshot
-//!   transaction can read at; versions and deleted records older than it are garbage.
+//!   transaction can read at; versions and deleted records older than it are garbage. Beside
+//!   it the ticker publishes the same mark without the checkpoint's hold (`snapshot_low_unheld`):
+//!   while a checkpoint holds an old epoch, only that epoch and the boundaries from the
+//!   unheld mark on are read, and the versions of the boundaries in between are garbage too
+//!   (`Retention`).
 //!
 //! SLOT WORD (`Slot::state`)
 //!
@@ -53,6 +57,16 @@
 //! its slot store comes before the ticker's loads and the mark counts it; if the check saw the
 //! new epoch, the reader reads at that epoch, which the mark does not pass.
 //! (`the_snapshot_low_water_mark_never_passes_a_registered_reader` in `tests/shuttle_sync.rs`.)
+//!
+//! The unheld mark leaves out the readers at the held epoch (a checkpoint's threads), which
+//! the mark itself covers, since it is then the held epoch. Installs read the unheld mark
+//! first and the mark after, and the ticker stores them the other way round, so an install
+//! may pair an older unheld mark with a newer mark but never the reverse. An older unheld mark
+//! is lower and keeps more; it was computed before a hold that appeared since, and the held
+//! epoch, read after the ticker published it, is at or above it. When the hold goes, readers
+//! at its epoch that are not the checkpoint's are covered by the newer mark. Either way every
+//! reader keeps what it reads (`a_held_checkpoint_epoch_and_its_readers_keep_what_they_read`
+//! in `tests/shuttle_sync.rs`).
 
 use super::shim::{AtomicBool, AtomicU64, Ordering, fence};
 use crate::storage::Tid;
@@ -136,6 +150,7 @@ pub struct Tick {
     pub stable: Epoch,
     pub snapshot: Epoch,
     pub snapshot_low: Epoch,
+    pub snapshot_low_unheld: Epoch,
     pub kicked: u32,
 }
 
@@ -146,6 +161,8 @@ pub struct EpochManager {
     stable: AtomicU64,
     snapshot: AtomicU64,
     snapshot_low: AtomicU64,
+    /// `snapshot_low` without the held epoch and its readers (module docs).
+    snapshot_low_unheld: AtomicU64,
     advancing: AtomicBool,
     kicked_total: AtomicU64,
     /// A snapshot epoch held outside any slot (a checkpoint in progress), 0 when none.
@@ -177,6 +194,7 @@ impl EpochManager {
             stable: AtomicU64::new(0),
             snapshot: AtomicU64::new(0),
             snapshot_low: AtomicU64::new(0),
+            snapshot_low_unheld: AtomicU64::new(0),
             advancing: AtomicBool::new(false),
             kicked_total: AtomicU64::new(0),
             held: AtomicU64::new(0),
@@ -249,8 +267,11 @@ impl EpochManager {
     /// What an install must keep for the readers that exist now or may come.
     #[inline]
     pub fn retention(&self) -> Retention {
+        // The unheld mark first: the ticker stores it after the mark (ORDERING above).
+        let low_unheld = Epoch(self.snapshot_low_unheld.load(Ordering::Acquire));
         Retention {
             low: self.snapshot_low(),
+            low_unheld,
             interval: self.snapshot_interval_epochs,
             readers_low: self.readers_low(),
             prune: true,
@@ -469,6 +490,7 @@ impl EpochManager {
         self.stable.store(base, Ordering::SeqCst);
         self.snapshot.store(base, Ordering::SeqCst);
         self.snapshot_low.store(base, Ordering::SeqCst);
+        self.snapshot_low_unheld.store(base, Ordering::SeqCst);
         // Every recovered TID is in an epoch at or below `base`: readers see them all.
         self.clock.store(Tid::last_of(Epoch(base)).as_u64(), Ordering::SeqCst);
     }
@@ -538,22 +560,35 @@ impl EpochManager {
         // once did) missed a reader registering in between: the low-water mark passed it and
         // installs dropped versions it was reading (tests/pointers.rs found it).
         fence(Ordering::SeqCst);
+        // The two oldest epochs read, for the mark without the held epoch.
+        let mut snapshot_next = u64::MAX;
         for slot in self.slots.iter() {
             let word = slot.state.load(Ordering::SeqCst);
             if word & ACTIVE == 0 || word & KICKED != 0 {
                 continue;
             }
             let reading = slot.snapshot.load(Ordering::SeqCst);
-            if reading != 0 {
-                snapshot_min = snapshot_min.min(reading);
+            if reading == 0 || reading == snapshot_min {
+                continue;
+            }
+            if reading < snapshot_min {
+                snapshot_next = snapshot_min;
+                snapshot_min = reading;
+            } else {
+                snapshot_next = snapshot_next.min(reading);
             }
         }
         let held = self.held.load(Ordering::SeqCst);
+        let unheld_min =
+            if held != 0 && held == snapshot_min { snapshot_next } else { snapshot_min };
         if held != 0 {
             snapshot_min = snapshot_min.min(held);
         }
         let snapshot_low = snapshot.min(snapshot_min);
+        let snapshot_low_unheld = snapshot.min(unheld_min);
+        // The mark first, then the unheld mark (ORDERING above).
         self.snapshot_low.store(snapshot_low, Ordering::Release);
+        self.snapshot_low_unheld.store(snapshot_low_unheld, Ordering::Release);
         if kicked > 0 {
             self.kicked_total.fetch_add(kicked as u64, Ordering::Relaxed);
         }
@@ -565,6 +600,7 @@ impl EpochManager {
             stable: Epoch(stable),
             snapshot: Epoch(snapshot),
             snapshot_low: Epoch(snapshot_low),
+            snapshot_low_unheld: Epoch(snapshot_low_unheld),
             kicked,
         })
     }
@@ -658,5 +694,43 @@ mod tests {
         manager.unpin(slot);
         manager.advance();
         assert!(manager.snapshot_low() > reading);
+    }
+
+    /// A held epoch and the readers at it keep the mark, not the unheld mark, which follows
+    /// the other readers and the newest snapshot; without a hold the two are one.
+    #[test]
+    fn the_unheld_mark_passes_a_held_epoch_and_stops_at_other_readers() {
+        let manager = EpochManager::new(3, 5, 100);
+        for _ in 0..12 {
+            manager.advance();
+        }
+        let held = manager.hold_snapshot();
+        let checkpoint = manager.register().unwrap();
+        manager.pin(checkpoint);
+        manager.enter_snapshot_at(checkpoint, held);
+        for _ in 0..10 {
+            manager.advance();
+        }
+        let retention = manager.retention();
+        assert_eq!(retention.low, held);
+        assert_eq!(retention.low_unheld, manager.snapshot());
+        assert!(retention.low_unheld > held);
+        // A reader at a newer epoch stops the unheld mark; the hold still keeps the mark.
+        let reader = manager.register().unwrap();
+        manager.pin(reader);
+        let reading = manager.enter_snapshot(reader);
+        for _ in 0..10 {
+            manager.advance();
+        }
+        let retention = manager.retention();
+        assert_eq!((retention.low, retention.low_unheld), (held, reading));
+        assert!(manager.snapshot() > reading);
+        // The hold goes: the mark is the reader's too.
+        manager.leave_snapshot(checkpoint);
+        manager.unpin(checkpoint);
+        manager.release_snapshot_hold();
+        manager.advance();
+        let retention = manager.retention();
+        assert_eq!((retention.low, retention.low_unheld), (reading, reading));
     }
 }
