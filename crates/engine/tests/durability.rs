@@ -1349,3 +1349,69 @@ fn paused_background_checkpoints_start_none_until_let_go() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// Checkpoint files on a real directory are pushed to the device as they grow
+/// (`StorageFile::write_back` every 8 MiB), not all at the final fsync: a file appended to in
+/// pieces of every size, with write-backs between them, reads back whole, and a checkpoint of
+/// about 24 MB is what the database comes back with.
+#[test]
+fn checkpoint_files_written_back_as_they_grow_read_back_whole() {
+    let dir = std::env::temp_dir().join(format!("engram-write-back-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    {
+        let storage = wal::DirStorage::open(&dir).unwrap();
+        let mut file = storage.create("pieces").unwrap();
+        let mut expected = Vec::new();
+        for (index, len) in [0usize, 1, 4095, 3 << 20, 9 << 20, 5, 8 << 20].into_iter().enumerate()
+        {
+            let piece: Vec<u8> = (0..len).map(|i| (i * 7 + index) as u8).collect();
+            file.append(&piece).unwrap();
+            expected.extend_from_slice(&piece);
+            file.write_back().unwrap();
+        }
+        file.sync().unwrap();
+        assert!(storage.read("pieces").unwrap() == expected, "the file reads back whole");
+    }
+    let open = || {
+        Database::open(Config {
+            data_dir: Some(dir.join("db")),
+            checkpoint_log_bytes: 0,
+            epoch_interval_ms: 2,
+            snapshot_interval_epochs: 5,
+            ..Config::default()
+        })
+        .unwrap()
+    };
+    let value = |i: u64| vec![(i % 251) as u8; 1000];
+    {
+        let db = open();
+        let table = db.create_table(TableSpec::new("rows")).unwrap();
+        let mut worker = db.worker().unwrap();
+        for start in (0..24_000u64).step_by(1000) {
+            worker
+                .transaction(Isolation::Serializable, |txn| {
+                    (start..start + 1000).try_for_each(|i| txn.put(&table, &key(i), &value(i)))
+                })
+                .unwrap();
+        }
+        // The rows are below the snapshot epoch the checkpoint reads at.
+        worker.wait_durable().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let report = db.checkpoint().unwrap();
+        assert!(report.bytes > 2 * (8 << 20), "{} bytes", report.bytes);
+    }
+    let db = open();
+    let table = db.table("rows").unwrap();
+    let mut worker = db.worker().unwrap();
+    worker
+        .transaction(Isolation::Serializable, |txn| {
+            for i in (0..24_000u64).step_by(997) {
+                assert_eq!(txn.get(&table, &key(i))?, Some(&value(i)[..]), "row {i}");
+            }
+            Ok(())
+        })
+        .unwrap();
+    drop(worker);
+    drop(db);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
