@@ -510,9 +510,9 @@ impl Retention {
 /// The lowest snapshot low-water mark (`Retention::low_unheld`) at which a prune under a
 /// single-version protocol (no `readers_low`) can drop anything from a newest-first chain
 /// whose oldest version was superseded at `successor`, saturated at `u32::MAX`. (The version
-/// a held `low` reads is kept besides, which only keeps more: the bound stays a bound.) Only the work depends on it: a prune
-/// that comes early drops nothing, and one that comes late keeps garbage a little longer,
-/// never less than a reader needs.
+/// a held `low` reads is kept besides, which only keeps more: the bound stays a bound.) Only
+/// the work depends on it: a prune that comes early drops nothing, and one that comes late
+/// keeps garbage a little longer, never less than a reader needs.
 ///
 /// Let B be the last snapshot boundary before `successor`'s epoch. A prune drops a version v
 /// only if no reader needs it, or if a version newer than v is visible to every reader:
