@@ -1233,6 +1233,16 @@ fn acknowledged_commits_survive_a_crash_with_and_without_compression() {
     }
 }
 
+/// The epochs of the checkpoint directories `storage` holds now.
+fn checkpoint_epochs(storage: &FaultyStorage) -> std::collections::BTreeSet<String> {
+    storage
+        .paths()
+        .iter()
+        .filter_map(|path| path.strip_prefix("checkpoint/")?.split('/').next())
+        .map(str::to_string)
+        .collect()
+}
+
 /// Background checkpoints wait for the log to grow by `checkpoint_log_ratio` times the last
 /// checkpoint's size, not only by `checkpoint_log_bytes`: under the same write load over a
 /// database of about 2 MB, a 64 KiB threshold alone checkpoints at nearly every poll of the
@@ -1270,13 +1280,7 @@ fn background_checkpoints_wait_for_the_log_to_outgrow_the_last_one() {
                 .unwrap();
             worker.wait_durable().unwrap();
             std::thread::sleep(std::time::Duration::from_millis(10));
-            for path in storage.paths() {
-                if let Some(epoch) =
-                    path.strip_prefix("checkpoint/").and_then(|rest| rest.split('/').next())
-                {
-                    epochs.insert(epoch.to_string());
-                }
-            }
+            epochs.extend(checkpoint_epochs(&storage));
         }
         let logged = db.log_bytes();
         drop(db);
@@ -1306,17 +1310,7 @@ fn paused_background_checkpoints_start_none_until_let_go() {
         ..config(&storage)
     })
     .unwrap();
-    let checkpoints = || {
-        let mut epochs = std::collections::BTreeSet::new();
-        for path in storage.paths() {
-            if let Some(epoch) =
-                path.strip_prefix("checkpoint/").and_then(|rest| rest.split('/').next())
-            {
-                epochs.insert(epoch.to_string());
-            }
-        }
-        epochs
-    };
+    let checkpoints = || checkpoint_epochs(&storage);
     db.pause_checkpoints(true);
     let table = db.create_table(TableSpec::new("rows")).unwrap();
     let mut worker = db.worker().unwrap();
