@@ -11,6 +11,8 @@ cargo fmt --all -- --check
 if cargo clippy --version >/dev/null 2>&1; then
   echo "== lints (clippy)"
   cargo clippy --workspace --all-targets --locked -- -D warnings
+  # The serial safety net's debug trace, so that it still builds when it is needed.
+  cargo clippy -p engram-engine --all-targets --locked --features ssn-trace -- -D warnings
 else
   echo "== lints skipped: this toolchain has no clippy"
 fi

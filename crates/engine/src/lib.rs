@@ -56,6 +56,14 @@
 
 #![warn(missing_debug_implementations)]
 
+/// Records a debug event (feature `ssn-trace`); nothing otherwise.
+macro_rules! trace_ev {
+    ($ev:expr) => {
+        #[cfg(feature = "ssn-trace")]
+        $crate::trace::record($ev);
+    };
+}
+
 pub mod cc;
 pub mod db;
 pub mod error;
@@ -64,6 +72,8 @@ pub mod index;
 pub mod limits;
 pub mod storage;
 pub mod sync;
+#[cfg(feature = "ssn-trace")]
+pub mod trace;
 pub mod wal;
 pub mod worker;
 

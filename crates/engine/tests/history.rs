@@ -126,6 +126,8 @@ fn run_with_stats(
                             .collect();
                         let outcome = worker.transaction(isolation, |txn| {
                             let id = next_id.fetch_add(1, Ordering::Relaxed);
+                            #[cfg(feature = "ssn-trace")]
+                            engram_engine::trace::record(engram_engine::trace::Ev::Begin { id });
                             let mut record = Committed { id, ..Committed::default() };
                             for &(kind, low, high) in &plan {
                                 match kind {
@@ -181,6 +183,8 @@ fn run_with_stats(
                             done.push((record, worker.last_commit().tid));
                         }
                     }
+                    #[cfg(feature = "ssn-trace")]
+                    engram_engine::trace::flush();
                     done
                 })
             })
@@ -522,11 +526,12 @@ fn predicate_limit_holds(protocol: Protocol) {
     assert!(claims > 1000, "{protocol}: the workload inserted rows again and again: {claims}");
 }
 
-/// A stress run, not part of the test suite: the configuration in which the open `ssn` write
-/// skew was seen (docs/isolation.md), `STRESS_ROUNDS` histories (100) of `STRESS_THREADS`
-/// threads (6), each with its own seed, the first from `STRESS_SEED` (13). `cargo test
-/// --release -p engram-engine --test history -- --ignored stress_ssn_cooperative_o2n`; on a
-/// many-core machine, several at once with different seeds.
+/// A stress run, not part of the test suite: the configuration in which the `ssn` cycles of
+/// docs/isolation.md were seen, `STRESS_ROUNDS` histories (100) of `STRESS_THREADS` threads
+/// (6), each with its own seed, the first from `STRESS_SEED` (13). `cargo test --release -p
+/// engram-engine --test history -- --ignored stress_ssn_cooperative_o2n`; on a many-core
+/// machine, several at once with different seeds. With `--features ssn-trace`, a failing
+/// round writes the traced events around its cycle to `$STRESS_TRACE_DIR/trace-SEED.txt`.
 #[test]
 #[ignore]
 fn stress_ssn_cooperative_o2n() {
@@ -538,11 +543,49 @@ fn stress_ssn_cooperative_o2n() {
     let versions = Versions { gc: Gc::TupleCooperative, storage: VersionStorage::AppendO2n };
     for round in 0..rounds {
         let seed = first_seed + round * 7919;
+        #[cfg(feature = "ssn-trace")]
+        drop(engram_engine::trace::collect());
         let Run { committed, finals, tids, .. } =
             run_with_stats(Protocol::Ssn, versions, Isolation::Serializable, threads, 1500, seed);
         if let Err(violation) = history::check(&committed, &finals) {
             let cycle = describe_cycle(&committed, &finals, &tids, &violation);
+            #[cfg(feature = "ssn-trace")]
+            dump_trace(&violation, seed);
             panic!("round {round} seed {seed}: {violation}\n{cycle}");
         }
     }
+}
+
+/// Writes the traced events around a cycle's transactions to `$STRESS_TRACE_DIR/trace-SEED.txt`.
+#[cfg(feature = "ssn-trace")]
+fn dump_trace(violation: &Violation, seed: u64) {
+    use engram_engine::trace::{self, Ev};
+    let Violation::Cycle(edges) = violation else { return };
+    let ids: Vec<u64> = edges.iter().map(|&(id, _, _)| id).collect();
+    let events = trace::collect();
+    let mut spans = Vec::new();
+    for (index, event) in events.iter().enumerate() {
+        if let Ev::Begin { id } = event.ev
+            && ids.contains(&id)
+        {
+            let end = events[index + 1..]
+                .iter()
+                .position(|later| {
+                    later.thread == event.thread && matches!(later.ev, Ev::Begin { .. })
+                })
+                .map_or(events.len(), |at| index + 1 + at);
+            spans.push((index, end));
+        }
+    }
+    let first = spans.iter().map(|s| s.0).min().unwrap_or(0).saturating_sub(3000);
+    let last = (spans.iter().map(|s| s.1).max().unwrap_or(0) + 3000).min(events.len());
+    let dir = std::env::var("STRESS_TRACE_DIR").unwrap_or_else(|_| "/tmp".into());
+    let mut out = String::new();
+    let _ = writeln!(out, "cycle ids {ids:?}; {} events in all", events.len());
+    for event in &events[first..last] {
+        let _ = writeln!(out, "{} t{} {:?}", event.time, event.thread, event.ev);
+    }
+    let path = format!("{dir}/trace-{seed}.txt");
+    std::fs::write(&path, out).unwrap();
+    eprintln!("trace written to {path}");
 }

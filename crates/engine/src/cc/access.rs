@@ -266,7 +266,14 @@ impl NodeSet {
     /// set is validated: the scanner's half of the leaf-stamp handshake (`ssn.rs`, `mvto.rs`).
     pub fn publish_pstamps(&self, stamp: u64, pin: &Pin<'_>) {
         for entry in &self.entries {
+            #[cfg(feature = "ssn-trace")]
+            let prev = entry.leaf.pstamp(pin);
             entry.leaf.publish_pstamp(stamp, pin);
+            trace_ev!(crate::trace::Ev::Publish {
+                node: entry.leaf.node_address() as u64,
+                ver: entry.leaf.version(),
+                prev,
+            });
         }
     }
 
@@ -280,7 +287,15 @@ impl NodeSet {
         fence(Ordering::SeqCst);
         self.changed
             .iter()
-            .map(|leaf| leaf.pstamp(pin))
+            .map(|leaf| {
+                let stamp = leaf.pstamp(pin);
+                trace_ev!(crate::trace::Ev::ChangedPstamp {
+                    node: leaf.node_address() as u64,
+                    ver: leaf.version(),
+                    pstamp: stamp,
+                });
+                stamp
+            })
             .filter(|&stamp| stamp < below)
             .max()
             .unwrap_or(0)
@@ -291,6 +306,27 @@ impl LeafObserver for NodeSet {
     fn leaf_changed(&mut self, node: usize, before: u64, after: &[LeafVersion]) {
         if self.track_changes {
             self.changed.extend_from_slice(after);
+        }
+        #[cfg(feature = "ssn-trace")]
+        let mut matched = 0;
+        #[cfg(feature = "ssn-trace")]
+        {
+            let mut ids = [0u64; 4];
+            for (slot, leaf) in ids.iter_mut().zip(after) {
+                *slot = leaf.node_address() as u64;
+            }
+            for entry in &self.entries {
+                if entry.leaf.node_address() == node {
+                    matched += 1 + (entry.leaf.version() == before) as usize * 100;
+                }
+            }
+            crate::trace::record(crate::trace::Ev::LeafChanged {
+                node: node as u64,
+                before,
+                after: ids,
+                n: after.len(),
+                matched,
+            });
         }
         let mut index = 0;
         while index < self.entries.len() {

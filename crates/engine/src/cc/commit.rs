@@ -91,6 +91,7 @@ fn commit_with<P: Hooks>(worker: &mut Worker) -> Result<CommitInfo> {
             return Err(Error::Aborted(AbortReason::SequenceExhausted));
         };
         let leaves_high = ssn::inserted_leaves_high(&worker.txn, stamp, &pin);
+        trace_ev!(crate::trace::Ev::Stamp { c: stamp.as_u64(), leaves_high: leaves_high.as_u64() });
         ssn::publish_scans(&worker.txn, stamp, &pin);
         Some((stamp, leaves_high))
     } else {
@@ -104,7 +105,9 @@ fn commit_with<P: Hooks>(worker: &mut Worker) -> Result<CommitInfo> {
     {
         mvto::publish_scans(&worker.txn, ts, &pin);
     }
-    if let Err(reason) = P::validate(&worker.txn, &pin) {
+    let validated = P::validate(&worker.txn, &pin);
+    trace_ev!(crate::trace::Ev::Validated { ok: validated.is_ok() });
+    if let Err(reason) = validated {
         abort(worker, Some(reason));
         return Err(Error::Aborted(reason));
     }
@@ -400,6 +403,7 @@ fn release_insert(worker: &mut Worker, position: usize) {
     let Worker { tables, txn, garbage, .. } = worker;
     if entry.fresh {
         let table = tables[entry.table.index()].as_deref().expect("registered table");
+        trace_ev!(crate::trace::Ev::Unlink { head: entry.head as u64, node: 1 });
         // After validation (or in an abort): no node set to keep valid.
         table.primary.remove(
             txn.access.slice(entry.key),
@@ -421,6 +425,7 @@ pub(crate) fn abort(worker: &mut Worker, reason: Option<AbortReason>) {
     if worker.txn.status == Status::Idle {
         return;
     }
+    trace_ev!(crate::trace::Ev::Abort { reason: reason.map_or(255, |r| r as u8) });
     if worker.txn.rules.ssn {
         ssn::release(&mut worker.txn, None);
     }
@@ -550,6 +555,7 @@ fn run_ready_tasks(worker: &mut Worker) {
                 &mut worker.garbage,
             );
         }
+        trace_ev!(crate::trace::Ev::Unlink { head: task.head as u64, node: 0 });
         table.primary.remove(&task.key, Some(task.head as u64), &pin, &mut worker.garbage, &mut ());
         head.unlock_to(word.without(TidWord::LATEST));
         // SAFETY: the head was just removed from the primary index (its entries went

@@ -151,6 +151,19 @@ pub(crate) fn exclusion_check(
                 let read = entry.observed.tid();
                 high = high.max(read);
                 let current = head.word();
+                trace_ev!(crate::trace::Ev::Excl {
+                    head: entry.head as u64,
+                    kind: 0,
+                    observed: entry.observed.raw(),
+                    prior: 0,
+                    pstamp: stamps(entry.head).map_or(0, |s| s.pstamp().as_u64()),
+                    cur: current.raw(),
+                    succ: if current.tid() > read {
+                        head.successor_pi(read).map_or(u64::MAX, Tid::as_u64)
+                    } else {
+                        0
+                    },
+                });
                 if !current.is_latest() {
                     return Err(AbortReason::Exclusion);
                 }
@@ -162,11 +175,21 @@ pub(crate) fn exclusion_check(
             Kind::Update | Kind::Delete | Kind::Insert => {
                 // Latched, so it has stamps (`latch`).
                 let pstamp = stamps(entry.head).map_or(Tid::ZERO, Stamps::pstamp);
+                trace_ev!(crate::trace::Ev::Excl {
+                    head: entry.head as u64,
+                    kind: entry.kind as u8,
+                    observed: entry.observed.raw(),
+                    prior: entry.prior.raw(),
+                    pstamp: pstamp.as_u64(),
+                    cur: head.word().raw(),
+                    succ: 0,
+                });
                 high = high.max(entry.prior.tid()).max(pstamp);
             }
             Kind::Nothing => {}
         }
     }
+    trace_ev!(crate::trace::Ev::Check { pi: low.as_u64(), eta: high.as_u64(), ok: low > high });
     if low <= high {
         return Err(AbortReason::Exclusion);
     }
@@ -202,6 +225,12 @@ pub(crate) fn release(state: &mut TxnState, commit: Option<Tid>) {
             }
             _ => stamps.pstamp(),
         };
+        trace_ev!(crate::trace::Ev::Release {
+            head: entry.head as u64,
+            kind: entry.kind as u8 + if commit.is_some() { 10 } else { 0 },
+            pstamp: pstamp.as_u64(),
+            cur: head.word().raw(),
+        });
         stamps.unlatch(pstamp);
     }
 }

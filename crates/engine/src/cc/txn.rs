@@ -196,6 +196,15 @@ pub(crate) fn observe(
         // SAFETY: reached through an index while pinned.
         let seen =
             unsafe { &*head }.read_as_of(at, buffer).map_err(|Busy| AbortReason::RecordBusy)?;
+        trace_ev!(crate::trace::Ev::Seen {
+            head: head as u64,
+            tid: seen.tid.as_u64(),
+            present: seen.present,
+            word: seen.current.raw(),
+            recorded: matches!(mode, ReadMode::Recorded(_))
+                && own.is_none()
+                && seen.current.is_latest(),
+        });
         if matches!(mode, ReadMode::Recorded(_)) && own.is_none() && seen.current.is_latest() {
             // The serial safety net needs the state read: its TID, and whether it held a row.
             let flags =
@@ -298,6 +307,18 @@ fn lock_for_write(
             mvto::lock(&mut state.access, head, table, own, ts, state.rules.commit_at_begin)
         }
         Locking::None => unreachable!("only locking protocols lock before commit"),
+    }
+}
+
+/// The trace event of an index probe for `key` (`why`: 0 a lookup, 1 a write).
+#[cfg(feature = "ssn-trace")]
+fn trace_probe(key: &[u8], probe: &Probe, why: u8) -> crate::trace::Ev {
+    crate::trace::Ev::Probe {
+        key: crate::trace::key_u64(key),
+        head: probe.value.unwrap_or(0),
+        node: probe.leaf.node_address() as u64,
+        ver: probe.leaf.version(),
+        why,
     }
 }
 
@@ -497,6 +518,7 @@ impl<'w> Txn<'w> {
             if attempt > 0 {
                 probe = table.primary.get(key, &pin);
             }
+            trace_ev!(trace_probe(key, &probe, 0));
             let Some(raw) = probe.value else {
                 if for_update || state.rules.validate_nodes {
                     state.nodes.push(probe.leaf, for_update);
@@ -749,6 +771,11 @@ impl<'w> Txn<'w> {
         if !head_ref.claim(word) {
             return Ok(false);
         }
+        trace_ev!(crate::trace::Ev::InsertExisting {
+            key: crate::trace::key_u64(key),
+            head: head as u64,
+            word: word.raw(),
+        });
         // Primary-key scans pass over deleted records without recording them (they hold no
         // row). Bringing one back must therefore change its leaf, as a fresh insert does, so
         // that serializable scans that passed over it fail node validation; the transaction's
@@ -818,9 +845,14 @@ impl<'w> Txn<'w> {
                 head_ref.timestamps().expect("mvto heads").set_owner(ts.as_u64());
             }
         }
-        if let Err(existing) =
-            table.primary.insert(key, head as u64, pin, &mut worker.garbage, &mut worker.txn.nodes)
-        {
+        let inserted =
+            table.primary.insert(key, head as u64, pin, &mut worker.garbage, &mut worker.txn.nodes);
+        trace_ev!(crate::trace::Ev::InsertFresh {
+            key: crate::trace::key_u64(key),
+            head: head as u64,
+            existing: *inserted.as_ref().err().unwrap_or(&0),
+        });
+        if let Err(existing) = inserted {
             // SAFETY: the head was never published.
             unsafe { Head::free_now(head, &mut worker.arena) };
             return Ok(Some(existing));
@@ -976,6 +1008,7 @@ impl<'w> Txn<'w> {
         let pin = unsafe { pinned() };
         for _ in 0..LOOKUP_ATTEMPTS_MAX {
             let probe = table.primary.get(key, &pin);
+            trace_ev!(trace_probe(key, &probe, 1));
             let Some(raw) = probe.value else {
                 let state = &mut self.worker.txn;
                 if state.rules.validate_nodes {
@@ -1392,6 +1425,13 @@ impl<F: FnMut(&[u8], &[u8]) -> bool> RowVisitor<'_, F> {
             return read_snapshot(head, at, self.buffer).then_some(Found::Buffer);
         }
         if self.skip_deleted && deleted_unclaimed(self.access, head, self.mode.bound()) {
+            trace_ev!(crate::trace::Ev::ScanHead {
+                key: 0,
+                head: head as u64,
+                // SAFETY: reached through an index while pinned.
+                word: unsafe { (*head).word() }.raw(),
+                skipped: true,
+            });
             return None;
         }
         match observe(self.access, self.buffer, self.table, head, self.validate_reads, self.mode) {
@@ -1427,12 +1467,23 @@ impl<F: FnMut(&[u8], &[u8]) -> bool> RowVisitor<'_, F> {
 
 impl<F: FnMut(&[u8], &[u8]) -> bool> ScanVisitor for RowVisitor<'_, F> {
     fn leaf(&mut self, leaf: LeafVersion) {
+        trace_ev!(crate::trace::Ev::ScanLeaf {
+            node: leaf.node_address() as u64,
+            ver: leaf.version(),
+        });
         if self.validate_nodes {
             self.nodes.push(leaf, false);
         }
     }
 
     fn entry(&mut self, key: &[u8], value: u64) -> bool {
+        trace_ev!(crate::trace::Ev::ScanHead {
+            key: crate::trace::key_u64(key),
+            head: value,
+            // SAFETY: reached through an index while pinned.
+            word: unsafe { (*(value as *mut Head)).word() }.raw(),
+            skipped: false,
+        });
         match self.row(value as *mut Head) {
             Some(found) => self.emit(key, found),
             None => self.error.is_none(),

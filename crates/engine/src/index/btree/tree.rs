@@ -1218,6 +1218,14 @@ fn inherit_pstamp(leaf: *mut Node, sources: &[&Node]) {
     let stamp =
         sources.iter().map(|source| source.pstamp.load(Ordering::Relaxed)).max().unwrap_or(0);
     node(leaf).pstamp.store(stamp, Ordering::Relaxed);
+    trace_ev!(crate::trace::Ev::Inherit {
+        leaf: leaf as u64,
+        stamp,
+        sources: [
+            sources.first().map_or(0, |s| *s as *const Node as u64),
+            sources.get(1).map_or(0, |s| *s as *const Node as u64),
+        ],
+    });
 }
 
 /// The shortest key that separates slot `middle - 1` from slot `middle` of a leaf: the
