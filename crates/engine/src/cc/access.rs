@@ -277,9 +277,9 @@ impl NodeSet {
         }
     }
 
-    /// The newest pstamp below `below` of the leaves the transaction's inserts changed, read
-    /// after a fence: the inserter's half of the handshake. 0 when there is none.
-    pub fn changed_pstamp_high(&self, below: u64, pin: &Pin<'_>) -> u64 {
+    /// The newest pstamp of the leaves the transaction's inserts changed, read after a fence:
+    /// the inserter's half of the handshake. 0 when there is none.
+    pub fn changed_pstamp_high(&self, pin: &Pin<'_>) -> u64 {
         if self.changed.is_empty() {
             return 0;
         }
@@ -296,7 +296,6 @@ impl NodeSet {
                 });
                 stamp
             })
-            .filter(|&stamp| stamp < below)
             .max()
             .unwrap_or(0)
     }

@@ -86,12 +86,14 @@ fn commit_with<P: Hooks>(worker: &mut Worker) -> Result<CommitInfo> {
     // Under the serial safety net the commit stamp comes first (read-only transactions too),
     // and scanned leaves carry it before they are validated.
     let stamp = if ssn {
+        // Before the stamp: a later scanner's stamp must not hide an earlier one's (`ssn.rs`).
+        let leaves_high = ssn::inserted_leaves_high(&worker.txn, &pin);
         let Some(stamp) = worker.shared.epochs.next_timestamp(epoch) else {
             abort(worker, Some(AbortReason::SequenceExhausted));
             return Err(Error::Aborted(AbortReason::SequenceExhausted));
         };
-        let leaves_high = ssn::inserted_leaves_high(&worker.txn, stamp, &pin);
         trace_ev!(crate::trace::Ev::Stamp { c: stamp.as_u64(), leaves_high: leaves_high.as_u64() });
+        let leaves_high = ssn::leaves_high_below(leaves_high, stamp);
         ssn::publish_scans(&worker.txn, stamp, &pin);
         Some((stamp, leaves_high))
     } else {

@@ -154,7 +154,7 @@ pub(crate) fn check_inserted_leaves(
     ts: Tid,
     pin: &Pin<'_>,
 ) -> Result<(), AbortReason> {
-    if state.nodes.changed_pstamp_high(u64::MAX, pin) > ts.as_u64() {
+    if state.nodes.changed_pstamp_high(pin) > ts.as_u64() {
         return Err(AbortReason::TimestampOrder);
     }
     Ok(())

@@ -32,15 +32,17 @@
 //!    address order (`latch`). Conflicting commits are thereby serialized on each record they
 //!    share, and the clock step below happens inside the latches: whichever latches a
 //!    record second has the larger commit stamp and sees the first one's stamps.
-//! 3. The serialization point, then c(T) from the clock (`EpochManager::next_timestamp`,
-//!    also for read-only transactions). The pstamps of the leaves T's inserts changed are
-//!    read (`inserted_leaves_high`), and then scanned leaves get c(T) as pstamp before node
-//!    validation (`publish_scans`): in that order, since a leaf T both scanned and inserted
-//!    into would otherwise show T's own stamp over an earlier scanner's.
+//! 3. The serialization point. The pstamps of the leaves T's inserts changed are read
+//!    (`inserted_leaves_high`) before c(T) is taken from the clock
+//!    (`EpochManager::next_timestamp`, also for read-only transactions): a leaf holds only
+//!    the largest stamp published on it, and a scanner that took its stamp after T's could
+//!    otherwise hide an earlier scanner's. Then scanned leaves get c(T) as pstamp before node
+//!    validation (`publish_scans`).
 //! 4. Node validation (Silo's), then the exclusion check (`exclusion_check`):
 //!    - η: for each state read, its TID (the writer T read from); for each record written,
 //!      the replaced state's TID and the record's pstamp (readers that committed before T);
-//!      for each leaf T's inserts changed, the leaf's pstamp (read in step 3) when below c(T).
+//!      for each leaf T's inserts changed, the leaf's pstamp (read in step 3), which is below
+//!      c(T) (`leaves_high_below`).
 //!    - π: c(T), lowered to the creator π of the state after each state read that a
 //!      committed transaction overwrote.
 //!    - abort (`Exclusion`) unless π > η.
@@ -123,15 +125,27 @@ pub(crate) fn publish_scans(state: &TxnState, commit: Tid, pin: &Pin<'_>) {
     state.nodes.publish_pstamps(commit.as_u64(), pin);
 }
 
-/// Step 3b, before `publish_scans` (a leaf we both scanned and inserted into would show our
-/// own stamp): the newest stamp below `commit` of a scan that saw a leaf our inserts changed
-/// before they changed it. A scanner with a later stamp saw our head, or fails its own
-/// validation.
-pub(crate) fn inserted_leaves_high(state: &TxnState, commit: Tid, pin: &Pin<'_>) -> Tid {
-    Tid::from_u64(state.nodes.changed_pstamp_high(commit.as_u64(), pin))
+/// Step 3a, before the commit stamp is taken: the newest pstamp on a leaf our inserts changed,
+/// which bounds the stamps of the scans that saw such a leaf before our inserts changed it
+/// (PHANTOMS). A leaf keeps only the largest stamp published on it, so it must be read before
+/// any transaction with a stamp above ours can publish: read after our stamp, a later
+/// scanner's stamp could hide an earlier one's, which then never reached η (the stress test
+/// in `tests/history.rs` found such cycles, docs/isolation.md). A scan that publishes after
+/// this read fails its own validation (the handshake) or saw our head.
+pub(crate) fn inserted_leaves_high(state: &TxnState, pin: &Pin<'_>) -> Tid {
+    Tid::from_u64(state.nodes.changed_pstamp_high(pin))
 }
 
-/// Step 4b: the exclusion-window check, `leaves_high` from [`inserted_leaves_high`]. Returns
+/// η's share of [`inserted_leaves_high`] once the commit stamp is known. A leaf stamp at or
+/// above `commit` cannot have been published before the read that found it (the stamp was
+/// taken before the publish, and the read before our stamp); if one is seen all the same, the
+/// stamps below it that it may hide are assumed as high as they can be, so that T commits only
+/// if nothing lowered π(T).
+pub(crate) fn leaves_high_below(leaves_high: Tid, commit: Tid) -> Tid {
+    if leaves_high < commit { leaves_high } else { Tid::from_u64(commit.as_u64() - 1) }
+}
+
+/// Step 4b: the exclusion-window check, `leaves_high` from [`leaves_high_below`]. Returns
 /// π(T).
 pub(crate) fn exclusion_check(
     state: &TxnState,
@@ -232,5 +246,23 @@ pub(crate) fn release(state: &mut TxnState, commit: Option<Tid>) {
             cur: head.word().raw(),
         });
         stamps.unlatch(pstamp);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_leaf_stamp_at_or_above_the_commit_stamp_counts_as_the_one_just_below() {
+        let commit = Tid::from_u64(1_000);
+        assert_eq!(leaves_high_below(Tid::ZERO, commit), Tid::ZERO);
+        assert_eq!(leaves_high_below(Tid::from_u64(998), commit), Tid::from_u64(998));
+        for seen in [1_000, 1_001, u64::MAX] {
+            let high = leaves_high_below(Tid::from_u64(seen), commit);
+            assert_eq!(high, Tid::from_u64(999));
+            // Only a transaction whose π nothing lowered (π = c) passes the exclusion check.
+            assert!(commit > high);
+        }
     }
 }
