@@ -526,32 +526,43 @@ fn predicate_limit_holds(protocol: Protocol) {
     assert!(claims > 1000, "{protocol}: the workload inserted rows again and again: {claims}");
 }
 
-/// A stress run, not part of the test suite: the configuration in which the `ssn` cycles of
-/// docs/isolation.md were seen, `STRESS_ROUNDS` histories (100) of `STRESS_THREADS` threads
-/// (6), each with its own seed, the first from `STRESS_SEED` (13). `cargo test --release -p
-/// engram-engine --test history -- --ignored stress_ssn_cooperative_o2n`; on a many-core
-/// machine, several at once with different seeds. With `--features ssn-trace`, a failing
-/// round writes the traced events around its cycle to `$STRESS_TRACE_DIR/trace-SEED.txt`.
+/// A stress run, not part of the test suite: `STRESS_ROUNDS` serializable histories (100) of
+/// `STRESS_THREADS` threads (6), each with its own seed, the first from `STRESS_SEED` (13),
+/// under `STRESS_PROTOCOL` (`ssn`), `STRESS_GC` (`tuple-cooperative`) and `STRESS_STORAGE`
+/// (`append-o2n`): by default the configuration in which the `ssn` cycles of
+/// docs/isolation.md were seen. `cargo test --release -p engram-engine --test history --
+/// --ignored stress_serializable_histories`; on a many-core machine, several at once with
+/// different seeds. With `--features ssn-trace`, a failing round writes the traced events
+/// around its cycle to `$STRESS_TRACE_DIR/trace-SEED.txt`.
 #[test]
 #[ignore]
-fn stress_ssn_cooperative_o2n() {
+fn stress_serializable_histories() {
     let setting = |name: &str, default: u64| {
         std::env::var(name).ok().and_then(|value| value.parse().ok()).unwrap_or(default)
     };
+    let named = |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.into());
     let (threads, rounds) = (setting("STRESS_THREADS", 6) as usize, setting("STRESS_ROUNDS", 100));
     let first_seed = setting("STRESS_SEED", 13);
-    let versions = Versions { gc: Gc::TupleCooperative, storage: VersionStorage::AppendO2n };
+    let protocol = named("STRESS_PROTOCOL", "ssn");
+    let protocol = Protocol::ALL
+        .into_iter()
+        .find(|known| known.name() == protocol)
+        .unwrap_or_else(|| panic!("STRESS_PROTOCOL: no protocol {protocol}"));
+    let versions = Versions {
+        gc: named("STRESS_GC", "tuple-cooperative").parse().expect("STRESS_GC"),
+        storage: named("STRESS_STORAGE", "append-o2n").parse().expect("STRESS_STORAGE"),
+    };
     for round in 0..rounds {
         let seed = first_seed + round * 7919;
         #[cfg(feature = "ssn-trace")]
         drop(engram_engine::trace::collect());
         let Run { committed, finals, tids, .. } =
-            run_with_stats(Protocol::Ssn, versions, Isolation::Serializable, threads, 1500, seed);
+            run_with_stats(protocol, versions, Isolation::Serializable, threads, 1500, seed);
         if let Err(violation) = history::check(&committed, &finals) {
             let cycle = describe_cycle(&committed, &finals, &tids, &violation);
             #[cfg(feature = "ssn-trace")]
             dump_trace(&violation, seed);
-            panic!("round {round} seed {seed}: {violation}\n{cycle}");
+            panic!("{protocol} {versions} round {round} seed {seed}: {violation}\n{cycle}");
         }
     }
 }
