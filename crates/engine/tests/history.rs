@@ -567,7 +567,12 @@ fn stress_serializable_histories() {
     }
 }
 
-/// Writes the traced events around a cycle's transactions to `$STRESS_TRACE_DIR/trace-SEED.txt`.
+/// Events of other attempts kept on each side of a cycle's own in a trace file.
+#[cfg(feature = "ssn-trace")]
+const TRACE_CONTEXT_EVENTS: usize = 3000;
+
+/// Writes the traced events around a cycle's transactions to `$STRESS_TRACE_DIR/trace-SEED.txt`
+/// (the temporary directory by default).
 #[cfg(feature = "ssn-trace")]
 fn dump_trace(violation: &Violation, seed: u64) {
     use engram_engine::trace::{self, Ev};
@@ -588,15 +593,16 @@ fn dump_trace(violation: &Violation, seed: u64) {
             spans.push((index, end));
         }
     }
-    let first = spans.iter().map(|s| s.0).min().unwrap_or(0).saturating_sub(3000);
-    let last = (spans.iter().map(|s| s.1).max().unwrap_or(0) + 3000).min(events.len());
-    let dir = std::env::var("STRESS_TRACE_DIR").unwrap_or_else(|_| "/tmp".into());
+    let first = spans.iter().map(|s| s.0).min().unwrap_or(0).saturating_sub(TRACE_CONTEXT_EVENTS);
+    let last =
+        (spans.iter().map(|s| s.1).max().unwrap_or(0) + TRACE_CONTEXT_EVENTS).min(events.len());
+    let dir = std::env::var_os("STRESS_TRACE_DIR").map_or_else(std::env::temp_dir, Into::into);
     let mut out = String::new();
     let _ = writeln!(out, "cycle ids {ids:?}; {} events in all", events.len());
     for event in &events[first..last] {
         let _ = writeln!(out, "{} t{} {:?}", event.time, event.thread, event.ev);
     }
-    let path = format!("{dir}/trace-{seed}.txt");
+    let path = dir.join(format!("trace-{seed}.txt"));
     std::fs::write(&path, out).unwrap();
-    eprintln!("trace written to {path}");
+    eprintln!("trace written to {}", path.display());
 }
