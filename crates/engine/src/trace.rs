@@ -21,11 +21,20 @@ pub enum Ev {
     Seen { head: u64, tid: u64, present: bool, word: u64, recorded: bool },
     /// A scan read leaf `node` at version `ver`.
     ScanLeaf { node: u64, ver: u64 },
-    /// A scan met `head`; `skipped`: passed over as an unclaimed deleted record.
-    ScanHead { key: u64, head: u64, word: u64, skipped: bool },
-    /// The transaction's own change of leaf `node` (`n` leaves after it); `matched` counts the
-    /// node-set entries of the leaf, plus 100 for each recorded at `before`.
-    LeafChanged { node: u64, before: u64, after: [u64; 4], n: usize, matched: usize },
+    /// A scan met `head`.
+    ScanHead { key: u64, head: u64, word: u64 },
+    /// The scan passed over the head just met as an unclaimed deleted record.
+    ScanSkipped { head: u64 },
+    /// The transaction's own change of leaf `node` (`n` leaves after it); `entries` of the
+    /// node set name the leaf, `at_before` of them at version `before` (those it updates).
+    LeafChanged {
+        node: u64,
+        before: u64,
+        after: [u64; 4],
+        n: usize,
+        entries: usize,
+        at_before: usize,
+    },
     /// A fresh head for `key`; `existing` is the head the index had instead, if any.
     InsertFresh { key: u64, head: u64, existing: u64 },
     /// An insert claimed the absent head the index had for `key`.

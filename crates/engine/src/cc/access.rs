@@ -307,24 +307,19 @@ impl LeafObserver for NodeSet {
             self.changed.extend_from_slice(after);
         }
         #[cfg(feature = "ssn-trace")]
-        let mut matched = 0;
-        #[cfg(feature = "ssn-trace")]
         {
             let mut ids = [0u64; 4];
             for (slot, leaf) in ids.iter_mut().zip(after) {
                 *slot = leaf.node_address() as u64;
             }
-            for entry in &self.entries {
-                if entry.leaf.node_address() == node {
-                    matched += 1 + (entry.leaf.version() == before) as usize * 100;
-                }
-            }
+            let named = self.entries.iter().filter(|entry| entry.leaf.node_address() == node);
             crate::trace::record(crate::trace::Ev::LeafChanged {
                 node: node as u64,
                 before,
                 after: ids,
                 n: after.len(),
-                matched,
+                entries: named.clone().count(),
+                at_before: named.filter(|entry| entry.leaf.version() == before).count(),
             });
         }
         let mut index = 0;

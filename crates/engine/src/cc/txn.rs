@@ -196,16 +196,16 @@ pub(crate) fn observe(
         // SAFETY: reached through an index while pinned.
         let seen =
             unsafe { &*head }.read_as_of(at, buffer).map_err(|Busy| AbortReason::RecordBusy)?;
+        let recorded =
+            matches!(mode, ReadMode::Recorded(_)) && own.is_none() && seen.current.is_latest();
         trace_ev!(crate::trace::Ev::Seen {
             head: head as u64,
             tid: seen.tid.as_u64(),
             present: seen.present,
             word: seen.current.raw(),
-            recorded: matches!(mode, ReadMode::Recorded(_))
-                && own.is_none()
-                && seen.current.is_latest(),
+            recorded,
         });
-        if matches!(mode, ReadMode::Recorded(_)) && own.is_none() && seen.current.is_latest() {
+        if recorded {
             // The serial safety net needs the state read: its TID, and whether it held a row.
             let flags =
                 if seen.present { TidWord::LATEST } else { TidWord::LATEST | TidWord::ABSENT };
@@ -1425,13 +1425,7 @@ impl<F: FnMut(&[u8], &[u8]) -> bool> RowVisitor<'_, F> {
             return read_snapshot(head, at, self.buffer).then_some(Found::Buffer);
         }
         if self.skip_deleted && deleted_unclaimed(self.access, head, self.mode.bound()) {
-            trace_ev!(crate::trace::Ev::ScanHead {
-                key: 0,
-                head: head as u64,
-                // SAFETY: reached through an index while pinned.
-                word: unsafe { (*head).word() }.raw(),
-                skipped: true,
-            });
+            trace_ev!(crate::trace::Ev::ScanSkipped { head: head as u64 });
             return None;
         }
         match observe(self.access, self.buffer, self.table, head, self.validate_reads, self.mode) {
@@ -1482,7 +1476,6 @@ impl<F: FnMut(&[u8], &[u8]) -> bool> ScanVisitor for RowVisitor<'_, F> {
             head: value,
             // SAFETY: reached through an index while pinned.
             word: unsafe { (*(value as *mut Head)).word() }.raw(),
-            skipped: false,
         });
         match self.row(value as *mut Head) {
             Some(found) => self.emit(key, found),
