@@ -119,6 +119,11 @@ pub(crate) struct TxnState {
     pub entry_scratch: cc::EntryScratch,
     /// Write-set positions in lock order, built at commit.
     pub write_order: Vec<u32>,
+    /// Per write of `write_order`, filled at install when the log takes patches: `Some` for
+    /// an update logged as a patch (its edits' start and count in `patch_edits`, and the
+    /// patch's body length, `wal::format::diff_rows`), `None` for a whole row.
+    pub patches: Vec<Option<(u32, u32, u32)>>,
+    pub patch_edits: Vec<(u32, u32)>,
     /// Access-set positions in latch order (`cc/ssn.rs`), built at commit.
     pub latch_order: Vec<u32>,
     /// Versions dropped by installs, examined for secondary entries.
@@ -168,6 +173,8 @@ impl Default for TxnState {
             candidates: Vec::new(),
             entry_scratch: cc::EntryScratch::default(),
             write_order: Vec::new(),
+            patches: Vec::new(),
+            patch_edits: Vec::new(),
             latch_order: Vec::new(),
             dropped: Dropped::default(),
             prune: Default::default(),
@@ -638,14 +645,7 @@ impl Raw<'_> {
         if let Some(log) = &worker.shared.log {
             log.append(worker.slot.index(), |out| {
                 crate::wal::format::encode_txn_head(out, tid.as_u64(), 1);
-                crate::wal::format::encode_write(
-                    out,
-                    crate::wal::format::LoggedWrite {
-                        table: table.id().0,
-                        key,
-                        value: Some(value),
-                    },
-                );
+                crate::wal::format::encode_write(out, table.id().0, key, Some(value));
             });
             epochs.leave_commit(worker.slot);
         }

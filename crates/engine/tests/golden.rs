@@ -32,6 +32,7 @@ fn config(dir: &Path) -> Config {
         snapshot_interval_epochs: 2,
         segment_bytes: 4096,
         checkpoint_log_bytes: 0,
+        log_patches: true,
         index_keys: Some(IndexKeys::new(|definition| {
             (definition.definition == b"parity").then(|| by_parity().key_of)
         })),
@@ -54,13 +55,67 @@ fn expected() -> BTreeMap<Vec<u8>, Vec<u8>> {
     rows
 }
 
+/// Rows of table `wide` (format 4 on): 160 bytes, a counter in the last 8.
+fn wide_row(id: u64, fill: u8, counter: u64) -> Vec<u8> {
+    let mut row = format!("{id:08}").into_bytes();
+    row.resize(152, fill);
+    row.extend_from_slice(&counter.to_le_bytes());
+    row
+}
+
+/// What happens to `wide` after the checkpoint, in order: the key, and the new row or `None`
+/// for a delete. Updates that change only the counter are logged as patches; those that
+/// change the fill (row 4 in round 2) are whole images, between patches of the same row.
+fn wide_after_checkpoint() -> Vec<(u64, Option<Vec<u8>>)> {
+    let mut writes = Vec::new();
+    for round in 1..=3u64 {
+        for id in (0..24u64).step_by(2) {
+            let fill = if id == 4 && round == 3 { b'z' } else { b'w' };
+            writes.push((id, Some(wide_row(id, fill, round))));
+        }
+        if round == 2 {
+            writes.push((4, Some(wide_row(4, b'z', 20))));
+            writes.push((30, Some(wide_row(30, b'n', 0))));
+        }
+    }
+    writes.push((30, Some(wide_row(30, b'n', 7))));
+    writes.push((6, None));
+    writes
+}
+
+fn expected_wide() -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut rows: BTreeMap<Vec<u8>, Vec<u8>> =
+        (0..24u64).map(|id| (key(id), wide_row(id, b'w', 0))).collect();
+    for (id, row) in wide_after_checkpoint() {
+        match row {
+            Some(row) => rows.insert(key(id), row),
+            None => rows.remove(&key(id)),
+        };
+    }
+    rows
+}
+
 fn write_golden(dir: &Path) {
     let _ = std::fs::remove_dir_all(dir);
     let db = Database::open(config(dir)).unwrap();
     let table = db.create_table(TableSpec::new("golden").index(by_parity())).unwrap();
     db.create_table(TableSpec::new("dropped")).unwrap();
     db.drop_table("dropped").unwrap();
+    let wide = db.create_table(TableSpec::new("wide")).unwrap();
     let mut worker = db.worker().unwrap();
+    for id in 0..24u64 {
+        worker
+            .transaction(Isolation::Serializable, |txn| {
+                txn.insert(&wide, &key(id), &wide_row(id, b'w', 99))
+            })
+            .unwrap();
+        // Patched before the checkpoint: replay skips these.
+        worker
+            .transaction(Isolation::Serializable, |txn| {
+                txn.update(&wide, &key(id), &wide_row(id, b'w', 0)).map(|_| ())
+            })
+            .unwrap();
+    }
     for id in 0..60u64 {
         worker
             .transaction(Isolation::Serializable, |txn| {
@@ -83,8 +138,17 @@ fn write_golden(dir: &Path) {
             .transaction(Isolation::Serializable, |txn| txn.delete(&table, &key(id)).map(|_| ()))
             .unwrap();
     }
+    for (id, row) in wide_after_checkpoint() {
+        worker
+            .transaction(Isolation::Serializable, |txn| match &row {
+                Some(row) => txn.put(&wide, &key(id), row),
+                None => txn.delete(&wide, &key(id)).map(|_| ()),
+            })
+            .unwrap();
+    }
     worker.wait_durable().unwrap();
     drop(worker);
+    drop(wide);
     drop(table);
     drop(db);
     let _ = std::fs::remove_file(dir.join("LOCK"));
@@ -100,6 +164,29 @@ fn every_versions_data_directory_stays_readable() {
     }
 }
 
+fn all_rows(
+    worker: &mut engram_engine::Worker,
+    table: &engram_engine::TableRef,
+) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    worker
+        .transaction(Isolation::Serializable, |txn| {
+            let mut rows = BTreeMap::new();
+            txn.scan(
+                table,
+                std::ops::Bound::Unbounded,
+                std::ops::Bound::Unbounded,
+                engram_engine::Direction::Forward,
+                usize::MAX,
+                |k, v| {
+                    rows.insert(k.to_vec(), v.to_vec());
+                    true
+                },
+            )?;
+            Ok(rows)
+        })
+        .unwrap()
+}
+
 /// Opens a copy of version `version`'s directory, checks its rows, then writes to it and opens
 /// it again, so that its files and this build's are read together.
 fn read_golden(version: u32) {
@@ -112,23 +199,19 @@ fn read_golden(version: u32) {
     assert!(report.checkpoint_epoch.is_some() && report.log_transactions > 0, "{report:?}");
     drop(storage);
     let db = Database::open(config(&copy)).unwrap();
-    assert_eq!(db.table_names(), vec!["golden".to_string()]);
+    let patches = version >= wal::format::PATCHES;
+    let names: &[&str] = if patches { &["golden", "wide"] } else { &["golden"] };
+    assert_eq!(db.table_names(), names);
     let table = db.table("golden").unwrap();
     let mut worker = db.worker().unwrap();
-    let (rows, odd) = worker
+    if patches {
+        let report = db.recovery_report().unwrap();
+        assert!(report.log_patches > 0, "version {version}: {report:?}");
+        assert_eq!(all_rows(&mut worker, &db.table("wide").unwrap()), expected_wide());
+    }
+    let rows = all_rows(&mut worker, &table);
+    let odd = worker
         .transaction(Isolation::Serializable, |txn| {
-            let mut rows = BTreeMap::new();
-            txn.scan(
-                &table,
-                std::ops::Bound::Unbounded,
-                std::ops::Bound::Unbounded,
-                engram_engine::Direction::Forward,
-                usize::MAX,
-                |k, v| {
-                    rows.insert(k.to_vec(), v.to_vec());
-                    true
-                },
-            )?;
             let mut odd = 0;
             let one = [1u8];
             txn.scan_index(
@@ -143,7 +226,7 @@ fn read_golden(version: u32) {
                     true
                 },
             )?;
-            Ok((rows, odd))
+            Ok(odd)
         })
         .unwrap();
     assert_eq!(rows, expected(), "version {version}");

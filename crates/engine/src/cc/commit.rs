@@ -14,7 +14,7 @@ use crate::gc::cooperative;
 use crate::storage::record::{Busy, Retention};
 use crate::storage::{Head, IndexPointers, Table, Tid, TidWord, shared};
 use crate::sync::Epoch;
-use crate::wal::format::{self, LoggedWrite};
+use crate::wal::format;
 use crate::wal::log::Log;
 use crate::worker::{CommitInfo, Status, TxnState, Worker};
 use std::sync::atomic::{Ordering, fence};
@@ -192,21 +192,28 @@ fn read_epoch(state: &TxnState) -> Epoch {
     state.access.entries.iter().map(|entry| entry.observed.epoch()).max().unwrap_or(Epoch::NEVER)
 }
 
-/// Appends the committed write set (new row images, deletions) to the worker's log buffer.
+/// Appends the committed write set (new row images or the patches install chose, deletions)
+/// to the worker's log buffer.
 fn log_write_set(log: &Log, worker: &Worker, tid: Tid) {
     let txn = &worker.txn;
     log.append(worker.slot.index(), |out| {
         format::encode_txn_head(out, tid.as_u64(), txn.write_order.len() as u32);
-        for &position in &txn.write_order {
+        for (order, &position) in txn.write_order.iter().enumerate() {
             let entry = &txn.access.entries[position as usize];
-            let value = match entry.kind {
-                Kind::Update | Kind::Insert => Some(txn.access.slice(entry.value)),
-                _ => None,
-            };
-            format::encode_write(
-                out,
-                LoggedWrite { table: entry.table.0, key: txn.access.slice(entry.key), value },
-            );
+            let (table, key) = (entry.table.0, txn.access.slice(entry.key));
+            match entry.kind {
+                Kind::Update | Kind::Insert => {
+                    let row = txn.access.slice(entry.value);
+                    match txn.patches.get(order).copied().flatten() {
+                        Some((start, count, body)) => {
+                            let edits = &txn.patch_edits[start as usize..][..count as usize];
+                            format::encode_patch(out, table, key, row, edits, body as usize);
+                        }
+                        None => format::encode_write(out, table, key, Some(row)),
+                    }
+                }
+                _ => format::encode_write(out, table, key, None),
+            }
         }
     });
 }
@@ -290,7 +297,10 @@ fn install_write_set(worker: &mut Worker, tid: Tid, low: Option<Tid>) {
     let epochs = &worker.shared.epochs;
     let gc = worker.shared.config.gc;
     let retention = Retention { prune: gc.writers_prune(), ..epochs.retention() };
+    let patching = worker.shared.config.log_patches && worker.shared.log.is_some();
     let Worker { tables, txn, arena, garbage, tasks, .. } = worker;
+    txn.patches.clear();
+    txn.patch_edits.clear();
     for order in 0..txn.write_order.len() {
         let entry = txn.access.entries[txn.write_order[order] as usize];
         let table = tables[entry.table.index()].as_deref().expect("registered table");
@@ -310,6 +320,22 @@ fn install_write_set(worker: &mut Worker, tid: Tid, low: Option<Tid>) {
         let had_row = secondaries
             && (table.physical || !entry.keys_unchanged)
             && head.value_locked(&mut old_row);
+        // The log's patch: the words the update changes in the row it replaces. (A table
+        // with non-inline values stores references where the log has the row's bytes.)
+        if patching {
+            let patch = match value {
+                Some(span) if entry.kind == Kind::Update && table.non_inline.is_none() => {
+                    let start = txn.patch_edits.len();
+                    let new_row = txn.access.slice(span);
+                    head.diff_locked(new_row, &mut txn.patch_edits).map(|body| {
+                        let count = txn.patch_edits.len() - start;
+                        (start as u32, count as u32, body as u32)
+                    })
+                }
+                _ => None,
+            };
+            txn.patches.push(patch);
+        }
         txn.dropped.reset(secondaries);
         let kept = {
             let row = match value {

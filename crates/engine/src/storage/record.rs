@@ -1602,6 +1602,33 @@ impl Head {
         true
     }
 
+    /// The log's patch of an update of this locked head's value to `new`
+    /// (`wal::format::diff_rows`), compared where the value lies, with no copy. `None`
+    /// (nothing appended) where the row is absent or not inline, its length differs, or the
+    /// patch would not be small enough (and on big-endian targets, whose words do not lie as
+    /// the value's bytes).
+    pub fn diff_locked(&self, new: &[u8], edits: &mut Vec<(u32, u32)>) -> Option<usize> {
+        let word = TidWord(self.word.load(Ordering::Relaxed));
+        debug_assert!(word.is_locked());
+        let len = self.len.load(Ordering::Relaxed);
+        if cfg!(target_endian = "big")
+            || word.is_absent()
+            || len & OVERFLOW != 0
+            || len as usize != new.len()
+        {
+            return None;
+        }
+        if new.len().div_ceil(8) > self.capacity_words() {
+            return None;
+        }
+        // SAFETY: the value's words were initialised at `alloc`, and this thread holds the
+        // lock, so no one writes them while they are read (readers only read); as bytes they
+        // are the value in order, since values are stored little-endian (`copy_value`).
+        let old =
+            unsafe { std::slice::from_raw_parts(Self::inline_ptr(self) as *const u8, new.len()) };
+        crate::wal::format::diff_rows(old, new, edits)
+    }
+
     /// Calls `visit` with each older version's word and row, newest first. The caller holds
     /// the lock, or is pinned and tolerates a chain that changes while it walks (and, under
     /// `delta` storage, rows rebuilt from a master version that changed under it).

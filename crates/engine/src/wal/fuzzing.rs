@@ -38,6 +38,7 @@ fn config(storage: &FaultyStorage) -> Config {
         snapshot_interval_epochs: 1,
         storage: Some(Arc::new(storage.clone())),
         checkpoint_log_bytes: 0,
+        log_patches: true,
         index_keys: Some(IndexKeys::new(|definition| {
             (definition.definition == b"first byte").then(|| by_first_byte().key_of)
         })),
@@ -50,10 +51,16 @@ fn key(id: u64) -> Vec<u8> {
     KeyBuilder::new().u64(id).finish()
 }
 
+/// Row `id`'s value: `id-word` padded to 160 bytes, so that an update of the word is logged
+/// as a patch (format 4), not a whole row.
+fn sample_value(id: u64, word: &str) -> String {
+    format!("{id:02}-{word:.<157}")
+}
+
 /// The sample's transactions after its checkpoint, in commit order: a key and its new value,
 /// or `None` for a delete.
 fn after_checkpoint() -> Vec<(u64, Option<String>)> {
-    let updates = (0..24u64).step_by(3).map(|id| (id, Some(format!("{id}-second"))));
+    let updates = (0..24u64).step_by(3).map(|id| (id, Some(sample_value(id, "second"))));
     let deletes = (0..24u64).step_by(5).map(|id| (id, None));
     updates.chain(deletes).collect()
 }
@@ -61,7 +68,7 @@ fn after_checkpoint() -> Vec<(u64, Option<String>)> {
 /// The table's contents as the checkpoint left them, and after each later transaction.
 pub fn sample_states() -> Vec<BTreeMap<Vec<u8>, Vec<u8>>> {
     let mut state: BTreeMap<Vec<u8>, Vec<u8>> =
-        (0..24u64).map(|id| (key(id), format!("{id}-first").into_bytes())).collect();
+        (0..24u64).map(|id| (key(id), sample_value(id, "first").into_bytes())).collect();
     let mut states = vec![state.clone()];
     for (id, value) in after_checkpoint() {
         match value {
@@ -85,7 +92,7 @@ pub fn sample_directory() -> FaultyStorage {
     for id in 0..24u64 {
         worker
             .transaction(Isolation::Serializable, |txn| {
-                txn.put(&table, &key(id), format!("{id}-first").as_bytes())?;
+                txn.put(&table, &key(id), sample_value(id, "first").as_bytes())?;
                 txn.put(&gone, &key(id), b"x")
             })
             .expect("a write");

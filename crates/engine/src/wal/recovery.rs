@@ -3,7 +3,9 @@
 //!
 //! Replay is order-free (Silo's value logging): a record is applied only if its TID is above the
 //! TID the row has, so threads can replay segments in any order and the newest image of each
-//! row wins. They take the newest segments first, so that older images mostly find a newer one
+//! row wins. Patches (format 4, `Config::log_patches`) are the exception: each holds only the
+//! bytes an update changed, so they are set aside and applied after every image, per row in
+//! TID order on top of its newest image (`Patches`, `apply_patches`). They take the newest segments first, so that older images mostly find a newer one
 //! and install nothing. Only records with `checkpoint epoch < epoch <= durable epoch` that no
 //! earlier recovery voided are applied: the checkpoint already holds everything at or below its
 //! epoch, and anything above the durable epoch belongs to epochs that were never acknowledged.
@@ -13,7 +15,7 @@
 //! recorded as void in the manifest, so their records are never replayed by a later recovery.
 
 use super::format::{
-    self, BlockKind, BlockReader, CatalogRecord, Damage, FileKind, IndexRecord, Manifest,
+    self, BlockKind, BlockReader, CatalogRecord, Change, Damage, FileKind, IndexRecord, Manifest,
 };
 use super::log::{SegmentInfo, parse_segment_name};
 use super::storage::Storage;
@@ -51,6 +53,10 @@ pub struct RecoveryReport {
     pub log_transactions: u64,
     /// Row images written to tables (the others were older than what the row had).
     pub log_writes_applied: u64,
+    /// Patches read from the log (format 4), applied after the images.
+    pub log_patches: u64,
+    /// Of `replay_seconds`, the time spent applying patches.
+    pub patch_seconds: f64,
     pub replay_seconds: f64,
     /// Removing deleted rows and building secondary indexes.
     pub index_seconds: f64,
@@ -458,7 +464,13 @@ fn prefix_of(bytes: &[u8], at: usize, len: usize) -> u128 {
 
 impl Images {
     /// Adds a write of a transaction of the segment, whose bytes are `data`.
-    fn push(&mut self, data: &[u8], tid: u64, write: &format::LoggedWrite<'_>) {
+    fn push(
+        &mut self,
+        data: &[u8],
+        tid: u64,
+        write: &format::LoggedWrite<'_>,
+        value: Option<&[u8]>,
+    ) {
         let table = write.table as usize;
         if table >= self.run_of.len() {
             self.run_of.resize(table + 1, NO_RUN);
@@ -468,7 +480,8 @@ impl Images {
             self.runs.push(TableRun { table: write.table, count: 0, ones: 0, all: u128::MAX });
         }
         let run = self.run_of[table];
-        let value = write.value.unwrap_or(&[]);
+        let delete = if value.is_none() { Image::DELETE } else { 0 };
+        let value = value.unwrap_or(&[]);
         let base = data.as_ptr() as usize;
         let key_at = (write.key.as_ptr() as usize).wrapping_sub(base);
         let in_place = key_at < data.len()
@@ -484,7 +497,6 @@ impl Images {
         };
         assert!(key_at < 1 << Image::AT_BITS, "a replay buffer of 64 TiB");
         let prefix = prefix_of(bytes, key_at, write.key.len());
-        let delete = if write.value.is_none() { Image::DELETE } else { 0 };
         let entry = &mut self.runs[run as usize];
         entry.count += 1;
         entry.ones |= prefix;
@@ -810,6 +822,172 @@ fn prefetch_value(bytes: &[u8], image: &Image) {
         prefetch(source.wrapping_add(image.key_at()), 1);
     }
     prefetch(source.wrapping_add(image.value_at()), (image.value_len as usize).div_ceil(64).min(4));
+}
+
+/// The patches of the log (format 4), copied out of the segments as they are read, and
+/// applied once every segment's images are in (step 3b of `run`).
+///
+/// A patch holds the bytes an update changed, so it applies only to the row as the write
+/// before it left it: unlike an image, its place in the row's history matters. After the
+/// images, each row holds its newest image (or the checkpoint's row), with that image's TID;
+/// the patches newer than it are exactly those written since, and applying them in TID order
+/// rebuilds the row. Older patches are skipped, as older images are.
+#[derive(Default)]
+struct Patches {
+    /// Per patch, its key and then its body (`format::Patch::write_body`).
+    bytes: Vec<u8>,
+    list: Vec<PatchAt>,
+}
+
+#[derive(Clone, Copy)]
+struct PatchAt {
+    /// Of the table and key (`row_hash`): it groups a row's patches and spreads rows over
+    /// threads.
+    hash: u64,
+    tid: u64,
+    at: usize,
+    key_len: u32,
+    body_len: u32,
+    table: u32,
+}
+
+impl Patches {
+    fn push(&mut self, tid: u64, table: u32, key: &[u8], patch: &format::Patch<'_>) {
+        let at = self.bytes.len();
+        self.bytes.extend_from_slice(key);
+        patch.write_body(&mut self.bytes);
+        let body_len = (self.bytes.len() - at - key.len()) as u32;
+        let hash = row_hash(table, key);
+        self.list.push(PatchAt { hash, tid, at, key_len: key.len() as u32, body_len, table });
+    }
+
+    fn key(&self, patch: &PatchAt) -> &[u8] {
+        &self.bytes[patch.at..patch.at + patch.key_len as usize]
+    }
+
+    fn patch(&self, patch: &PatchAt) -> format::Patch<'_> {
+        let at = patch.at + patch.key_len as usize;
+        format::Patch::decode(&self.bytes[at..at + patch.body_len as usize])
+            .expect("a patch body copied from a decoded one")
+    }
+}
+
+/// A 64-bit hash of a row's table and key (FxHash's multiply-rotate over 8-byte words: rows
+/// only need spreading and grouping, equal keys are compared where hashes tie).
+fn row_hash(table: u32, key: &[u8]) -> u64 {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    let mix = |hash: u64, word: u64| (hash.rotate_left(5) ^ word).wrapping_mul(K);
+    let mut hash = mix(0, u64::from(table) | (key.len() as u64) << 32);
+    let mut chunks = key.chunks_exact(8);
+    for chunk in &mut chunks {
+        hash = mix(hash, u64::from_le_bytes(chunk.try_into().expect("8 bytes")));
+    }
+    let mut last = [0u8; 8];
+    last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    mix(hash, u64::from_le_bytes(last))
+}
+
+/// Applies the patches of the rows whose hash falls to `part` of `parts`: each row's in TID
+/// order, those newer than the row's TID, to a copy of the row installed once at the end.
+fn apply_patches<'t>(
+    lists: &[&Patches],
+    part: usize,
+    parts: usize,
+    applier: &mut Applier,
+    table_of: impl Fn(u32) -> Option<&'t Table>,
+    storage: &dyn Storage,
+) -> Result<()> {
+    // (hash, TID, list, index in the list)
+    let mut mine: Vec<(u64, u64, u32, u32)> = Vec::new();
+    for (list_index, list) in lists.iter().enumerate() {
+        for (index, patch) in list.list.iter().enumerate() {
+            if patch.hash % parts as u64 == part as u64 {
+                mine.push((patch.hash, patch.tid, list_index as u32, index as u32));
+            }
+        }
+    }
+    mine.sort_unstable_by_key(|&(hash, tid, _, _)| (hash, tid));
+    let at = |entry: &(u64, u64, u32, u32)| {
+        let list = lists[entry.2 as usize];
+        (list, &list.list[entry.3 as usize])
+    };
+    let row_of = |entry: &(u64, u64, u32, u32)| {
+        let (list, patch) = at(entry);
+        (patch.table, list.key(patch))
+    };
+    let corrupt = |table: u32, key: &[u8], tid: u64, reason: &str| Error::Corrupt {
+        file: storage.describe("wal"),
+        offset: 0,
+        reason: format!(
+            "the patch of table {table} key {key:02x?} at TID {tid:#x} {reason}: the log has              lost the write before it"
+        ),
+    };
+    let pin = nothing_is_reclaimed();
+    let mut row = Vec::new();
+    let mut start = 0;
+    while start < mine.len() {
+        let hash = mine[start].0;
+        let mut end = start + 1;
+        while end < mine.len() && mine[end].0 == hash {
+            end += 1;
+        }
+        let group = &mut mine[start..end];
+        // Rows whose hashes tie: each row's patches together, still in TID order.
+        let first = row_of(&group[0]);
+        if group.iter().any(|entry| row_of(entry) != first) {
+            group.sort_by(|a, b| row_of(a).cmp(&row_of(b)).then(a.1.cmp(&b.1)));
+        }
+        let mut row_start = 0;
+        while row_start < group.len() {
+            let (table_id, key) = row_of(&group[row_start]);
+            let mut row_end = row_start + 1;
+            while row_end < group.len() && row_of(&group[row_end]) == (table_id, key) {
+                row_end += 1;
+            }
+            let patches = &group[row_start..row_end];
+            row_start = row_end;
+            let Some(table) = table_of(table_id) else { continue };
+            let Some(found) = table.primary.get(key, &pin).value else {
+                return Err(corrupt(table_id, key, patches[0].1, "has no row to apply to"));
+            };
+            // SAFETY: reached through the index; nothing is freed during recovery.
+            let head = unsafe { &*(found as *mut Head) };
+            let word = loop {
+                match head.lock() {
+                    Ok(word) => break word,
+                    Err(Busy) => std::hint::spin_loop(),
+                }
+            };
+            let mut tid = word.tid();
+            let present = head.value_locked(&mut row);
+            for entry in patches {
+                if entry.1 <= tid.as_u64() {
+                    continue;
+                }
+                let (list, at) = at(entry);
+                let patch = list.patch(at);
+                if !present || patch.row_len() != row.len() {
+                    head.unlock_to(word);
+                    let reason = if present {
+                        format!("is for a row of {} bytes, not {}", patch.row_len(), row.len())
+                    } else {
+                        "applies to a deleted row".to_owned()
+                    };
+                    return Err(corrupt(table_id, key, entry.1, &reason));
+                }
+                patch.apply(&mut row);
+                tid = Tid::from_u64(entry.1);
+                applier.applied += 1;
+            }
+            if tid == word.tid() {
+                head.unlock_to(word);
+            } else {
+                applier.install(head, Some(&row), TidWord::new(tid, TidWord::LATEST));
+            }
+        }
+        start = end;
+    }
+    Ok(())
 }
 
 /// Runs `work(index, state)` for every index in `0..count` on `threads` threads.
@@ -1197,6 +1375,7 @@ fn run(
         bytes: u64,
         max_epoch: u64,
         infos: Vec<(usize, SegmentInfo, Option<Damage>)>,
+        patches: Patches,
     }
     type Read = (usize, std::io::Result<(Vec<u8>, std::ops::Range<usize>)>);
     let replay_threads = threads.clamp(1, files.len().max(1));
@@ -1234,6 +1413,7 @@ fn run(
                 bytes: 0,
                 max_epoch: 0,
                 infos: Vec::new(),
+                patches: Patches::default(),
             },
             |_, state| {
                 let pin = nothing_is_reclaimed();
@@ -1251,6 +1431,7 @@ fn run(
                 let batch = &mut state.batch;
                 (batch.segment, batch.range) = (buffer, range);
                 let ReplayBatch { segment, range, images, .. } = batch;
+                let patches = &mut state.patches;
                 let data = &segment[range.clone()];
                 let scan = scan_segment(storage, file, data, |tid, writes| {
                     for write in writes {
@@ -1265,8 +1446,15 @@ fn run(
                         return;
                     }
                     for write in writes {
-                        if table_of(write.table).is_some() {
-                            images.push(data, tid, write);
+                        if table_of(write.table).is_none() {
+                            continue;
+                        }
+                        match write.change {
+                            Change::Put(value) => images.push(data, tid, write, Some(value)),
+                            Change::Delete => images.push(data, tid, write, None),
+                            Change::Patch(patch) => {
+                                patches.push(tid, write.table, write.key, &patch)
+                            }
                         }
                     }
                 })?;
@@ -1289,6 +1477,22 @@ fn run(
         replayed
     })?;
     catalog_damaged("log")?;
+    // 3b. Patches, on top of the newest images (`apply_patches`).
+    let patches_started = Instant::now();
+    let patch_lists: Vec<&Patches> = states.iter().map(|state| &state.patches).collect();
+    report.log_patches = patch_lists.iter().map(|list| list.list.len() as u64).sum();
+    if report.log_patches > 0 {
+        let patched = parallel(
+            threads,
+            threads,
+            || Applier::new(shape),
+            |part, applier| apply_patches(&patch_lists, part, threads, applier, table_of, storage),
+        )?;
+        report.log_writes_applied += patched.iter().map(|applier| applier.applied).sum::<u64>();
+        appliers.extend(patched);
+    }
+    drop(patch_lists);
+    report.patch_seconds = patches_started.elapsed().as_secs_f64();
     let mut segments: Vec<(usize, SegmentInfo)> = Vec::new();
     let mut max_epoch = checkpoint_epoch.max(catalog_epoch).max(durable);
     let mut torn = Vec::new();
