@@ -128,7 +128,10 @@ impl Acks {
 
 /// The workload process.
 pub fn child(args: ChildArgs) -> Result<(), String> {
-    let db = Arc::new(Database::open(config(&args.data)).map_err(|error| error.to_string())?);
+    // Odd cycles log updates as patches (format 4), even ones as whole rows, so that every
+    // recovery after the first replays a log holding both.
+    let config = Config { log_patches: args.cycle % 2 == 1, ..config(&args.data) };
+    let db = Arc::new(Database::open(config).map_err(|error| error.to_string())?);
     let out = Arc::new(Mutex::new(std::io::stdout()));
     let stop = Arc::new(AtomicBool::new(false));
     // Checkpoints now and then, so that crashes land in them too.

@@ -120,8 +120,9 @@ struct DurabilityArgs {
     /// database.
     #[arg(long, value_delimiter = ',', default_value = "silo")]
     protocol: Vec<String>,
-    /// off | epoch, or (TPC-C) a comma-separated list measured in alternating rounds, each on
-    /// its own database.
+    /// off | epoch | epoch-patches (epoch, with updates logged as the bytes they change
+    /// instead of whole rows), or (TPC-C) a comma-separated list measured in alternating
+    /// rounds, each on its own database.
     #[arg(long, value_delimiter = ',', default_value = "off")]
     durability: Vec<String>,
     /// Data directory for `--durability epoch` (must not hold a database yet; with several
@@ -179,14 +180,33 @@ fn parse_index_pointers(text: &str) -> Result<IndexPointers, String> {
     text.parse()
 }
 
+/// A `--durability` entry: `off`, `epoch`, or `epoch-patches` (epoch, updates logged as the
+/// bytes they change: `Config::log_patches`), so that the two logs compare in one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Mode {
+    durability: Durability,
+    patches: bool,
+}
+
+impl Mode {
+    fn parse(text: &str) -> Result<Mode, String> {
+        match text {
+            "epoch-patches" => Ok(Mode { durability: Durability::Epoch, patches: true }),
+            other => Ok(Mode { durability: other.parse()?, patches: false }),
+        }
+    }
+
+    fn name(self) -> String {
+        let name = format!("{:?}", self.durability).to_lowercase();
+        if self.patches { format!("{name}-patches") } else { name }
+    }
+}
+
 impl DurabilityArgs {
-    fn modes(&self) -> Result<Vec<Durability>, String> {
-        let modes = self
-            .durability
-            .iter()
-            .map(|mode| mode.parse())
-            .collect::<Result<Vec<Durability>, String>>()?;
-        if modes.contains(&Durability::Epoch) && self.data.is_none() {
+    fn modes(&self) -> Result<Vec<Mode>, String> {
+        let modes =
+            self.durability.iter().map(|mode| Mode::parse(mode)).collect::<Result<Vec<_>, _>>()?;
+        if modes.iter().any(|mode| mode.durability == Durability::Epoch) && self.data.is_none() {
             return Err("--durability epoch needs --data DIR".into());
         }
         Ok(modes)
@@ -197,8 +217,9 @@ impl DurabilityArgs {
     }
 
     /// The persistence of database `name` in mode `mode`, running the first protocol.
-    fn persistence(&self, mode: Durability, name: Option<&str>) -> Result<Persistence, String> {
+    fn persistence(&self, mode: Mode, name: Option<&str>) -> Result<Persistence, String> {
         let protocol = self.protocols()?[0];
+        let Mode { durability: mode, patches } = mode;
         let data_dir = match (mode, &self.data) {
             (Durability::Epoch, Some(dir)) => {
                 let dir = name.map_or_else(|| dir.clone(), |name| dir.join(name));
@@ -217,6 +238,7 @@ impl DurabilityArgs {
             data_dir,
             durability: mode,
             log_compression: self.log_compression,
+            log_patches: patches,
             checkpoint_log_bytes: self.checkpoint_log_mib.map(|mib| mib << 20),
             checkpoint_log_ratio: self.checkpoint_log_ratio,
             loggers: self.loggers,
@@ -688,7 +710,7 @@ fn tpcc_command(args: TpccArgs) -> Result<(), String> {
                 let dbs = modes
                     .iter()
                     .map(|mode| {
-                        let name = format!("{mode:?}").to_lowercase();
+                        let name = mode.name();
                         EngramTpcc::open(
                             read_only,
                             reserve_mib << 20,
@@ -954,6 +976,12 @@ fn recovery_command(args: RecoveryArgs) -> Result<(), String> {
             report.replay_bytes_per_second() / (1u64 << 30) as f64,
             report.durable_epoch
         );
+        if report.log_patches > 0 {
+            println!(
+                "  of which patches: {} read, applied after the images in {:.3} s",
+                report.log_patches, report.patch_seconds
+            );
+        }
         println!(
             "  indexes (deleted rows out, secondary indexes built): {:.3} s",
             report.index_seconds
@@ -975,6 +1003,9 @@ fn recovery_command(args: RecoveryArgs) -> Result<(), String> {
             "log_transactions": report.log_transactions,
             "replay_seconds": report.replay_seconds,
             "replay_bytes_per_second": report.replay_bytes_per_second(),
+            "log_writes_applied": report.log_writes_applied,
+            "log_patches": report.log_patches,
+            "patch_seconds": report.patch_seconds,
             "index_seconds": report.index_seconds,
         }));
     }

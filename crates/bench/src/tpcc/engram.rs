@@ -76,6 +76,8 @@ pub struct Persistence {
     pub data_dir: Option<std::path::PathBuf>,
     pub durability: Durability,
     pub log_compression: bool,
+    /// Updates logged as the bytes they change (`Config::log_patches`).
+    pub log_patches: bool,
     /// Log bytes between background checkpoints (`Config::checkpoint_log_bytes`); `None`
     /// keeps the default.
     pub checkpoint_log_bytes: Option<u64>,
@@ -113,6 +115,7 @@ impl Persistence {
             data_dir: self.data_dir.clone(),
             durability: self.durability,
             log_compression: self.log_compression,
+            log_patches: self.log_patches,
             checkpoint_log_bytes: self
                 .checkpoint_log_bytes
                 .unwrap_or(defaults.checkpoint_log_bytes),
@@ -342,7 +345,12 @@ impl Db for EngramTpcc {
                     "durability epoch: log in {} ({} logger, fsync per epoch{}; {})",
                     dir.display(),
                     config.loggers,
-                    if config.log_compression { ", LZ4" } else { "" },
+                    match (config.log_compression, config.log_patches) {
+                        (false, false) => "",
+                        (true, false) => ", LZ4",
+                        (false, true) => ", patches",
+                        (true, true) => ", LZ4, patches",
+                    },
                     match (config.checkpoint_log_bytes, config.checkpoint_log_ratio) {
                         (0, _) => "no background checkpoints".to_string(),
                         (bytes, 0) => format!("checkpoint every {} MiB of log", bytes >> 20),
