@@ -29,17 +29,29 @@ if ! python3 -c "import psycopg" 2>/dev/null; then
     || echo "   (psycopg could not be installed; its test is skipped)"
 fi
 work=$(mktemp -d)
-port=$((20000 + RANDOM % 20000))
+# Below Linux's ephemeral range (32768 up), where a client's outgoing socket may hold a port;
+# a port still taken is replaced by another (start).
+pick_port() { port=$((20000 + RANDOM % 12000)); export PGPORT=$port; }
+pick_port
 server_pid=
 cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
 trap 'echo "client tests failed at line $LINENO" >&2' ERR
 start() {
-  "$engram" serve --data "$work/data" --listen "127.0.0.1:$port" >"$work/server.log" 2>&1 &
-  server_pid=$!
-  for _ in $(seq 100); do
-    pg_isready -q -h 127.0.0.1 -p "$port" && return 0
-    sleep 0.1
+  for _ in 1 2 3 4 5; do
+    "$engram" serve --data "$work/data" --listen "127.0.0.1:$port" >"$work/server.log" 2>&1 &
+    server_pid=$!
+    for _ in $(seq 100); do
+      pg_isready -q -h 127.0.0.1 -p "$port" && return 0
+      kill -0 "$server_pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    if grep -q "Address already in use" "$work/server.log"; then
+      wait "$server_pid" || true
+      pick_port
+      continue
+    fi
+    break
   done
   cat "$work/server.log"; exit 1
 }
@@ -47,7 +59,7 @@ stop() {
   kill -TERM "$server_pid"; wait "$server_pid" || { echo "server exited with $?"; cat "$work/server.log"; exit 1; }
   server_pid=
 }
-export PGHOST=127.0.0.1 PGPORT=$port PGUSER=postgres PGDATABASE=engram
+export PGHOST=127.0.0.1 PGUSER=postgres PGDATABASE=engram
 start
 
 echo "== psql"
