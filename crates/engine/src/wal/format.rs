@@ -1197,7 +1197,10 @@ mod tests {
         #[test]
         fn a_logged_patch_rebuilds_the_new_row(
             old in proptest::collection::vec(proptest::num::u8::ANY, 100..400),
-            changes in proptest::collection::vec((proptest::num::usize::ANY, proptest::num::u8::ANY), 0..12),
+            changes in proptest::collection::vec(
+                (proptest::num::usize::ANY, proptest::num::u8::ANY),
+                0..12,
+            ),
         ) {
             let mut new = old.clone();
             for (at, byte) in changes {

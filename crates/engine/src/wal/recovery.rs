@@ -3,10 +3,11 @@
 //!
 //! Replay is order-free (Silo's value logging): a record is applied only if its TID is above the
 //! TID the row has, so threads can replay segments in any order and the newest image of each
-//! row wins. Patches (format 4, `Config::log_patches`) are the exception: each holds only the
-//! bytes an update changed, so they are set aside and applied after every image, per row in
-//! TID order on top of its newest image (`Patches`, `apply_patches`). They take the newest segments first, so that older images mostly find a newer one
-//! and install nothing. Only records with `checkpoint epoch < epoch <= durable epoch` that no
+//! row wins. They take the newest segments first, so that older images mostly find a newer one
+//! and install nothing. Patches (format 4, `Config::log_patches`) are the exception to order-free
+//! replay: each holds only the bytes an update changed, so they are set aside and applied after
+//! every image, per row in TID order on top of its newest image (`Patches`, `apply_patches`).
+//! Only records with `checkpoint epoch < epoch <= durable epoch` that no
 //! earlier recovery voided are applied: the checkpoint already holds everything at or below its
 //! epoch, and anything above the durable epoch belongs to epochs that were never acknowledged.
 //!
@@ -919,7 +920,8 @@ fn apply_patches<'t>(
         file: storage.describe("wal"),
         offset: 0,
         reason: format!(
-            "the patch of table {table} key {key:02x?} at TID {tid:#x} {reason}: the log has              lost the write before it"
+            "the patch of table {table} key {key:02x?} at TID {tid:#x} {reason}: the log lost the \
+             write before it"
         ),
     };
     let pin = nothing_is_reclaimed();
