@@ -68,7 +68,7 @@ pub struct Config {
     /// where that takes at most half the row, instead of the whole new row. Recovery then
     /// applies each row's patches in TID order on top of its newest whole image
     /// (`wal::recovery`). Off by default (Silo's value logging of whole rows): on the
-    /// two-core machine TPC-C wrote 2.7 times fewer log bytes with it but ran slower, the
+    /// two-core machine TPC-C wrote 2.36 times fewer log bytes with it but ran no faster, the
     /// comparison costing more CPU than the bytes it saves (docs/performance.md, "Patches");
     /// it is for machines whose log device, not their cores, limits commits.
     pub log_patches: bool,

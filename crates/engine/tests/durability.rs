@@ -1431,13 +1431,8 @@ fn patches_and_images_of_one_row_from_two_loggers_replay_in_order() {
     let table = db.create_table(TableSpec::new("wide")).unwrap();
     let mut workers = [db.worker().unwrap(), db.worker().unwrap()];
     let mut model: std::collections::BTreeMap<Vec<u8>, Vec<u8>> = Default::default();
-    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    use rand::{RngExt, SeedableRng};
+    let mut random = rand::rngs::SmallRng::seed_from_u64(41);
     const ROWS: u64 = 40;
     for step in 0..4000u64 {
         if step == 2000 {
@@ -1445,10 +1440,10 @@ fn patches_and_images_of_one_row_from_two_loggers_replay_in_order() {
             workers[1].wait_durable().unwrap();
             db.checkpoint().unwrap();
         }
-        let id = next() % ROWS;
+        let id = random.random_range(0..ROWS);
         let width = 128 + (id as usize % 4) * 64;
-        let worker = &mut workers[(next() % 2) as usize];
-        let choice = next() % 10;
+        let worker = &mut workers[random.random_range(0..2usize)];
+        let choice = random.random_range(0..10u32);
         let old = model.get(&key(id)).cloned();
         let new = match (&old, choice) {
             (Some(_), 0) => None,
@@ -1557,17 +1552,22 @@ fn patches_replay_exactly_under_every_protocol_and_version_storage() {
         let mut worker = db.worker().unwrap();
         let mut model: std::collections::BTreeMap<Vec<u8>, Vec<u8>> = Default::default();
         for round in 0..40u64 {
+            let rows: Vec<(Vec<u8>, Vec<u8>)> = (0..6u64)
+                .map(|id| {
+                    let mut row = model
+                        .get(&key(id))
+                        .cloned()
+                        .unwrap_or_else(|| patched_row(200, b'r', 0, id));
+                    // A different word each round, so that every patch counts.
+                    let at = 8 * (1 + (round as usize + id as usize) % 20);
+                    row[at..at + 8].copy_from_slice(&round.to_le_bytes());
+                    (key(id), row)
+                })
+                .collect();
             worker
                 .transaction(Isolation::Serializable, |txn| {
-                    for id in 0..6u64 {
-                        let mut row = model
-                            .get(&key(id))
-                            .cloned()
-                            .unwrap_or_else(|| patched_row(200, b'r', 0, id));
-                        // A different word each round, so that every patch counts.
-                        let at = 8 * (1 + (round as usize + id as usize) % 20);
-                        row[at..at + 8].copy_from_slice(&round.to_le_bytes());
-                        txn.put(&table, &key(id), &row)?;
+                    for (key, row) in &rows {
+                        txn.put(&table, key, row)?;
                     }
                     if round == 39 {
                         txn.delete(&table, &key(2))?;
@@ -1575,13 +1575,7 @@ fn patches_replay_exactly_under_every_protocol_and_version_storage() {
                     Ok(())
                 })
                 .unwrap();
-            for id in 0..6u64 {
-                let mut row =
-                    model.get(&key(id)).cloned().unwrap_or_else(|| patched_row(200, b'r', 0, id));
-                let at = 8 * (1 + (round as usize + id as usize) % 20);
-                row[at..at + 8].copy_from_slice(&round.to_le_bytes());
-                model.insert(key(id), row);
-            }
+            model.extend(rows);
         }
         model.remove(&key(2));
         worker.wait_durable().unwrap();

@@ -537,14 +537,17 @@ pub fn diff_rows(old: &[u8], new: &[u8], edits: &mut Vec<(u32, u32)>) -> Option<
     let mut body = PATCH_HEAD_BYTES;
     // The open edit: its start and the end of its last differing word.
     let mut open: Option<(usize, usize)> = None;
+    let close = |(from, last): (usize, usize), edits: &mut Vec<(u32, u32)>, body: &mut usize| {
+        *body += EDIT_HEAD_BYTES + (last - from);
+        edits.push((from as u32, (last - from) as u32));
+    };
     let mut note = |at: usize, edits: &mut Vec<(u32, u32)>, body: &mut usize| {
         let end = (at + WORD).min(len);
         open = match open {
             Some((from, last)) if at <= last + WORD => Some((from, end)),
             closed => {
-                if let Some((from, last)) = closed {
-                    *body += EDIT_HEAD_BYTES + (last - from);
-                    edits.push((from as u32, (last - from) as u32));
+                if let Some(edit) = closed {
+                    close(edit, edits, body);
                 }
                 Some((at, end))
             }
@@ -556,9 +559,6 @@ pub fn diff_rows(old: &[u8], new: &[u8], edits: &mut Vec<(u32, u32)>) -> Option<
         let a: &[u8; BLOCK] = a.try_into().expect("a whole block");
         let b: &[u8; BLOCK] = b.try_into().expect("a whole block");
         let mut differ = differing_bytes(a, b);
-        if differ == 0 {
-            continue;
-        }
         while differ != 0 {
             let word = differ.trailing_zeros() as usize / WORD;
             differ &= !(0xff << (word * WORD));
@@ -583,9 +583,8 @@ pub fn diff_rows(old: &[u8], new: &[u8], edits: &mut Vec<(u32, u32)>) -> Option<
             note(word * WORD, edits, &mut body);
         }
     }
-    if let Some((from, last)) = open {
-        body += EDIT_HEAD_BYTES + (last - from);
-        edits.push((from as u32, (last - from) as u32));
+    if let Some(edit) = open {
+        close(edit, edits, &mut body);
     }
     if body > limit {
         edits.truncate(start);

@@ -218,6 +218,16 @@ pub(crate) fn build_tables(
     Ok(tables)
 }
 
+/// Locks a head another recovery thread may hold for a moment (while it installs a row).
+fn lock_waiting(head: &Head) -> TidWord {
+    loop {
+        match head.lock() {
+            Ok(word) => return word,
+            Err(Busy) => std::hint::spin_loop(),
+        }
+    }
+}
+
 /// Per-thread state for applying rows.
 struct Applier {
     arena: Arena,
@@ -304,12 +314,7 @@ impl Applier {
                 if tid <= head.word().tid() {
                     return;
                 }
-                let word = loop {
-                    match head.lock() {
-                        Ok(word) => break word,
-                        Err(Busy) => std::hint::spin_loop(),
-                    }
-                };
+                let word = lock_waiting(head);
                 if tid > word.tid() {
                     self.install(head, value, new_word);
                     self.applied += 1;
@@ -954,12 +959,7 @@ fn apply_patches<'t>(
             };
             // SAFETY: reached through the index; nothing is freed during recovery.
             let head = unsafe { &*(found as *mut Head) };
-            let word = loop {
-                match head.lock() {
-                    Ok(word) => break word,
-                    Err(Busy) => std::hint::spin_loop(),
-                }
-            };
+            let word = lock_waiting(head);
             let mut tid = word.tid();
             let present = head.value_locked(&mut row);
             for entry in patches {
