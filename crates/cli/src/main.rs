@@ -107,6 +107,10 @@ struct RecoveryArgs {
     /// Recover this many times (each open replays the same checkpoint and log).
     #[arg(long, default_value_t = 1)]
     repeat: u32,
+    /// After each open, take a checkpoint on one thread and report its cost per row (this
+    /// writes the checkpoint into the directory and removes what it supersedes).
+    #[arg(long)]
+    checkpoint: bool,
     /// Write the reports as JSON here.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -930,6 +934,17 @@ fn side_by_side(
     (0..count).map(|index| (tpcc::Options { threads, scale, ..options.clone() }, index)).collect()
 }
 
+/// User and system CPU seconds of this process so far, from `/proc/self/stat` (clock ticks of
+/// 10 ms); `None` where that cannot be read.
+fn process_cpu_seconds() -> Option<(f64, f64)> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+    let user: u64 = fields.nth(11)?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some((user as f64 / 100.0, system as f64 / 100.0))
+}
+
 fn recovery_command(args: RecoveryArgs) -> Result<(), String> {
     if !args.data.join("MANIFEST").exists() {
         return Err(format!("{} holds no database (no MANIFEST)", args.data.display()));
@@ -992,7 +1007,38 @@ fn recovery_command(args: RecoveryArgs) -> Result<(), String> {
         for torn in &report.torn_tails {
             println!("  torn tail truncated: {torn}");
         }
+        let checkpoint = if args.checkpoint {
+            let before = process_cpu_seconds();
+            let taken = db.checkpoint().map_err(|error| error.to_string())?;
+            let cpu = process_cpu_seconds()
+                .zip(before)
+                .map(|(after, before)| (after.0 - before.0, after.1 - before.1));
+            let per_row = |seconds: f64| seconds * 1e9 / taken.rows.max(1) as f64;
+            println!(
+                "  checkpoint taken: {} rows, {:.1} MiB in {:.3} s ({:.0} ns a row{})",
+                taken.rows,
+                taken.bytes as f64 / (1 << 20) as f64,
+                taken.seconds,
+                per_row(taken.seconds),
+                cpu.map_or(String::new(), |(user, system)| format!(
+                    "; the process's CPU {:.0} ns a row, {:.0} user and {:.0} system",
+                    per_row(user + system),
+                    per_row(user),
+                    per_row(system)
+                ))
+            );
+            serde_json::json!({
+                "rows": taken.rows,
+                "bytes": taken.bytes,
+                "seconds": taken.seconds,
+                "user_seconds": cpu.map(|cpu| cpu.0),
+                "system_seconds": cpu.map(|cpu| cpu.1),
+            })
+        } else {
+            serde_json::Value::Null
+        };
         reports.push(serde_json::json!({
+            "checkpoint_taken": checkpoint,
             "open_seconds": open_seconds,
             "recovery_seconds": report.total_seconds,
             "threads": report.threads,

@@ -251,3 +251,44 @@ fn tpcc_reports_its_figures_and_plots_them() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("not JSON"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn recovery_benchmark_takes_a_checkpoint_that_the_next_open_loads() {
+    let dir = std::env::temp_dir().join(format!("engram-cli-recovery-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let data = dir.join("data");
+    let tpcc = dir.join("tpcc.json");
+    #[rustfmt::skip]
+    engram(&[
+        "bench", "tpcc", "--threads", "1", "--duration", "0.4", "--items", "1000",
+        "--customers", "60", "--reserve-memory-mib", "8", "--quiet",
+        "--durability", "epoch,epoch-patches", "--checkpoint-log-mib", "0",
+        "--data", data.to_str().unwrap(), "--json", tpcc.to_str().unwrap(),
+    ]);
+    let names: Vec<_> = json(&tpcc)
+        .as_array()
+        .expect("a report per database")
+        .iter()
+        .map(|report| report["db"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["engram-epoch", "engram-epoch-patches"], "the two logs are told apart");
+    let reports = dir.join("recovery.json");
+    #[rustfmt::skip]
+    let text = engram(&[
+        "bench", "recovery", "--data", data.join("epoch").to_str().unwrap(), "--checkpoint",
+        "--repeat", "2", "--json", reports.to_str().unwrap(),
+    ]);
+    assert!(text.contains("checkpoint taken") && text.contains("ns a row"), "{text}");
+    let reports = json(&reports);
+    let [first, second] = reports["runs"].as_array().expect("a report per open").as_slice() else {
+        panic!("two opens: {reports}")
+    };
+    assert_eq!(first["checkpoint_rows"], 0, "no checkpoint before: {first}");
+    let taken = first["checkpoint_taken"]["rows"].as_u64().expect("rows checkpointed");
+    assert!(taken > 5_000, "the loaded warehouse and the run's orders: {taken}");
+    // The second open loads what the first checkpointed.
+    assert_eq!(second["checkpoint_rows"].as_u64(), Some(taken), "{second}");
+    assert_eq!(second["checkpoint_taken"]["rows"].as_u64(), Some(taken), "{second}");
+    engram(&["check", "--data", data.join("epoch").to_str().unwrap()]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -311,7 +311,11 @@ impl Db for EngramTpcc {
     type Conn = Conn;
 
     fn name(&self) -> String {
-        let base = if self.logs() { "engram-epoch" } else { "engram" };
+        let base = match (self.logs(), self.db.config().log_patches) {
+            (false, _) => "engram",
+            (true, false) => "engram-epoch",
+            (true, true) => "engram-epoch-patches",
+        };
         match self.db.config().protocol {
             Protocol::Silo => base.into(),
             protocol => format!("{base}-{protocol}"),
