@@ -142,7 +142,8 @@ pub enum Error {
     /// Writing or syncing the log failed; the database accepts no more writes until it is
     /// restarted. Commits acknowledged before the failure stay durable.
     LogFailed(String),
-    /// The disk holding the log is full; as `LogFailed`.
+    /// The disk holding the data directory is full. From the log, as `LogFailed` (its message
+    /// says so); from a checkpoint or the manifest, only that operation failed.
     DiskFull(String),
     /// An input/output error outside the log (opening the data directory, a checkpoint).
     Io(String),
@@ -247,11 +248,9 @@ impl fmt::Display for Error {
                 "the write-ahead log failed, so no more writes are accepted (restart to recover; \
                  acknowledged commits are safe): {message}"
             ),
-            Error::DiskFull(message) => write!(
-                f,
-                "the disk holding the log is full, so no more writes are accepted (free space and \
-                 restart; acknowledged commits are safe): {message}"
-            ),
+            Error::DiskFull(message) => {
+                write!(f, "the disk holding the data directory is full: {message}")
+            }
             Error::Io(message) => write!(f, "input/output error: {message}"),
             Error::DataDirInUse(message) => write!(f, "data directory in use: {message}"),
         }

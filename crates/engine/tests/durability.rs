@@ -251,6 +251,50 @@ fn segments_a_checkpoint_cannot_remove_are_removed_by_the_next() {
     assert_eq!(all, model);
 }
 
+/// A checkpoint that the disk cannot hold fails with `DiskFull`, saying that it is the disk
+/// (not that writes stopped: the log goes on), and leaves none of its files behind, so the
+/// space it took is free for the next one. Once space is freed, the next checkpoint is written,
+/// and a crash after it recovers every row.
+#[test]
+fn a_checkpoint_the_disk_cannot_hold_removes_what_it_wrote() {
+    let storage = FaultyStorage::new(13);
+    let db = Database::open(config(&storage)).unwrap();
+    let items = db.create_table(TableSpec::new("items")).unwrap();
+    let mut worker = db.worker().unwrap();
+    let mut model = std::collections::BTreeMap::new();
+    put_round(&mut worker, &items, &mut model, 0, 3000, 200);
+    worker.wait_durable().unwrap();
+    // Let the snapshot epoch (every 5 epochs of 2 ms) pass the writes.
+    std::thread::sleep(std::time::Duration::from_millis(60));
+    let checkpoint_files =
+        || storage.paths().into_iter().filter(|path| path.starts_with("checkpoint/")).count();
+    // The idle log writes nothing, so the failures fall on the checkpoint: its file's header
+    // is written, its first block is not.
+    storage.fail_after(1);
+    let error = db.checkpoint().unwrap_err();
+    assert!(matches!(error, Error::DiskFull(_)), "{error}");
+    let message = error.to_string();
+    assert!(message.contains("disk holding the data directory is full"), "{message}");
+    assert!(message.contains("cannot write checkpoint"), "{message}");
+    assert!(!message.contains("no more writes"), "the log did not stop: {message}");
+    assert_eq!(checkpoint_files(), 0, "the failed checkpoint's files are gone");
+    storage.heal();
+    put_round(&mut worker, &items, &mut model, 1, 3000, 200);
+    worker.wait_durable().expect("the log kept taking commits");
+    std::thread::sleep(std::time::Duration::from_millis(60));
+    let report = db.checkpoint().unwrap();
+    assert_eq!(report.rows as usize, model.len(), "{report:?}");
+    assert!(checkpoint_files() > 0);
+    let crashed = storage.crash();
+    drop(worker);
+    drop(db);
+    let db = Database::open(config(&crashed)).unwrap();
+    let report = db.recovery_report().unwrap().clone();
+    assert_eq!(report.checkpoint_rows as usize, model.len(), "{report:?}");
+    let all: std::collections::BTreeMap<_, _> = rows(&db, "items").into_iter().collect();
+    assert_eq!(all, model);
+}
+
 /// Workers each own `KEYS` keys and write one version number to all of them per transaction.
 /// Writes fail from a random point on; after the crash, every key of a worker has the same
 /// version (no partial transaction), at least its last acknowledged one and at most its last

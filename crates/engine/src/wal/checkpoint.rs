@@ -70,8 +70,14 @@ pub(crate) fn take(
     }
     let at = epochs.hold_snapshot();
     let result = write_files(shared, data, at, threads, background);
+    let unwritten = result.is_err();
     let result = result.and_then(|report| publish(shared, data, at, report));
     epochs.release_snapshot_hold();
+    if unwritten {
+        // No manifest names it: give its space back now (a full disk is the usual cause), not
+        // at the next checkpoint, which would need that space to get so far.
+        remove_directory(data, &format!("checkpoint/{}", at.0), Duration::ZERO);
+    }
     let (mut report, superseded) = result?;
     report.segments_removed = remove_superseded(shared, data, superseded);
     report.seconds = started.elapsed().as_secs_f64();
@@ -319,10 +325,25 @@ fn remove_superseded(shared: &Arc<Shared>, data: &DataDir, superseded: Supersede
         let _ = storage.sync_dir("wal");
     }
     for dir in superseded.checkpoints {
-        for file in storage.list(&dir).unwrap_or_default() {
-            remove(&format!("{dir}/{file}"), pause);
+        if removed_any {
+            std::thread::sleep(pause);
         }
-        let _ = storage.remove_dir(&dir);
+        removed_any |= remove_directory(data, &dir, pause);
     }
     segments_removed
+}
+
+/// Removes a checkpoint directory, a file at a time with `pause` between files; returns
+/// whether it removed any file.
+fn remove_directory(data: &DataDir, dir: &str, pause: Duration) -> bool {
+    let storage = &*data.storage;
+    let mut removed_any = false;
+    for file in storage.list(dir).unwrap_or_default() {
+        if removed_any {
+            std::thread::sleep(pause);
+        }
+        removed_any |= storage.remove(&format!("{dir}/{file}")).is_ok();
+    }
+    let _ = storage.remove_dir(dir);
+    removed_any
 }

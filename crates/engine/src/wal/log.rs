@@ -366,7 +366,14 @@ impl Log {
     fn error(&self) -> Error {
         let failure = lock(&self.failure);
         let message = failure.message.clone().unwrap_or_else(|| "the log failed".into());
-        if failure.no_space { Error::DiskFull(message) } else { Error::LogFailed(message) }
+        if failure.no_space {
+            Error::DiskFull(format!(
+                "the log stopped, so no more writes are accepted (free space and restart; \
+                 acknowledged commits are safe): {message}"
+            ))
+        } else {
+            Error::LogFailed(message)
+        }
     }
 
     /// Stops accepting commits and wakes every waiter with the error.

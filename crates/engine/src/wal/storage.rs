@@ -530,6 +530,11 @@ impl FaultyStorage {
         state.fail_at = Some(state.operations + operations_from_now);
     }
 
+    /// Writes and syncs succeed again (space was freed).
+    pub fn heal(&self) {
+        self.lock().fail_at = None;
+    }
+
     /// Operations (writes and syncs) so far.
     pub fn operations(&self) -> u64 {
         self.lock().operations
