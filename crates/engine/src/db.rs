@@ -90,6 +90,10 @@ pub struct Config {
     /// Threads a checkpoint copies tables with (its impact on foreground work is bounded by
     /// this).
     pub checkpoint_threads: usize,
+    /// Rows per checkpoint file: a checkpoint splits a table that the one before found larger
+    /// into key ranges of about this many rows, each its own file, which the checkpoint's
+    /// threads write and recovery's threads load in parallel.
+    pub checkpoint_part_rows: u64,
     /// Threads recovery replays with; 0 uses every core.
     pub recovery_threads: usize,
     /// Rebuilds secondary-index key extractors at recovery.
@@ -140,6 +144,7 @@ impl Default for Config {
             checkpoint_log_bytes: 1 << 30,
             checkpoint_log_ratio: 8,
             checkpoint_threads: 1,
+            checkpoint_part_rows: 1 << 20,
             recovery_threads: 0,
             index_keys: None,
             protocol: Protocol::Silo,
@@ -416,12 +421,13 @@ impl Database {
         let mut segments = Vec::new();
         let mut recovered_garbage = Vec::new();
         if let Some(storage) = config.open_storage()? {
-            let recovered = recovery::recover(
+            let mut recovered = recovery::recover(
                 &*storage,
                 config.index_keys.as_ref(),
                 config.recovery_threads(),
                 config.head_shape(),
                 config.index_pointers,
+                checkpoint::sample_every(config.checkpoint_part_rows),
             )?;
             epochs.restart_after(Epoch(recovered.last_epoch));
             let mut records = Vec::with_capacity(recovered.tables.len());
@@ -474,7 +480,10 @@ impl Database {
                 storage,
                 manifest: Mutex::new(recovered.manifest),
                 catalog: Mutex::new(Some(catalog_file)),
-                checkpoint_lock: Mutex::new(()),
+                checkpointing: Mutex::new(checkpoint::splits_from(
+                    std::mem::take(&mut recovered.checkpoint_parts),
+                    config.checkpoint_part_rows,
+                )),
                 compress_checkpoints: config.checkpoint_compression,
                 report: recovered.report,
             });

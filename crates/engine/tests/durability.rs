@@ -251,6 +251,70 @@ fn segments_a_checkpoint_cannot_remove_are_removed_by_the_next() {
     assert_eq!(all, model);
 }
 
+/// A checkpoint splits each table where the one before counted each `checkpoint_part_rows`
+/// rows (to within an eighth), and writes each key range to its own file, on several threads:
+/// rows at the split keys, deleted split keys and rows added past the last split each land in
+/// exactly one file; recovery loads the files in parallel into exactly the rows the checkpoint
+/// saw, and samples them so that the reopened database's checkpoints are split too.
+#[test]
+fn large_tables_are_checkpointed_in_key_ranges_and_recovered_whole() {
+    let storage = FaultyStorage::new(14);
+    let config = |storage: &FaultyStorage| Config {
+        checkpoint_part_rows: 96,
+        checkpoint_threads: 3,
+        recovery_threads: 3,
+        ..config(storage)
+    };
+    let db = Database::open(config(&storage)).unwrap();
+    let items = db.create_table(TableSpec::new("items")).unwrap();
+    let few = db.create_table(TableSpec::new("few")).unwrap();
+    let mut worker = db.worker().unwrap();
+    let mut model = std::collections::BTreeMap::new();
+    let mut few_model = std::collections::BTreeMap::new();
+    put_round(&mut worker, &items, &mut model, 0, 1000, 30);
+    put_round(&mut worker, &few, &mut few_model, 0, 50, 30);
+    worker.wait_durable().unwrap();
+    let settle = || std::thread::sleep(std::time::Duration::from_millis(60));
+    settle();
+    let first = db.checkpoint().unwrap();
+    assert_eq!(first.files, 2, "no splits yet: a file a table: {first:?}");
+    // Keys are sampled every 12 rows, so the splits are at keys 96, 192, ..., 960: delete two
+    // of them, and add rows past the last one.
+    for id in [192u64, 480] {
+        worker
+            .transaction(Isolation::Serializable, |txn| txn.delete(&items, &key(id)).map(|_| ()))
+            .unwrap();
+        model.remove(&key(id));
+    }
+    put_round(&mut worker, &items, &mut model, 1, 1300, 30);
+    worker.wait_durable().unwrap();
+    settle();
+    let second = db.checkpoint().unwrap();
+    assert_eq!(second.files, 11 + 1, "items in eleven key ranges, few in one: {second:?}");
+    assert_eq!(second.rows as usize, model.len() + few_model.len(), "{second:?}");
+    let third = db.checkpoint().unwrap();
+    // 1,298 rows of items: a split at or past each of rows 96, 192, ..., 1,248.
+    assert_eq!(third.files, 14 + 1, "{third:?}");
+    let crashed = storage.crash();
+    drop(worker);
+    drop(db);
+    let checked = wal::check(&crashed, 2).unwrap();
+    assert_eq!(checked.checkpoint_files, third.files);
+    let db = Database::open(config(&crashed)).unwrap();
+    let report = db.recovery_report().unwrap().clone();
+    assert_eq!(report.checkpoint_files, third.files, "{report:?}");
+    assert_eq!(report.checkpoint_rows, third.rows, "{report:?}");
+    let all: std::collections::BTreeMap<_, _> = rows(&db, "items").into_iter().collect();
+    assert_eq!(all, model);
+    let all: std::collections::BTreeMap<_, _> = rows(&db, "few").into_iter().collect();
+    assert_eq!(all, few_model);
+    // Recovery sampled the files it loaded, so the reopened database's first checkpoint is
+    // split as the next one before the crash would have been.
+    std::thread::sleep(std::time::Duration::from_millis(60));
+    let after = db.checkpoint().unwrap();
+    assert_eq!((after.files, after.rows), (third.files, third.rows), "{after:?}");
+}
+
 /// A checkpoint that the disk cannot hold fails with `DiskFull`, saying that it is the disk
 /// (not that writes stopped: the log goes on), and leaves none of its files behind, so the
 /// space it took is free for the next one. Once space is freed, the next checkpoint is written,

@@ -2,9 +2,12 @@
 //!
 //! The checkpoint holds the current snapshot epoch `S` (`EpochManager::hold_snapshot`), so no
 //! version a snapshot at `S` reads is pruned, and then `checkpoint_threads` threads copy tables
-//! (one file per table, the largest first) with snapshot reads at `S`, in short transactions of
-//! `ROWS_PER_TRANSACTION` rows so that no thread stays pinned for long. Every file ends with an
-//! end block carrying its row count. Once all files are synced and the log is durable up to `S`,
+//! with snapshot reads at `S`, in short transactions of `ROWS_PER_TRANSACTION` rows so that no
+//! thread stays pinned for long. A table is written as one file per key range (a *part*): the
+//! checkpoint before noted every `Config::checkpoint_part_rows`-th key of each table (`Splits`),
+//! and this one splits the table at those keys, so a large table's parts are written, and
+//! recovered, in parallel. Parts go to the threads largest table first. Every file ends with
+//! an end block carrying its row count. Once all files are synced and the log is durable up to `S`,
 //! the manifest names the checkpoint; then older checkpoints and the log segments whose records
 //! are all at or below `S` are removed. Recovery loads the checkpoint and replays only epochs
 //! above `S`.
@@ -18,6 +21,7 @@ use crate::error::Result;
 use crate::index::Direction;
 use crate::sync::Epoch;
 use crate::worker::{TableRef, Worker};
+use std::collections::HashMap;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -32,6 +36,19 @@ const BLOCK_BYTES: usize = 1 << 20;
 /// TPC-C's ORDER-LINE went to the device at the file's final fsync, in about 250 ms, and a log
 /// fsync waited behind it for 107 ms (docs/performance.md).
 const WRITE_BACK_BYTES: u64 = 8 << 20;
+
+/// Where each table's parts begin: by table id, every `Config::checkpoint_part_rows`-th key
+/// that the last checkpoint copied, in key order. A table with none is one part.
+pub(crate) type Splits = HashMap<u32, Vec<Vec<u8>>>;
+
+/// One file of a checkpoint: the rows of `tables[table]` from `low` (included) to `high`
+/// (excluded); `None` is the table's end.
+struct Part<'a> {
+    table: usize,
+    number: usize,
+    low: Option<&'a [u8]>,
+    high: Option<&'a [u8]>,
+}
 
 /// What a checkpoint wrote.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -57,7 +74,7 @@ pub(crate) fn take(
     threads: usize,
     background: bool,
 ) -> Result<CheckpointReport> {
-    let _one_at_a_time = data.checkpoint_lock.lock().unwrap_or_else(|poison| poison.into_inner());
+    let mut splits = data.checkpointing.lock().unwrap_or_else(|poison| poison.into_inner());
     let started = Instant::now();
     let epochs = &shared.epochs;
     // A fresh database has no snapshot epoch until the first boundary becomes stable.
@@ -69,7 +86,7 @@ pub(crate) fn take(
         }
     }
     let at = epochs.hold_snapshot();
-    let result = write_files(shared, data, at, threads, background);
+    let result = write_files(shared, data, at, threads, background, &mut splits);
     let unwritten = result.is_err();
     let result = result.and_then(|report| publish(shared, data, at, report));
     epochs.release_snapshot_hold();
@@ -90,18 +107,30 @@ fn write_files(
     at: Epoch,
     threads: usize,
     background: bool,
+    splits: &mut Splits,
 ) -> Result<CheckpointReport> {
     let storage = &*data.storage;
     // Listed after the epoch is chosen: a table created later has no rows at or below it.
     let mut tables: Vec<TableRef> = shared.tables();
     tables.sort_by_key(|table| std::cmp::Reverse(table.primary.node_counts().1));
+    let mut parts = Vec::new();
+    for (index, table) in tables.iter().enumerate() {
+        let keys = splits.get(&table.id().0).map_or(&[][..], Vec::as_slice);
+        let lows = std::iter::once(None).chain(keys.iter().map(|key| Some(&key[..])));
+        let highs = keys.iter().map(|key| Some(&key[..])).chain(std::iter::once(None));
+        for (number, (low, high)) in lows.zip(highs).enumerate() {
+            parts.push(Part { table: index, number, low, high });
+        }
+    }
+    let part_rows = shared.config.checkpoint_part_rows.max(1);
     let dir = format!("checkpoint/{}", at.0);
     let next = AtomicUsize::new(0);
     let rows = AtomicU64::new(0);
     let bytes = AtomicU64::new(0);
     let failure = Mutex::new(None);
+    let sampled = Mutex::new(vec![(0, Vec::new()); parts.len()]);
     std::thread::scope(|scope| {
-        for _ in 0..threads.clamp(1, tables.len().max(1)) {
+        for _ in 0..threads.clamp(1, parts.len().max(1)) {
             scope.spawn(|| {
                 let mut worker = match Worker::new(Arc::clone(shared)) {
                     Ok(worker) => worker,
@@ -112,15 +141,19 @@ fn write_files(
                 };
                 loop {
                     let index = next.fetch_add(1, Ordering::Relaxed);
-                    if index >= tables.len() || failure.lock().unwrap().is_some() {
+                    if index >= parts.len() || failure.lock().unwrap().is_some() {
                         break;
                     }
-                    let table = &tables[index];
-                    let path = format!("{dir}/t{:05}.ckpt", table.id().0);
-                    match write_table(&mut worker, data, table, &path, at, background) {
-                        Ok((table_rows, table_bytes)) => {
-                            rows.fetch_add(table_rows, Ordering::Relaxed);
-                            bytes.fetch_add(table_bytes, Ordering::Relaxed);
+                    let part = &parts[index];
+                    let table = &tables[part.table];
+                    let path = format!("{dir}/t{:05}-{:05}.ckpt", table.id().0, part.number);
+                    let file = FileHeader { a: table.id().0, b: at.0, c: part.number as u64 };
+                    let copy = Copy { table, part, file, path: &path, at, part_rows, background };
+                    match write_part(&mut worker, data, copy) {
+                        Ok((copied, part_bytes, samples)) => {
+                            rows.fetch_add(copied, Ordering::Relaxed);
+                            bytes.fetch_add(part_bytes, Ordering::Relaxed);
+                            sampled.lock().unwrap()[index] = (copied, samples);
                         }
                         Err(error) => {
                             failure.lock().unwrap().get_or_insert(error);
@@ -138,57 +171,141 @@ fn write_files(
     storage
         .sync_dir("checkpoint")
         .map_err(|error| io_error(storage, "checkpoint", "cannot sync", error))?;
+    let samples = sampled.into_inner().unwrap();
+    let next_splits = splits_from(
+        parts.iter().zip(samples).map(|(part, (rows, samples))| PartSamples {
+            table: tables[part.table].id().0,
+            number: part.number as u64,
+            rows,
+            samples,
+        }),
+        part_rows,
+    );
+    let files = parts.len();
+    drop(parts);
+    *splits = next_splits;
     Ok(CheckpointReport {
         epoch: at.0,
-        files: tables.len(),
+        files,
         rows: rows.into_inner(),
         bytes: bytes.into_inner(),
         ..CheckpointReport::default()
     })
 }
 
-/// Copies one table as of `at` into `path`; returns (rows, bytes).
-fn write_table(
+/// A checkpoint file's row count and sampled keys, as the checkpoint that wrote it or the
+/// recovery that read it saw them.
+#[derive(Debug, Default)]
+pub(crate) struct PartSamples {
+    pub table: u32,
+    /// The part's place among its table's (the file header's third field).
+    pub number: u64,
+    pub rows: u64,
+    /// The part's first key and every `sample_every`-th after it, with their places in the part.
+    pub samples: Vec<(u64, Vec<u8>)>,
+}
+
+/// How often a part's keys are sampled: an eighth of `part_rows`, so that parts come out
+/// within an eighth of it.
+pub(crate) fn sample_every(part_rows: u64) -> u64 {
+    (part_rows / 8).max(1)
+}
+
+/// Where the next checkpoint splits each table: at the first sampled key at or past each
+/// `part_rows`-th row, counting over the table's parts in their order.
+pub(crate) fn splits_from(parts: impl IntoIterator<Item = PartSamples>, part_rows: u64) -> Splits {
+    let part_rows = part_rows.max(1);
+    let mut parts: Vec<PartSamples> = parts.into_iter().collect();
+    parts.sort_by_key(|part| (part.table, part.number));
+    let mut splits = Splits::new();
+    let mut table = None;
+    let (mut before, mut next_split) = (0, part_rows);
+    for part in parts {
+        if table != Some(part.table) {
+            table = Some(part.table);
+            (before, next_split) = (0, part_rows);
+        }
+        for (index, key) in part.samples {
+            if before + index >= next_split {
+                splits.entry(part.table).or_default().push(key);
+                while next_split <= before + index {
+                    next_split += part_rows;
+                }
+            }
+        }
+        before += part.rows;
+    }
+    splits
+}
+
+/// What `write_part` copies, and where.
+struct Copy<'a> {
+    table: &'a TableRef,
+    part: &'a Part<'a>,
+    file: FileHeader,
+    path: &'a str,
+    at: Epoch,
+    /// Keys are sampled every `sample_every(part_rows)` rows.
+    part_rows: u64,
+    background: bool,
+}
+
+/// Copies one part of a table as of `at` into its file; returns its rows, its bytes, and its
+/// first key and every (`part_rows` / 8)-th after it, with their places in the part.
+#[allow(clippy::type_complexity)]
+fn write_part(
     worker: &mut Worker,
     data: &DataDir,
-    table: &TableRef,
-    path: &str,
-    at: Epoch,
-    background: bool,
-) -> Result<(u64, u64)> {
+    copy: Copy<'_>,
+) -> Result<(u64, u64, Vec<(u64, Vec<u8>)>)> {
+    let sample_every = sample_every(copy.part_rows);
     let storage = &*data.storage;
+    let path = copy.path;
     let fail = |error| io_error(storage, path, "cannot write checkpoint", error);
     let mut file = storage.create(path).map_err(fail)?;
-    let header = format::encode_file_header(
-        FileKind::Checkpoint,
-        FileHeader { a: table.id().0, b: at.0, c: 0 },
-    );
+    let header = format::encode_file_header(FileKind::Checkpoint, copy.file);
     file.append(&header).map_err(fail)?;
     let mut written = header.len() as u64;
     let mut written_back = 0;
     let mut payload = Vec::with_capacity(BLOCK_BYTES + 4096);
     let mut frame = Vec::new();
     let mut rows = 0u64;
+    let mut sampled = Vec::new();
+    let high = copy.part.high.map_or(Bound::Unbounded, Bound::Excluded);
     let mut resume: Option<Vec<u8>> = None;
     loop {
-        if background {
+        if copy.background {
             wait_while_paused(&worker.shared);
         }
-        worker.begin_snapshot_at(at)?;
-        let mut last = Vec::new();
+        worker.begin_snapshot_at(copy.at)?;
+        // Where the batch's last key lies in `payload` (after its 4-byte length): copied once
+        // to resume from, instead of once a row.
+        let mut last = 0..0;
+        let mut seen = rows;
+        let mut next_sample = rows.next_multiple_of(sample_every);
         let visited = {
             let mut txn = Txn::new(worker, false);
-            let low = resume.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+            let low = match (&resume, copy.part.low) {
+                (Some(last), _) => Bound::Excluded(&last[..]),
+                (None, Some(low)) => Bound::Included(low),
+                (None, None) => Bound::Unbounded,
+            };
             let visited = txn.scan(
-                table,
+                copy.table,
                 low,
-                Bound::Unbounded,
+                high,
                 Direction::Forward,
                 ROWS_PER_TRANSACTION,
                 |key, row| {
+                    let at = payload.len() + 4;
+                    last = at..at + key.len();
                     format::encode_row(&mut payload, key, row);
-                    last.clear();
-                    last.extend_from_slice(key);
+                    debug_assert_eq!(&payload[last.clone()], key, "encode_row's layout");
+                    if seen == next_sample {
+                        sampled.push((seen, key.to_vec()));
+                        next_sample += sample_every;
+                    }
+                    seen += 1;
                     true
                 },
             );
@@ -198,12 +315,18 @@ fn write_table(
         cc::commit(worker)?;
         let visited = visited?;
         rows += visited as u64;
+        if visited == ROWS_PER_TRANSACTION {
+            let mut key = resume.take().unwrap_or_default();
+            key.clear();
+            key.extend_from_slice(&payload[last]);
+            resume = Some(key);
+        }
         if (payload.len() >= BLOCK_BYTES || visited < ROWS_PER_TRANSACTION) && !payload.is_empty() {
             frame.clear();
             format::encode_block(
                 &mut frame,
                 BlockKind::Rows,
-                at.0,
+                copy.at.0,
                 &payload,
                 data.compress_checkpoints,
             );
@@ -218,15 +341,14 @@ fn write_table(
         if visited < ROWS_PER_TRANSACTION {
             break;
         }
-        resume = Some(last);
     }
     frame.clear();
     let mut end = rows.to_le_bytes().to_vec();
     end.extend_from_slice(&written.to_le_bytes());
-    format::encode_block(&mut frame, BlockKind::End, at.0, &end, false);
+    format::encode_block(&mut frame, BlockKind::End, copy.at.0, &end, false);
     file.append(&frame).map_err(fail)?;
     file.sync().map_err(fail)?;
-    Ok((rows, written + frame.len() as u64))
+    Ok((rows, written + frame.len() as u64, sampled))
 }
 
 /// Sleeps while background checkpoints are paused, between two of a checkpoint's snapshot

@@ -72,7 +72,8 @@ pub(crate) struct DataDir {
     pub manifest: Mutex<Manifest>,
     /// `None` once an append failed: a later append after a torn block would read as corruption.
     pub catalog: Mutex<Option<Box<dyn StorageFile>>>,
-    pub checkpoint_lock: Mutex<()>,
+    /// Held by the checkpoint under way (one at a time); the key ranges it splits tables into.
+    pub checkpointing: Mutex<checkpoint::Splits>,
     pub compress_checkpoints: bool,
     pub report: RecoveryReport,
 }

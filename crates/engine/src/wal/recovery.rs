@@ -86,6 +86,8 @@ pub(crate) struct Recovered {
     pub segments: Vec<SegmentInfo>,
     pub garbage: Vec<Garbage>,
     pub report: RecoveryReport,
+    /// The checkpoint's files as loaded, with sampled keys, for the next checkpoint's splits.
+    pub checkpoint_parts: Vec<super::checkpoint::PartSamples>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -1060,13 +1062,14 @@ fn checkpoint_files(
     Ok(files)
 }
 
-/// Reads one checkpoint file, calling `row(table, key, value)`; returns (rows, bytes).
+/// Reads one checkpoint file, calling `row(table, key, value)`; returns (rows, bytes, its
+/// part number).
 fn read_checkpoint_file(
     storage: &dyn Storage,
     path: &str,
     epoch: u64,
     mut row: impl FnMut(u32, &[u8], &[u8]),
-) -> Result<(u64, u64)> {
+) -> Result<(u64, u64, u64)> {
     let file = storage.describe(path);
     let data = storage.read(path).map_err(|error| io_error(storage, path, "cannot read", error))?;
     let header = format::decode_file_header(FileKind::Checkpoint, &data, &file)?;
@@ -1109,7 +1112,7 @@ fn read_checkpoint_file(
                 if reader.position() != data.len() {
                     return Err(corrupt(reader.position(), "data after the end block"));
                 }
-                return Ok((rows, data.len() as u64));
+                return Ok((rows, data.len() as u64, header.c));
             }
             _ => return Err(corrupt(block.offset, "unexpected block kind in a checkpoint")),
         }
@@ -1232,6 +1235,8 @@ fn scan_segment(
 }
 
 /// Recovers the data directory in `storage` (or only checks it, changing nothing).
+/// `sample_every`: how often to sample the checkpoint's keys for the next checkpoint's splits
+/// (`checkpoint::sample_every`; 0 samples nothing).
 fn run(
     storage: &dyn Storage,
     keys: Option<&IndexKeys>,
@@ -1239,6 +1244,7 @@ fn run(
     mode: Mode,
     shape: HeadShape,
     pointers: IndexPointers,
+    sample_every: u64,
 ) -> Result<Recovered> {
     let started = Instant::now();
     let threads = threads.max(1);
@@ -1280,10 +1286,12 @@ fn run(
     let checkpoint_started = Instant::now();
     let checkpoint_epoch = manifest.checkpoint.map_or(0, |(epoch, _)| epoch);
     let mut appliers = Vec::new();
+    let mut checkpoint_parts = Vec::new();
     if let Some((epoch, count)) = manifest.checkpoint {
         let files = checkpoint_files(storage, epoch, count)?;
         let rows = AtomicU64::new(0);
         let bytes = AtomicU64::new(0);
+        let parts = Mutex::new(Vec::with_capacity(files.len()));
         let tid = Tid::new(Epoch(epoch.max(1)), 0);
         appliers = parallel(
             threads,
@@ -1292,22 +1300,34 @@ fn run(
             |index, applier| {
                 let pin = nothing_is_reclaimed();
                 let mut finger = Finger::new(&pin);
-                let (file_rows, file_bytes) = read_checkpoint_file(
+                let mut part = super::checkpoint::PartSamples::default();
+                // 0: nothing sampled.
+                let mut next_sample = if sample_every > 0 { 0 } else { u64::MAX };
+                let (file_rows, file_bytes, number) = read_checkpoint_file(
                     storage,
                     &files[index].path,
                     epoch,
                     |table, key, value| {
                         note_table(table);
+                        if part.rows == next_sample {
+                            part.samples.push((part.rows, key.to_vec()));
+                            next_sample += sample_every;
+                        }
+                        part.table = table;
+                        part.rows += 1;
                         if let Some(table) = table_of(table) {
                             applier.apply(table, key, tid, Some(value), &mut finger, &pin);
                         }
                     },
                 )?;
+                part.number = number;
+                parts.lock().unwrap_or_else(|poison| poison.into_inner()).push(part);
                 rows.fetch_add(file_rows, Ordering::Relaxed);
                 bytes.fetch_add(file_bytes, Ordering::Relaxed);
                 Ok(())
             },
         )?;
+        checkpoint_parts = parts.into_inner().unwrap_or_else(|poison| poison.into_inner());
         catalog_damaged("checkpoint")?;
         report.checkpoint_epoch = Some(epoch);
         report.checkpoint_files = files.len();
@@ -1556,6 +1576,7 @@ fn run(
         segments: segments.into_iter().map(|(_, info)| info).collect(),
         garbage: appliers.into_iter().map(|applier| applier.garbage).collect(),
         report,
+        checkpoint_parts,
     })
 }
 
@@ -1641,14 +1662,15 @@ pub(crate) fn recover(
     threads: usize,
     shape: HeadShape,
     pointers: IndexPointers,
+    sample_every: u64,
 ) -> Result<Recovered> {
-    run(storage, keys, threads, Mode::Recover, shape, pointers)
+    run(storage, keys, threads, Mode::Recover, shape, pointers, sample_every)
 }
 
 /// Verifies a data directory without changing it: every checkpoint and log block's checksum,
 /// every record's structure, and the catalog. Torn tails are reported, not truncated.
 pub fn check(storage: &dyn Storage, threads: usize) -> Result<RecoveryReport> {
-    run(storage, None, threads, Mode::Check, HeadShape::default(), IndexPointers::Logical)
+    run(storage, None, threads, Mode::Check, HeadShape::default(), IndexPointers::Logical, 0)
         .map(|recovered| recovered.report)
 }
 
