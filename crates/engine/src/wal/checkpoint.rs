@@ -3,10 +3,10 @@
 //! The checkpoint holds the current snapshot epoch `S` (`EpochManager::hold_snapshot`), so no
 //! version a snapshot at `S` reads is pruned, and then `checkpoint_threads` threads copy tables
 //! with snapshot reads at `S`, in short transactions of `ROWS_PER_TRANSACTION` rows so that no
-//! thread stays pinned for long. A table is written as one file per key range (a *part*): the
-//! checkpoint before noted every `Config::checkpoint_part_rows`-th key of each table (`Splits`),
-//! and this one splits the table at those keys, so a large table's parts are written, and
-//! recovered, in parallel. Parts go to the threads largest table first. Every file ends with
+//! thread stays pinned for long. A table is written as one file per key range (a *part*) of
+//! about `Config::checkpoint_part_rows` rows: the checkpoint before (or the recovery that loaded
+//! it) sampled each table's keys, and this one splits the table at them (`Splits`), so a large
+//! table's parts are written, and recovered, in parallel. Parts go to the threads largest table first. Every file ends with
 //! an end block carrying its row count. Once all files are synced and the log is durable up to `S`,
 //! the manifest names the checkpoint; then older checkpoints and the log segments whose records
 //! are all at or below `S` are removed. Recovery loads the checkpoint and replays only epochs
@@ -37,8 +37,8 @@ const BLOCK_BYTES: usize = 1 << 20;
 /// fsync waited behind it for 107 ms (docs/performance.md).
 const WRITE_BACK_BYTES: u64 = 8 << 20;
 
-/// Where each table's parts begin: by table id, every `Config::checkpoint_part_rows`-th key
-/// that the last checkpoint copied, in key order. A table with none is one part.
+/// Where each table's parts begin, by table id, in key order (`splits_from`). A table with none
+/// is one part.
 pub(crate) type Splits = HashMap<u32, Vec<Vec<u8>>>;
 
 /// One file of a checkpoint: the rows of `tables[table]` from `low` (included) to `high`
@@ -128,7 +128,8 @@ fn write_files(
     let rows = AtomicU64::new(0);
     let bytes = AtomicU64::new(0);
     let failure = Mutex::new(None);
-    let sampled = Mutex::new(vec![(0, Vec::new()); parts.len()]);
+    let sampled: Mutex<Vec<PartSamples>> =
+        Mutex::new(parts.iter().map(|_| PartSamples::default()).collect());
     std::thread::scope(|scope| {
         for _ in 0..threads.clamp(1, parts.len().max(1)) {
             scope.spawn(|| {
@@ -148,12 +149,13 @@ fn write_files(
                     let table = &tables[part.table];
                     let path = format!("{dir}/t{:05}-{:05}.ckpt", table.id().0, part.number);
                     let file = FileHeader { a: table.id().0, b: at.0, c: part.number as u64 };
-                    let copy = Copy { table, part, file, path: &path, at, part_rows, background };
+                    let copy =
+                        PartCopy { table, part, file, path: &path, at, part_rows, background };
                     match write_part(&mut worker, data, copy) {
-                        Ok((copied, part_bytes, samples)) => {
-                            rows.fetch_add(copied, Ordering::Relaxed);
+                        Ok((part_bytes, samples)) => {
+                            rows.fetch_add(samples.rows, Ordering::Relaxed);
                             bytes.fetch_add(part_bytes, Ordering::Relaxed);
-                            sampled.lock().unwrap()[index] = (copied, samples);
+                            sampled.lock().unwrap()[index] = samples;
                         }
                         Err(error) => {
                             failure.lock().unwrap().get_or_insert(error);
@@ -171,16 +173,7 @@ fn write_files(
     storage
         .sync_dir("checkpoint")
         .map_err(|error| io_error(storage, "checkpoint", "cannot sync", error))?;
-    let samples = sampled.into_inner().unwrap();
-    let next_splits = splits_from(
-        parts.iter().zip(samples).map(|(part, (rows, samples))| PartSamples {
-            table: tables[part.table].id().0,
-            number: part.number as u64,
-            rows,
-            samples,
-        }),
-        part_rows,
-    );
+    let next_splits = splits_from(sampled.into_inner().unwrap(), part_rows);
     let files = parts.len();
     drop(parts);
     *splits = next_splits;
@@ -239,7 +232,7 @@ pub(crate) fn splits_from(parts: impl IntoIterator<Item = PartSamples>, part_row
 }
 
 /// What `write_part` copies, and where.
-struct Copy<'a> {
+struct PartCopy<'a> {
     table: &'a TableRef,
     part: &'a Part<'a>,
     file: FileHeader,
@@ -250,14 +243,13 @@ struct Copy<'a> {
     background: bool,
 }
 
-/// Copies one part of a table as of `at` into its file; returns its rows, its bytes, and its
-/// first key and every (`part_rows` / 8)-th after it, with their places in the part.
-#[allow(clippy::type_complexity)]
+/// Copies one part of a table as of `at` into its file; returns its bytes, and its rows and
+/// sampled keys.
 fn write_part(
     worker: &mut Worker,
     data: &DataDir,
-    copy: Copy<'_>,
-) -> Result<(u64, u64, Vec<(u64, Vec<u8>)>)> {
+    copy: PartCopy<'_>,
+) -> Result<(u64, PartSamples)> {
     let sample_every = sample_every(copy.part_rows);
     let storage = &*data.storage;
     let path = copy.path;
@@ -348,7 +340,8 @@ fn write_part(
     format::encode_block(&mut frame, BlockKind::End, copy.at.0, &end, false);
     file.append(&frame).map_err(fail)?;
     file.sync().map_err(fail)?;
-    Ok((rows, written + frame.len() as u64, sampled))
+    let samples = PartSamples { table: copy.file.a, number: copy.file.c, rows, samples: sampled };
+    Ok((written + frame.len() as u64, samples))
 }
 
 /// Sleeps while background checkpoints are paused, between two of a checkpoint's snapshot
