@@ -92,7 +92,7 @@ pub struct Config {
     pub checkpoint_threads: usize,
     /// Rows per checkpoint file: a checkpoint splits a table that the one before found larger
     /// into key ranges of about this many rows, each its own file, which the checkpoint's
-    /// threads write and recovery's threads load in parallel.
+    /// threads write and recovery's threads load in parallel. 0 keeps a file per table.
     pub checkpoint_part_rows: u64,
     /// Threads recovery replays with; 0 uses every core.
     pub recovery_threads: usize,

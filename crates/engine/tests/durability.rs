@@ -315,6 +315,23 @@ fn large_tables_are_checkpointed_in_key_ranges_and_recovered_whole() {
     assert_eq!((after.files, after.rows), (third.files, third.rows), "{after:?}");
 }
 
+/// `checkpoint_part_rows: 0` keeps a file per table, however large.
+#[test]
+fn part_rows_zero_keeps_a_file_per_table() {
+    let storage = FaultyStorage::new(15);
+    let db = Database::open(Config { checkpoint_part_rows: 0, ..config(&storage) }).unwrap();
+    let items = db.create_table(TableSpec::new("items")).unwrap();
+    let mut worker = db.worker().unwrap();
+    let mut model = std::collections::BTreeMap::new();
+    put_round(&mut worker, &items, &mut model, 0, 500, 10);
+    worker.wait_durable().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(60));
+    for _ in 0..2 {
+        let report = db.checkpoint().unwrap();
+        assert_eq!((report.files, report.rows), (1, 500), "{report:?}");
+    }
+}
+
 /// A checkpoint that the disk cannot hold fails with `DiskFull`, saying that it is the disk
 /// (not that writes stopped: the log goes on), and leaves none of its files behind, so the
 /// space it took is free for the next one. Once space is freed, the next checkpoint is written,

@@ -122,7 +122,7 @@ fn write_files(
             parts.push(Part { table: index, number, low, high });
         }
     }
-    let part_rows = shared.config.checkpoint_part_rows.max(1);
+    let part_rows = shared.config.checkpoint_part_rows;
     let dir = format!("checkpoint/{}", at.0);
     let next = AtomicUsize::new(0);
     let rows = AtomicU64::new(0);
@@ -199,18 +199,20 @@ pub(crate) struct PartSamples {
 }
 
 /// How often a part's keys are sampled: an eighth of `part_rows`, so that parts come out
-/// within an eighth of it.
+/// within an eighth of it; 0 (never) when `part_rows` is 0, which keeps a file per table.
 pub(crate) fn sample_every(part_rows: u64) -> u64 {
-    (part_rows / 8).max(1)
+    if part_rows == 0 { 0 } else { (part_rows / 8).max(1) }
 }
 
 /// Where the next checkpoint splits each table: at the first sampled key at or past each
 /// `part_rows`-th row, counting over the table's parts in their order.
 pub(crate) fn splits_from(parts: impl IntoIterator<Item = PartSamples>, part_rows: u64) -> Splits {
-    let part_rows = part_rows.max(1);
+    let mut splits = Splits::new();
+    if part_rows == 0 {
+        return splits;
+    }
     let mut parts: Vec<PartSamples> = parts.into_iter().collect();
     parts.sort_by_key(|part| (part.table, part.number));
-    let mut splits = Splits::new();
     let mut table = None;
     let (mut before, mut next_split) = (0, part_rows);
     for part in parts {
@@ -274,7 +276,8 @@ fn write_part(
         // to resume from, instead of once a row.
         let mut last = 0..0;
         let mut seen = rows;
-        let mut next_sample = rows.next_multiple_of(sample_every);
+        let mut next_sample =
+            if sample_every == 0 { u64::MAX } else { rows.next_multiple_of(sample_every) };
         let visited = {
             let mut txn = Txn::new(worker, false);
             let low = match (&resume, copy.part.low) {

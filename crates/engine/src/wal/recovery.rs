@@ -16,7 +16,8 @@
 //! recorded as void in the manifest, so their records are never replayed by a later recovery.
 
 use super::format::{
-    self, BlockKind, BlockReader, CatalogRecord, Change, Damage, FileKind, IndexRecord, Manifest,
+    self, BlockKind, BlockReader, CatalogRecord, Change, Damage, FileHeader, FileKind, IndexRecord,
+    Manifest,
 };
 use super::log::{SegmentInfo, parse_segment_name};
 use super::storage::Storage;
@@ -1063,13 +1064,13 @@ fn checkpoint_files(
 }
 
 /// Reads one checkpoint file, calling `row(table, key, value)`; returns (rows, bytes, its
-/// part number).
+/// header).
 fn read_checkpoint_file(
     storage: &dyn Storage,
     path: &str,
     epoch: u64,
     mut row: impl FnMut(u32, &[u8], &[u8]),
-) -> Result<(u64, u64, u64)> {
+) -> Result<(u64, u64, FileHeader)> {
     let file = storage.describe(path);
     let data = storage.read(path).map_err(|error| io_error(storage, path, "cannot read", error))?;
     let header = format::decode_file_header(FileKind::Checkpoint, &data, &file)?;
@@ -1112,7 +1113,7 @@ fn read_checkpoint_file(
                 if reader.position() != data.len() {
                     return Err(corrupt(reader.position(), "data after the end block"));
                 }
-                return Ok((rows, data.len() as u64, header.c));
+                return Ok((rows, data.len() as u64, header));
             }
             _ => return Err(corrupt(block.offset, "unexpected block kind in a checkpoint")),
         }
@@ -1303,7 +1304,7 @@ fn run(
                 let mut part = super::checkpoint::PartSamples::default();
                 // 0: nothing sampled.
                 let mut next_sample = if sample_every > 0 { 0 } else { u64::MAX };
-                let (file_rows, file_bytes, number) = read_checkpoint_file(
+                let (file_rows, file_bytes, header) = read_checkpoint_file(
                     storage,
                     &files[index].path,
                     epoch,
@@ -1313,14 +1314,13 @@ fn run(
                             part.samples.push((part.rows, key.to_vec()));
                             next_sample += sample_every;
                         }
-                        part.table = table;
                         part.rows += 1;
                         if let Some(table) = table_of(table) {
                             applier.apply(table, key, tid, Some(value), &mut finger, &pin);
                         }
                     },
                 )?;
-                part.number = number;
+                (part.table, part.number) = (header.a, header.c);
                 parts.lock().unwrap_or_else(|poison| poison.into_inner()).push(part);
                 rows.fetch_add(file_rows, Ordering::Relaxed);
                 bytes.fetch_add(file_bytes, Ordering::Relaxed);
