@@ -465,3 +465,74 @@ fn remove_directory(data: &DataDir, dir: &str, pause: Duration) -> bool {
     let _ = storage.remove_dir(dir);
     removed_any
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The parts of one table as a checkpoint or recovery would report them: the table's rows
+    /// numbered 0.. in key order (the key is the row's number, big-endian), cut into parts of
+    /// the given sizes, each sampled at its first row and every `every`-th after it.
+    fn sampled_parts(sizes: &[u64], every: u64) -> Vec<PartSamples> {
+        let mut start = 0;
+        let mut parts = Vec::new();
+        for (number, &rows) in sizes.iter().enumerate() {
+            let samples = (0..rows)
+                .step_by(every as usize)
+                .map(|index| (index, (start + index).to_be_bytes().to_vec()))
+                .collect();
+            parts.push(PartSamples { table: 3, number: number as u64, rows, samples });
+            start += rows;
+        }
+        // Threads finish in any order.
+        parts.reverse();
+        parts
+    }
+
+    proptest::proptest! {
+        /// However the last checkpoint's parts fell, the next one's splits are increasing, one
+        /// for each `part_rows`-th row of the table (none when it has fewer; the last such row
+        /// may have none when no sample follows it), each at most an eighth of `part_rows` past
+        /// it: every part but the last is within an eighth of `part_rows` rows, and the last
+        /// is below `part_rows` and an eighth.
+        #[test]
+        fn splits_fall_within_an_eighth_of_every_part_rows_th_row(
+            sizes in proptest::collection::vec(0u64..400, 1..12),
+            part_rows in 8u64..200,
+        ) {
+            let every = sample_every(part_rows);
+            let splits = splits_from(sampled_parts(&sizes, every), part_rows);
+            let total: u64 = sizes.iter().sum();
+            let rows_at: Vec<u64> = splits
+                .get(&3)
+                .map_or(&[][..], Vec::as_slice)
+                .iter()
+                .map(|key| u64::from_be_bytes(key[..].try_into().unwrap()))
+                .collect();
+            let thresholds = (1..).map(|k| k * part_rows).take_while(|&row| row < total);
+            let sure = thresholds.clone().filter(|&row| row + every <= total).count();
+            proptest::prop_assert!(
+                (sure..=thresholds.clone().count()).contains(&rows_at.len()),
+                "{:?}",
+                rows_at
+            );
+            let last = rows_at.last().copied().unwrap_or(0);
+            proptest::prop_assert!(total - last < part_rows + every, "{:?}", rows_at);
+            for (row, threshold) in rows_at.iter().zip(thresholds) {
+                proptest::prop_assert!(
+                    (threshold..threshold + every).contains(row),
+                    "split at row {} for row {}: {:?}",
+                    row,
+                    threshold,
+                    rows_at
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn part_rows_zero_splits_nothing() {
+        assert_eq!(sample_every(0), 0);
+        assert!(splits_from(sampled_parts(&[500, 500], 10), 0).is_empty());
+    }
+}
