@@ -80,7 +80,7 @@ fn config(data: &Path) -> Config {
         checkpoint_log_bytes: 0,
         // Small parts on two threads, so that the checkpoints the harness takes split their
         // larger tables into key ranges, and recovery loads them in parallel.
-        checkpoint_part_rows: 1024,
+        checkpoint_part_rows: 16 << 10,
         checkpoint_threads: 2,
         index_keys: Some(engram_bench::tpcc::engram::index_keys()),
         ..Config::default()
