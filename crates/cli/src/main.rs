@@ -139,8 +139,8 @@ struct DurabilityArgs {
     /// MiB of log between background checkpoints (0: none during the run).
     #[arg(long)]
     checkpoint_log_mib: Option<u64>,
-    /// ...and at least this many times the last checkpoint's size (0: MiB alone decide;
-    /// default 8).
+    /// ...and at least this many times the database's size, estimated from the last
+    /// checkpoint (0: MiB alone decide; default 8).
     #[arg(long)]
     checkpoint_log_ratio: Option<u64>,
     /// Logger threads, each writing its own segments (default 1).

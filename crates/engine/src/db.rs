@@ -81,11 +81,14 @@ pub struct Config {
     /// [`Database::checkpoint`] is called.
     pub checkpoint_log_bytes: u64,
     /// ...and only once the log since the last checkpoint began is at least this many times
-    /// that checkpoint's size (default 8): a checkpoint costs in proportion to the database
-    /// and saves replaying the log since the one before, so checkpoints then write at most
-    /// 1/ratio of what the log writes, whatever the database's size, and recovery replays at
-    /// most about `ratio` databases' worth of log (plus what was logged while the last
-    /// checkpoint ran). 0 leaves `checkpoint_log_bytes` alone to decide.
+    /// the size a checkpoint would have now (default 8), estimated from the last one's bytes
+    /// per primary-index leaf: a checkpoint costs in proportion to the database and saves
+    /// replaying the log since the one before, so checkpoints then write at most 1/ratio of
+    /// what the log writes, whatever the database's size, and recovery replays at most about
+    /// `ratio` databases' worth of log (plus what was logged while the last checkpoint ran).
+    /// A database growing by more than 1/ratio of its log's bytes is therefore not
+    /// checkpointed until its growth slows; all the while, the log to replay stays below
+    /// `ratio` times its size. 0 leaves `checkpoint_log_bytes` alone to decide.
     pub checkpoint_log_ratio: u64,
     /// Threads a checkpoint copies tables with (its impact on foreground work is bounded by
     /// this).
@@ -815,12 +818,30 @@ fn run_ticker(shared: &Shared, loggers: &[Thread], interval: Duration, shortest:
     }
 }
 
-/// Log bytes after which the background checkpointer takes the next checkpoint, given the
-/// size of the last one (`Config::checkpoint_log_bytes` and `checkpoint_log_ratio`).
-fn checkpoint_due_after(config: &Config, last_checkpoint_bytes: u64) -> u64 {
-    config
-        .checkpoint_log_bytes
-        .max(last_checkpoint_bytes.saturating_mul(config.checkpoint_log_ratio))
+/// Log bytes after which the background checkpointer takes the next checkpoint:
+/// `Config::checkpoint_log_bytes`, or `checkpoint_log_ratio` times the size a checkpoint would
+/// have now, if that is more. The size is estimated from the last checkpoint (`last`): its
+/// bytes per leaf of the primary indexes, times `leaves_now`, the leaves they have now. The
+/// last checkpoint's own size, used until 2026-11-27, was too small for a growing database:
+/// TPC-C's doubled between checkpoints, which then wrote a quarter of the log's bytes rather
+/// than an eighth (docs/performance.md, "Checkpoints at the database's size").
+fn checkpoint_due_after(
+    config: &Config,
+    last: Option<&checkpoint::CheckpointReport>,
+    leaves_now: u64,
+) -> u64 {
+    let estimate = last.map_or(0, |last| estimated_checkpoint_bytes(last, leaves_now));
+    config.checkpoint_log_bytes.max(estimate.saturating_mul(config.checkpoint_log_ratio))
+}
+
+/// The bytes a checkpoint of tables with `leaves_now` primary-index leaves would write, at
+/// `last`'s bytes per leaf.
+fn estimated_checkpoint_bytes(last: &checkpoint::CheckpointReport, leaves_now: u64) -> u64 {
+    if last.leaves == 0 {
+        return last.bytes;
+    }
+    let estimate = u128::from(last.bytes) * u128::from(leaves_now) / u128::from(last.leaves);
+    u64::try_from(estimate).unwrap_or(u64::MAX)
 }
 
 /// The background checkpointer: a checkpoint once the log since the last one began has grown
@@ -833,11 +854,12 @@ fn run_checkpointer(shared: &Arc<Shared>) {
     // Behind the workers and the logger: a checkpoint may take its time, commits may not.
     crate::wal::log::set_thread_nice(10);
     let mut logged_at_last = 0;
-    let mut last_bytes = 0;
+    let mut last: Option<checkpoint::CheckpointReport> = None;
     while !shared.stop.load(Ordering::Acquire) {
         std::thread::park_timeout(Duration::from_millis(200));
         let logged = shared.log.as_ref().map_or(0, |log| log.bytes_written.load(Ordering::Relaxed));
-        let due = checkpoint_due_after(&shared.config, last_bytes);
+        let leaves_now = shared.tables().iter().map(|table| table.primary.leaves()).sum();
+        let due = checkpoint_due_after(&shared.config, last.as_ref(), leaves_now);
         if logged - logged_at_last < due
             || shared.stop.load(Ordering::Acquire)
             || shared.checkpoints_paused.load(Ordering::Acquire)
@@ -848,15 +870,17 @@ fn run_checkpointer(shared: &Arc<Shared>) {
         logged_at_last = logged;
         match checkpoint::take(shared, data, shared.config.checkpoint_threads, true) {
             Ok(report) => {
-                last_bytes = report.bytes;
                 tracing::info!(
                     epoch = report.epoch,
                     rows = report.rows,
                     bytes = report.bytes,
                     seconds = report.seconds,
                     log_since_last,
+                    estimated_bytes =
+                        last.as_ref().map(|last| estimated_checkpoint_bytes(last, report.leaves)),
                     "checkpoint written"
-                )
+                );
+                last = Some(report);
             }
             Err(error) => tracing::error!("checkpoint failed: {error}"),
         }

@@ -1423,6 +1423,74 @@ fn background_checkpoints_wait_for_the_log_to_outgrow_the_last_one() {
     );
 }
 
+/// A database that grows as fast as its log is not checkpointed again: the next checkpoint
+/// waits for `checkpoint_log_ratio` times the size a checkpoint would have now (estimated from
+/// the last one's bytes per index leaf), which such a log never reaches. Measured against the
+/// last checkpoint's size instead, as until 2026-11-27, the 200 rows here doubling at each
+/// checkpoint took one about every doubling of the table (four in the run, when tried), each
+/// writing about half as much as the log had since the one before.
+#[test]
+fn background_checkpoints_wait_for_the_log_to_outgrow_the_present_database() {
+    let storage = FaultyStorage::new(41);
+    let db = Database::open(Config {
+        checkpoint_log_bytes: 64 << 10,
+        checkpoint_log_ratio: 2,
+        ..config(&storage)
+    })
+    .unwrap();
+    let table = db.create_table(TableSpec::new("rows")).unwrap();
+    let mut worker = db.worker().unwrap();
+    let value = vec![7u8; 1000];
+    let mut next = 0u64;
+    let mut insert = |worker: &mut engram_engine::Worker, rows: u64| {
+        worker
+            .transaction(Isolation::Serializable, |txn| {
+                (next..next + rows).try_for_each(|i| txn.insert(&table, &key(i), &value))
+            })
+            .unwrap();
+        next += rows;
+    };
+    insert(&mut worker, 200);
+    worker.wait_durable().unwrap();
+    let waited = std::time::Instant::now();
+    while checkpoint_epochs(&storage).is_empty() {
+        assert!(waited.elapsed() < std::time::Duration::from_secs(20), "no first checkpoint");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let logged_before = db.log_bytes();
+    let mut epochs = checkpoint_epochs(&storage);
+    // About 4 MB of new rows a second for three seconds: 15 polls of the checkpointer, while
+    // the table grows from 200 to about 12,000 rows.
+    let started = std::time::Instant::now();
+    while started.elapsed() < std::time::Duration::from_secs(3) {
+        insert(&mut worker, 40);
+        worker.wait_durable().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        epochs.extend(checkpoint_epochs(&storage));
+    }
+    let logged = db.log_bytes() - logged_before;
+    assert!(next > 4_000 && logged > 4 << 20, "{next} rows, {logged} bytes of log");
+    assert_eq!(epochs.len(), 1, "checkpoints {epochs:?} of a table that grew to {next} rows");
+    // The same estimate lets a table that stopped growing be checkpointed again.
+    let rows = next;
+    let started = std::time::Instant::now();
+    let mut round = 0u64;
+    while epochs.len() < 2 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "no second checkpoint of a table that stopped growing at {rows} rows"
+        );
+        round += 1;
+        worker
+            .transaction(Isolation::Serializable, |txn| {
+                (0..40).try_for_each(|i| txn.put(&table, &key((round * 40 + i) % rows), &value))
+            })
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        epochs.extend(checkpoint_epochs(&storage));
+    }
+}
+
 /// While background checkpoints are paused (a benchmark alternating two databases pauses
 /// one during the other's rounds) none starts, however far the log has grown; a checkpoint
 /// asked for still runs; once let go, the background checkpointer catches up.

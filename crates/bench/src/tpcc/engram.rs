@@ -81,8 +81,8 @@ pub struct Persistence {
     /// Log bytes between background checkpoints (`Config::checkpoint_log_bytes`); `None`
     /// keeps the default.
     pub checkpoint_log_bytes: Option<u64>,
-    /// The least log since the last checkpoint, as a multiple of that checkpoint's size,
-    /// before the next one (`Config::checkpoint_log_ratio`); `None` keeps the default.
+    /// The least log since the last checkpoint, as a multiple of the database's estimated
+    /// size, before the next one (`Config::checkpoint_log_ratio`); `None` keeps the default.
     pub checkpoint_log_ratio: Option<u64>,
     /// Logger threads (`Config::loggers`); `None` keeps the default.
     pub loggers: Option<usize>,
@@ -359,7 +359,7 @@ impl Db for EngramTpcc {
                         (0, _) => "no background checkpoints".to_string(),
                         (bytes, 0) => format!("checkpoint every {} MiB of log", bytes >> 20),
                         (bytes, ratio) => format!(
-                            "checkpoint after {} MiB of log and {ratio}x the last checkpoint",
+                            "checkpoint after {} MiB of log and {ratio}x the database's size",
                             bytes >> 20
                         ),
                     }

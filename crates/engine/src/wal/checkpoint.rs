@@ -60,6 +60,9 @@ pub struct CheckpointReport {
     pub seconds: f64,
     /// Log segments removed because the checkpoint covers them.
     pub segments_removed: usize,
+    /// Leaves of the tables' primary indexes when the checkpoint began (`BTree::leaves`): with
+    /// `bytes`, what the background checkpointer estimates the next checkpoint's size from.
+    pub leaves: u64,
 }
 
 /// How long a paused background checkpoint sleeps before it looks at the pause again.
@@ -112,7 +115,8 @@ fn write_files(
     let storage = &*data.storage;
     // Listed after the epoch is chosen: a table created later has no rows at or below it.
     let mut tables: Vec<TableRef> = shared.tables();
-    tables.sort_by_key(|table| std::cmp::Reverse(table.primary.node_counts().1));
+    tables.sort_by_key(|table| std::cmp::Reverse(table.primary.leaves()));
+    let leaves = tables.iter().map(|table| table.primary.leaves()).sum();
     let mut parts = Vec::new();
     for (index, table) in tables.iter().enumerate() {
         let keys = splits.get(&table.id().0).map_or(&[][..], Vec::as_slice);
@@ -182,6 +186,7 @@ fn write_files(
         files,
         rows: rows.into_inner(),
         bytes: bytes.into_inner(),
+        leaves,
         ..CheckpointReport::default()
     })
 }
