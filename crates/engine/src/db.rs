@@ -853,11 +853,23 @@ fn run_checkpointer(shared: &Arc<Shared>) {
     let Some(data) = &shared.data else { return };
     // Behind the workers and the logger: a checkpoint may take its time, commits may not.
     crate::wal::log::set_thread_nice(10);
+    // A reopened database goes on from the checkpoint it loaded, and the log it replayed
+    // (still on disk until the next checkpoint) counts as logged since then: starting from
+    // nothing, it took a whole checkpoint after `checkpoint_log_bytes` of new log, whatever
+    // its size.
+    let recovered = &data.report;
+    let mut last = recovered.checkpoint_epoch.map(|epoch| checkpoint::CheckpointReport {
+        epoch,
+        bytes: recovered.checkpoint_bytes,
+        leaves: recovered.checkpoint_leaves,
+        ..checkpoint::CheckpointReport::default()
+    });
+    let replayed = recovered.log_bytes;
     let mut logged_at_last = 0;
-    let mut last: Option<checkpoint::CheckpointReport> = None;
     while !shared.stop.load(Ordering::Acquire) {
         std::thread::park_timeout(Duration::from_millis(200));
-        let logged = shared.log.as_ref().map_or(0, |log| log.bytes_written.load(Ordering::Relaxed));
+        let logged = replayed
+            + shared.log.as_ref().map_or(0, |log| log.bytes_written.load(Ordering::Relaxed));
         let leaves_now = shared.tables().iter().map(|table| table.primary.leaves()).sum();
         let due = checkpoint_due_after(&shared.config, last.as_ref(), leaves_now);
         if logged - logged_at_last < due

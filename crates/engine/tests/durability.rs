@@ -1491,6 +1491,84 @@ fn background_checkpoints_wait_for_the_log_to_outgrow_the_present_database() {
     }
 }
 
+/// A reopened database's checkpointer goes on from the checkpoint recovery loaded, with the
+/// log recovery replayed counted as logged since: 2 MB of rows with about 6 MB of log kept
+/// after their checkpoint, reopened with the ratio at 8, takes its next checkpoint after
+/// about 16 MB of log in all: not after the 64 KiB threshold of new log (as it did, knowing
+/// nothing of its size), nor after 16 MB of new log (with the replayed log left out).
+#[test]
+fn a_reopened_database_checkpoints_at_its_size_counting_the_log_it_replayed() {
+    let storage = FaultyStorage::new(43);
+    let value = vec![7u8; 1000];
+    let update =
+        |worker: &mut engram_engine::Worker, table: &engram_engine::TableRef, round: u64| {
+            worker
+                .transaction(Isolation::Serializable, |txn| {
+                    (0..40).try_for_each(|i| txn.put(table, &key((round * 40 + i) % 2000), &value))
+                })
+                .unwrap();
+        };
+    {
+        let db = Database::open(config(&storage)).unwrap();
+        let table = db.create_table(TableSpec::new("rows")).unwrap();
+        let mut worker = db.worker().unwrap();
+        for start in (0..2000).step_by(100) {
+            worker
+                .transaction(Isolation::Serializable, |txn| {
+                    (start..start + 100).try_for_each(|i| txn.insert(&table, &key(i), &value))
+                })
+                .unwrap();
+        }
+        worker.wait_durable().unwrap();
+        // Past the next snapshot boundary (5 epochs of 2 ms), which the checkpoint reads at.
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let taken = db.checkpoint().unwrap();
+        assert_eq!(taken.rows, 2000);
+        assert!(taken.bytes > 2_000_000, "a checkpoint of {} bytes", taken.bytes);
+        for round in 0..100 {
+            update(&mut worker, &table, round);
+        }
+        worker.wait_durable().unwrap();
+    }
+    let db = Database::open(Config {
+        checkpoint_log_bytes: 64 << 10,
+        checkpoint_log_ratio: 8,
+        ..config(&storage)
+    })
+    .unwrap();
+    let replayed = db.recovery_report().map_or(0, |report| report.log_bytes);
+    assert!(replayed > 3_500_000, "{replayed} bytes of log replayed");
+    let recovered = checkpoint_epochs(&storage);
+    assert_eq!(recovered.len(), 1);
+    let table = db.table("rows").unwrap();
+    let mut worker = db.worker().unwrap();
+    let mut round = 0u64;
+    let mut logged_at_next = None;
+    let started = std::time::Instant::now();
+    while logged_at_next.is_none() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "no checkpoint after {} bytes of new log",
+            db.log_bytes()
+        );
+        round += 1;
+        update(&mut worker, &table, round);
+        worker.wait_durable().unwrap();
+        // About 3 MB of log a second: under 1 MB between two looks of the checkpointer.
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        if checkpoint_epochs(&storage) != recovered {
+            logged_at_next = Some(db.log_bytes());
+        }
+    }
+    // Due at about 16 MB of log since the checkpoint, 4 MB or more of it replayed; the
+    // checkpointer looks every 200 ms, so it may start somewhat later.
+    let logged = replayed + logged_at_next.unwrap();
+    assert!(
+        logged > 12_000_000 && logged < 19_500_000,
+        "the next checkpoint after {logged} bytes of log in all, {replayed} of them replayed"
+    );
+}
+
 /// While background checkpoints are paused (a benchmark alternating two databases pauses
 /// one during the other's rounds) none starts, however far the log has grown; a checkpoint
 /// asked for still runs; once let go, the background checkpointer catches up.

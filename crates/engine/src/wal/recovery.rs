@@ -49,6 +49,10 @@ pub struct RecoveryReport {
     pub checkpoint_files: usize,
     pub checkpoint_rows: u64,
     pub checkpoint_bytes: u64,
+    /// Leaves of the tables' primary indexes once the checkpoint was loaded, before the log
+    /// (`BTree::leaves`): the background checkpointer's first estimate of the database's size
+    /// comes from these and `checkpoint_bytes`.
+    pub checkpoint_leaves: u64,
     pub checkpoint_seconds: f64,
     pub log_segments: usize,
     pub log_bytes: u64,
@@ -1333,6 +1337,8 @@ fn run(
         report.checkpoint_files = files.len();
         report.checkpoint_rows = rows.into_inner();
         report.checkpoint_bytes = bytes.into_inner();
+        report.checkpoint_leaves =
+            tables.iter().flatten().map(|table| table.primary.leaves()).sum();
     }
     report.checkpoint_seconds = checkpoint_started.elapsed().as_secs_f64();
 
