@@ -488,6 +488,17 @@ impl Database {
                     config.checkpoint_part_rows,
                 )),
                 compress_checkpoints: config.checkpoint_compression,
+                last_checkpoint: Mutex::new(checkpoint::LastCheckpoint {
+                    report: recovered.report.checkpoint_epoch.map(|epoch| {
+                        checkpoint::CheckpointReport {
+                            epoch,
+                            bytes: recovered.report.checkpoint_bytes,
+                            leaves: recovered.report.checkpoint_leaves,
+                            ..checkpoint::CheckpointReport::default()
+                        }
+                    }),
+                    log_position: 0,
+                }),
                 report: recovered.report,
             });
         }
@@ -853,48 +864,44 @@ fn run_checkpointer(shared: &Arc<Shared>) {
     let Some(data) = &shared.data else { return };
     // Behind the workers and the logger: a checkpoint may take its time, commits may not.
     crate::wal::log::set_thread_nice(10);
-    // A reopened database goes on from the checkpoint it loaded, and the log it replayed
-    // (still on disk until the next checkpoint) counts as logged since then: starting from
-    // nothing, it took a whole checkpoint after `checkpoint_log_bytes` of new log, whatever
-    // its size.
-    let recovered = &data.report;
-    let mut last = recovered.checkpoint_epoch.map(|epoch| checkpoint::CheckpointReport {
-        epoch,
-        bytes: recovered.checkpoint_bytes,
-        leaves: recovered.checkpoint_leaves,
-        ..checkpoint::CheckpointReport::default()
-    });
-    let replayed = recovered.log_bytes;
-    let mut logged_at_last = 0;
+    // After a failed checkpoint, the log position before which none is tried again: as much
+    // log again as made it due (a full disk is not retried five times a second).
+    let mut not_before = 0;
     while !shared.stop.load(Ordering::Acquire) {
         std::thread::park_timeout(Duration::from_millis(200));
-        let logged = replayed
-            + shared.log.as_ref().map_or(0, |log| log.bytes_written.load(Ordering::Relaxed));
+        // From the last checkpoint, asked for or not; a reopened database's is the one
+        // recovery loaded, with the log it replayed counted as logged since (starting from
+        // nothing, it took a whole checkpoint after `checkpoint_log_bytes` of new log,
+        // whatever its size).
+        let last = data.last_checkpoint.lock().unwrap_or_else(|poison| poison.into_inner()).clone();
+        let position = checkpoint::log_position(shared, data);
+        let since = position - last.log_position;
         let leaves_now = shared.tables().iter().map(|table| table.primary.leaves()).sum();
-        let due = checkpoint_due_after(&shared.config, last.as_ref(), leaves_now);
-        if logged - logged_at_last < due
+        let due = checkpoint_due_after(&shared.config, last.report.as_ref(), leaves_now);
+        if since < due
+            || position < not_before
             || shared.stop.load(Ordering::Acquire)
             || shared.checkpoints_paused.load(Ordering::Acquire)
         {
             continue;
         }
-        let log_since_last = logged - logged_at_last;
-        logged_at_last = logged;
         match checkpoint::take(shared, data, shared.config.checkpoint_threads, true) {
-            Ok(report) => {
-                tracing::info!(
-                    epoch = report.epoch,
-                    rows = report.rows,
-                    bytes = report.bytes,
-                    seconds = report.seconds,
-                    log_since_last,
-                    estimated_bytes =
-                        last.as_ref().map(|last| estimated_checkpoint_bytes(last, report.leaves)),
-                    "checkpoint written"
-                );
-                last = Some(report);
+            Ok(report) => tracing::info!(
+                epoch = report.epoch,
+                rows = report.rows,
+                bytes = report.bytes,
+                seconds = report.seconds,
+                log_since_last = since,
+                estimated_bytes = last
+                    .report
+                    .as_ref()
+                    .map(|last| estimated_checkpoint_bytes(last, report.leaves)),
+                "checkpoint written"
+            ),
+            Err(error) => {
+                tracing::error!("checkpoint failed: {error}");
+                not_before = position.saturating_add(due);
             }
-            Err(error) => tracing::error!("checkpoint failed: {error}"),
         }
     }
 }

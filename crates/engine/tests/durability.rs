@@ -1569,9 +1569,64 @@ fn a_reopened_database_checkpoints_at_its_size_counting_the_log_it_replayed() {
     );
 }
 
+/// A checkpoint asked for (`Database::checkpoint`, SQL's CHECKPOINT) is where the background
+/// checkpointer counts from, as from its own: 2 MB of rows checkpointed by hand, with the ratio
+/// at 8, are checkpointed in the background after about 16 MB more of log, not at once (with
+/// nothing taken in the background yet, the 64 KiB threshold alone was due).
+#[test]
+fn a_checkpoint_asked_for_restarts_the_background_count() {
+    let storage = FaultyStorage::new(47);
+    let db = Database::open(Config {
+        checkpoint_log_bytes: 64 << 10,
+        checkpoint_log_ratio: 8,
+        ..config(&storage)
+    })
+    .unwrap();
+    db.pause_checkpoints(true);
+    let table = db.create_table(TableSpec::new("rows")).unwrap();
+    let mut worker = db.worker().unwrap();
+    let value = vec![7u8; 1000];
+    for start in (0..2000).step_by(100) {
+        worker
+            .transaction(Isolation::Serializable, |txn| {
+                (start..start + 100).try_for_each(|i| txn.insert(&table, &key(i), &value))
+            })
+            .unwrap();
+    }
+    worker.wait_durable().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let asked = db.checkpoint().unwrap();
+    assert_eq!(asked.rows, 2000);
+    let logged_at_asked = db.log_bytes();
+    db.pause_checkpoints(false);
+    let started = std::time::Instant::now();
+    let mut round = 0u64;
+    let logged_at_next = loop {
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "no second checkpoint");
+        round += 1;
+        worker
+            .transaction(Isolation::Serializable, |txn| {
+                (0..40).try_for_each(|i| txn.put(&table, &key((round * 40 + i) % 2000), &value))
+            })
+            .unwrap();
+        worker.wait_durable().unwrap();
+        // About 3 MB of log a second: under 1 MB between two looks of the checkpointer.
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        if checkpoint_epochs(&storage).iter().any(|epoch| *epoch != asked.epoch.to_string()) {
+            break db.log_bytes();
+        }
+    };
+    let since = logged_at_next - logged_at_asked;
+    assert!(
+        since > 12_000_000 && since < 19_500_000,
+        "the background checkpoint after {since} bytes of log since the one asked for"
+    );
+}
+
 /// While background checkpoints are paused (a benchmark alternating two databases pauses
 /// one during the other's rounds) none starts, however far the log has grown; a checkpoint
-/// asked for still runs; once let go, the background checkpointer catches up.
+/// asked for still runs, and restarts the count; once let go, the background checkpointer
+/// takes the next when the log has grown by the threshold again.
 #[test]
 fn paused_background_checkpoints_start_none_until_let_go() {
     let storage = FaultyStorage::new(37);
@@ -1603,7 +1658,8 @@ fn paused_background_checkpoints_start_none_until_let_go() {
     let asked = db.checkpoint().unwrap();
     assert_eq!(checkpoints().len(), 1, "the checkpoint asked for while paused");
     assert_eq!(asked.rows, 500);
-    // Let go: the log since the last background checkpoint (none yet) is far past due.
+    // Let go: the checkpoint asked for restarted the count, so one follows once the log has
+    // grown by the threshold again.
     db.pause_checkpoints(false);
     let waited = std::time::Instant::now();
     while !checkpoints().iter().any(|epoch| *epoch != asked.epoch.to_string()) {
@@ -1611,6 +1667,12 @@ fn paused_background_checkpoints_start_none_until_let_go() {
             waited.elapsed() < std::time::Duration::from_secs(20),
             "no background checkpoint within 20 s of letting it go"
         );
+        round += 1;
+        worker
+            .transaction(Isolation::Serializable, |txn| {
+                (0..20).try_for_each(|i| txn.put(&table, &key((round * 20 + i) % 500), &value))
+            })
+            .unwrap();
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }

@@ -65,6 +65,26 @@ pub struct CheckpointReport {
     pub leaves: u64,
 }
 
+/// The last checkpoint of a data directory, for the background checkpointer to decide when
+/// the next is due.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LastCheckpoint {
+    /// What it wrote (`None`: none yet). After recovery, the loaded checkpoint's bytes and
+    /// leaves.
+    pub report: Option<CheckpointReport>,
+    /// The log bytes written before it began, counting those recovery replayed
+    /// (`log_position`); 0 for the checkpoint recovery loaded, older than all of them.
+    pub log_position: u64,
+}
+
+/// Log bytes since the last checkpoint recovery loaded (or since the database was made): the
+/// log recovery replayed, which stays on disk until the next checkpoint, and what this process
+/// has logged.
+pub(crate) fn log_position(shared: &Shared, data: &DataDir) -> u64 {
+    data.report.log_bytes
+        + shared.log.as_ref().map_or(0, |log| log.bytes_written.load(Ordering::Relaxed))
+}
+
 /// How long a paused background checkpoint sleeps before it looks at the pause again.
 const PAUSE_POLL: Duration = Duration::from_millis(5);
 
@@ -88,6 +108,7 @@ pub(crate) fn take(
             std::thread::sleep(std::time::Duration::from_millis(shared.config.epoch_interval_ms));
         }
     }
+    let log_position = log_position(shared, data);
     let at = epochs.hold_snapshot();
     let result = write_files(shared, data, at, threads, background, &mut splits);
     let unwritten = result.is_err();
@@ -99,6 +120,8 @@ pub(crate) fn take(
         remove_directory(data, &format!("checkpoint/{}", at.0), Duration::ZERO);
     }
     let (mut report, superseded) = result?;
+    *data.last_checkpoint.lock().unwrap_or_else(|poison| poison.into_inner()) =
+        LastCheckpoint { report: Some(report.clone()), log_position };
     report.segments_removed = remove_superseded(shared, data, superseded);
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)

@@ -76,6 +76,9 @@ pub(crate) struct DataDir {
     pub checkpointing: Mutex<checkpoint::Splits>,
     pub compress_checkpoints: bool,
     pub report: RecoveryReport,
+    /// The last checkpoint, asked for or taken in the background, and where the log stood
+    /// when it began: what the background checkpointer waits from (`checkpoint::LastCheckpoint`).
+    pub last_checkpoint: Mutex<checkpoint::LastCheckpoint>,
 }
 
 impl fmt::Debug for DataDir {
