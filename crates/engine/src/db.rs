@@ -925,3 +925,37 @@ fn reserve(bytes: usize) -> Result<usize> {
         available: failed.available,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(bytes: u64, leaves: u64) -> checkpoint::CheckpointReport {
+        checkpoint::CheckpointReport { bytes, leaves, ..checkpoint::CheckpointReport::default() }
+    }
+
+    /// The next checkpoint is due at `ratio` times the last one's bytes per leaf times the
+    /// leaves now, or at `checkpoint_log_bytes` if that is more; a first one at the latter.
+    #[test]
+    fn checkpoints_are_due_at_ratio_times_the_estimated_present_size() {
+        let config =
+            Config { checkpoint_log_bytes: 1 << 30, checkpoint_log_ratio: 8, ..Config::default() };
+        // Nothing to estimate from: the threshold alone.
+        assert_eq!(checkpoint_due_after(&config, None, 1_000_000), 1 << 30);
+        // 250 MB over 10,000 leaves, now 40,000 leaves: 1 GB, due at 8 GB.
+        let last = report(250_000_000, 10_000);
+        assert_eq!(estimated_checkpoint_bytes(&last, 40_000), 1_000_000_000);
+        assert_eq!(checkpoint_due_after(&config, Some(&last), 40_000), 8_000_000_000);
+        // A database that shrank below the threshold's worth: the threshold.
+        assert_eq!(checkpoint_due_after(&config, Some(&last), 100), 1 << 30);
+        // No leaves recorded (an empty database): its bytes stand.
+        assert_eq!(estimated_checkpoint_bytes(&report(4096, 0), 7), 4096);
+        // Huge numbers saturate rather than wrap.
+        let huge = report(u64::MAX / 2, 1);
+        assert_eq!(estimated_checkpoint_bytes(&huge, 4), u64::MAX);
+        assert_eq!(checkpoint_due_after(&config, Some(&huge), 4), u64::MAX);
+        // Ratio 0: the threshold alone, whatever the size.
+        let alone = Config { checkpoint_log_ratio: 0, ..config };
+        assert_eq!(checkpoint_due_after(&alone, Some(&last), 40_000), 1 << 30);
+    }
+}
