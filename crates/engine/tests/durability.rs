@@ -1368,6 +1368,63 @@ fn checkpoint_epochs(storage: &FaultyStorage) -> std::collections::BTreeSet<Stri
         .collect()
 }
 
+/// Inserts rows `0..2000` of 1,000 bytes into `table`, 100 a transaction, and waits until the
+/// snapshot a checkpoint reads at (a boundary 5 epochs of 2 ms apart) holds them all.
+fn insert_two_thousand_rows(worker: &mut engram_engine::Worker, table: &engram_engine::TableRef) {
+    let value = vec![7u8; 1000];
+    for start in (0..2000).step_by(100) {
+        worker
+            .transaction(Isolation::Serializable, |txn| {
+                (start..start + 100).try_for_each(|i| txn.insert(table, &key(i), &value))
+            })
+            .unwrap();
+    }
+    worker.wait_durable().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(100));
+}
+
+/// Rewrites 40 of the first 2,000 rows of `table` (which 40, by `round`), and waits until
+/// they are durable: about 40 KB of log.
+fn update_forty_rows(
+    worker: &mut engram_engine::Worker,
+    table: &engram_engine::TableRef,
+    round: u64,
+) {
+    let value = vec![7u8; 1000];
+    worker
+        .transaction(Isolation::Serializable, |txn| {
+            (0..40).try_for_each(|i| txn.put(table, &key((round * 40 + i) % 2000), &value))
+        })
+        .unwrap();
+    worker.wait_durable().unwrap();
+}
+
+/// Rewrites rows of `table` at about 3 MB of log a second (under 1 MB between two looks of
+/// the checkpointer, every 200 ms) until `storage` holds other checkpoints than `before`;
+/// returns the bytes `db` had logged by then. Fails after 30 s.
+fn update_until_a_new_checkpoint(
+    db: &Database,
+    storage: &FaultyStorage,
+    table: &engram_engine::TableRef,
+    before: &std::collections::BTreeSet<String>,
+) -> u64 {
+    let mut worker = db.worker().unwrap();
+    let started = std::time::Instant::now();
+    for round in 1.. {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "no new checkpoint after {} bytes of log",
+            db.log_bytes()
+        );
+        update_forty_rows(&mut worker, table, round);
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        if checkpoint_epochs(storage) != *before {
+            return db.log_bytes();
+        }
+    }
+    unreachable!("the rounds do not run out")
+}
+
 /// Background checkpoints wait for the log to grow by `checkpoint_log_ratio` times the last
 /// checkpoint's size, not only by `checkpoint_log_bytes`: under the same write load over a
 /// database of about 2 MB, a 64 KiB threshold alone checkpoints at nearly every poll of the
@@ -1499,36 +1556,17 @@ fn background_checkpoints_wait_for_the_log_to_outgrow_the_present_database() {
 #[test]
 fn a_reopened_database_checkpoints_at_its_size_counting_the_log_it_replayed() {
     let storage = FaultyStorage::new(43);
-    let value = vec![7u8; 1000];
-    let update =
-        |worker: &mut engram_engine::Worker, table: &engram_engine::TableRef, round: u64| {
-            worker
-                .transaction(Isolation::Serializable, |txn| {
-                    (0..40).try_for_each(|i| txn.put(table, &key((round * 40 + i) % 2000), &value))
-                })
-                .unwrap();
-        };
     {
         let db = Database::open(config(&storage)).unwrap();
         let table = db.create_table(TableSpec::new("rows")).unwrap();
         let mut worker = db.worker().unwrap();
-        for start in (0..2000).step_by(100) {
-            worker
-                .transaction(Isolation::Serializable, |txn| {
-                    (start..start + 100).try_for_each(|i| txn.insert(&table, &key(i), &value))
-                })
-                .unwrap();
-        }
-        worker.wait_durable().unwrap();
-        // Past the next snapshot boundary (5 epochs of 2 ms), which the checkpoint reads at.
-        std::thread::sleep(std::time::Duration::from_millis(100));
+        insert_two_thousand_rows(&mut worker, &table);
         let taken = db.checkpoint().unwrap();
         assert_eq!(taken.rows, 2000);
         assert!(taken.bytes > 2_000_000, "a checkpoint of {} bytes", taken.bytes);
         for round in 0..100 {
-            update(&mut worker, &table, round);
+            update_forty_rows(&mut worker, &table, round);
         }
-        worker.wait_durable().unwrap();
     }
     let db = Database::open(Config {
         checkpoint_log_bytes: 64 << 10,
@@ -1541,28 +1579,10 @@ fn a_reopened_database_checkpoints_at_its_size_counting_the_log_it_replayed() {
     let recovered = checkpoint_epochs(&storage);
     assert_eq!(recovered.len(), 1);
     let table = db.table("rows").unwrap();
-    let mut worker = db.worker().unwrap();
-    let mut round = 0u64;
-    let mut logged_at_next = None;
-    let started = std::time::Instant::now();
-    while logged_at_next.is_none() {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(30),
-            "no checkpoint after {} bytes of new log",
-            db.log_bytes()
-        );
-        round += 1;
-        update(&mut worker, &table, round);
-        worker.wait_durable().unwrap();
-        // About 3 MB of log a second: under 1 MB between two looks of the checkpointer.
-        std::thread::sleep(std::time::Duration::from_millis(10));
-        if checkpoint_epochs(&storage) != recovered {
-            logged_at_next = Some(db.log_bytes());
-        }
-    }
+    let logged_at_next = update_until_a_new_checkpoint(&db, &storage, &table, &recovered);
     // Due at about 16 MB of log since the checkpoint, 4 MB or more of it replayed; the
     // checkpointer looks every 200 ms, so it may start somewhat later.
-    let logged = replayed + logged_at_next.unwrap();
+    let logged = replayed + logged_at_next;
     assert!(
         logged > 12_000_000 && logged < 19_500_000,
         "the next checkpoint after {logged} bytes of log in all, {replayed} of them replayed"
@@ -1585,38 +1605,15 @@ fn a_checkpoint_asked_for_restarts_the_background_count() {
     db.pause_checkpoints(true);
     let table = db.create_table(TableSpec::new("rows")).unwrap();
     let mut worker = db.worker().unwrap();
-    let value = vec![7u8; 1000];
-    for start in (0..2000).step_by(100) {
-        worker
-            .transaction(Isolation::Serializable, |txn| {
-                (start..start + 100).try_for_each(|i| txn.insert(&table, &key(i), &value))
-            })
-            .unwrap();
-    }
-    worker.wait_durable().unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(100));
+    insert_two_thousand_rows(&mut worker, &table);
     let asked = db.checkpoint().unwrap();
     assert_eq!(asked.rows, 2000);
     let logged_at_asked = db.log_bytes();
+    let after_asked = checkpoint_epochs(&storage);
+    assert_eq!(after_asked.len(), 1);
     db.pause_checkpoints(false);
-    let started = std::time::Instant::now();
-    let mut round = 0u64;
-    let logged_at_next = loop {
-        assert!(started.elapsed() < std::time::Duration::from_secs(30), "no second checkpoint");
-        round += 1;
-        worker
-            .transaction(Isolation::Serializable, |txn| {
-                (0..40).try_for_each(|i| txn.put(&table, &key((round * 40 + i) % 2000), &value))
-            })
-            .unwrap();
-        worker.wait_durable().unwrap();
-        // About 3 MB of log a second: under 1 MB between two looks of the checkpointer.
-        std::thread::sleep(std::time::Duration::from_millis(10));
-        if checkpoint_epochs(&storage).iter().any(|epoch| *epoch != asked.epoch.to_string()) {
-            break db.log_bytes();
-        }
-    };
-    let since = logged_at_next - logged_at_asked;
+    let since =
+        update_until_a_new_checkpoint(&db, &storage, &table, &after_asked) - logged_at_asked;
     assert!(
         since > 12_000_000 && since < 19_500_000,
         "the background checkpoint after {since} bytes of log since the one asked for"

@@ -6,11 +6,11 @@
 //! thread stays pinned for long. A table is written as one file per key range (a *part*) of
 //! about `Config::checkpoint_part_rows` rows: the checkpoint before (or the recovery that loaded
 //! it) sampled each table's keys, and this one splits the table at them (`Splits`), so a large
-//! table's parts are written, and recovered, in parallel. Parts go to the threads largest table first. Every file ends with
-//! an end block carrying its row count. Once all files are synced and the log is durable up to `S`,
-//! the manifest names the checkpoint; then older checkpoints and the log segments whose records
-//! are all at or below `S` are removed. Recovery loads the checkpoint and replays only epochs
-//! above `S`.
+//! table's parts are written, and recovered, in parallel. Parts go to the threads largest table
+//! first. Every file ends with an end block carrying its row count. Once all files are synced and
+//! the log is durable up to `S`, the manifest names the checkpoint; then older checkpoints and
+//! the log segments whose records are all at or below `S` are removed. Recovery loads the
+//! checkpoint and replays only epochs above `S`.
 
 use super::format::{self, BlockKind, FileHeader, FileKind};
 use super::log::SegmentInfo;
@@ -232,6 +232,30 @@ pub(crate) fn sample_every(part_rows: u64) -> u64 {
     if part_rows == 0 { 0 } else { (part_rows / 8).max(1) }
 }
 
+/// Picks the keys a part samples as its rows go by, in order: its first and every
+/// `every`-th after it (`sample_every`; 0 picks none). The checkpoint that writes a part and
+/// the recovery that reads one both use it.
+pub(crate) struct Sampler {
+    every: u64,
+    next: u64,
+}
+
+impl Sampler {
+    pub(crate) fn new(every: u64) -> Sampler {
+        Sampler { every, next: if every == 0 { u64::MAX } else { 0 } }
+    }
+
+    /// Row `row` of the part (0 the first) has `key`: adds it to `samples` if it is due. A
+    /// compare, not a modulo, per row (docs/performance.md, "Checkpoints in key ranges").
+    #[inline]
+    pub(crate) fn offer(&mut self, row: u64, key: &[u8], samples: &mut Vec<(u64, Vec<u8>)>) {
+        if row == self.next {
+            samples.push((row, key.to_vec()));
+            self.next += self.every;
+        }
+    }
+}
+
 /// Where the next checkpoint splits each table: at the first sampled key at or past each
 /// `part_rows`-th row, counting over the table's parts in their order.
 pub(crate) fn splits_from(parts: impl IntoIterator<Item = PartSamples>, part_rows: u64) -> Splits {
@@ -280,7 +304,7 @@ fn write_part(
     data: &DataDir,
     copy: PartCopy<'_>,
 ) -> Result<(u64, PartSamples)> {
-    let sample_every = sample_every(copy.part_rows);
+    let mut sampler = Sampler::new(sample_every(copy.part_rows));
     let storage = &*data.storage;
     let path = copy.path;
     let fail = |error| io_error(storage, path, "cannot write checkpoint", error);
@@ -304,8 +328,6 @@ fn write_part(
         // to resume from, instead of once a row.
         let mut last = 0..0;
         let mut seen = rows;
-        let mut next_sample =
-            if sample_every == 0 { u64::MAX } else { rows.next_multiple_of(sample_every) };
         let visited = {
             let mut txn = Txn::new(worker, false);
             let low = match (&resume, copy.part.low) {
@@ -324,10 +346,7 @@ fn write_part(
                     last = at..at + key.len();
                     format::encode_row(&mut payload, key, row);
                     debug_assert_eq!(&payload[last.clone()], key, "encode_row's layout");
-                    if seen == next_sample {
-                        sampled.push((seen, key.to_vec()));
-                        next_sample += sample_every;
-                    }
+                    sampler.offer(seen, key, &mut sampled);
                     seen += 1;
                     true
                 },

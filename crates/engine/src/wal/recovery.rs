@@ -1306,18 +1306,14 @@ fn run(
                 let pin = nothing_is_reclaimed();
                 let mut finger = Finger::new(&pin);
                 let mut part = super::checkpoint::PartSamples::default();
-                // 0: nothing sampled.
-                let mut next_sample = if sample_every > 0 { 0 } else { u64::MAX };
+                let mut sampler = super::checkpoint::Sampler::new(sample_every);
                 let (file_rows, file_bytes, header) = read_checkpoint_file(
                     storage,
                     &files[index].path,
                     epoch,
                     |table, key, value| {
                         note_table(table);
-                        if part.rows == next_sample {
-                            part.samples.push((part.rows, key.to_vec()));
-                            next_sample += sample_every;
-                        }
+                        sampler.offer(part.rows, key, &mut part.samples);
                         part.rows += 1;
                         if let Some(table) = table_of(table) {
                             applier.apply(table, key, tid, Some(value), &mut finger, &pin);
