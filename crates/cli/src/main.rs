@@ -328,6 +328,17 @@ struct TpccArgs {
 /// memory growth) at up to 80,000 NewOrders a second per thread (the new-order-payment mix).
 const TPCC_GROWTH_MIB_PER_THREAD_SECOND: f64 = 200.0;
 
+/// The thread-seconds a TPC-C run measures, which its reserve is sized by: every
+/// configuration (each thread count, or each of `databases_compared` databases, modes or protocols at
+/// one thread count) runs for the whole duration, its rounds splitting it, and all of them grow
+/// into one reserve. Dividing by the configurations, as this did until 2026-11-27, reserved half
+/// of what two databases side by side add: the second one's last round, with the reserve used
+/// up, ran up to 20% slower while the kernel faulted pages in (`--durability off,off` measured
+/// 0.93-0.95 instead of 0.99-1.00).
+fn tpcc_thread_seconds(thread_counts: &[usize], duration: f64, databases_compared: usize) -> f64 {
+    thread_counts.iter().sum::<usize>() as f64 * duration * databases_compared.max(1) as f64
+}
+
 /// The default reserve: the run's expected growth, at most three quarters of the memory
 /// available now (the rest is for the loaded tables and everything else on the machine).
 fn default_tpcc_reserve_mib(thread_seconds: f64) -> usize {
@@ -671,14 +682,8 @@ fn tpcc_command(args: TpccArgs) -> Result<(), String> {
         return Err("protocols are compared on --db engram".into());
     }
     let names: Vec<&str> = args.db.split(',').map(str::trim).collect();
-    // Every configuration runs for the whole duration (its rounds split it, not the other
-    // configurations), and all of them grow into one reserve: dividing by the configurations,
-    // as this did until 2026-11-27, reserved half of what two databases side by side add, and
-    // the second one's last round, with the reserve used up, ran up to 20% slower while the
-    // kernel faulted pages in (`--durability off,off`: 0.93-0.95 instead of 0.99).
-    let thread_seconds = thread_counts.iter().sum::<usize>() as f64
-        * args.duration
-        * modes.len().max(names.len()).max(protocols.len()) as f64;
+    let databases_compared = modes.len().max(names.len()).max(protocols.len());
+    let thread_seconds = tpcc_thread_seconds(&thread_counts, args.duration, databases_compared);
     let reserve_mib =
         args.reserve_memory_mib.unwrap_or_else(|| default_tpcc_reserve_mib(thread_seconds));
     if names.len() > 1 && modes.len() > 1 {
@@ -1222,5 +1227,19 @@ fn main() -> ExitCode {
             eprintln!("engram: {message}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_configuration_of_a_tpcc_run_reserves_for_the_whole_duration() {
+        // `--threads 2 --duration 24 --durability off,epoch`: two databases, 24 s each.
+        assert_eq!(tpcc_thread_seconds(&[2], 24.0, 2), 96.0);
+        // `--threads 1,2,4 --duration 10`: each thread count runs 10 s.
+        assert_eq!(tpcc_thread_seconds(&[1, 2, 4], 10.0, 1), 70.0);
+        assert_eq!(tpcc_thread_seconds(&[2], 10.0, 1), 20.0);
     }
 }
