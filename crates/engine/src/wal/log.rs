@@ -60,11 +60,18 @@ impl std::str::FromStr for Durability {
     }
 }
 
-/// A worker fills buffers of about this size and queues full ones for the logger: small
-/// enough to stay in the cache between the worker writing and the logger reading them.
-const CHUNK_BYTES: usize = 256 << 10;
-/// Full chunks a worker may queue before its commits wait for the logger.
-const CHUNKS_QUEUED_MAX: usize = 256;
+/// The size and alignment of the chunk a worker takes when it has filled one: one 2 MiB huge
+/// page, so that the logger's `O_DIRECT` writes pin and release one page per chunk instead of
+/// 512 (`LogChunk::layout`). A chunk is full at half its capacity (`LogChunk::is_full`), which
+/// leaves room for a record of up to a mebibyte before it must grow.
+const CHUNK_CAPACITY: usize = 2 << 20;
+/// The chunk a slot starts with, and the one that replaces a chunk the logger takes before it
+/// is full: ordinary pages, touched only as records arrive, so that a slot that logs little
+/// (most of a server's 1,024) does not hold a huge page or two.
+const SMALL_CHUNK_CAPACITY: usize = 64 << 10;
+/// Full chunks a worker may queue before its commits wait for the logger (64 MiB of records
+/// in huge chunks), and empty ones it keeps.
+const CHUNKS_QUEUED_MAX: usize = 64;
 
 /// A chunk of a worker's log records, laid out as the block the logger writes: page-aligned,
 /// with room for the block header before the records and for the zero padding after them
@@ -94,9 +101,14 @@ impl std::fmt::Debug for LogChunk {
 impl LogChunk {
     const HEADER: usize = format::BLOCK_HEADER_BYTES;
 
+    /// Page-aligned, or huge-page-aligned when the capacity is whole huge pages.
     fn layout(capacity: usize) -> std::alloc::Layout {
-        std::alloc::Layout::from_size_align(capacity, format::PAGE_BYTES)
-            .expect("a page-aligned layout")
+        let align = if capacity.is_multiple_of(CHUNK_CAPACITY) {
+            CHUNK_CAPACITY
+        } else {
+            format::PAGE_BYTES
+        };
+        std::alloc::Layout::from_size_align(capacity, align).expect("an aligned layout")
     }
 
     pub(crate) fn with_capacity(bytes: usize) -> LogChunk {
@@ -105,6 +117,9 @@ impl LogChunk {
         let start = unsafe { std::alloc::alloc(Self::layout(capacity)) };
         let start = std::ptr::NonNull::new(start)
             .unwrap_or_else(|| std::alloc::handle_alloc_error(Self::layout(capacity)));
+        if capacity.is_multiple_of(CHUNK_CAPACITY) {
+            crate::storage::chunks::advise_huge_pages_inside(start.as_ptr(), capacity);
+        }
         LogChunk { start, len: Self::HEADER, capacity, sealed: 0, crc: 0 }
     }
 
@@ -121,6 +136,11 @@ impl LogChunk {
 
     fn is_empty(&self) -> bool {
         self.len == Self::HEADER
+    }
+
+    /// Whether the chunk should go to the logger: it holds half its capacity.
+    fn is_full(&self) -> bool {
+        self.len >= self.capacity / 2
     }
 
     pub(crate) fn clear(&mut self) {
@@ -216,12 +236,16 @@ struct SlotBuffers {
 
 impl Default for SlotBuffers {
     fn default() -> SlotBuffers {
-        SlotBuffers { current: new_chunk(), full: Vec::new(), free: Vec::new() }
+        SlotBuffers { current: small_chunk(), full: Vec::new(), free: Vec::new() }
     }
 }
 
 fn new_chunk() -> LogChunk {
-    LogChunk::with_capacity(CHUNK_BYTES * 2)
+    LogChunk::with_capacity(CHUNK_CAPACITY - LogChunk::HEADER)
+}
+
+fn small_chunk() -> LogChunk {
+    LogChunk::with_capacity(SMALL_CHUNK_CAPACITY - LogChunk::HEADER)
 }
 
 /// A closed segment and the newest epoch any of its records or marks has.
@@ -398,7 +422,7 @@ impl Log {
             let before = buffers.current.records().len();
             encode(&mut buffers.current);
             buffers.current.checksum_from(before);
-            if buffers.current.records().len() >= CHUNK_BYTES {
+            if buffers.current.is_full() {
                 let next = buffers.free.pop().unwrap_or_else(new_chunk);
                 let full = std::mem::replace(&mut buffers.current, next);
                 buffers.full.push(full);
@@ -631,7 +655,7 @@ pub(crate) fn run_logger(
             let SlotBuffers { current, full, free } = &mut *buffers;
             taken.extend(full.drain(..).map(|chunk| (slot, chunk)));
             if !current.is_empty() {
-                let next = free.pop().unwrap_or_else(new_chunk);
+                let next = free.pop().unwrap_or_else(small_chunk);
                 taken.push((slot, std::mem::replace(current, next)));
             }
         }
@@ -750,5 +774,57 @@ pub(crate) fn run_logger(
             let closed = std::mem::replace(&mut segment, next);
             lock(&log.closed).push(SegmentInfo { path: closed.path, max_epoch: closed.max_epoch });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use format::Sink;
+
+    fn append(chunk: &mut LogChunk, record: &[u8]) {
+        let before = chunk.records().len();
+        chunk.put(record);
+        chunk.checksum_from(before);
+    }
+
+    #[test]
+    fn a_filled_chunk_is_replaced_by_an_aligned_huge_page_that_grows_past_a_record_that_does_not_fit()
+     {
+        let mut chunk = new_chunk();
+        assert_eq!(chunk.capacity, CHUNK_CAPACITY);
+        assert!((chunk.start.as_ptr() as usize).is_multiple_of(CHUNK_CAPACITY));
+        let small: Vec<u8> = (0..3_000u32).map(|i| (i * 7) as u8).collect();
+        let mut expected = Vec::new();
+        while !chunk.is_full() {
+            append(&mut chunk, &small);
+            expected.extend_from_slice(&small);
+        }
+        assert!(chunk.records().len() >= (1 << 20) - LogChunk::HEADER);
+        assert_eq!(chunk.capacity, CHUNK_CAPACITY, "a full chunk's records fit without growing");
+        // A record bigger than the room left: the chunk grows, keeping records and checksum.
+        let big: Vec<u8> = (0..1_500_000u32).map(|i| (i * 13 + 1) as u8).collect();
+        append(&mut chunk, &big);
+        expected.extend_from_slice(&big);
+        assert_eq!(chunk.capacity, 2 * CHUNK_CAPACITY);
+        assert!((chunk.start.as_ptr() as usize).is_multiple_of(CHUNK_CAPACITY));
+        assert_eq!(chunk.records(), &expected[..]);
+        assert_eq!(chunk.crc, crc32c::crc32c(&expected));
+        let header = chunk.block_header(7);
+        assert_eq!(header, format::block_header(BlockKind::Log, 7, &expected));
+        chunk.seal(header);
+        assert!(chunk.sealed().len().is_multiple_of(format::PAGE_BYTES));
+        assert_eq!(&chunk.sealed()[..LogChunk::HEADER], &header[..]);
+        assert_eq!(&chunk.sealed()[LogChunk::HEADER..][..expected.len()], &expected[..]);
+        assert!(chunk.sealed()[LogChunk::HEADER + expected.len()..].iter().all(|&byte| byte == 0));
+        // A slot's first chunk, and the one replacing a chunk taken before it filled, is small
+        // and of ordinary pages.
+        let first = small_chunk();
+        assert_eq!(first.capacity, SMALL_CHUNK_CAPACITY);
+        assert_eq!(SlotBuffers::default().current.capacity, SMALL_CHUNK_CAPACITY);
+        // Cleared, it is reused at its size.
+        chunk.clear();
+        assert!(chunk.is_empty());
+        assert_eq!(chunk.crc, 0);
     }
 }
