@@ -310,7 +310,8 @@ struct TpccArgs {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// MiB of memory Engram maps and faults in after loading, for the orders a run adds
-    /// (default: 200 MiB per thread-second of the run, at most three quarters of the available memory).
+    /// (default: 200 MiB per thread-second of the run, at most three quarters of the
+    /// available memory).
     #[arg(long)]
     reserve_memory_mib: Option<usize>,
     /// Write the results as JSON here.
@@ -329,12 +330,12 @@ struct TpccArgs {
 const TPCC_GROWTH_MIB_PER_THREAD_SECOND: f64 = 200.0;
 
 /// The thread-seconds a TPC-C run measures, which its reserve is sized by: every
-/// configuration (each thread count, or each of `databases_compared` databases, modes or protocols at
-/// one thread count) runs for the whole duration, its rounds splitting it, and all of them grow
-/// into one reserve. Dividing by the configurations, as this did until 2026-11-27, reserved half
-/// of what two databases side by side add: the second one's last round, with the reserve used
-/// up, ran up to 20% slower while the kernel faulted pages in (`--durability off,off` measured
-/// 0.93-0.95 instead of 0.99-1.00).
+/// configuration (each thread count, or each of `databases_compared` databases, modes or
+/// protocols at one thread count) runs for the whole duration, its rounds splitting it, and
+/// all of them grow into one reserve. Dividing by the configurations, as this did until
+/// 2026-11-27, reserved half of what two databases side by side add: the second one's last
+/// round, with the reserve used up, ran up to 20% slower while the kernel faulted pages in
+/// (`--durability off,off` measured 0.93-0.95 instead of 0.99-1.00).
 fn tpcc_thread_seconds(thread_counts: &[usize], duration: f64, databases_compared: usize) -> f64 {
     thread_counts.iter().sum::<usize>() as f64 * duration * databases_compared.max(1) as f64
 }

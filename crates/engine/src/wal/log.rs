@@ -789,8 +789,7 @@ mod tests {
     }
 
     #[test]
-    fn a_filled_chunk_is_replaced_by_an_aligned_huge_page_that_grows_past_a_record_that_does_not_fit()
-     {
+    fn chunks_are_aligned_huge_pages_full_at_half_that_grow_past_a_record_that_does_not_fit() {
         let mut chunk = new_chunk();
         assert_eq!(chunk.capacity, CHUNK_CAPACITY);
         assert!((chunk.start.as_ptr() as usize).is_multiple_of(CHUNK_CAPACITY));
