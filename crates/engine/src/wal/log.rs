@@ -120,12 +120,16 @@ impl LogChunk {
         if capacity.is_multiple_of(CHUNK_CAPACITY) {
             crate::storage::chunks::advise_huge_pages_inside(start.as_ptr(), capacity);
         }
+        // Zeroed after the advice, so that the first touch takes the huge page: `claim` hands
+        // out initialized bytes. Chunks are reused (`SlotBuffers::free`), so this is rare.
+        // SAFETY: the allocation holds `capacity` bytes.
+        unsafe { std::ptr::write_bytes(start.as_ptr(), 0, capacity) };
         LogChunk { start, len: Self::HEADER, capacity, sealed: 0, crc: 0 }
     }
 
     /// The records appended since the chunk was created or cleared.
     pub fn records(&self) -> &[u8] {
-        // SAFETY: `HEADER..len` was written by `put`.
+        // SAFETY: `HEADER..len` was claimed (`Sink::claim`) and is initialized.
         unsafe {
             std::slice::from_raw_parts(
                 self.start.as_ptr().add(Self::HEADER),
@@ -153,14 +157,14 @@ impl LogChunk {
     /// bytes; the bytes were just written, so they are read from the cache.
     fn checksum_from(&mut self, from: usize) {
         let records = self.records();
-        let crc = crc32c::crc32c_append(self.crc, &records[from..]);
+        let crc = format::crc32c_append(self.crc, &records[from..]);
         self.crc = crc;
     }
 
     /// The header of the block holding these records, from their running checksum.
     fn block_header(&self, mark: u64) -> [u8; format::BLOCK_HEADER_BYTES] {
         let records = self.records();
-        debug_assert_eq!(self.crc, crc32c::crc32c(records), "the running checksum");
+        debug_assert_eq!(self.crc, format::crc32c(records), "the running checksum");
         format::block_header_of_checksummed(BlockKind::Log, mark, records.len(), self.crc)
     }
 
@@ -193,6 +197,11 @@ impl LogChunk {
         self.sealed = sealed;
     }
 
+    /// Appends `bytes` whole.
+    fn put(&mut self, bytes: &[u8]) {
+        self.claim(bytes.len()).copy_from_slice(bytes);
+    }
+
     /// The sealed block with its padding.
     pub(crate) fn sealed(&self) -> &[u8] {
         // SAFETY: `seal` wrote `0..sealed`.
@@ -202,19 +211,15 @@ impl LogChunk {
 
 impl format::Sink for LogChunk {
     #[inline]
-    fn put(&mut self, bytes: &[u8]) {
-        if self.len + bytes.len() > self.capacity {
-            self.reserve(bytes.len());
+    fn claim(&mut self, bytes: usize) -> &mut [u8] {
+        if self.len + bytes > self.capacity {
+            self.reserve(bytes);
         }
-        // SAFETY: room for `bytes` after `len`; a chunk never aliases the caller's bytes.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                bytes.as_ptr(),
-                self.start.as_ptr().add(self.len),
-                bytes.len(),
-            )
-        };
-        self.len += bytes.len();
+        let at = self.len;
+        self.len += bytes;
+        // SAFETY: `at..at + bytes` lies inside the allocation, which `with_capacity` zeroed,
+        // and the returned borrow of `self` is its only reference.
+        unsafe { std::slice::from_raw_parts_mut(self.start.as_ptr().add(at), bytes) }
     }
 }
 
@@ -780,7 +785,6 @@ pub(crate) fn run_logger(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use format::Sink;
 
     fn append(chunk: &mut LogChunk, record: &[u8]) {
         let before = chunk.records().len();
@@ -808,7 +812,7 @@ mod tests {
         assert_eq!(chunk.capacity, 2 * CHUNK_CAPACITY);
         assert!((chunk.start.as_ptr() as usize).is_multiple_of(CHUNK_CAPACITY));
         assert_eq!(chunk.records(), &expected[..]);
-        assert_eq!(chunk.crc, crc32c::crc32c(&expected));
+        assert_eq!(chunk.crc, format::crc32c(&expected));
         let header = chunk.block_header(7);
         assert_eq!(header, format::block_header(BlockKind::Log, 7, &expected));
         chunk.seal(header);
