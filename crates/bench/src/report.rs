@@ -27,7 +27,11 @@ impl Default for Latency {
 
 impl Latency {
     pub fn record(&mut self, elapsed: Duration) {
-        let micros = (elapsed.as_nanos() / 1_000).clamp(1, 3_600_000_000) as u64;
+        // Whole microseconds without `as_nanos`, whose u128 division is a call to `__udivti3`:
+        // this runs once per commit, twice with durability on.
+        let micros =
+            elapsed.as_secs().saturating_mul(1_000_000) + u64::from(elapsed.subsec_micros());
+        let micros = micros.clamp(1, 3_600_000_000);
         self.histogram.saturating_record(micros);
     }
 
@@ -189,5 +193,20 @@ mod tests {
         assert_eq!(summary.samples, 100);
         assert!((49.0..=51.0).contains(&summary.p50), "{summary:?}");
         assert!((98.0..=100.0).contains(&summary.p99), "{summary:?}");
+    }
+
+    #[test]
+    fn latencies_are_whole_microseconds_clamped_to_the_histogram() {
+        let recorded = |elapsed: Duration| {
+            let mut latency = Latency::default();
+            latency.record(elapsed);
+            latency.summary().p50
+        };
+        assert_eq!(recorded(Duration::from_nanos(1_999)), 1.0);
+        assert_eq!(recorded(Duration::ZERO), 1.0, "below a microsecond counts as one");
+        let seconds = recorded(Duration::new(3, 250_000_999));
+        assert!((3_249_000.0..=3_252_000.0).contains(&seconds), "{seconds}");
+        let hours = recorded(Duration::from_secs(5 * 3_600));
+        assert!(hours >= 3_599_000_000.0, "clamped to the bound: {hours}");
     }
 }
