@@ -505,9 +505,21 @@ impl<'a> Patch<'a> {
 
     /// Appends the patch's body, which [`Patch::decode`] reads back.
     pub fn write_body(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.row_len.to_le_bytes());
-        out.extend_from_slice(&self.count.to_le_bytes());
-        out.extend_from_slice(self.edits);
+        let at = out.len();
+        out.resize(at + self.body_len(), 0);
+        self.write_body_into(&mut out[at..]);
+    }
+
+    /// The bytes of the patch's body.
+    pub fn body_len(&self) -> usize {
+        PATCH_HEAD_BYTES + self.edits.len()
+    }
+
+    /// Writes the patch's body into `out`, which is [`Patch::body_len`] bytes long.
+    pub fn write_body_into(&self, out: &mut [u8]) {
+        out[0..4].copy_from_slice(&self.row_len.to_le_bytes());
+        out[4..8].copy_from_slice(&self.count.to_le_bytes());
+        out[PATCH_HEAD_BYTES..].copy_from_slice(self.edits);
     }
 
     /// The length of the row before and after the update.
