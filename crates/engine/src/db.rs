@@ -693,9 +693,11 @@ impl Database {
     }
 
     /// Every commit of an epoch at or below this one is durable (`Epoch(u64::MAX)` when
-    /// nothing is logged).
+    /// nothing is logged). One load: it does not go through a `DurabilityWatcher`, whose
+    /// `Arc` clone and drop would write the log's reference count, on the cache line that
+    /// every commit reads the log's buffers from, each time (callers poll this per commit).
     pub fn durable_epoch(&self) -> Epoch {
-        self.durability_watcher().durable()
+        self.shared.log.as_ref().map_or(Epoch(u64::MAX), |log| log.durable())
     }
 
     /// A handle for waiting on durability, blocking or async; cheap to clone.
