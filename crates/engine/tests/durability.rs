@@ -1754,27 +1754,50 @@ fn patched_row(width: usize, fill: u8, at: usize, counter: u64) -> Vec<u8> {
 /// recovered tables equal the model of the acknowledged commits, with one thread and four.
 #[test]
 fn patches_and_images_of_one_row_from_two_loggers_replay_in_order() {
-    let storage = FaultyStorage::new(41);
+    replay_patched_history(41, |_| (0..40).map(key).collect(), 500);
+}
+
+/// Rows whose hashes tie share a bucket of patches and a group in recovery's patch step,
+/// which must still apply each row's own patches, in TID order: the history above, on three
+/// pairs of keys that hash alike.
+#[test]
+fn rows_whose_hashes_tie_get_their_own_patches_in_order() {
+    let keys = |table: u32| {
+        (0..3u64)
+            .flat_map(|pair| {
+                let (a, b) = wal::fuzzing::keys_of_one_row_hash(table, 1000 * pair);
+                [a, b]
+            })
+            .collect()
+    };
+    replay_patched_history(47, keys, 1000);
+}
+
+/// The history of the two patch tests above, on the rows of `keys` (given the table's id),
+/// with `seed`; recovery must read more than `patches_min` patches.
+fn replay_patched_history(seed: u64, keys: impl FnOnce(u32) -> Vec<Vec<u8>>, patches_min: u64) {
+    let storage = FaultyStorage::new(seed);
     let config =
         || Config { segment_bytes: 16 << 10, loggers: 2, log_patches: true, ..config(&storage) };
     let db = Database::open(config()).unwrap();
     let table = db.create_table(TableSpec::new("wide")).unwrap();
+    let keys = keys(table.id().0);
     let mut workers = [db.worker().unwrap(), db.worker().unwrap()];
     let mut model: std::collections::BTreeMap<Vec<u8>, Vec<u8>> = Default::default();
     use rand::{RngExt, SeedableRng};
-    let mut random = rand::rngs::SmallRng::seed_from_u64(41);
-    const ROWS: u64 = 40;
+    let mut random = rand::rngs::SmallRng::seed_from_u64(seed);
     for step in 0..4000u64 {
         if step == 2000 {
             workers[0].wait_durable().unwrap();
             workers[1].wait_durable().unwrap();
             db.checkpoint().unwrap();
         }
-        let id = random.random_range(0..ROWS);
-        let width = 128 + (id as usize % 4) * 64;
+        let index = random.random_range(0..keys.len());
+        let key = &keys[index];
+        let width = 128 + (index % 4) * 64;
         let worker = &mut workers[random.random_range(0..2usize)];
         let choice = random.random_range(0..10u32);
-        let old = model.get(&key(id)).cloned();
+        let old = model.get(key).cloned();
         let new = match (&old, choice) {
             (Some(_), 0) => None,
             (Some(old), 1..=2) => Some(patched_row(width, old[0].wrapping_add(1), 8, step)),
@@ -1789,13 +1812,13 @@ fn patches_and_images_of_one_row_from_two_loggers_replay_in_order() {
         };
         worker
             .transaction(Isolation::Serializable, |txn| match &new {
-                Some(row) => txn.put(&table, &key(id), row),
-                None => txn.delete(&table, &key(id)).map(|_| ()),
+                Some(row) => txn.put(&table, key, row),
+                None => txn.delete(&table, key).map(|_| ()),
             })
             .unwrap();
         match new {
-            Some(row) => model.insert(key(id), row),
-            None => model.remove(&key(id)),
+            Some(row) => model.insert(key.clone(), row),
+            None => model.remove(key),
         };
     }
     workers[0].wait_durable().unwrap();
@@ -1811,7 +1834,7 @@ fn patches_and_images_of_one_row_from_two_loggers_replay_in_order() {
         let db = Database::open(config).unwrap();
         let report = db.recovery_report().unwrap().clone();
         // (How many segments the checkpoint leaves depends on where its epoch falls.)
-        assert!(report.log_segments >= 2 && report.log_patches > 500, "{report:?}");
+        assert!(report.log_segments >= 2 && report.log_patches > patches_min, "{report:?}");
         assert!(report.checkpoint_epoch.is_some(), "{report:?}");
         let all: std::collections::BTreeMap<_, _> = rows(&db, "wide").into_iter().collect();
         assert_eq!(all, model, "recovered with {threads} threads");

@@ -503,19 +503,13 @@ impl<'a> Patch<'a> {
         cursor.is_empty().then_some(Patch { row_len, count, edits })
     }
 
-    /// Appends the patch's body, which [`Patch::decode`] reads back.
-    pub fn write_body(&self, out: &mut Vec<u8>) {
-        let at = out.len();
-        out.resize(at + self.body_len(), 0);
-        self.write_body_into(&mut out[at..]);
-    }
-
     /// The bytes of the patch's body.
     pub fn body_len(&self) -> usize {
         PATCH_HEAD_BYTES + self.edits.len()
     }
 
-    /// Writes the patch's body into `out`, which is [`Patch::body_len`] bytes long.
+    /// Writes the patch's body, which [`Patch::decode`] reads back, into `out`, which is
+    /// [`Patch::body_len`] bytes long.
     pub fn write_body_into(&self, out: &mut [u8]) {
         out[0..4].copy_from_slice(&self.row_len.to_le_bytes());
         out[4..8].copy_from_slice(&self.count.to_le_bytes());
@@ -1254,9 +1248,9 @@ mod tests {
             let Change::Patch(patch) = writes[0].change else { panic!("a patch was written") };
             let mut row = old.to_vec();
             patch.apply(&mut row);
-            let mut copy = Vec::new();
-            patch.write_body(&mut copy);
-            assert_eq!(copy.len(), body, "diff_rows tells the body's length");
+            assert_eq!(patch.body_len(), body, "diff_rows tells the body's length");
+            let mut copy = vec![0; patch.body_len()];
+            patch.write_body_into(&mut copy);
             assert_eq!(Patch::decode(&copy), Some(patch));
             patched = Some(row);
         })

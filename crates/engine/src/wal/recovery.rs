@@ -853,7 +853,7 @@ fn prefetch_value(bytes: &[u8], image: &Image) {
 /// TLB misses: docs/performance.md, "Patches replayed by bucket".)
 struct Patches {
     /// Per bucket, its patches one after another: a `PatchHead`'s bytes, the key, the body
-    /// (`format::Patch::write_body`).
+    /// (`format::Patch::write_body_into`).
     buckets: Vec<Vec<u8>>,
     count: u64,
 }
@@ -937,7 +937,7 @@ impl Patches {
 /// A 64-bit hash of a row's table and key (FxHash's multiply-rotate over 8-byte words: rows
 /// only need spreading and grouping, equal keys are compared where hashes tie). Its top bits,
 /// the best mixed by the last multiply, choose a row's bucket.
-fn row_hash(table: u32, key: &[u8]) -> u64 {
+pub(crate) fn row_hash(table: u32, key: &[u8]) -> u64 {
     const K: u64 = 0x517c_c1b7_2722_0a95;
     let mix = |hash: u64, word: u64| (hash.rotate_left(5) ^ word).wrapping_mul(K);
     let word = |at: usize| u64::from_le_bytes(key[at..at + 8].try_into().expect("8 bytes"));
@@ -1865,123 +1865,6 @@ mod tests {
             let run = sort_by_prefix(&images);
             prop_assert_eq!(run.len(), images.len());
             prop_assert!(run.windows(2).all(|pair| pair[0].prefix() <= pair[1].prefix()));
-        }
-    }
-
-    /// Two 16-byte keys of `table` with the same `row_hash`: the second word of the second
-    /// key undoes the difference the first words made.
-    fn colliding_keys(table: u32, first: u64) -> (Vec<u8>, Vec<u8>) {
-        const K: u64 = 0x517c_c1b7_2722_0a95;
-        let mix = |hash: u64, word: u64| (hash.rotate_left(5) ^ word).wrapping_mul(K);
-        let start = mix(0, u64::from(table) | 16 << 32);
-        let (a1, a2, b1) = (first, 7, first + 1);
-        let b2 = mix(start, a1).rotate_left(5) ^ a2 ^ mix(start, b1).rotate_left(5);
-        let key = |one: u64, two: u64| [one.to_le_bytes(), two.to_le_bytes()].concat();
-        let (a, b) = (key(a1, a2), key(b1, b2));
-        assert_ne!(a, b);
-        assert_eq!(row_hash(table, &a), row_hash(table, &b), "the keys must collide");
-        (a, b)
-    }
-
-    /// Rows whose hashes tie share a bucket and a group in `apply_patches`, which must still
-    /// apply each row's own patches, in TID order. Two workers logged by two loggers update
-    /// three pairs of colliding rows (one changed word per update, so that every patch
-    /// counts), now and then change a whole row or delete and insert it again, with a
-    /// checkpoint in the middle; recovery on one thread and on four gives the model's rows.
-    #[test]
-    fn rows_whose_hashes_tie_get_their_own_patches_in_order() {
-        use crate::wal::FaultyStorage;
-        use crate::{Config, Database, Isolation};
-        use rand::{RngExt, SeedableRng};
-        let storage = FaultyStorage::new(47);
-        let config = || Config {
-            epoch_interval_ms: 2,
-            segment_bytes: 16 << 10,
-            loggers: 2,
-            log_patches: true,
-            checkpoint_log_bytes: 0,
-            storage: Some(Arc::new(storage.clone())),
-            ..Config::default()
-        };
-        let db = Database::open(config()).unwrap();
-        let table = db.create_table(TableSpec::new("tied")).unwrap();
-        let keys: Vec<Vec<u8>> = (0..3u64)
-            .flat_map(|pair| {
-                let (a, b) = colliding_keys(table.id().0, 1000 * pair);
-                [a, b]
-            })
-            .collect();
-        let mut workers = [db.worker().unwrap(), db.worker().unwrap()];
-        let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
-        let mut random = rand::rngs::SmallRng::seed_from_u64(47);
-        for step in 0..3000u64 {
-            if step == 1500 {
-                workers[0].wait_durable().unwrap();
-                workers[1].wait_durable().unwrap();
-                db.checkpoint().unwrap();
-            }
-            let key = &keys[random.random_range(0..keys.len())];
-            let old = model.get(key).cloned();
-            let new = match (old, random.random_range(0..20u32)) {
-                (Some(_), 0) => None,
-                (Some(mut row), 1) => {
-                    row.iter_mut().for_each(|byte| *byte = byte.wrapping_add(1));
-                    Some(row)
-                }
-                (Some(mut row), _) => {
-                    let at = 8 * (1 + step as usize % 15);
-                    row[at..at + 8].copy_from_slice(&step.to_le_bytes());
-                    Some(row)
-                }
-                (None, _) => Some(vec![key[0]; 160]),
-            };
-            let worker = &mut workers[random.random_range(0..2usize)];
-            worker
-                .transaction(Isolation::Serializable, |txn| match &new {
-                    Some(row) => txn.put(&table, key, row),
-                    None => txn.delete(&table, key).map(|_| ()),
-                })
-                .unwrap();
-            match new {
-                Some(row) => model.insert(key.clone(), row),
-                None => model.remove(key),
-            };
-        }
-        workers[0].wait_durable().unwrap();
-        workers[1].wait_durable().unwrap();
-        let crashed = storage.crash();
-        drop(workers);
-        drop(table);
-        drop(db);
-        for threads in [1, 4] {
-            let config = Config {
-                storage: Some(Arc::new(crashed.crash())),
-                recovery_threads: threads,
-                ..config()
-            };
-            let db = Database::open(config).unwrap();
-            let report = db.recovery_report().unwrap().clone();
-            assert!(report.log_patches > 1000, "{report:?}");
-            let table = db.table("tied").unwrap();
-            let mut worker = db.worker().unwrap();
-            let mut all = BTreeMap::new();
-            worker
-                .transaction(Isolation::Serializable, |txn| {
-                    all.clear();
-                    txn.scan(
-                        &table,
-                        Bound::Unbounded,
-                        Bound::Unbounded,
-                        crate::Direction::Forward,
-                        usize::MAX,
-                        |key, value| {
-                            all.insert(key.to_vec(), value.to_vec());
-                            true
-                        },
-                    )
-                })
-                .unwrap();
-            assert_eq!(all, model, "recovered with {threads} threads");
         }
     }
 }
