@@ -447,8 +447,9 @@ pub fn run(
         for (operation, scans) in [("get", false), ("scan", true)] {
             for &thread_count in threads {
                 let mut sums = vec![0.0; loaded.len()];
-                for _ in 0..rounds {
-                    for (index, map) in loaded.iter().enumerate() {
+                for round in 0..rounds {
+                    for index in crate::report::round_order(round, loaded.len()) {
+                        let map = &loaded[index];
                         sums[index] += map.timed(keys, thread_count, duration / rounds, scans);
                     }
                 }

@@ -671,7 +671,7 @@ fn figure_16(options: &Options) -> Result<Figure, String> {
     ];
     let workloads =
         [("16a", ycsb::Workload::ReadIntensive), ("16b", ycsb::Workload::UpdateIntensive)];
-    let rounds = if options.quick { 1 } else { 2 };
+    let rounds: u32 = if options.quick { 1 } else { 2 };
     let mut lines: Vec<Vec<Line>> = workloads.iter().map(|_| Vec::new()).collect();
     // One storage's databases at a time (nine at once would not fit this machine's memory):
     // a database per space count, then the default, an arena per worker and no lock
@@ -695,7 +695,8 @@ fn figure_16(options: &Options) -> Result<Figure, String> {
             let point = ycsb_options(options, 0.2, options.seconds / rounds as f64);
             let mut tallies = vec![ycsb::Tally::default(); dbs.len()];
             for round in 0..rounds {
-                for (index, db) in dbs.iter().enumerate() {
+                for index in crate::report::round_order(round, dbs.len()) {
+                    let db = &dbs[index];
                     let count =
                         if spaces[index] == 0 { "own".into() } else { spaces[index].to_string() };
                     let label = format!("{id} {storage} spaces {count} {}/{rounds}", round + 1);
@@ -1242,7 +1243,7 @@ fn tpcc_runs(
             configured.push((tpcc::Options { threads, ..tpcc_options.clone() }, db));
         }
     }
-    let rounds = if options.quick { 1 } else { 2 };
+    let rounds: u32 = if options.quick { 1 } else { 2 };
     let reports = tpcc::run_configured(dbs, &configured, &tpcc_options, rounds)?;
     if let Some(bad) = reports.iter().find(|report| report.consistency != serde_json::json!("ok")) {
         return Err(format!("TPC-C consistency failed under {}: {}", bad.db, bad.consistency));

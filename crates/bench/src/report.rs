@@ -170,6 +170,15 @@ pub fn write_json(path: &std::path::Path, value: &impl Serialize) -> Result<(), 
         .map_err(|error| format!("cannot write {}: {error}", path.display()))
 }
 
+/// The order in which round `round` (from 0) measures `count` configurations: as given in
+/// even rounds, reversed in odd ones (A B, B A, A B, ...), so that none always runs first or
+/// always last: whatever running after another costs (its leftover garbage and background
+/// work, caches it left cold) falls on each alike over every two rounds.
+pub fn round_order(round: u32, count: usize) -> impl Iterator<Item = usize> {
+    let reversed = round % 2 == 1;
+    (0..count).map(move |index| if reversed { count - 1 - index } else { index })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,5 +217,28 @@ mod tests {
         assert!((3_249_000.0..=3_252_000.0).contains(&seconds), "{seconds}");
         let hours = recorded(Duration::from_secs(5 * 3_600));
         assert!(hours >= 3_599_000_000.0, "clamped to the bound: {hours}");
+    }
+
+    #[test]
+    fn rounds_alternate_the_order_so_positions_even_out() {
+        let order = |round, count| round_order(round, count).collect::<Vec<_>>();
+        assert_eq!(order(0, 2), [0, 1]);
+        assert_eq!(order(1, 2), [1, 0]);
+        assert_eq!(order(2, 3), [0, 1, 2]);
+        assert_eq!(order(3, 3), [2, 1, 0]);
+        for count in 1..6 {
+            // Over two rounds, every configuration runs twice, at positions summing to the
+            // same total: none is always first or always last.
+            let mut runs = vec![0; count];
+            let mut positions = vec![0; count];
+            for round in 0..2 {
+                for (position, index) in round_order(round, count).enumerate() {
+                    runs[index] += 1;
+                    positions[index] += position;
+                }
+            }
+            assert!(runs.iter().all(|&runs| runs == 2), "{count}: {runs:?}");
+            assert!(positions.iter().all(|&sum| sum == count - 1), "{count}: {positions:?}");
+        }
     }
 }

@@ -759,8 +759,9 @@ pub fn report<D: Db>(db: &D, options: &Options, mode: Mode, tally: &Tally) -> Re
 }
 
 /// Loads the table and measures every combination of `modes` and `thread_counts`. With more
-/// than one combination the run alternates them in `rounds` rounds (raw, txn, raw, txn, ...),
-/// so that drift in the shared machine's speed touches them alike; each figure sums its rounds.
+/// than one combination the run alternates them in `rounds` rounds (raw, txn; txn, raw; ...:
+/// `report::round_order`), so that drift in the shared machine's speed touches them alike;
+/// each figure sums its rounds.
 pub fn run(
     options: &Options,
     modes: &[Mode],
@@ -800,7 +801,8 @@ pub fn run(
     let per_round = options.duration / rounds;
     let mut tallies: Vec<Tally> = combinations.iter().map(|_| Tally::default()).collect();
     for round in 0..rounds {
-        for (index, &(mode, threads)) in combinations.iter().enumerate() {
+        for index in crate::report::round_order(round, combinations.len()) {
+            let (mode, threads) = combinations[index];
             let label = format!(
                 "ycsb {} {} x{} {}/{}",
                 options.workload.name(),

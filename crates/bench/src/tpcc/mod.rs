@@ -807,7 +807,8 @@ pub fn run<D: TpccDb>(
 
 /// Loads `dbs` (each with the scale of the first configuration that runs on it), measures each
 /// configuration `(options, database index)`, alternating them in `rounds` rounds when there
-/// are several, then checks consistency. Returns one report per configuration.
+/// are several (the order reversed every other round: `report::round_order`), then checks
+/// consistency. Returns one report per configuration.
 pub fn run_configured<D: TpccDb>(
     mut dbs: Vec<D>,
     configured: &[(Options, usize)],
@@ -835,7 +836,8 @@ pub fn run_configured<D: TpccDb>(
     let per_round = options.duration / rounds;
     let mut tallies: Vec<Tally> = configured.iter().map(|_| Tally::default()).collect();
     for round in 0..rounds {
-        for (index, (options, db)) in configured.iter().enumerate() {
+        for index in crate::report::round_order(round, configured.len()) {
+            let (options, db) = &configured[index];
             // The other databases' background work (a checkpoint under way) waits for their
             // own rounds.
             for (other, other_db) in dbs.iter().enumerate() {
