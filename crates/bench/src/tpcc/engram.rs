@@ -487,7 +487,7 @@ impl load::Sink for Loader<'_> {
 }
 
 impl TpccDb for EngramTpcc {
-    fn load(&mut self, scale: &Scale, constants: &Constants, threads: usize) -> Result<(), String> {
+    fn fill(&mut self, scale: &Scale, constants: &Constants, threads: usize) -> Result<(), String> {
         let tables = self.create_tables().map_err(|error| error.to_string())?;
         self.scale = *scale;
         self.delivered = DeliveryHints::new(scale.warehouses, scale.first_new_order() - 1);
@@ -503,7 +503,11 @@ impl TpccDb for EngramTpcc {
         };
         load::all(scale, constants, threads, || loader(&tables))?;
         self.tables = Some(tables);
-        settle_after_load(db, self.reserve_bytes)
+        Ok(())
+    }
+
+    fn settle(&self) -> Result<(), String> {
+        settle_after_load(&self.db, self.reserve_bytes)
     }
 
     fn new_order(&self, conn: &mut Conn, input: &NewOrderInput, output: &mut Output) -> Outcome {

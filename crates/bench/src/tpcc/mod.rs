@@ -63,7 +63,18 @@ impl DeliveryHints {
 /// A database that can run TPC-C.
 pub trait TpccDb: Db {
     /// Creates the nine tables and loads `scale` with the load-time constants, on `threads`.
-    fn load(&mut self, scale: &Scale, constants: &Constants, threads: usize) -> Result<(), String>;
+    fn fill(&mut self, scale: &Scale, constants: &Constants, threads: usize) -> Result<(), String>;
+    /// Readies a filled database for a run: reserves the memory the run will grow into and
+    /// waits until snapshots include the load. A run of several databases fills them all
+    /// before it settles any, so that no database loads into memory another one reserved.
+    fn settle(&self) -> Result<(), String> {
+        Ok(())
+    }
+    /// [`TpccDb::fill`], then [`TpccDb::settle`].
+    fn load(&mut self, scale: &Scale, constants: &Constants, threads: usize) -> Result<(), String> {
+        self.fill(scale, constants, threads)?;
+        self.settle()
+    }
     fn new_order(
         &self,
         conn: &mut Self::Conn,
@@ -107,10 +118,16 @@ macro_rules! either {
 }
 
 impl<A: TpccDb, B: TpccDb> TpccDb for Either<A, B> {
-    fn load(&mut self, scale: &Scale, constants: &Constants, threads: usize) -> Result<(), String> {
+    fn fill(&mut self, scale: &Scale, constants: &Constants, threads: usize) -> Result<(), String> {
         match self {
-            Either::First(db) => db.load(scale, constants, threads),
-            Either::Second(db) => db.load(scale, constants, threads),
+            Either::First(db) => db.fill(scale, constants, threads),
+            Either::Second(db) => db.fill(scale, constants, threads),
+        }
+    }
+    fn settle(&self) -> Result<(), String> {
+        match self {
+            Either::First(db) => db.settle(),
+            Either::Second(db) => db.settle(),
         }
     }
     fn new_order(
@@ -805,11 +822,57 @@ pub fn run<D: TpccDb>(
     run_configured(dbs, &configured, options, rounds)
 }
 
+/// Fills the databases of a run at the same time, the loader threads shared out among them.
+///
+/// Loaded one after another, the database loaded second ran slower: 0.989 of its twin over 12
+/// runs of two identical databases, and epoch / off came out 0.888 with `off` loaded first
+/// against 0.918 with `epoch` first (docs/performance.md). Filled together, the databases
+/// take their blocks from the same chunks, interleaved, and neither is the later one.
+fn fill_together<D: TpccDb + Send>(
+    dbs: &mut [D],
+    configured: &[(Options, usize)],
+    options: &Options,
+    constants: &Constants,
+) -> Result<(), String> {
+    let load_threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let scales: Vec<Scale> = (0..dbs.len())
+        .map(|index| {
+            configured.iter().find(|(_, db)| *db == index).map_or(options.scale, |c| c.0.scale)
+        })
+        .collect();
+    // Loader threads in proportion to the warehouses, at least one a database.
+    let warehouses: usize = scales.iter().map(|scale| usize::from(scale.warehouses)).sum();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = dbs
+            .iter_mut()
+            .zip(scales)
+            .map(|(db, scale)| {
+                let share = load_threads * usize::from(scale.warehouses);
+                let threads = ((share + warehouses / 2) / warehouses.max(1)).max(1);
+                scope.spawn(move || -> Result<(), String> {
+                    let loading = Instant::now();
+                    db.fill(&scale, constants, threads)?;
+                    if options.progress {
+                        eprintln!(
+                            "loaded {} warehouse(s) into {} on {threads} thread(s) in {:.1} s",
+                            scale.warehouses,
+                            db.name(),
+                            loading.elapsed().as_secs_f64()
+                        );
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        handles.into_iter().try_for_each(|handle| handle.join().expect("loader"))
+    })
+}
+
 /// Loads `dbs` (each with the scale of the first configuration that runs on it), measures each
 /// configuration `(options, database index)`, alternating them in `rounds` rounds when there
 /// are several (the order reversed every other round: `report::round_order`), then checks
 /// consistency. Returns one report per configuration.
-pub fn run_configured<D: TpccDb>(
+pub fn run_configured<D: TpccDb + Send>(
     mut dbs: Vec<D>,
     configured: &[(Options, usize)],
     options: &Options,
@@ -817,20 +880,9 @@ pub fn run_configured<D: TpccDb>(
 ) -> Result<Vec<Report>, String> {
     let mut random = SmallRng::seed_from_u64(options.seed);
     let constants = Constants::generate(&mut random);
-    let load_threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    for (index, db) in dbs.iter_mut().enumerate() {
-        let scale =
-            configured.iter().find(|(_, db)| *db == index).map_or(options.scale, |c| c.0.scale);
-        let loading = Instant::now();
-        db.load(&scale, &constants, load_threads)?;
-        if options.progress {
-            eprintln!(
-                "loaded {} warehouse(s) into {} in {:.1} s",
-                scale.warehouses,
-                db.name(),
-                loading.elapsed().as_secs_f64()
-            );
-        }
+    fill_together(&mut dbs, configured, options, &constants)?;
+    for db in &dbs {
+        db.settle()?;
     }
     let rounds = if configured.len() > 1 { rounds.max(1) } else { 1 };
     let per_round = options.duration / rounds;

@@ -857,7 +857,7 @@ macro_rules! sql_conn_transactions {
 pub(crate) use sql_conn_transactions;
 
 impl TpccDb for SqlTpcc {
-    fn load(&mut self, scale: &Scale, constants: &Constants, threads: usize) -> Result<(), String> {
+    fn fill(&mut self, scale: &Scale, constants: &Constants, threads: usize) -> Result<(), String> {
         let fail = |error: SqlError| error.to_string();
         self.scale = *scale;
         self.delivered =
@@ -865,7 +865,10 @@ impl TpccDb for SqlTpcc {
         let mut session = self.session()?;
         session.batch(SCHEMA).map_err(fail)?;
         let this = &*self;
-        load::all(scale, constants, threads, || Loader::new(this.session()?).map_err(fail))?;
+        load::all(scale, constants, threads, || Loader::new(this.session()?).map_err(fail))
+    }
+
+    fn settle(&self) -> Result<(), String> {
         super::engram::settle_after_load(self.db.database(), self.reserve_bytes)
     }
 

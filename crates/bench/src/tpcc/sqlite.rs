@@ -400,7 +400,7 @@ fn find_customer(
 }
 
 impl TpccDb for SqliteTpcc {
-    fn load(
+    fn fill(
         &mut self,
         scale: &Scale,
         constants: &Constants,

@@ -265,7 +265,7 @@ impl Db for WireTpcc {
 }
 
 impl TpccDb for WireTpcc {
-    fn load(&mut self, scale: &Scale, constants: &Constants, threads: usize) -> Result<(), String> {
+    fn fill(&mut self, scale: &Scale, constants: &Constants, threads: usize) -> Result<(), String> {
         self.scale = *scale;
         self.delivered =
             Arc::new(DeliveryHints::new(scale.warehouses, scale.first_new_order() - 1));
