@@ -370,3 +370,44 @@ fn the_checks_catch_an_inconsistent_database() {
     facts.districts[0].next_o_id = 12;
     assert!(facts.violations().iter().any(|v| v.starts_with("condition 2")));
 }
+
+/// A run of several databases fills them all at once (`tpcc::fill_together`), each at its own
+/// scale, then settles them: every one holds exactly its own warehouses and ends consistent.
+#[test]
+fn databases_filled_together_each_hold_their_own_warehouses() {
+    use engram_bench::db::Db;
+    use engram_engine::Database;
+    use std::sync::{Arc, Mutex};
+    let opened: Arc<Mutex<Vec<Arc<Database>>>> = Arc::default();
+    let open = || -> Result<EngramTpcc, String> {
+        let tpcc = EngramTpcc::open(ReadOnlyLevels::Specification, 16 << 20, Default::default())?;
+        opened.lock().unwrap().push(tpcc.database_handle());
+        Ok(tpcc)
+    };
+    let options = Options {
+        scale: Scale::tiny(1),
+        threads: 1,
+        duration: Duration::from_millis(900),
+        mix: Mix::Standard,
+        stock_scan: false,
+        seed: 5,
+        progress: false,
+    };
+    let reports = tpcc::run(open, &options, &[1, 2, 3], 3, Warehouses::PerThread).expect("run");
+    for (report, threads) in reports.iter().zip([1, 2, 3]) {
+        assert_eq!(report.consistency, serde_json::json!("ok"), "{:?}", report.consistency);
+        assert_eq!(report.threads, threads);
+        assert!(report.committed > 0, "nothing committed with {threads} threads");
+    }
+    let opened = opened.lock().unwrap();
+    assert_eq!(opened.len(), 3);
+    for (db, warehouses) in opened.iter().zip([1u16, 2, 3]) {
+        let mut tpcc = EngramTpcc::over(Arc::clone(db), ReadOnlyLevels::Specification);
+        tpcc.attach(&Scale::tiny(warehouses), 100).expect("attach");
+        let mut conn = tpcc.connect().expect("connect");
+        let facts = tpcc.facts(&mut conn).expect("facts");
+        let ids: Vec<u16> = facts.warehouses.iter().map(|(w, _)| *w).collect();
+        assert_eq!(ids, (1..=warehouses).collect::<Vec<_>>());
+        assert!(facts.violations().is_empty(), "{:?}", facts.violations());
+    }
+}

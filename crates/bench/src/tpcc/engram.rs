@@ -239,6 +239,11 @@ impl EngramTpcc {
         &self.db
     }
 
+    /// The database, shared: it outlives this adapter (a test reads it after a run).
+    pub fn database_handle(&self) -> Arc<Database> {
+        Arc::clone(&self.db)
+    }
+
     /// Uses the tables of a recovered database loaded at `scale` instead of loading. Driver
     /// threads number from `first_thread` (history keys include the thread, so a new process
     /// must not reuse an earlier one's numbers).
