@@ -376,12 +376,11 @@ fn the_checks_catch_an_inconsistent_database() {
 #[test]
 fn databases_filled_together_each_hold_their_own_warehouses() {
     use engram_bench::db::Db;
-    use engram_engine::Database;
-    use std::sync::{Arc, Mutex};
-    let opened: Arc<Mutex<Vec<Arc<Database>>>> = Arc::default();
+    use std::sync::Arc;
+    let mut opened = Vec::new();
     let open = || -> Result<EngramTpcc, String> {
         let tpcc = EngramTpcc::open(ReadOnlyLevels::Specification, 16 << 20, Default::default())?;
-        opened.lock().unwrap().push(tpcc.database_handle());
+        opened.push(tpcc.database_handle());
         Ok(tpcc)
     };
     let options = Options {
@@ -399,7 +398,6 @@ fn databases_filled_together_each_hold_their_own_warehouses() {
         assert_eq!(report.threads, threads);
         assert!(report.committed > 0, "nothing committed with {threads} threads");
     }
-    let opened = opened.lock().unwrap();
     assert_eq!(opened.len(), 3);
     for (db, warehouses) in opened.iter().zip([1u16, 2, 3]) {
         let mut tpcc = EngramTpcc::over(Arc::clone(db), ReadOnlyLevels::Specification);
