@@ -828,8 +828,8 @@ pub fn run<D: TpccDb>(
 /// runs of two identical databases, and epoch / off came out 0.888 with `off` loaded first
 /// against 0.918 with `epoch` first (docs/performance.md). Filled together, the databases
 /// take their blocks from the same chunks, interleaved, and neither is the later one: twins
-/// came out at 1.002 of each other with a third less spread, and epoch / off at 0.900 and
-/// 0.899 in the two orders.
+/// came out at 1.002 of each other with a third less spread, and epoch / off at 0.905 and
+/// 0.899 in the two orders (16 runs each).
 fn fill_together<D: TpccDb + Send>(
     dbs: &mut [D],
     configured: &[(Options, usize)],
