@@ -871,10 +871,9 @@ fn fill_together<D: TpccDb + Send>(
 }
 
 /// Fills `dbs` together (each with the scale of the first configuration that runs on it) and
-/// settles them, measures each
-/// configuration `(options, database index)`, alternating them in `rounds` rounds when there
-/// are several (the order reversed every other round: `report::round_order`), then checks
-/// consistency. Returns one report per configuration.
+/// settles them, measures each configuration `(options, database index)`, alternating them in
+/// `rounds` rounds when there are several (the order reversed every other round:
+/// `report::round_order`), then checks consistency. Returns one report per configuration.
 pub fn run_configured<D: TpccDb + Send>(
     mut dbs: Vec<D>,
     configured: &[(Options, usize)],
