@@ -114,8 +114,35 @@ pub fn available_bytes() -> Option<usize> {
     Some(kib.saturating_mul(1024))
 }
 
-/// Faults every page of a fresh range in.
+/// Pieces of a reserve smaller than this are faulted in by the calling thread alone.
+const POPULATE_PIECE_MIN: usize = 256 << 20;
+
+/// Faults every page of a fresh range in, a piece per core. The kernel's zeroing of fresh
+/// pages is the whole cost, and under a hypervisor the host zeroes them too: one thread
+/// reserved about half a gigabyte a second on the reference machine, so a benchmark's
+/// reserve of 17 GiB took half a minute (docs/performance.md).
 fn populate(start: *mut u8, bytes: usize) {
+    let cores = std::thread::available_parallelism().map_or(1, |cores| cores.get());
+    let pieces = cores.min(bytes / POPULATE_PIECE_MIN).max(1);
+    if pieces == 1 {
+        return populate_piece(start as usize, bytes);
+    }
+    let piece = (bytes / pieces).next_multiple_of(CHUNK_BYTES);
+    let start = start as usize;
+    std::thread::scope(|scope| {
+        for offset in (0..bytes).step_by(piece) {
+            let len = piece.min(bytes - offset);
+            let thread = std::thread::Builder::new().name("engram-reserve".into());
+            if thread.spawn_scoped(scope, move || populate_piece(start + offset, len)).is_err() {
+                populate_piece(start + offset, len);
+            }
+        }
+    });
+}
+
+/// Faults in `bytes` at `start`, part of a fresh range that only this call touches.
+fn populate_piece(start: usize, bytes: usize) {
+    let start = start as *mut u8;
     #[cfg(target_os = "linux")]
     // SAFETY: the range is a fresh allocation of ours; MADV_POPULATE_WRITE only faults it in.
     let done =
