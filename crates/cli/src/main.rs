@@ -146,6 +146,11 @@ struct DurabilityArgs {
     /// Logger threads, each writing its own segments (default 1).
     #[arg(long)]
     loggers: Option<usize>,
+    /// MiB of spare log segments written (as zeros) when each database opens, before its
+    /// load: the log then writes over written blocks, as a long-running database's does once
+    /// checkpoints hand their superseded segments back (default 0: a new log of fresh files).
+    #[arg(long, default_value_t = 0)]
+    log_reserve_mib: u64,
     /// Memory spaces the workers share for records and versions (0: one per worker, no
     /// lock; Wu et al.'s Fig. 16).
     #[arg(long, default_value_t = 0)]
@@ -246,6 +251,7 @@ impl DurabilityArgs {
             checkpoint_log_bytes: self.checkpoint_log_mib.map(|mib| mib << 20),
             checkpoint_log_ratio: self.checkpoint_log_ratio,
             loggers: self.loggers,
+            log_reserve_bytes: self.log_reserve_mib << 20,
             memory_spaces: self.memory_spaces,
             gc: self.gc,
             version_storage: self.version_storage,

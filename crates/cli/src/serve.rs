@@ -51,6 +51,10 @@ pub struct ServeArgs {
     /// Memory (MiB) mapped and faulted in at start for rows and index nodes.
     #[arg(long, default_value_t = 0)]
     reserve_memory_mib: usize,
+    /// Log space (MiB) written as spare segments at start, so that the log writes over written
+    /// blocks from the first commit (docs/durability.md, "Spare segments").
+    #[arg(long, default_value_t = 0)]
+    log_reserve_mib: u64,
     /// Concurrency-control protocol: silo (default), si, mvocc, ssn, mvto or mv2pl
     /// (docs/isolation.md).
     #[arg(long, default_value = "silo")]
@@ -122,6 +126,7 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
         data_dir: args.data.clone(),
         durability,
         reserved_memory_bytes: args.reserve_memory_mib << 20,
+        log_reserve_bytes: args.log_reserve_mib << 20,
         epoch_interval_ms: args.epoch_ms,
         epoch_min_us: args.epoch_min_us,
         snapshot_interval_epochs: (1000 / args.epoch_ms).max(1),

@@ -76,6 +76,16 @@ pub struct Config {
     pub checkpoint_compression: bool,
     /// A logger starts a new segment file after this many bytes.
     pub segment_bytes: u64,
+    /// Segments that checkpoints supersede are kept as spare files, for new segments to take
+    /// over, up to this many bytes (whole segments); the rest are removed. Writing over a file
+    /// costs less than filling fresh space (`wal::log`, SPARE SEGMENTS). Default 256 MiB;
+    /// at least `log_reserve_bytes`.
+    pub log_spare_bytes: u64,
+    /// At open, spare segments of zeros are written until the spares hold this many bytes, so
+    /// that a new database's log writes over written blocks from the start, as a long-running
+    /// one's does. Default 0: a server that expects to log gigabytes soon after start (a
+    /// benchmark) sets it, as it reserves memory (`reserved_memory_bytes`).
+    pub log_reserve_bytes: u64,
     /// A background checkpoint starts after this many log bytes since the last one began (or
     /// more, see `checkpoint_log_ratio`); 0 takes checkpoints only when
     /// [`Database::checkpoint`] is called.
@@ -144,6 +154,8 @@ impl Default for Config {
             log_patches: false,
             checkpoint_compression: false,
             segment_bytes: 64 << 20,
+            log_spare_bytes: 256 << 20,
+            log_reserve_bytes: 0,
             checkpoint_log_bytes: 1 << 30,
             checkpoint_log_ratio: 8,
             checkpoint_threads: 1,
@@ -445,35 +457,40 @@ impl Database {
             DataDir::write_manifest(&*storage, &recovered.manifest)?;
             if config.durability == Durability::Epoch {
                 let durable = epochs.stable();
-                let shared_log = Arc::new(Log::new(
-                    Arc::clone(&storage),
-                    config.workers_max,
-                    config.loggers,
-                    durable,
-                    recovered.manifest.run,
-                    config.log_compression,
-                    config.segment_bytes,
-                ));
-                *shared_log.closed.lock().unwrap_or_else(|poison| poison.into_inner()) =
-                    recovered.segments;
-                for logger in 0..config.loggers {
-                    let segment = Segment::create(
-                        &*storage,
-                        recovered.manifest.run,
-                        logger,
+                let shared_log = Arc::new(
+                    Log::new(
+                        Arc::clone(&storage),
+                        config.workers_max,
                         config.loggers,
-                        0,
-                        durable.0,
+                        durable,
+                        recovered.manifest.run,
+                        config.log_compression,
                         config.segment_bytes,
                     )
-                    .map_err(|error| {
-                        crate::wal::io_error(
-                            &*storage,
-                            "wal",
-                            "cannot create a log segment in",
-                            error,
-                        )
-                    })?;
+                    .keeping_spares(config.log_spare_bytes.max(config.log_reserve_bytes)),
+                );
+                *shared_log.closed.lock().unwrap_or_else(|poison| poison.into_inner()) =
+                    recovered.segments;
+                shared_log.adopt_spares(&recovered.spares);
+                // The reserve only makes logging cheaper: without room for it, the log starts in
+                // fresh files.
+                if let Err(error) = shared_log.prepare_spares(config.log_reserve_bytes) {
+                    tracing::warn!(
+                        "cannot write spare log segments in {}: {error}",
+                        storage.describe("wal")
+                    );
+                }
+                for logger in 0..config.loggers {
+                    let segment =
+                        Segment::create(&shared_log, logger, config.loggers, 0, durable.0)
+                            .map_err(|error| {
+                                crate::wal::io_error(
+                                    &*storage,
+                                    "wal",
+                                    "cannot create a log segment in",
+                                    error,
+                                )
+                            })?;
                     segments.push(segment);
                 }
                 log = Some(shared_log);

@@ -86,6 +86,8 @@ pub struct Persistence {
     pub checkpoint_log_ratio: Option<u64>,
     /// Logger threads (`Config::loggers`); `None` keeps the default.
     pub loggers: Option<usize>,
+    /// Spare segments of zeros written at open (`Config::log_reserve_bytes`).
+    pub log_reserve_bytes: u64,
     /// Memory spaces shared by the workers (`Config::memory_spaces`; 0: one per worker).
     pub memory_spaces: usize,
     /// How superseded versions are removed (`Config::gc`).
@@ -123,6 +125,7 @@ impl Persistence {
                 .checkpoint_log_ratio
                 .unwrap_or(defaults.checkpoint_log_ratio),
             loggers: self.loggers.unwrap_or(defaults.loggers),
+            log_reserve_bytes: self.log_reserve_bytes,
             ..defaults
         }
     }

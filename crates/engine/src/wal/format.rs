@@ -32,8 +32,16 @@ pub fn crc32c_append(crc: u32, data: &[u8]) -> u32 {
 /// multiple of [`PAGE_BYTES`], zeros filling the space after the block before it
 /// ([`PADDED_SEGMENTS`]), and a block's checksum covers its payload first and then its header
 /// ([`PAYLOAD_FIRST`]). Version 4 adds patches, the changed bytes of an updated row
-/// ([`PATCHES`]).
-pub const FORMAT_VERSION: u32 = 4;
+/// ([`PATCHES`]). Version 5 salts each log segment's block headers ([`SALTED_SEGMENTS`]), so
+/// that a segment file can be reused.
+pub const FORMAT_VERSION: u32 = 5;
+
+/// The first format whose log segments carry a salt in their file header (bytes 32..36), a
+/// random number XORed into the header checksum of each of the segment's blocks. A superseded
+/// segment's file is reused for a new segment (`wal::log`, spare segments) without clearing
+/// it: its old blocks stay after the new ones until overwritten, and fail the new salt, so
+/// that a reader finds the end of the new blocks as it would find zeros.
+pub const SALTED_SEGMENTS: u32 = 5;
 
 /// The first format whose log may hold a patch ([`OP_PATCH`]) in place of a whole row.
 pub const PATCHES: u32 = 4;
@@ -82,6 +90,19 @@ pub fn file_version(data: &[u8]) -> u32 {
     u32_at(data, 8)
 }
 
+/// The salt of the blocks of a file whose header [`decode_file_header`] accepted: 0 before
+/// [`SALTED_SEGMENTS`], and for files that are not log segments.
+pub fn file_salt(data: &[u8]) -> u32 {
+    if file_version(data) >= SALTED_SEGMENTS { u32_at(data, 32) } else { 0 }
+}
+
+/// `header` salted with `salt`: its own checksum (bytes 28..32) XORed with it.
+pub fn salted(mut header: [u8; BLOCK_HEADER_BYTES], salt: u32) -> [u8; BLOCK_HEADER_BYTES] {
+    let checksum = u32_at(&header, 28) ^ salt;
+    header[28..32].copy_from_slice(&checksum.to_le_bytes());
+    header
+}
+
 pub const FILE_HEADER_BYTES: usize = 40;
 pub const BLOCK_HEADER_BYTES: usize = 32;
 pub const BLOCK_MAGIC: [u8; 4] = *b"EGBK";
@@ -118,12 +139,22 @@ pub struct FileHeader {
 }
 
 pub fn encode_file_header(kind: FileKind, header: FileHeader) -> [u8; FILE_HEADER_BYTES] {
+    encode_salted_file_header(kind, header, 0)
+}
+
+/// A file header whose blocks are salted with `salt` ([`SALTED_SEGMENTS`]).
+pub fn encode_salted_file_header(
+    kind: FileKind,
+    header: FileHeader,
+    salt: u32,
+) -> [u8; FILE_HEADER_BYTES] {
     let mut out = [0u8; FILE_HEADER_BYTES];
     out[0..8].copy_from_slice(kind.magic());
     out[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
     out[12..16].copy_from_slice(&header.a.to_le_bytes());
     out[16..24].copy_from_slice(&header.b.to_le_bytes());
     out[24..32].copy_from_slice(&header.c.to_le_bytes());
+    out[32..36].copy_from_slice(&salt.to_le_bytes());
     let crc = crc32c(&out[0..36]);
     out[36..40].copy_from_slice(&crc.to_le_bytes());
     out
@@ -308,12 +339,18 @@ pub struct BlockReader<'a> {
     version: u32,
     /// Blocks after the first start at page boundaries (log segments of [`PADDED_SEGMENTS`]).
     padded: bool,
+    /// XORed into each block header's checksum ([`SALTED_SEGMENTS`]).
+    salt: u32,
 }
 
 impl<'a> BlockReader<'a> {
     pub fn new(data: &'a [u8]) -> BlockReader<'a> {
-        let version = if data.len() >= FILE_HEADER_BYTES { file_version(data) } else { 0 };
-        BlockReader { data, pos: FILE_HEADER_BYTES.min(data.len()), version, padded: false }
+        let (version, salt) = if data.len() >= FILE_HEADER_BYTES {
+            (file_version(data), file_salt(data))
+        } else {
+            (0, 0)
+        };
+        BlockReader { data, pos: FILE_HEADER_BYTES.min(data.len()), version, padded: false, salt }
     }
 
     /// A reader of a log segment (whose header the caller checked), which skips the padding
@@ -331,7 +368,9 @@ impl<'a> BlockReader<'a> {
     /// The next block, `Ok(None)` at a clean end (the end of the file, or only zeros after
     /// the last block: preallocated space), or the damage that stopped reading. Damage is a
     /// torn tail when no valid block follows it anywhere in the file (a write that never
-    /// finished, after which nothing was written), and corruption when one does.
+    /// finished, after which nothing was written), and corruption when one does. In a reused
+    /// segment file, the old blocks after the new ones fail the salt: a crash leaves them as
+    /// such a tail.
     pub fn next_block(&mut self) -> std::result::Result<Option<Block<'a>>, Damage> {
         // In a padded segment, zeros from the end of a block to the next page are padding; a
         // block starts only at a page boundary (the first right after the file header), so the
@@ -350,7 +389,7 @@ impl<'a> BlockReader<'a> {
             Ok(block) => Ok(Some(block)),
             Err(reason) => {
                 let after = offset + 1;
-                Err(if valid_block_after(self.data, after) {
+                Err(if valid_block_after(self.data, after, self.salt) {
                     Damage::Corrupt { offset, reason }
                 } else {
                     Damage::Torn { offset, reason }
@@ -367,7 +406,7 @@ impl<'a> BlockReader<'a> {
         if rest[0..4] != BLOCK_MAGIC {
             return Err("no block starts here (bad magic number)".into());
         }
-        if crc32c(&rest[0..28]) != u32_at(rest, 28) {
+        if crc32c(&rest[0..28]) ^ self.salt != u32_at(rest, 28) {
             return Err("block header checksum mismatch".into());
         }
         let stored = u32_at(rest, 8) as usize;
@@ -412,8 +451,9 @@ fn all_zero(bytes: &[u8]) -> bool {
     bytes.chunks(4096).all(|chunk| chunk.iter().fold(0u8, |acc, &byte| acc | byte) == 0)
 }
 
-/// Whether a block header with a valid checksum starts anywhere at or after `from`.
-fn valid_block_after(data: &[u8], from: usize) -> bool {
+/// Whether a block header with a valid checksum (salted with `salt`) starts anywhere at or
+/// after `from`.
+fn valid_block_after(data: &[u8], from: usize, salt: u32) -> bool {
     let mut at = from;
     while at + BLOCK_HEADER_BYTES <= data.len() {
         match data[at..].windows(4).position(|window| window == BLOCK_MAGIC) {
@@ -421,7 +461,7 @@ fn valid_block_after(data: &[u8], from: usize) -> bool {
             Some(found) => {
                 let start = at + found;
                 if start + BLOCK_HEADER_BYTES <= data.len()
-                    && crc32c(&data[start..start + 28]) == u32_at(data, start + 28)
+                    && crc32c(&data[start..start + 28]) ^ salt == u32_at(data, start + 28)
                 {
                     return true;
                 }
@@ -1164,6 +1204,70 @@ mod tests {
             matches!(reader.next_block(), Err(Damage::Torn { .. })),
             "a bad last block is a torn write"
         );
+    }
+
+    /// A segment of `salt` holding blocks with marks `marks`, each salted.
+    fn salted_segment(salt: u32, sequence: u64, marks: &[u64]) -> Vec<u8> {
+        let header = FileHeader { a: 1, b: 2, c: sequence };
+        let mut file = encode_salted_file_header(FileKind::Segment, header, salt).to_vec();
+        for &mark in marks {
+            let start = file.len();
+            encode_block(&mut file, BlockKind::Log, mark, &[mark as u8; 300], false);
+            let header: [u8; BLOCK_HEADER_BYTES] =
+                file[start..start + BLOCK_HEADER_BYTES].try_into().unwrap();
+            file[start..start + BLOCK_HEADER_BYTES].copy_from_slice(&salted(header, salt));
+        }
+        file
+    }
+
+    fn marks(file: &[u8]) -> (Vec<u64>, Result<(), Damage>) {
+        let mut reader = BlockReader::new(file);
+        let mut marks = Vec::new();
+        loop {
+            match reader.next_block() {
+                Ok(Some(block)) => marks.push(block.mark),
+                Ok(None) => return (marks, Ok(())),
+                Err(damage) => return (marks, Err(damage)),
+            }
+        }
+    }
+
+    /// A segment file taken over from an older one keeps the old blocks after the new: they
+    /// fail the new salt, so reading stops at the new blocks' end as a torn tail (a crash's),
+    /// never reading an old block as new and never calling the old ones corruption. Unsalted
+    /// (the same salt), the old blocks would be read as the segment's own.
+    #[test]
+    fn a_reused_segments_old_blocks_fail_its_salt() {
+        let old = salted_segment(0xA5A5_0001, 1, &[1, 2, 3, 4, 5, 6]);
+        assert_eq!(file_salt(&old), 0xA5A5_0001);
+        assert_eq!(marks(&old), (vec![1, 2, 3, 4, 5, 6], Ok(())));
+        let new = salted_segment(0x0BAD_CAFE, 9, &[10, 11]);
+        let mut reused = old.clone();
+        reused[..new.len()].copy_from_slice(&new);
+        let (read, end) = marks(&reused);
+        assert_eq!(read, vec![10, 11], "only the new segment's blocks");
+        assert!(
+            matches!(end, Err(Damage::Torn { offset, .. }) if offset == new.len()),
+            "the old blocks read as a torn tail: {end:?}"
+        );
+        // A block of the new segment after damage is still found: corruption.
+        let mut damaged = reused.clone();
+        damaged[FILE_HEADER_BYTES + 40] ^= 1;
+        assert!(matches!(
+            marks(&damaged).1,
+            Err(Damage::Corrupt { offset: FILE_HEADER_BYTES, .. })
+        ));
+        // Without a salt to tell them apart, the old blocks pass for the new segment's.
+        let mut same = salted_segment(0x0BAD_CAFE, 1, &[1, 2, 3, 4, 5, 6]);
+        same[..new.len()].copy_from_slice(&new);
+        assert_eq!(marks(&same).0, vec![10, 11, 3, 4, 5, 6]);
+        // Files of format 4 and checkpoint files have no salt.
+        let plain = encode_file_header(FileKind::Checkpoint, FileHeader { a: 0, b: 0, c: 0 });
+        assert_eq!(file_salt(&plain), 0);
+        let mut v4 = plain;
+        v4[8..12].copy_from_slice(&4u32.to_le_bytes());
+        v4[32..36].copy_from_slice(&7u32.to_le_bytes());
+        assert_eq!(file_salt(&v4), 0, "bytes 32..36 mean nothing before format 5");
     }
 
     #[test]

@@ -19,7 +19,7 @@ use super::format::{
     self, BlockKind, BlockReader, CatalogRecord, Change, Damage, FileHeader, FileKind, IndexRecord,
     Manifest,
 };
-use super::log::{SegmentInfo, parse_segment_name};
+use super::log::{SegmentInfo, parse_segment_name, parse_spare_name};
 use super::storage::Storage;
 use super::{IndexDefinition, IndexKeys, io_error};
 use crate::error::{Error, Result};
@@ -89,6 +89,8 @@ pub(crate) struct Recovered {
     /// Every epoch in the data directory is at or below this one.
     pub last_epoch: u64,
     pub segments: Vec<SegmentInfo>,
+    /// Names of the spare segment files in `wal/` (`wal::log`, SPARE SEGMENTS).
+    pub spares: Vec<String>,
     pub garbage: Vec<Garbage>,
     pub report: RecoveryReport,
     /// The checkpoint's files as loaded, with sampled keys, for the next checkpoint's splits.
@@ -1655,6 +1657,12 @@ fn run(
         manifest,
         last_epoch: max_epoch,
         segments: segments.into_iter().map(|(_, info)| info).collect(),
+        spares: storage
+            .list("wal")
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|name| parse_spare_name(name).is_some())
+            .collect(),
         garbage: appliers.into_iter().map(|applier| applier.garbage).collect(),
         report,
         checkpoint_parts,

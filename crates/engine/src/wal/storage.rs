@@ -37,6 +37,32 @@ pub trait Storage: Send + Sync + fmt::Debug {
         let _ = expected_bytes;
         self.create(path)
     }
+    /// Takes over the file `spare` as the new log segment `path`: writes `first` (whole pages)
+    /// over its start, syncs it, and renames it to `path`, durably. The rest of the old file
+    /// stays until the segment's appends overwrite it (`wal::log`, SPARE SEGMENTS). This
+    /// version removes the spare and creates `path` afresh.
+    fn reuse_log(
+        &self,
+        spare: &str,
+        path: &str,
+        first: &[u8],
+        expected_bytes: u64,
+    ) -> io::Result<Box<dyn StorageFile>> {
+        fresh_log(self, spare, path, first, expected_bytes)
+    }
+    /// Writes a spare log file at `path` of `bytes` zeros, synced, for a later `reuse_log`.
+    fn prepare_log(&self, path: &str, bytes: u64) -> io::Result<()> {
+        let mut file = self.create(path)?;
+        let zeros = vec![0u8; 1 << 20];
+        let mut left = bytes as usize;
+        while left > 0 {
+            let piece = left.min(zeros.len());
+            file.append(&zeros[..piece])?;
+            left -= piece;
+        }
+        file.sync()?;
+        self.sync_dir("wal")
+    }
     /// Makes the directory entries of `dir` durable (new, renamed and removed files).
     fn sync_dir(&self, dir: &str) -> io::Result<()>;
     /// Atomically replaces `to` with `from`, durably.
@@ -48,6 +74,23 @@ pub trait Storage: Send + Sync + fmt::Debug {
     fn truncate(&self, path: &str, len: u64) -> io::Result<()>;
     /// Where the files are, for messages.
     fn describe(&self, path: &str) -> String;
+}
+
+/// `reuse_log` without reuse: removes the spare, then creates `path` with `first` in it,
+/// synced and announced.
+fn fresh_log<S: Storage + ?Sized>(
+    storage: &S,
+    spare: &str,
+    path: &str,
+    first: &[u8],
+    expected_bytes: u64,
+) -> io::Result<Box<dyn StorageFile>> {
+    let _ = storage.remove(spare);
+    let mut file = storage.create_log(path, expected_bytes)?;
+    file.append(first)?;
+    file.sync()?;
+    storage.sync_dir("wal")?;
+    Ok(file)
 }
 
 /// A file open for appending.
@@ -104,6 +147,27 @@ impl DirStorage {
 
     fn path(&self, path: &str) -> PathBuf {
         if path.is_empty() { self.root.clone() } else { self.root.join(path) }
+    }
+
+    /// Creates (or truncates) `path` for writing with `O_DIRECT`, parent directories too;
+    /// `None` where the file system has no direct I/O (tmpfs).
+    fn create_direct(&self, path: &str) -> io::Result<Option<File>> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let full = self.path(path);
+        if let Some(parent) = full.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        let direct = OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(&full);
+        match direct {
+            Ok(file) => Ok(Some(file)),
+            Err(error) if error.raw_os_error() == Some(libc::EINVAL) => Ok(None),
+            Err(error) => Err(error),
+        }
     }
 }
 
@@ -184,6 +248,17 @@ struct DirectFile {
 unsafe impl Send for DirectFile {}
 
 impl DirectFile {
+    /// A direct file written from offset 0, with a buffer of a closed segment's if one is
+    /// left.
+    fn new(file: File) -> DirectFile {
+        let (buffer, capacity) = SPARE_BUFFERS
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .pop()
+            .map_or((std::ptr::null_mut(), 0), |(buffer, capacity)| (buffer as *mut u8, capacity));
+        DirectFile { file, buffer, capacity, len: 0, offset: 0 }
+    }
+
     fn layout(capacity: usize) -> std::alloc::Layout {
         std::alloc::Layout::from_size_align(capacity, DIRECT_ALIGN).expect("page-aligned layout")
     }
@@ -329,22 +404,9 @@ impl StorageFile for DirectFile {
 
 impl Storage for DirStorage {
     fn create_log(&self, path: &str, expected_bytes: u64) -> io::Result<Box<dyn StorageFile>> {
-        use std::os::unix::fs::OpenOptionsExt;
-        let full = self.path(path);
-        if let Some(parent) = full.parent() {
-            fs::create_dir_all(parent)?;
-        }
-        let direct = OpenOptions::new()
-            .create(true)
-            .truncate(true)
-            .write(true)
-            .custom_flags(libc::O_DIRECT)
-            .open(&full);
-        let file = match direct {
-            Ok(file) => file,
-            // Some file systems (tmpfs) have no direct I/O: use the page cache.
-            Err(error) if error.raw_os_error() == Some(libc::EINVAL) => return self.create(path),
-            Err(error) => return Err(error),
+        // Some file systems (tmpfs) have no direct I/O: use the page cache.
+        let Some(file) = self.create_direct(path)? else {
+            return self.create(path);
         };
         // SAFETY: fallocate on a file descriptor this function owns.
         let preallocated =
@@ -355,12 +417,67 @@ impl Storage for DirStorage {
                 return Err(error);
             }
         }
-        let (buffer, capacity) = SPARE_BUFFERS
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
-            .pop()
-            .map_or((std::ptr::null_mut(), 0), |(buffer, capacity)| (buffer as *mut u8, capacity));
-        Ok(Box::new(DirectFile { file, buffer, capacity, len: 0, offset: 0 }))
+        Ok(Box::new(DirectFile::new(file)))
+    }
+
+    fn reuse_log(
+        &self,
+        spare: &str,
+        path: &str,
+        first: &[u8],
+        expected_bytes: u64,
+    ) -> io::Result<Box<dyn StorageFile>> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let opened =
+            OpenOptions::new().write(true).custom_flags(libc::O_DIRECT).open(self.path(spare));
+        let file = match opened {
+            Ok(file) => file,
+            // No direct I/O here (tmpfs), where writing over old blocks gains nothing.
+            Err(error) if error.raw_os_error() == Some(libc::EINVAL) => {
+                return fresh_log(self, spare, path, first, expected_bytes);
+            }
+            Err(error) => return Err(error),
+        };
+        let mut file = DirectFile::new(file);
+        file.append(first)?;
+        file.sync()?;
+        self.rename(spare, path)?;
+        Ok(Box::new(file))
+    }
+
+    fn prepare_log(&self, path: &str, bytes: u64) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        let file = match self.create_direct(path)? {
+            Some(file) => file,
+            None => {
+                OpenOptions::new().create(true).truncate(true).write(true).open(self.path(path))?
+            }
+        };
+        const PIECE: usize = 8 << 20;
+        let layout = std::alloc::Layout::from_size_align(PIECE, DIRECT_ALIGN).expect("layout");
+        // SAFETY: a non-zero, page-aligned layout.
+        let zeros = unsafe { std::alloc::alloc_zeroed(layout) };
+        if zeros.is_null() {
+            return Err(io::Error::from(io::ErrorKind::OutOfMemory));
+        }
+        let bytes = bytes.next_multiple_of(DIRECT_ALIGN as u64);
+        let mut written = 0u64;
+        let result = loop {
+            if written >= bytes {
+                break file.sync_data();
+            }
+            let piece = PIECE.min((bytes - written) as usize);
+            // SAFETY: `zeros` holds PIECE zeroed bytes until it is freed below.
+            let slice = unsafe { std::slice::from_raw_parts(zeros, piece) };
+            if let Err(error) = file.write_all_at(slice, written) {
+                break Err(error);
+            }
+            written += piece as u64;
+        };
+        // SAFETY: allocated above with this layout.
+        unsafe { std::alloc::dealloc(zeros, layout) };
+        result?;
+        self.sync_dir("wal")
     }
 
     fn list(&self, dir: &str) -> io::Result<Vec<String>> {
@@ -497,6 +614,21 @@ struct MemFile {
     synced: Vec<u8>,
     /// Bytes written since the last sync: a crash keeps a random prefix of them.
     pending: Vec<u8>,
+    /// A reused log file's old bytes (`Storage::reuse_log`): those beyond what was written
+    /// since are still in the file.
+    stale: Vec<u8>,
+}
+
+impl MemFile {
+    /// What a reader sees: the bytes written, then the old ones beyond them.
+    fn contents(&self) -> Vec<u8> {
+        let mut all = self.synced.clone();
+        all.extend_from_slice(&self.pending);
+        if self.stale.len() > all.len() {
+            all.extend_from_slice(&self.stale[all.len()..]);
+        }
+        all
+    }
 }
 
 #[derive(Debug, Default)]
@@ -555,9 +687,10 @@ impl FaultyStorage {
             let kept = (self.next_random() % (file.pending.len() as u64 + 1)) as usize;
             let mut synced = file.synced.clone();
             synced.extend_from_slice(&file.pending[..kept]);
+            let stale = file.stale.clone();
             files.insert(
                 name.clone(),
-                Arc::new(Mutex::new(MemFile { synced, pending: Vec::new() })),
+                Arc::new(Mutex::new(MemFile { synced, pending: Vec::new(), stale })),
             );
         }
         FaultyStorage {
@@ -577,8 +710,9 @@ impl FaultyStorage {
     pub fn damage(&self, path: &str, offset: usize, mask: u8, keep: Option<usize>) {
         let state = self.lock();
         let mut file = state.files.get(path).expect("file to damage exists").lock().unwrap();
-        let mut all = std::mem::take(&mut file.synced);
-        all.append(&mut file.pending);
+        let mut all = file.contents();
+        file.pending.clear();
+        file.stale.clear();
         if !all.is_empty() {
             let at = offset % all.len();
             all[at] ^= mask;
@@ -668,15 +802,36 @@ impl Storage for FaultyStorage {
         let state = self.lock();
         let file = state.files.get(path).ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
         let file = file.lock().unwrap_or_else(|poison| poison.into_inner());
-        let mut all = file.synced.clone();
-        all.extend_from_slice(&file.pending);
-        Ok(all)
+        Ok(file.contents())
     }
 
     fn create(&self, path: &str) -> io::Result<Box<dyn StorageFile>> {
         let mut state = self.lock();
         FaultyStorage::operation(&mut state)?;
         let file = Arc::new(Mutex::new(MemFile::default()));
+        state.files.insert(path.to_string(), Arc::clone(&file));
+        Ok(Box::new(FaultyFile { storage: self.clone(), file }))
+    }
+
+    fn reuse_log(
+        &self,
+        spare: &str,
+        path: &str,
+        first: &[u8],
+        _expected_bytes: u64,
+    ) -> io::Result<Box<dyn StorageFile>> {
+        let mut state = self.lock();
+        if !state.files.contains_key(spare) {
+            return Err(io::Error::from(io::ErrorKind::NotFound));
+        }
+        // The write and sync of the first page, then the rename.
+        for _ in 0..3 {
+            FaultyStorage::operation(&mut state)?;
+        }
+        let old = state.files.remove(spare).expect("checked above");
+        let stale = old.lock().unwrap_or_else(|poison| poison.into_inner()).contents();
+        let file =
+            Arc::new(Mutex::new(MemFile { synced: first.to_vec(), pending: Vec::new(), stale }));
         state.files.insert(path.to_string(), Arc::clone(&file));
         Ok(Box::new(FaultyFile { storage: self.clone(), file }))
     }
@@ -711,10 +866,9 @@ impl Storage for FaultyStorage {
         FaultyStorage::operation(&mut state)?;
         let file = state.files.get(path).ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
         let mut file = file.lock().unwrap_or_else(|poison| poison.into_inner());
-        let mut all = std::mem::take(&mut file.synced);
-        all.append(&mut file.pending);
+        let mut all = file.contents();
         all.truncate(len as usize);
-        file.synced = all;
+        *file = MemFile { synced: all, ..MemFile::default() };
         Ok(())
     }
 
