@@ -237,3 +237,33 @@ pub unsafe fn free_block(block: *mut u8, bytes: usize) {
 pub unsafe fn free_blocks(bytes: usize, blocks: impl Iterator<Item = *mut u8>) {
     with_class(bytes, |class| class.free.extend(blocks.map(|block| block as usize)));
 }
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    /// A range of two pieces (faulted in on two threads where there are two cores) is resident
+    /// page by page afterwards, as `mincore` sees it.
+    #[test]
+    fn populate_faults_in_every_page_of_a_range_split_among_threads() {
+        let bytes = 2 * POPULATE_PIECE_MIN;
+        let layout = Layout::from_size_align(bytes, CHUNK_BYTES).unwrap();
+        // SAFETY: a non-zero layout.
+        let start = unsafe { alloc(layout) };
+        assert!(!start.is_null());
+        let pages = bytes / 4096;
+        let mut resident = vec![0u8; pages];
+        // SAFETY: `start..start + bytes` is our mapping; `resident` holds a byte per page.
+        let before = unsafe {
+            libc::mincore(start as *mut libc::c_void, bytes, resident.as_mut_ptr());
+            resident.iter().filter(|&&page| page & 1 == 1).count()
+        };
+        populate(start, bytes);
+        // SAFETY: as above.
+        unsafe { libc::mincore(start as *mut libc::c_void, bytes, resident.as_mut_ptr()) };
+        let after = resident.iter().filter(|&&page| page & 1 == 1).count();
+        assert_eq!(after, pages, "every page resident ({before} before)");
+        // SAFETY: allocated above with this layout.
+        unsafe { std::alloc::dealloc(start, layout) };
+    }
+}

@@ -1211,11 +1211,9 @@ mod tests {
         let header = FileHeader { a: 1, b: 2, c: sequence };
         let mut file = encode_salted_file_header(FileKind::Segment, header, salt).to_vec();
         for &mark in marks {
-            let start = file.len();
-            encode_block(&mut file, BlockKind::Log, mark, &[mark as u8; 300], false);
-            let header: [u8; BLOCK_HEADER_BYTES] =
-                file[start..start + BLOCK_HEADER_BYTES].try_into().unwrap();
-            file[start..start + BLOCK_HEADER_BYTES].copy_from_slice(&salted(header, salt));
+            let payload = [mark as u8; 300];
+            file.extend_from_slice(&salted(block_header(BlockKind::Log, mark, &payload), salt));
+            file.extend_from_slice(&payload);
         }
         file
     }

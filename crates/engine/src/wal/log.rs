@@ -696,12 +696,11 @@ impl Segment {
             salt,
         )
         .to_vec();
-        let block = bytes.len();
-        format::encode_block(&mut bytes, BlockKind::Log, mark, &[], false);
-        let header: [u8; format::BLOCK_HEADER_BYTES] =
-            bytes[block..block + format::BLOCK_HEADER_BYTES].try_into().expect("a block header");
-        bytes[block..block + format::BLOCK_HEADER_BYTES]
-            .copy_from_slice(&format::salted(header, salt));
+        // The mark's block has no payload: its header is the whole block.
+        bytes.extend_from_slice(&format::salted(
+            format::block_header(BlockKind::Log, mark, &[]),
+            salt,
+        ));
         // The first page, padded: the logger's blocks start at page boundaries after it.
         bytes.resize(format::PAGE_BYTES, 0);
         let reused = log.take_spare().and_then(|spare| {
