@@ -76,10 +76,13 @@ pub struct Config {
     pub checkpoint_compression: bool,
     /// A logger starts a new segment file after this many bytes.
     pub segment_bytes: u64,
-    /// Segments that checkpoints supersede are kept as spare files, for new segments to take
-    /// over, up to this many bytes (whole segments); the rest are removed. Writing over a file
-    /// costs less than filling fresh space (`wal::log`, SPARE SEGMENTS). Default 256 MiB;
-    /// at least `log_reserve_bytes`.
+    /// Segments that a checkpoint supersedes are kept as spare files, for new segments to take
+    /// over, while the spares hold no more than that checkpoint superseded (the log written
+    /// since the one before, which the log should write again before the next) and no more
+    /// than this many bytes (whole segments); the rest are removed. Writing over a file costs
+    /// less than filling fresh space, and renaming one less than removing it (`wal::log`,
+    /// SPARE SEGMENTS). Default 8 GiB; 0 removes them all (but the reserve,
+    /// `log_reserve_bytes`, is always kept).
     pub log_spare_bytes: u64,
     /// At open, spare segments of zeros are written until the spares hold this many bytes, so
     /// that a new database's log writes over written blocks from the start, as a long-running
@@ -154,7 +157,7 @@ impl Default for Config {
             log_patches: false,
             checkpoint_compression: false,
             segment_bytes: 64 << 20,
-            log_spare_bytes: 256 << 20,
+            log_spare_bytes: 8 << 30,
             log_reserve_bytes: 0,
             checkpoint_log_bytes: 1 << 30,
             checkpoint_log_ratio: 8,
@@ -467,7 +470,7 @@ impl Database {
                         config.log_compression,
                         config.segment_bytes,
                     )
-                    .keeping_spares(config.log_spare_bytes.max(config.log_reserve_bytes)),
+                    .keeping_spares(config.log_spare_bytes, config.log_reserve_bytes),
                 );
                 *shared_log.closed.lock().unwrap_or_else(|poison| poison.into_inner()) =
                     recovered.segments;

@@ -2013,6 +2013,73 @@ fn superseded_segments_are_spares_that_new_segments_take_over_across_crashes() {
     assert_eq!(all, model);
 }
 
+/// A checkpoint keeps as spares as many segments as it superseded (the log written since the
+/// checkpoint before, what the log should write again before the next), within
+/// `log_spare_bytes`: after a burst every superseded segment is kept, and a later checkpoint
+/// that superseded fewer segments than the spares already hold keeps none of its own. (Until
+/// 2026-11-28 spares were kept up to `log_spare_bytes` whatever a checkpoint superseded.)
+#[test]
+fn a_checkpoint_keeps_as_many_spares_as_it_superseded() {
+    const SEGMENT: u64 = 8 << 10;
+    let storage = FaultyStorage::new(34);
+    let count =
+        |prefix: &str| storage.paths().into_iter().filter(|path| path.starts_with(prefix)).count();
+    let db = Database::open(Config { segment_bytes: SEGMENT, ..config(&storage) }).unwrap();
+    let items = db.create_table(TableSpec::new("items")).unwrap();
+    let mut worker = db.worker().unwrap();
+    let mut model = std::collections::BTreeMap::new();
+    let checkpoint = || db.checkpoint().unwrap().segments_removed;
+    // Rounds of writes, each made durable: a logger moves to a new segment after the round
+    // that passes the segment's size. Then a pause, in which the logger starts its next
+    // segment (taking a spare) and the snapshot epoch (every 5 epochs of 2 ms) passes the
+    // writes.
+    let write = |worker: &mut engram_engine::Worker, model: &mut _, first: u64, rounds: u64| {
+        for round in first..first + rounds {
+            put_round(worker, &items, model, round, 150, 60);
+            worker.wait_durable().unwrap();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(60));
+    };
+    // Files in `wal/`: a logger taking a spare over renames one, so only a fresh segment file
+    // (+1) or a removal (-1) changes the count. A checkpoint waits for the log to cover its
+    // epoch, and the round that writes that mark (a page) may start one new segment, fresh
+    // while there is no spare.
+    let files = || count("wal/");
+    // A burst: tens of segments, every one kept as a spare (the default limit is 8 GiB).
+    write(&mut worker, &mut model, 0, 20);
+    let before = files();
+    let superseded = checkpoint();
+    assert!(superseded >= 10, "{superseded} segments superseded: {:?}", storage.paths());
+    assert!((before..=before + 1).contains(&files()), "all kept: {:?}", storage.paths());
+    assert!(count("wal/spare-") > 0);
+    // A quiet interval takes a few spares over; its checkpoint supersedes fewer segments than
+    // the spares left, so it keeps none and removes what it superseded.
+    write(&mut worker, &mut model, 100, 3);
+    let (before, spares) = (files(), count("wal/spare-"));
+    let quiet = checkpoint();
+    assert!(quiet > 0 && quiet < spares, "{quiet} superseded, {spares} spares");
+    assert_eq!(files(), before - quiet, "all removed: {:?}", storage.paths());
+    // Another burst, until the spares are used up and past them: its checkpoint keeps what it
+    // superseded again.
+    let mut round = 200;
+    while count("wal/spare-") > 0 {
+        assert!(round < 400, "segments take the spares over: {:?}", storage.paths());
+        write(&mut worker, &mut model, round, 1);
+        round += 1;
+    }
+    write(&mut worker, &mut model, round, 3);
+    let before = files();
+    let superseded = checkpoint();
+    assert!(superseded > spares, "{superseded} segments superseded, {spares} spares before");
+    assert!((before..=before + 1).contains(&files()), "all kept: {:?}", storage.paths());
+    drop(worker);
+    drop(items);
+    drop(db);
+    let db = Database::open(Config { segment_bytes: SEGMENT, ..config(&storage) }).unwrap();
+    let all: std::collections::BTreeMap<_, _> = rows(&db, "items").into_iter().collect();
+    assert_eq!(all, model);
+}
+
 /// On a real directory (`O_DIRECT` files): the spares written at open are full-size files of
 /// zeros; segments take them over and later checkpoints hand theirs back; a clean close cuts
 /// the newest segment, and every closed segment that took a spare over was cut to its blocks,

@@ -480,11 +480,12 @@ fn remove_superseded(shared: &Arc<Shared>, data: &DataDir, superseded: Supersede
         storage.remove(path).is_ok()
     };
     let mut segments_removed = 0;
+    let spare_limit = shared.log.as_ref().map(|log| log.spare_limit(superseded.segments.len()));
     for segment in superseded.segments {
         // Kept as a spare for a new segment to take over (`wal::log`, SPARE SEGMENTS), if
         // the spares have room: a rename, which costs no pause.
-        if let Some(log) = &shared.log
-            && log.keep_as_spare(&segment.path)
+        if let (Some(log), Some(limit)) = (&shared.log, spare_limit)
+            && log.keep_as_spare(&segment.path, limit)
         {
             segments_removed += 1;
             continue;

@@ -25,7 +25,8 @@
 //! word's 38-bit epoch field lasts 8.7 years of back-to-back 1 ms epochs).
 //!
 //! SPARE SEGMENTS. A segment that a checkpoint supersedes is renamed `wal/spare-N.log` instead of
-//! removed, while the spares hold less than `Config::log_spare_bytes`, and the next new segment
+//! removed, while the spares hold no more than the checkpoint superseded (the log it expects until
+//! the next checkpoint, at most `Config::log_spare_bytes`), and the next new segment
 //! takes it over (`Storage::reuse_log`): its first page is rewritten and synced, and then it is
 //! renamed, as PostgreSQL recycles its WAL files. Writing over blocks the file system has already
 //! written is cheaper than writing into fresh preallocated space, which the file system must mark
@@ -327,8 +328,10 @@ pub(crate) struct Log {
     pub(crate) closed: Mutex<Vec<SegmentInfo>>,
     /// Spare segment files (module comment, SPARE SEGMENTS), the next one to use last.
     spares: Mutex<Vec<String>>,
-    /// Bytes of spares kept: superseded segments beyond it are removed.
+    /// The most bytes of spares a checkpoint leaves (`Config::log_spare_bytes`).
     spare_bytes_max: u64,
+    /// Bytes of spares a checkpoint may always leave (`Config::log_reserve_bytes`).
+    spare_bytes_min: u64,
     /// The number the next spare's name takes.
     next_spare: AtomicU64,
     pub(crate) bytes_written: AtomicU64,
@@ -381,6 +384,7 @@ impl Log {
             closed: Mutex::new(Vec::new()),
             spares: Mutex::new(Vec::new()),
             spare_bytes_max: 0,
+            spare_bytes_min: 0,
             next_spare: AtomicU64::new(0),
             bytes_written: AtomicU64::new(0),
             stop: AtomicBool::new(false),
@@ -391,9 +395,22 @@ impl Log {
         self.logger_durable.len()
     }
 
-    /// The log with superseded segments kept as spares up to `bytes` (none by default).
-    pub(crate) fn keeping_spares(self, bytes: u64) -> Log {
-        Log { spare_bytes_max: bytes, ..self }
+    /// The log with superseded segments kept as spares (none by default): up to as many as
+    /// the checkpoint superseded, at most `max` bytes, at least `min` (`spare_limit`).
+    pub(crate) fn keeping_spares(self, max: u64, min: u64) -> Log {
+        Log { spare_bytes_max: max, spare_bytes_min: min, ..self }
+    }
+
+    /// Bytes of spares a checkpoint that superseded `superseded` segments leaves: that many
+    /// segments, the log written since the checkpoint before, which is what the log should
+    /// write again until the next one (as PostgreSQL recycles the WAL it expects to need until
+    /// its next checkpoint); within `spare_bytes_max`, and never less than the reserve. So the
+    /// spares hold no more than the log held just before the checkpoint: a steady log reuses
+    /// every segment file, and disk use stays at its peak rather than falling and growing again.
+    pub(crate) fn spare_limit(&self, superseded: usize) -> u64 {
+        Self::spare_bytes(superseded, self.segment_bytes)
+            .min(self.spare_bytes_max)
+            .max(self.spare_bytes_min)
     }
 
     /// Takes up the spare files that a data directory's `wal/` holds (from an earlier run).
@@ -435,13 +452,13 @@ impl Log {
         }
     }
 
-    /// Keeps the superseded segment at `path` as a spare if the spares hold less than their
-    /// limit; whether it did (otherwise the caller removes it).
+    /// Keeps the superseded segment at `path` as a spare if the spares then hold at most
+    /// `limit` bytes (`spare_limit`); whether it did (otherwise the caller removes it).
     /// (The checkpointer alone calls it; the rename and its directory sync happen outside the
     /// lock, which a logger takes to start a segment.)
-    pub(crate) fn keep_as_spare(&self, path: &str) -> bool {
+    pub(crate) fn keep_as_spare(&self, path: &str, limit: u64) -> bool {
         let count = lock(&self.spares).len();
-        if Self::spare_bytes(count + 1, self.segment_bytes) > self.spare_bytes_max {
+        if Self::spare_bytes(count + 1, self.segment_bytes) > limit {
             return false;
         }
         let spare = spare_path(self.next_spare.fetch_add(1, Ordering::Relaxed));
