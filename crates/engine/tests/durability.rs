@@ -2080,6 +2080,53 @@ fn a_checkpoint_keeps_as_many_spares_as_it_superseded() {
     assert_eq!(all, model);
 }
 
+/// A checkpoint that finds the disk full gives the spare segment files back, so that the next
+/// try has their room; no commit is lost, and the log goes on in its own segments.
+#[test]
+fn a_checkpoint_that_finds_the_disk_full_gives_the_spares_back() {
+    const SEGMENT: u64 = 8 << 10;
+    let storage = FaultyStorage::new(35);
+    let spares =
+        || storage.paths().into_iter().filter(|path| path.starts_with("wal/spare-")).count();
+    let db = Database::open(Config { segment_bytes: SEGMENT, ..config(&storage) }).unwrap();
+    let items = db.create_table(TableSpec::new("items")).unwrap();
+    let mut worker = db.worker().unwrap();
+    let mut model = std::collections::BTreeMap::new();
+    let write = |worker: &mut engram_engine::Worker, model: &mut _, first: u64, rounds: u64| {
+        for round in first..first + rounds {
+            put_round(worker, &items, model, round, 150, 60);
+            worker.wait_durable().unwrap();
+        }
+        // The logger's last segment change, and the snapshot epoch past the writes.
+        std::thread::sleep(std::time::Duration::from_millis(60));
+    };
+    write(&mut worker, &mut model, 0, 20);
+    db.checkpoint().unwrap();
+    // The logger may still cut the segment it leaves for a spare (the checkpoint's mark).
+    std::thread::sleep(std::time::Duration::from_millis(60));
+    let kept = spares();
+    assert!(kept >= 10, "{kept} spares: {:?}", storage.paths());
+    let checkpoint_files =
+        || storage.paths().into_iter().filter(|path| path.starts_with("checkpoint/")).count();
+    assert_eq!(checkpoint_files(), 1);
+    // Room for less than the next checkpoint's file.
+    storage.limit_space(Some(storage.used_bytes() + 1024));
+    let error = db.checkpoint().unwrap_err();
+    assert!(matches!(error, Error::DiskFull(_)), "{error}");
+    assert_eq!(spares(), 0, "the spares were given back: {:?}", storage.paths());
+    assert_eq!(checkpoint_files(), 1, "the unfinished checkpoint's file was removed");
+    // Their room takes the next checkpoint and more commits.
+    db.checkpoint().unwrap();
+    write(&mut worker, &mut model, 100, 3);
+    drop(worker);
+    drop(items);
+    drop(db);
+    storage.limit_space(None);
+    let db = Database::open(Config { segment_bytes: SEGMENT, ..config(&storage) }).unwrap();
+    let all: std::collections::BTreeMap<_, _> = rows(&db, "items").into_iter().collect();
+    assert_eq!(all, model);
+}
+
 /// On a real directory (`O_DIRECT` files): the spares written at open are full-size files of
 /// zeros; segments take them over and later checkpoints hand theirs back; a clean close cuts
 /// the newest segment, and every closed segment that took a spare over was cut to its blocks,

@@ -116,8 +116,19 @@ pub(crate) fn take(
     epochs.release_snapshot_hold();
     if unwritten {
         // No manifest names it: give its space back now (a full disk is the usual cause), not
-        // at the next checkpoint, which would need that space to get so far.
+        // at the next checkpoint, which would need that space to get so far. The spare log
+        // files go too: they hold up to a checkpoint interval of log, which the next try may
+        // need, and the log writes fresh files without them.
         remove_directory(data, &format!("checkpoint/{}", at.0), Duration::ZERO);
+        if let Some(log) = &shared.log {
+            let released = log.release_spares();
+            if released > 0 {
+                tracing::warn!(
+                    "checkpoint not written: removed {released} spare log segment file(s) in {}",
+                    data.storage.describe("wal")
+                );
+            }
+        }
     }
     let (mut report, superseded) = result?;
     *data.last_checkpoint.lock().unwrap_or_else(|poison| poison.into_inner()) =

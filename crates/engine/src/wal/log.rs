@@ -469,6 +469,22 @@ impl Log {
         true
     }
 
+    /// Removes every spare file: a checkpoint found no room, and the space the spares hold is
+    /// the first to give back (they only make writing the log cheaper). Spares that cannot be
+    /// removed stay listed. Returns how many were removed.
+    pub(crate) fn release_spares(&self) -> usize {
+        let spares = std::mem::take(&mut *lock(&self.spares));
+        let count = spares.len();
+        let kept: Vec<String> =
+            spares.into_iter().filter(|spare| self.storage.remove(spare).is_err()).collect();
+        let released = count - kept.len();
+        lock(&self.spares).extend(kept);
+        if released > 0 {
+            let _ = self.storage.sync_dir("wal");
+        }
+        released
+    }
+
     fn take_spare(&self) -> Option<String> {
         lock(&self.spares).pop()
     }

@@ -620,6 +620,11 @@ struct MemFile {
 }
 
 impl MemFile {
+    /// The file's length: the bytes written, or the old ones where they reach further.
+    fn len(&self) -> usize {
+        (self.synced.len() + self.pending.len()).max(self.stale.len())
+    }
+
     /// What a reader sees: the bytes written, then the old ones beyond them.
     fn contents(&self) -> Vec<u8> {
         let mut all = self.synced.clone();
@@ -641,6 +646,32 @@ struct MemState {
     failures: u64,
     /// Whether removing a file fails (`FaultyStorage::refuse_removals`).
     removals_refused: bool,
+    /// The most bytes the files may hold (`FaultyStorage::limit_space`): a write past it fails.
+    space: Option<u64>,
+}
+
+impl MemState {
+    /// The bytes every file holds.
+    fn used_bytes(&self) -> u64 {
+        self.files
+            .values()
+            .map(|file| file.lock().unwrap_or_else(|poison| poison.into_inner()).len() as u64)
+            .sum()
+    }
+
+    /// Fails with "no space left on device" when `more` bytes written to `file` would take the
+    /// files past the space limit. (It locks every file: the caller holds none of them.)
+    fn check_space(&self, file: &Mutex<MemFile>, more: usize) -> io::Result<()> {
+        let Some(space) = self.space else { return Ok(()) };
+        let used = self.used_bytes();
+        let file = file.lock().unwrap_or_else(|poison| poison.into_inner());
+        let written = file.synced.len() + file.pending.len();
+        let growth = (written + more).saturating_sub(file.len());
+        if growth > 0 && used + growth as u64 > space {
+            return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+        }
+        Ok(())
+    }
 }
 
 /// An in-memory data directory that fails on command and can simulate a crash. For tests.
@@ -665,6 +696,17 @@ impl FaultyStorage {
     /// Writes and syncs succeed again (space was freed).
     pub fn heal(&self) {
         self.lock().fail_at = None;
+    }
+
+    /// Writes that would take the files past `bytes` in all fail with "no space left on
+    /// device" (`None`: no limit). Unlike `fail_after`, removing files makes room again.
+    pub fn limit_space(&self, bytes: Option<u64>) {
+        self.lock().space = bytes;
+    }
+
+    /// The bytes all files hold.
+    pub fn used_bytes(&self) -> u64 {
+        self.lock().used_bytes()
     }
 
     /// Operations (writes and syncs) so far.
@@ -770,7 +812,13 @@ impl FaultyFile {
 
 impl StorageFile for FaultyFile {
     fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
-        FaultyStorage::operation(&mut self.storage.lock())?;
+        let mut state = self.storage.lock();
+        FaultyStorage::operation(&mut state)?;
+        // Under the state's lock, so that no other write changes the space used meanwhile.
+        if let Err(error) = state.check_space(&self.file, bytes.len()) {
+            state.failures += 1;
+            return Err(error);
+        }
         self.file().pending.extend_from_slice(bytes);
         Ok(())
     }
