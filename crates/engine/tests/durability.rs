@@ -160,6 +160,29 @@ fn put_round(
     }
 }
 
+/// Files of `storage` whose paths start with `prefix`.
+fn files_under(storage: &FaultyStorage, prefix: &str) -> usize {
+    storage.paths().into_iter().filter(|path| path.starts_with(prefix)).count()
+}
+
+/// `rounds` rounds of `put_round` (150 keys) from round `first`, each made durable: a logger
+/// moves to a new segment after the round that passes the segment's size. Then a pause, in
+/// which the logger starts its next segment (taking a spare) and the snapshot epoch (every 5
+/// epochs of 2 ms) passes the writes.
+fn durable_rounds(
+    worker: &mut engram_engine::Worker,
+    table: &engram_engine::TableRef,
+    model: &mut std::collections::BTreeMap<Vec<u8>, Vec<u8>>,
+    first: u64,
+    rounds: u64,
+) {
+    for round in first..first + rounds {
+        put_round(worker, table, model, round, 150, 60);
+        worker.wait_durable().unwrap();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(60));
+}
+
 #[test]
 fn checkpoints_cover_the_log_and_recovery_combines_them() {
     let storage = FaultyStorage::new(11);
@@ -348,8 +371,7 @@ fn a_checkpoint_the_disk_cannot_hold_removes_what_it_wrote() {
     worker.wait_durable().unwrap();
     // Let the snapshot epoch (every 5 epochs of 2 ms) pass the writes.
     std::thread::sleep(std::time::Duration::from_millis(60));
-    let checkpoint_files =
-        || storage.paths().into_iter().filter(|path| path.starts_with("checkpoint/")).count();
+    let checkpoint_files = || files_under(&storage, "checkpoint/");
     // The idle log writes nothing, so the failures fall on the checkpoint: its file's header
     // is written, its first block is not.
     storage.fail_after(1);
@@ -1958,9 +1980,7 @@ fn patches_replay_exactly_under_every_protocol_and_version_storage() {
 #[test]
 fn superseded_segments_are_spares_that_new_segments_take_over_across_crashes() {
     const SEGMENT: u64 = 8 << 10;
-    let spares = |storage: &FaultyStorage| {
-        storage.paths().into_iter().filter(|path| path.starts_with("wal/spare-")).count()
-    };
+    let spares = |storage: &FaultyStorage| files_under(storage, "wal/spare-");
     let with_spares = |storage: &FaultyStorage| Config {
         segment_bytes: SEGMENT,
         log_spare_bytes: 6 * SEGMENT,
@@ -2022,23 +2042,14 @@ fn superseded_segments_are_spares_that_new_segments_take_over_across_crashes() {
 fn a_checkpoint_keeps_as_many_spares_as_it_superseded() {
     const SEGMENT: u64 = 8 << 10;
     let storage = FaultyStorage::new(34);
-    let count =
-        |prefix: &str| storage.paths().into_iter().filter(|path| path.starts_with(prefix)).count();
+    let count = |prefix: &str| files_under(&storage, prefix);
     let db = Database::open(Config { segment_bytes: SEGMENT, ..config(&storage) }).unwrap();
     let items = db.create_table(TableSpec::new("items")).unwrap();
     let mut worker = db.worker().unwrap();
     let mut model = std::collections::BTreeMap::new();
     let checkpoint = || db.checkpoint().unwrap().segments_removed;
-    // Rounds of writes, each made durable: a logger moves to a new segment after the round
-    // that passes the segment's size. Then a pause, in which the logger starts its next
-    // segment (taking a spare) and the snapshot epoch (every 5 epochs of 2 ms) passes the
-    // writes.
-    let write = |worker: &mut engram_engine::Worker, model: &mut _, first: u64, rounds: u64| {
-        for round in first..first + rounds {
-            put_round(worker, &items, model, round, 150, 60);
-            worker.wait_durable().unwrap();
-        }
-        std::thread::sleep(std::time::Duration::from_millis(60));
+    let write = |worker: &mut engram_engine::Worker, model: &mut _, first, rounds| {
+        durable_rounds(worker, &items, model, first, rounds)
     };
     // Files in `wal/`: a logger taking a spare over renames one, so only a fresh segment file
     // (+1) or a removal (-1) changes the count. A checkpoint waits for the log to cover its
@@ -2086,28 +2097,18 @@ fn a_checkpoint_keeps_as_many_spares_as_it_superseded() {
 fn a_checkpoint_that_finds_the_disk_full_gives_the_spares_back() {
     const SEGMENT: u64 = 8 << 10;
     let storage = FaultyStorage::new(35);
-    let spares =
-        || storage.paths().into_iter().filter(|path| path.starts_with("wal/spare-")).count();
+    let spares = || files_under(&storage, "wal/spare-");
     let db = Database::open(Config { segment_bytes: SEGMENT, ..config(&storage) }).unwrap();
     let items = db.create_table(TableSpec::new("items")).unwrap();
     let mut worker = db.worker().unwrap();
     let mut model = std::collections::BTreeMap::new();
-    let write = |worker: &mut engram_engine::Worker, model: &mut _, first: u64, rounds: u64| {
-        for round in first..first + rounds {
-            put_round(worker, &items, model, round, 150, 60);
-            worker.wait_durable().unwrap();
-        }
-        // The logger's last segment change, and the snapshot epoch past the writes.
-        std::thread::sleep(std::time::Duration::from_millis(60));
-    };
-    write(&mut worker, &mut model, 0, 20);
+    durable_rounds(&mut worker, &items, &mut model, 0, 20);
     db.checkpoint().unwrap();
     // The logger may still cut the segment it leaves for a spare (the checkpoint's mark).
     std::thread::sleep(std::time::Duration::from_millis(60));
     let kept = spares();
     assert!(kept >= 10, "{kept} spares: {:?}", storage.paths());
-    let checkpoint_files =
-        || storage.paths().into_iter().filter(|path| path.starts_with("checkpoint/")).count();
+    let checkpoint_files = || files_under(&storage, "checkpoint/");
     assert_eq!(checkpoint_files(), 1);
     // Room for less than the next checkpoint's file.
     storage.limit_space(Some(storage.used_bytes() + 1024));
@@ -2117,7 +2118,7 @@ fn a_checkpoint_that_finds_the_disk_full_gives_the_spares_back() {
     assert_eq!(checkpoint_files(), 1, "the unfinished checkpoint's file was removed");
     // Their room takes the next checkpoint and more commits.
     db.checkpoint().unwrap();
-    write(&mut worker, &mut model, 100, 3);
+    durable_rounds(&mut worker, &items, &mut model, 100, 3);
     drop(worker);
     drop(items);
     drop(db);

@@ -405,8 +405,10 @@ impl Log {
     /// segments, the log written since the checkpoint before, which is what the log should
     /// write again until the next one (as PostgreSQL recycles the WAL it expects to need until
     /// its next checkpoint); within `spare_bytes_max`, and never less than the reserve. So the
-    /// spares hold no more than the log held just before the checkpoint: a steady log reuses
-    /// every segment file, and disk use stays at its peak rather than falling and growing again.
+    /// spares hold no more than the log held just before the checkpoint: after the first
+    /// checkpoint a steady log writes nearly every segment over a spare (docs/performance.md,
+    /// "As many spares as a checkpoint superseded"), and disk use stays at its peak rather than
+    /// falling and growing again.
     pub(crate) fn spare_limit(&self, superseded: usize) -> u64 {
         Self::spare_bytes(superseded, self.segment_bytes)
             .min(self.spare_bytes_max)
@@ -749,13 +751,7 @@ impl Segment {
         });
         let (file, reused) = match reused {
             Some(file) => (file, true),
-            None => {
-                let mut file = storage.create_log(&path, log.segment_bytes)?;
-                file.append(&bytes)?;
-                file.sync()?;
-                storage.sync_dir("wal")?;
-                (file, false)
-            }
+            None => (super::storage::new_log(storage, &path, &bytes, log.segment_bytes)?, false),
         };
         Ok(Segment {
             file,

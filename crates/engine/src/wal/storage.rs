@@ -86,6 +86,17 @@ fn fresh_log<S: Storage + ?Sized>(
     expected_bytes: u64,
 ) -> io::Result<Box<dyn StorageFile>> {
     let _ = storage.remove(spare);
+    new_log(storage, path, first, expected_bytes)
+}
+
+/// Creates the log segment `path` (`Storage::create_log`) with `first` in it, synced and
+/// announced (the directory synced).
+pub(crate) fn new_log<S: Storage + ?Sized>(
+    storage: &S,
+    path: &str,
+    first: &[u8],
+    expected_bytes: u64,
+) -> io::Result<Box<dyn StorageFile>> {
     let mut file = storage.create_log(path, expected_bytes)?;
     file.append(first)?;
     file.sync()?;
