@@ -402,9 +402,10 @@ impl Connection {
                 let waited = Instant::now();
                 if let Err(error) = self.shared.watcher.durable_future(epoch).await {
                     // The log failed: what the buffer acknowledges may not survive a crash.
+                    // A full disk is 53100, as for every later write; another failure 58030.
                     self.wire.write_buffer_mut().clear();
-                    self.fatal("58030", &format!("could not make the commit durable: {error}"))
-                        .await?;
+                    let message = format!("could not make the commit durable: {error}");
+                    self.fatal(error.sqlstate(), &message).await?;
                     return Err(io::Error::other(error.to_string()));
                 }
                 self.shared.metrics.durable_wait(waited.elapsed());

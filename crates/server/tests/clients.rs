@@ -571,3 +571,86 @@ async fn system_views_answer_drivers() {
     let refused = client.execute("DELETE FROM pg_class", &[]).await.unwrap_err();
     assert_eq!(code(&refused), "42501");
 }
+
+/// A full disk through the wire: the commit the log could not write ends its connection with
+/// 53100 (its outcome unknown), every later write is refused with 53100 while reads and new
+/// connections are served, and a restart on a disk with room again has every acknowledged
+/// commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_is_53100_on_the_wire_and_the_server_keeps_serving() {
+    use engram_engine::wal::FaultyStorage;
+    let storage = FaultyStorage::new(53);
+    let open = |storage: &FaultyStorage| {
+        SqlDb::open(Config {
+            storage: Some(Arc::new(storage.clone())),
+            durability: Durability::Epoch,
+            epoch_interval_ms: 5,
+            checkpoint_log_bytes: 0,
+            ..Config::default()
+        })
+        .unwrap()
+    };
+    let db = open(&storage);
+    let server = Server::start(
+        Arc::clone(&db),
+        ServerConfig { listen: "127.0.0.1:0".into(), threads: 2, ..ServerConfig::default() },
+    )
+    .unwrap();
+    let writer = connect(&server).await;
+    writer.batch_execute("CREATE TABLE t (id INT PRIMARY KEY, v TEXT)").await.unwrap();
+    for i in 0..10i32 {
+        writer.execute("INSERT INTO t VALUES ($1, 'acknowledged')", &[&i]).await.unwrap();
+    }
+    storage.fail_after(0);
+    // The commit is installed, then the log cannot write it: its reply is an error, never an
+    // acknowledgement, and the connection ends (53100: the disk, not the engine).
+    let error = writer.execute("INSERT INTO t VALUES (10, 'in doubt')", &[]).await.unwrap_err();
+    assert_eq!(code(&error), "53100", "{error}");
+    assert!(writer.is_closed() || writer.simple_query("SELECT 1").await.is_err());
+    assert!(storage.failures() > 0);
+    // A new connection reads, and each write it tries is refused with 53100 on a connection
+    // that stays usable: DML, DDL, and a transaction's COMMIT.
+    let reader = connect(&server).await;
+    let count: i64 = reader.query_one("SELECT count(*) FROM t", &[]).await.unwrap().get(0);
+    assert!((10..=11).contains(&count), "{count}");
+    let error = reader.execute("INSERT INTO t VALUES (20, 'refused')", &[]).await.unwrap_err();
+    assert_eq!(code(&error), "53100", "{error}");
+    let message = error.as_db_error().map(|e| e.message().to_string()).unwrap_or_default();
+    assert!(message.contains("disk") && message.contains("full"), "{message}");
+    let error = reader.batch_execute("CREATE TABLE u (x INT)").await.unwrap_err();
+    assert_eq!(code(&error), "53100", "{error}");
+    reader.batch_execute("BEGIN; UPDATE t SET v = 'refused' WHERE id = 1").await.unwrap();
+    let error = reader.batch_execute("COMMIT").await.unwrap_err();
+    assert_eq!(code(&error), "53100", "{error}");
+    let v: String = reader.query_one("SELECT v FROM t WHERE id = 1", &[]).await.unwrap().get(0);
+    assert_eq!(v, "acknowledged");
+    let another = connect(&server).await;
+    let rows = another.query("SELECT id FROM t WHERE id < 10 ORDER BY id", &[]).await.unwrap();
+    assert_eq!(rows.len(), 10);
+    drop((reader, another));
+    server.stop();
+    drop(db);
+    // Room again, and a restart: every acknowledged row, none of the refused ones, and writes.
+    let restarted = storage.crash();
+    restarted.heal();
+    let db = open(&restarted);
+    let server = Server::start(
+        Arc::clone(&db),
+        ServerConfig { listen: "127.0.0.1:0".into(), threads: 2, ..ServerConfig::default() },
+    )
+    .unwrap();
+    let client = connect(&server).await;
+    let ids: Vec<i32> = client
+        .query("SELECT id FROM t WHERE v = 'acknowledged' ORDER BY id", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(ids, (0..10).collect::<Vec<_>>());
+    let refused: i64 =
+        client.query_one("SELECT count(*) FROM t WHERE v = 'refused'", &[]).await.unwrap().get(0);
+    assert_eq!(refused, 0);
+    client.execute("INSERT INTO t VALUES (30, 'after')", &[]).await.unwrap();
+    server.stop();
+}
