@@ -1214,9 +1214,11 @@ struct SegmentFile {
     tail: bool,
 }
 
-fn segment_files(storage: &dyn Storage) -> Result<Vec<SegmentFile>> {
+/// The log's segments, oldest first, and the names of its spare segment files: one listing.
+fn wal_files(storage: &dyn Storage) -> Result<(Vec<SegmentFile>, Vec<String>)> {
     let names =
         storage.list("wal").map_err(|error| io_error(storage, "wal", "cannot list", error))?;
+    let spares = names.iter().filter(|name| parse_spare_name(name).is_some()).cloned().collect();
     let mut files: Vec<SegmentFile> = names
         .iter()
         .filter_map(|name| {
@@ -1236,7 +1238,7 @@ fn segment_files(storage: &dyn Storage) -> Result<Vec<SegmentFile>> {
             files[position].tail = true;
         }
     }
-    Ok(files)
+    Ok((files, spares))
 }
 
 /// What reading one segment found.
@@ -1421,7 +1423,7 @@ fn run(
 
     // 2. The durable epoch of the newest run, from the last segment of each of its loggers.
     let replay_started = Instant::now();
-    let files = segment_files(storage)?;
+    let (files, spares) = wal_files(storage)?;
     let newest_run = files.last().map_or(0, |file| file.run);
     let mut preloaded: HashMap<usize, (Vec<u8>, std::ops::Range<usize>)> = HashMap::new();
     let mut durable = u64::MAX;
@@ -1657,12 +1659,7 @@ fn run(
         manifest,
         last_epoch: max_epoch,
         segments: segments.into_iter().map(|(_, info)| info).collect(),
-        spares: storage
-            .list("wal")
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|name| parse_spare_name(name).is_some())
-            .collect(),
+        spares,
         garbage: appliers.into_iter().map(|applier| applier.garbage).collect(),
         report,
         checkpoint_parts,
