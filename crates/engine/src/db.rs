@@ -502,7 +502,7 @@ impl Database {
             data = Some(DataDir {
                 storage,
                 manifest: Mutex::new(recovered.manifest),
-                catalog: Mutex::new(Some(catalog_file)),
+                catalog: Mutex::new(Ok(catalog_file)),
                 checkpointing: Mutex::new(checkpoint::splits_from(
                     std::mem::take(&mut recovered.checkpoint_parts),
                     config.checkpoint_part_rows,

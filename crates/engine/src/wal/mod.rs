@@ -70,8 +70,10 @@ impl fmt::Debug for IndexKeys {
 pub(crate) struct DataDir {
     pub storage: Arc<dyn Storage>,
     pub manifest: Mutex<Manifest>,
-    /// `None` once an append failed: a later append after a torn block would read as corruption.
-    pub catalog: Mutex<Option<Box<dyn StorageFile>>>,
+    /// The catalog log, or the error its last append failed with: a later append after a torn
+    /// block would read as corruption, so every later change fails with the same error (a
+    /// full disk stays `DiskFull`).
+    pub catalog: Mutex<std::result::Result<Box<dyn StorageFile>, Error>>,
     /// Held by the checkpoint under way (one at a time); the key ranges it splits tables into.
     pub checkpointing: Mutex<checkpoint::Splits>,
     pub compress_checkpoints: bool,
@@ -159,16 +161,23 @@ impl DataDir {
             false,
         );
         let mut guard = self.catalog.lock().unwrap_or_else(|poison| poison.into_inner());
-        let Some(file) = guard.as_mut() else {
-            return Err(Error::LogFailed(
-                "an earlier catalog change could not be written; restart".into(),
-            ));
+        let file = match guard.as_mut() {
+            Ok(file) => file,
+            Err(failed) => return Err(failed.clone()),
         };
-        let fail = |error| io_error(&*self.storage, recovery::CATALOG, "cannot write", error);
         let written = file.append(&bytes).and_then(|()| file.sync());
         if let Err(error) = written {
-            *guard = None;
-            return Err(fail(error));
+            let error = io_error(&*self.storage, recovery::CATALOG, "cannot write", error);
+            *guard = Err(match &error {
+                Error::DiskFull(message) => Error::DiskFull(format!(
+                    "an earlier catalog change could not be written (free space and \
+                     restart): {message}"
+                )),
+                other => Error::LogFailed(format!(
+                    "an earlier catalog change could not be written; restart: {other}"
+                )),
+            });
+            return Err(error);
         }
         Ok(())
     }
