@@ -738,6 +738,12 @@ impl Database {
         self.shared.log.as_ref().map_or(0, |log| log.bytes_written.load(Ordering::Relaxed))
     }
 
+    /// Whether the database keeps a data directory (a path, or storage given in its config),
+    /// so that it logs, checkpoints and recovers.
+    pub fn has_data_dir(&self) -> bool {
+        self.shared.data.is_some()
+    }
+
     /// Takes a checkpoint now and removes what it supersedes.
     pub fn checkpoint(&self) -> Result<CheckpointReport> {
         let Some(data) = &self.shared.data else {

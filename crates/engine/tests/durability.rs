@@ -399,6 +399,46 @@ fn a_checkpoint_the_disk_cannot_hold_removes_what_it_wrote() {
     assert_eq!(all, model);
 }
 
+/// Two checkpoints within one snapshot interval: the second waits for a snapshot epoch above
+/// the first's, so it never writes into (or, failing, removes) the directory the manifest
+/// names. Before, it took the same epoch and the same `checkpoint/<epoch>/`: a full disk
+/// during it removed the published checkpoint, and the database did not open again.
+#[test]
+fn a_checkpoint_never_writes_over_the_published_one() {
+    // A snapshot epoch every 100 epochs of 2 ms: both checkpoints start inside one interval.
+    let config =
+        |storage: &FaultyStorage| Config { snapshot_interval_epochs: 100, ..config(storage) };
+    let storage = FaultyStorage::new(29);
+    let db = Database::open(config(&storage)).unwrap();
+    let items = db.create_table(TableSpec::new("items")).unwrap();
+    let mut worker = db.worker().unwrap();
+    let mut model = std::collections::BTreeMap::new();
+    put_round(&mut worker, &items, &mut model, 0, 500, 40);
+    worker.wait_durable().unwrap();
+    let first = db.checkpoint().unwrap();
+    let second = db.checkpoint().unwrap();
+    assert!(second.epoch > first.epoch, "{} then {}", first.epoch, second.epoch);
+    put_round(&mut worker, &items, &mut model, 1, 500, 40);
+    worker.wait_durable().unwrap();
+    let published = db.checkpoint().unwrap();
+    // The next one fails after its first file's header; only its own files go.
+    storage.fail_after(1);
+    let error = db.checkpoint().unwrap_err();
+    assert!(matches!(error, Error::DiskFull(_)), "{error}");
+    let named = format!("checkpoint/{}/", published.epoch);
+    assert_eq!(files_under(&storage, &named), published.files, "{:?}", storage.paths());
+    let crashed = storage.crash();
+    crashed.heal();
+    drop(worker);
+    drop(items);
+    drop(db);
+    let db = Database::open(config(&crashed)).unwrap();
+    let report = db.recovery_report().unwrap().clone();
+    assert_eq!(report.checkpoint_epoch, Some(published.epoch), "{report:?}");
+    let all: std::collections::BTreeMap<_, _> = rows(&db, "items").into_iter().collect();
+    assert_eq!(all, model);
+}
+
 /// Workers each own `KEYS` keys and write one version number to all of them per transaction.
 /// Writes fail from a random point on; after the crash, every key of a worker has the same
 /// version (no partial transaction), at least its last acknowledged one and at most its last

@@ -889,7 +889,7 @@ impl Session {
             }
             Statement::Utility { tag, checkpoint } => {
                 if *checkpoint
-                    && self.db.db.config().data_dir.is_some()
+                    && self.db.db.has_data_dir()
                     && let Err(error) = self.db.db.checkpoint()
                 {
                     return self.fail(error.into());

@@ -18,6 +18,7 @@ const SCRIPT: &[&[&str]] = &[
     &["CREATE INDEX a_name ON a (name)"],
     &["CREATE TABLE b (k INT PRIMARY KEY, v TEXT)"],
     &["INSERT INTO b VALUES (1, 'one'), (2, 'two')"],
+    &["CHECKPOINT"],
     &[
         "BEGIN",
         "CREATE TABLE c (z INT)",
@@ -40,6 +41,7 @@ const SCRIPT: &[&[&str]] = &[
     &["ALTER TABLE h ADD PRIMARY KEY (v)"],
     &["DROP INDEX a_name"],
     &["TRUNCATE c"],
+    &["CHECKPOINT"],
     &["INSERT INTO c VALUES (3)"],
     &["INSERT INTO a (name, n) VALUES ('z', 3)"],
     &["DELETE FROM a WHERE name = 'x'"],

@@ -100,8 +100,15 @@ pub(crate) fn take(
     let mut splits = data.checkpointing.lock().unwrap_or_else(|poison| poison.into_inner());
     let started = Instant::now();
     let epochs = &shared.epochs;
-    // A fresh database has no snapshot epoch until the first boundary becomes stable.
-    while epochs.snapshot() == Epoch::NEVER {
+    // A fresh database has no snapshot epoch until the first boundary becomes stable. And a
+    // checkpoint needs a snapshot epoch above the published one's: it writes into
+    // `checkpoint/<epoch>/`, so at the same epoch (two checkpoints within a snapshot interval)
+    // it would write over the files the manifest names, and a crash or a full disk meanwhile
+    // would leave the manifest naming torn or removed files (the SQL crate's
+    // tests/crash_points.rs). The snapshot epoch passes it within a snapshot interval.
+    let published = data.manifest.lock().unwrap_or_else(|poison| poison.into_inner()).checkpoint;
+    let published = published.map_or(0, |(epoch, _)| epoch);
+    while epochs.snapshot() == Epoch::NEVER || epochs.snapshot().0 <= published {
         if shared.config.epoch_interval_ms == 0 {
             epochs.advance();
         } else {
@@ -110,6 +117,7 @@ pub(crate) fn take(
     }
     let log_position = log_position(shared, data);
     let at = epochs.hold_snapshot();
+    assert!(at.0 > published, "the snapshot epoch went back below the published checkpoint's");
     let result = write_files(shared, data, at, threads, background, &mut splits);
     let unwritten = result.is_err();
     let result = result.and_then(|report| publish(shared, data, at, report));
