@@ -399,6 +399,55 @@ fn a_checkpoint_the_disk_cannot_hold_removes_what_it_wrote() {
     assert_eq!(all, model);
 }
 
+/// The disk fails at each write and sync of an open (torn tails cut, the catalog and the
+/// manifest rewritten, each logger's first segment of the new run made), the process crashes
+/// there, and the next open still has every acknowledged commit. With one logger and with two
+/// (one logger's first page durable, the other's not). Before, a new run whose first page
+/// never became durable counted as the newest run with a durable epoch of 0: the next recovery
+/// replayed nothing since the checkpoint.
+#[test]
+fn a_crash_at_any_write_of_an_open_loses_no_acknowledged_commit() {
+    for loggers in [1, 2] {
+        let config = |storage: &FaultyStorage| Config { loggers, ..config(storage) };
+        let storage = FaultyStorage::new(41 + loggers as u64);
+        let db = Database::open(config(&storage)).unwrap();
+        let items = db.create_table(TableSpec::new("items")).unwrap();
+        let mut worker = db.worker().unwrap();
+        let mut model = std::collections::BTreeMap::new();
+        durable_rounds(&mut worker, &items, &mut model, 0, 3);
+        db.checkpoint().unwrap();
+        durable_rounds(&mut worker, &items, &mut model, 3, 2);
+        // Unsynced writes too: the crash keeps a random part of them (a torn tail).
+        put_round(&mut worker, &items, &mut model.clone(), 5, 150, 60);
+        let crashed = storage.crash();
+        drop(worker);
+        drop(items);
+        drop(db);
+        let undisturbed = crashed.crash();
+        drop(Database::open(config(&undisturbed)).unwrap());
+        let expected = rows(&Database::open(config(&undisturbed.crash())).unwrap(), "items");
+        let expected: std::collections::BTreeMap<_, _> = expected.into_iter().collect();
+        for (key, value) in &model {
+            assert_eq!(expected.get(key), Some(value), "an acknowledged row");
+        }
+        let operations = undisturbed.operations();
+        assert!(operations >= 6, "{operations} operations in an open");
+        for failing in 0..operations {
+            let opening = crashed.crash();
+            opening.fail_after(failing);
+            if let Ok(db) = Database::open(config(&opening)) {
+                drop(db);
+            }
+            let reopened = Database::open(config(&opening.crash())).unwrap_or_else(|error| {
+                panic!("{loggers} logger(s), failing at {failing}: {error}")
+            });
+            let found: std::collections::BTreeMap<_, _> =
+                rows(&reopened, "items").into_iter().collect();
+            assert!(found == expected, "{loggers} logger(s), failing at {failing}: rows differ");
+        }
+    }
+}
+
 /// Two checkpoints within one snapshot interval: the second waits for a snapshot epoch above
 /// the first's, so it never writes into (or, failing, removes) the directory the manifest
 /// names. Before, it took the same epoch and the same `checkpoint/<epoch>/`: a full disk

@@ -104,6 +104,24 @@ fn run_script(db: &Arc<SqlDb>) -> (Vec<String>, bool) {
     (states, false)
 }
 
+/// The disk fails at each write and sync of the recovery of `crashed` (truncating torn
+/// tails, rewriting the catalog and the manifest, dropping DDL's leftovers), the process
+/// crashes again, and the next recovery still finds `found`, what an undisturbed one found.
+fn recovery_crash_points(crashed: &FaultyStorage, found: &str, point: u64) {
+    let undisturbed = crashed.crash();
+    drop(open(&undisturbed));
+    for failing in 0..undisturbed.operations() {
+        let storage = crashed.crash();
+        storage.fail_after(failing);
+        let opened = SqlDb::open(Config { storage: Some(Arc::new(storage.clone())), ..config() });
+        if let Ok(db) = opened {
+            assert_eq!(state(&db), found, "point {point}: open failing at {failing}");
+        }
+        let again = storage.crash();
+        assert_eq!(state(&open(&again)), found, "point {point}: recovery failing at {failing}");
+    }
+}
+
 #[test]
 fn a_crash_at_every_write_and_sync_of_ddl_and_dml_recovers_an_acknowledged_prefix() {
     // The whole script without faults: the state after each step, and its operations.
@@ -127,6 +145,7 @@ fn a_crash_at_every_write_and_sync_of_ddl_and_dml_recovers_an_acknowledged_prefi
             assert_eq!(states[..], expected[..=acknowledged], "point {point}: a state differs");
             drop(db);
             let crashed = storage.crash();
+            let pristine = crashed.crash();
             let db = SqlDb::open(Config { storage: Some(Arc::new(crashed.clone())), ..config() })
                 .unwrap_or_else(|error| {
                     panic!(
@@ -145,6 +164,9 @@ fn a_crash_at_every_write_and_sync_of_ddl_and_dml_recovers_an_acknowledged_prefi
                     )
                 });
             outcomes[usize::from(at > acknowledged)] += 1;
+            if seed == 3 && point % 4 == 0 {
+                recovery_crash_points(&pristine, &found, point);
+            }
             // Writes go on after the restart, DDL included, and survive the next one.
             let mut session = db.session().unwrap();
             session.execute_one("CREATE TABLE after_restart (x INT PRIMARY KEY)").unwrap();

@@ -12,7 +12,8 @@
 //! epoch, and anything above the durable epoch belongs to epochs that were never acknowledged.
 //!
 //! The durable epoch of the newest run is the minimum, over its loggers, of the last mark in the
-//! logger's newest segment. After recovery the epochs from there up to the restart epoch are
+//! logger's newest segment. A newest run with no mark at all crashed while opening and logged
+//! nothing: its segments go, and the run before it is the newest. After recovery the epochs from there up to the restart epoch are
 //! recorded as void in the manifest, so their records are never replayed by a later recovery.
 
 use super::format::{
@@ -189,6 +190,28 @@ fn torn_tail(
         .truncate(path, damage.offset() as u64)
         .map_err(|error| io_error(storage, path, "cannot truncate", error))?;
     Ok(false)
+}
+
+/// A segment of a run that crashed while opening, before any of its loggers' first pages was
+/// durable: it holds no mark and so nothing. Reported like a torn tail; removed unless
+/// checking.
+fn unborn_segment(
+    storage: &dyn Storage,
+    path: &str,
+    mode: Mode,
+    report: &mut RecoveryReport,
+) -> Result<()> {
+    let line = format!(
+        "{} holds no mark: its run crashed while opening, before logging anything",
+        storage.describe(path)
+    );
+    report.torn_tails.push(line.clone());
+    if mode == Mode::Check {
+        return Ok(());
+    }
+    tracing::warn!("segment removed: {line}");
+    storage.remove(path).map_err(|error| io_error(storage, path, "cannot remove", error))?;
+    storage.sync_dir("wal").map_err(|error| io_error(storage, "wal", "cannot sync", error))
 }
 
 pub(crate) fn build_tables(
@@ -1227,18 +1250,81 @@ fn wal_files(storage: &dyn Storage) -> Result<(Vec<SegmentFile>, Vec<String>)> {
         })
         .collect();
     files.sort_by_key(|file| (file.run, file.logger, file.sequence));
-    if let Some(newest) = files.last().map(|file| file.run) {
-        let mut last: BTreeMap<usize, usize> = BTreeMap::new();
-        for (position, file) in files.iter().enumerate() {
-            if file.run == newest {
-                last.insert(file.logger, position);
-            }
-        }
-        for position in last.into_values() {
-            files[position].tail = true;
+    mark_tails(&mut files);
+    Ok((files, spares))
+}
+
+/// Marks the newest segment of each logger of the newest run in `files` (sorted) as a tail.
+fn mark_tails(files: &mut [SegmentFile]) {
+    let Some(newest) = files.last().map(|file| file.run) else { return };
+    let mut last: BTreeMap<usize, usize> = BTreeMap::new();
+    for (position, file) in files.iter_mut().enumerate() {
+        file.tail = false;
+        if file.run == newest {
+            last.insert(file.logger, position);
         }
     }
-    Ok((files, spares))
+    for position in last.into_values() {
+        files[position].tail = true;
+    }
+}
+
+/// The segments read while looking for the durable epoch, by their index in the list, kept
+/// for replay.
+type Preloaded = HashMap<usize, (Vec<u8>, std::ops::Range<usize>)>;
+
+/// The durable epoch of the newest run in `files`: the minimum over its loggers of the last
+/// mark in the logger's newest segment that has one. `None` if no segment of the run holds a
+/// mark: the run crashed while opening, before its loggers' first pages were durable.
+fn durable_epoch(storage: &dyn Storage, files: &[SegmentFile]) -> Result<(Option<u64>, Preloaded)> {
+    let mut preloaded = Preloaded::new();
+    if files.is_empty() {
+        return Ok((Some(0), preloaded));
+    }
+    let mut durable = u64::MAX;
+    let mut first_marks = u64::MAX;
+    let mut loggers_seen = 0;
+    let mut loggers_expected = 0;
+    for position in files.iter().enumerate().filter_map(|(at, file)| file.tail.then_some(at)) {
+        // A logger's newest segment holds no mark only if the crash came while the logger was
+        // making it (`Segment::create` syncs the header and a first mark before the logger
+        // writes there): then the logger's durable mark is the last of its segment before.
+        let mut at = position;
+        let scan = loop {
+            let file = &files[at];
+            let mut data = Vec::new();
+            let range = storage
+                .read_log(&file.path, &mut data)
+                .map_err(|error| io_error(storage, &file.path, "cannot read", error))?;
+            let scan = scan_segment(storage, file, &data[range.clone()], |_, _| {})?;
+            preloaded.insert(at, (data, range));
+            let before = at.checked_sub(1).filter(|&before| {
+                (files[before].run, files[before].logger) == (file.run, file.logger)
+            });
+            match before {
+                Some(before) if scan.last_mark.is_none() => at = before,
+                _ => break scan,
+            }
+        };
+        if let Some(mark) = scan.last_mark {
+            durable = durable.min(mark);
+            loggers_seen += 1;
+        }
+        if let Some(mark) = scan.first_mark {
+            first_marks = first_marks.min(mark);
+        }
+        loggers_expected = loggers_expected.max(scan.loggers);
+    }
+    if loggers_seen == 0 {
+        return Ok((None, preloaded));
+    }
+    if loggers_seen < loggers_expected {
+        // A logger of the newest run never wrote its first block: the run crashed while
+        // opening, before any commit could be logged. Every first block carries the durable
+        // epoch the run started from.
+        durable = first_marks;
+    }
+    Ok((Some(durable), preloaded))
 }
 
 /// What reading one segment found.
@@ -1423,49 +1509,25 @@ fn run(
 
     // 2. The durable epoch of the newest run, from the last segment of each of its loggers.
     let replay_started = Instant::now();
-    let (files, spares) = wal_files(storage)?;
+    let (mut files, spares) = wal_files(storage)?;
     let newest_run = files.last().map_or(0, |file| file.run);
-    let mut preloaded: HashMap<usize, (Vec<u8>, std::ops::Range<usize>)> = HashMap::new();
-    let mut durable = u64::MAX;
-    let mut first_marks = u64::MAX;
-    let mut loggers_seen = 0;
-    let mut loggers_expected = 0;
-    for position in files.iter().enumerate().filter_map(|(at, file)| file.tail.then_some(at)) {
-        // A logger's newest segment holds no mark only if the crash came while the logger was
-        // making it (`Segment::create` syncs the header and a first mark before the logger
-        // writes there): then the logger's durable mark is the last of its segment before.
-        let mut at = position;
-        let scan = loop {
-            let file = &files[at];
-            let mut data = Vec::new();
-            let range = storage
-                .read_log(&file.path, &mut data)
-                .map_err(|error| io_error(storage, &file.path, "cannot read", error))?;
-            let scan = scan_segment(storage, file, &data[range.clone()], |_, _| {})?;
-            preloaded.insert(at, (data, range));
-            let before = at.checked_sub(1).filter(|&before| {
-                (files[before].run, files[before].logger) == (file.run, file.logger)
-            });
-            match before {
-                Some(before) if scan.last_mark.is_none() => at = before,
-                _ => break scan,
+    let (durable, preloaded) = loop {
+        match durable_epoch(storage, &files)? {
+            (Some(durable), preloaded) => break (durable, preloaded),
+            (None, _) => {
+                // The newest run crashed while opening, before any of its loggers' first pages
+                // (header and first mark) was durable, so it logged nothing: its segments go,
+                // and the run before it is the newest. Counted as that run's durable epoch
+                // (0, all lost) it had voided every commit since the checkpoint.
+                let run = files.last().map_or(0, |file| file.run);
+                let first = files.partition_point(|file| file.run < run);
+                for file in files.drain(first..) {
+                    unborn_segment(storage, &file.path, mode, &mut report)?;
+                }
+                mark_tails(&mut files);
             }
-        };
-        if let Some(mark) = scan.last_mark {
-            durable = durable.min(mark);
-            loggers_seen += 1;
         }
-        first_marks = first_marks.min(scan.first_mark.unwrap_or(0));
-        loggers_expected = loggers_expected.max(scan.loggers);
-    }
-    if loggers_seen < loggers_expected {
-        // A logger of the newest run never wrote its first block: the run crashed while
-        // opening, before any commit could be logged.
-        durable = first_marks;
-    }
-    if durable == u64::MAX {
-        durable = 0;
-    }
+    };
     let replay_low = checkpoint_epoch;
     let replay_high = durable;
 
