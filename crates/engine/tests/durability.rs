@@ -2331,10 +2331,10 @@ fn a_crash_at_every_write_of_a_log_with_spares_and_checkpoints_keeps_what_it_ack
             let mut now = states.last().unwrap().clone();
             now.insert(row, value.into_bytes());
             states.push(now);
-            if step % 10 == 9 {
-                if let Err(error) = db.checkpoint() {
-                    assert!(matches!(error, Error::DiskFull(_)), "checkpoint: {error}");
-                }
+            if step % 10 == 9
+                && let Err(error) = db.checkpoint()
+            {
+                assert!(matches!(error, Error::DiskFull(_)), "checkpoint: {error}");
             }
         }
         states
