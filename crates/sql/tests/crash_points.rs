@@ -118,6 +118,9 @@ fn recovery_crash_points(crashed: &FaultyStorage, found: &str, point: u64) {
             assert_eq!(state(&db), found, "point {point}: open failing at {failing}");
         }
         let again = storage.crash();
+        if let Err(error) = engram_engine::wal::check(&again, 1) {
+            panic!("point {point}: recovery failing at {failing}, then check: {error}");
+        }
         assert_eq!(state(&open(&again)), found, "point {point}: recovery failing at {failing}");
     }
 }
@@ -146,12 +149,20 @@ fn a_crash_at_every_write_and_sync_of_ddl_and_dml_recovers_an_acknowledged_prefi
             drop(db);
             let crashed = storage.crash();
             let pristine = crashed.crash();
+            // `engram check` finds nothing wrong, changes nothing, and reports what recovery
+            // then cuts.
+            let paths = crashed.paths();
+            let checked = engram_engine::wal::check(&crashed, 1)
+                .unwrap_or_else(|error| panic!("point {point} seed {seed}: check: {error}"));
+            assert_eq!(crashed.paths(), paths);
             let db = SqlDb::open(Config { storage: Some(Arc::new(crashed.clone())), ..config() })
                 .unwrap_or_else(|error| {
                     panic!(
                         "point {point} seed {seed}: {acknowledged} steps acknowledged: {error:?}"
                     )
                 });
+            let recovered = db.database().recovery_report().unwrap();
+            assert_eq!(recovered.torn_tails, checked.torn_tails, "point {point} seed {seed}");
             let found = state(&db);
             // The acknowledged steps, and perhaps the one the failure interrupted.
             let at = (acknowledged..=(acknowledged + 1).min(SCRIPT.len()))
