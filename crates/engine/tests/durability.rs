@@ -587,6 +587,78 @@ fn a_failing_log_device_loses_no_acknowledged_commit() {
     }
 }
 
+/// A read-only transaction is acknowledged only once what it read is durable, at every
+/// isolation level and by point reads and scans alike: its commit's epoch is at least the
+/// epoch of every row it saw. Here the log fails before a committed row's epoch becomes
+/// durable, so the row will not survive a crash, and waiting on a reader that saw it fails.
+/// Before, a READ COMMITTED reader (whose reads are not recorded for validation) committed
+/// with no epoch to wait for, and `Worker::wait_durable` after a snapshot transaction waited
+/// for the transaction before it: both were answered with the row.
+#[test]
+fn a_reader_of_a_commit_not_yet_durable_waits_for_it() {
+    for protocol in engram_engine::Protocol::ALL {
+        reader_of_a_lost_commit_waits(protocol);
+    }
+}
+
+fn reader_of_a_lost_commit_waits(protocol: engram_engine::Protocol) {
+    let storage = FaultyStorage::new(61);
+    // Snapshots at every epoch, so that a snapshot reader can see the new row soon.
+    let config = Config { protocol, snapshot_interval_epochs: 1, ..config(&storage) };
+    let db = Database::open(config).unwrap();
+    let table = db.create_table(TableSpec::new("t")).unwrap();
+    let mut writer = db.worker().unwrap();
+    writer
+        .transaction(Isolation::Serializable, |txn| txn.put(&table, &key(1), b"durable"))
+        .unwrap();
+    writer.wait_durable().unwrap();
+    storage.fail_after(0);
+    writer.transaction(Isolation::Serializable, |txn| txn.put(&table, &key(2), b"lost")).unwrap();
+    let written = writer.last_commit();
+    assert!(writer.wait_durable().is_err(), "the log failed");
+    // Until the snapshot epoch passes the lost commit.
+    while db.epochs().snapshot() < written.epoch {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let mut reader = db.worker().unwrap();
+    for isolation in Isolation::ALL {
+        for scan in [false, true] {
+            let seen = reader
+                .transaction(isolation, |txn| {
+                    if scan {
+                        let mut rows = 0;
+                        txn.scan(
+                            &table,
+                            std::ops::Bound::Unbounded,
+                            std::ops::Bound::Unbounded,
+                            engram_engine::Direction::Forward,
+                            10,
+                            |_, _| {
+                                rows += 1;
+                                true
+                            },
+                        )?;
+                        Ok(rows == 2)
+                    } else {
+                        Ok(txn.get(&table, &key(2))?.is_some())
+                    }
+                })
+                .unwrap();
+            assert!(seen, "{protocol:?} {isolation:?} (scan {scan}) saw the row");
+            let read = reader.last_commit();
+            assert!(
+                read.epoch >= written.epoch,
+                "{protocol:?} {isolation:?} (scan {scan}): {read:?}"
+            );
+            assert!(reader.wait_durable().is_err(), "{protocol:?} {isolation:?} (scan {scan})");
+        }
+        // What was durable still is: a reader of the first row alone is acknowledged. (A
+        // snapshot reader waits for its snapshot epoch, here the lost commit's or later.)
+        reader.transaction(isolation, |txn| txn.get(&table, &key(1)).map(|_| ())).unwrap();
+        assert_eq!(reader.wait_durable().is_ok(), isolation != Isolation::Snapshot);
+    }
+}
+
 #[test]
 fn a_damaged_block_before_the_tail_is_corruption_naming_file_and_offset() {
     let storage = FaultyStorage::new(5);

@@ -9,7 +9,7 @@
 
 use crate::index::{LeafObserver, LeafVersion};
 use crate::storage::{Head, TableId, TidWord};
-use crate::sync::Pin;
+use crate::sync::{Epoch, Pin};
 use std::sync::atomic::{Ordering, fence};
 
 /// What the transaction did to a record.
@@ -182,6 +182,10 @@ pub(crate) struct AccessSet {
     pub bytes: Vec<u8>,
     lookup: Lookup,
     filter: [u64; FILTER_WORDS],
+    /// The newest epoch of the committed states read without an entry (reads nothing
+    /// validates: READ COMMITTED, multi-version reads at a timestamp). A read-only commit
+    /// waits for it to be durable, as for its entries' epochs (`commit::read_epoch`).
+    pub unrecorded_epoch: Epoch,
 }
 
 #[inline]
@@ -199,6 +203,7 @@ impl AccessSet {
         self.entries.clear();
         self.bytes.clear();
         self.lookup.clear();
+        self.unrecorded_epoch = Epoch::NEVER;
     }
 
     #[inline]

@@ -42,7 +42,11 @@ fn commit_with<P: Hooks>(worker: &mut Worker) -> Result<CommitInfo> {
     if let Some(at) = worker.txn.snapshot {
         finish(worker);
         bump_commits(worker);
-        return Ok(CommitInfo { tid: Tid::ZERO, epoch: at });
+        // What it read is durable once the snapshot epoch is (`Worker::wait_durable` waits on
+        // the last commit's).
+        let info = CommitInfo { tid: Tid::ZERO, epoch: at };
+        worker.last_commit = info;
+        return Ok(info);
     }
     // 1. Lock the write set in address order.
     if let Err(reason) = lock_write_set(&mut worker.txn) {
@@ -187,9 +191,11 @@ fn commit_with<P: Hooks>(worker: &mut Worker) -> Result<CommitInfo> {
     Ok(info)
 }
 
-/// The newest epoch among the rows a read-only transaction saw.
+/// The newest epoch among the rows a read-only transaction saw: those its entries record,
+/// and those it read without one.
 fn read_epoch(state: &TxnState) -> Epoch {
-    state.access.entries.iter().map(|entry| entry.observed.epoch()).max().unwrap_or(Epoch::NEVER)
+    let recorded = state.access.entries.iter().map(|entry| entry.observed.epoch()).max();
+    recorded.unwrap_or(Epoch::NEVER).max(state.access.unrecorded_epoch)
 }
 
 /// Appends the committed write set (new row images or the patches install chose, deletions)

@@ -165,7 +165,10 @@ pub(crate) fn read_snapshot(head: *mut Head, at: Epoch, out: &mut Vec<u8>) -> bo
 }
 
 /// Reads `head` for a non-snapshot transaction: its own write if it has one, else the
-/// committed state `mode` asks for (recorded in the access set when `validate`).
+/// committed state `mode` asks for (recorded in the access set when `validate`). A committed
+/// state read without an entry that records it has its epoch noted instead
+/// (`AccessSet::unrecorded_epoch`), so that a read-only commit is acknowledged only once
+/// everything it saw is durable.
 pub(crate) fn observe(
     access: &mut AccessSet,
     buffer: &mut Vec<u8>,
@@ -183,14 +186,8 @@ pub(crate) fn observe(
         access.entries[index].recompute = false;
         return Ok(Seen::Own(index));
     }
-    match mode {
-        ReadMode::Locked { exclusive } => {
-            return read_locked(access, buffer, table, head, own, exclusive);
-        }
-        ReadMode::Ordered { at, exclusive } => {
-            return read_ordered(access, buffer, table, head, own, at, exclusive);
-        }
-        _ => {}
+    if let ReadMode::Locked { .. } | ReadMode::Ordered { .. } = mode {
+        return observe_locking(access, buffer, table, head, own, mode);
     }
     if let ReadMode::AsOf(at) | ReadMode::Recorded(at) = mode {
         // SAFETY: reached through an index while pinned.
@@ -210,6 +207,8 @@ pub(crate) fn observe(
             let flags =
                 if seen.present { TidWord::LATEST } else { TidWord::LATEST | TidWord::ABSENT };
             access.push(Access::read(head, table, TidWord::new(seen.tid, flags), false));
+        } else {
+            access.unrecorded_epoch = access.unrecorded_epoch.max(seen.tid.epoch());
         }
         return Ok(Seen::AsOf(seen));
     }
@@ -231,13 +230,43 @@ pub(crate) fn observe(
             entry.validate = true;
             entry.observed = word;
             entry.prior = word;
+        } else if !entry.validate {
+            access.unrecorded_epoch = access.unrecorded_epoch.max(word.tid().epoch());
         }
         return Ok(Seen::Current(word));
     }
     if validate && word.is_latest() {
         access.push(Access::read(head, table, word, true));
+    } else {
+        access.unrecorded_epoch = access.unrecorded_epoch.max(word.tid().epoch());
     }
     Ok(Seen::Current(word))
+}
+
+/// [`observe`] under MV2PL and MVTO, whose reads lock or stamp the record.
+#[inline(never)]
+fn observe_locking(
+    access: &mut AccessSet,
+    buffer: &mut Vec<u8>,
+    table: TableId,
+    head: *mut Head,
+    own: Option<usize>,
+    mode: ReadMode,
+) -> Result<Seen, AbortReason> {
+    let seen = match mode {
+        ReadMode::Locked { exclusive } => read_locked(access, buffer, table, head, own, exclusive)?,
+        ReadMode::Ordered { at, exclusive } => {
+            read_ordered(access, buffer, table, head, own, at, exclusive)?
+        }
+        _ => unreachable!("only the locking modes"),
+    };
+    let epoch = match seen {
+        Seen::Own(_) => Epoch::NEVER,
+        Seen::Current(word) => word.tid().epoch(),
+        Seen::AsOf(state) => state.tid.epoch(),
+    };
+    access.unrecorded_epoch = access.unrecorded_epoch.max(epoch);
+    Ok(seen)
 }
 
 /// An MV2PL read (`mv2pl.rs`): the current state under the transaction's lock on `head`.
