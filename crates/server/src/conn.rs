@@ -401,10 +401,13 @@ impl Connection {
             if !asynchronous && !self.shared.watcher.is_durable(epoch) {
                 let waited = Instant::now();
                 if let Err(error) = self.shared.watcher.durable_future(epoch).await {
-                    // The log failed: what the buffer acknowledges may not survive a crash.
-                    // A full disk is 53100, as for every later write; another failure 58030.
+                    // The log failed: what the buffer acknowledges (a commit, or rows read
+                    // from commits not yet durable) may not survive a crash. A full disk is
+                    // 53100, as for every later write; another failure 58030.
                     self.wire.write_buffer_mut().clear();
-                    let message = format!("could not make the commit durable: {error}");
+                    let message = format!(
+                        "could not make what the transaction wrote or read durable: {error}"
+                    );
                     self.fatal(error.sqlstate(), &message).await?;
                     return Err(io::Error::other(error.to_string()));
                 }
