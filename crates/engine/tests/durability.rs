@@ -609,16 +609,31 @@ fn reader_of_a_lost_commit_waits(protocol: engram_engine::Protocol) {
     let table = db.create_table(TableSpec::new("t")).unwrap();
     let mut writer = db.worker().unwrap();
     writer
-        .transaction(Isolation::Serializable, |txn| txn.put(&table, &key(1), b"durable"))
+        .transaction(Isolation::Serializable, |txn| {
+            txn.put(&table, &key(1), b"durable")?;
+            txn.put(&table, &key(3), b"deleted, but not durably")
+        })
         .unwrap();
     writer.wait_durable().unwrap();
     storage.fail_after(0);
-    writer.transaction(Isolation::Serializable, |txn| txn.put(&table, &key(2), b"lost")).unwrap();
+    writer
+        .transaction(Isolation::Serializable, |txn| {
+            txn.put(&table, &key(2), b"lost")?;
+            txn.delete(&table, &key(3)).map(|_| ())
+        })
+        .unwrap();
     let written = writer.last_commit();
     assert!(writer.wait_durable().is_err(), "the log failed");
-    // Until the snapshot epoch passes the lost commit.
-    while db.epochs().snapshot() < written.epoch {
+    // Until every snapshot is past the lost commit.
+    while db.epochs().snapshot_low() <= written.epoch {
         std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    // The deleting worker's transactions run its clean-up tasks, which unlink a deleted
+    // record once no snapshot reads it, if the delete is durable.
+    for _ in 0..3 {
+        let read =
+            writer.transaction(Isolation::Serializable, |txn| txn.get(&table, &key(1)).map(|_| ()));
+        read.unwrap();
     }
     let mut reader = db.worker().unwrap();
     for isolation in Isolation::ALL {
@@ -652,6 +667,10 @@ fn reader_of_a_lost_commit_waits(protocol: engram_engine::Protocol) {
             );
             assert!(reader.wait_durable().is_err(), "{protocol:?} {isolation:?} (scan {scan})");
         }
+        // A reader that finds the row deleted saw the lost delete.
+        let found = reader.transaction(isolation, |txn| Ok(txn.get(&table, &key(3))?.is_some()));
+        assert!(!found.unwrap(), "{protocol:?} {isolation:?}: the delete is seen");
+        assert!(reader.wait_durable().is_err(), "{protocol:?} {isolation:?}: the delete");
         // What was durable still is: a reader of the first row alone is acknowledged. (A
         // snapshot reader waits for its snapshot epoch, here the lost commit's or later.)
         reader.transaction(isolation, |txn| txn.get(&table, &key(1)).map(|_| ())).unwrap();

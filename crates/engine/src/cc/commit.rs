@@ -527,11 +527,15 @@ fn finish(worker: &mut Worker) {
     }
 }
 
-/// Unlinks deleted records that no snapshot can read any more (`gc::tasks`).
+/// Unlinks deleted records that no snapshot can read any more (`gc::tasks`), and whose
+/// delete is durable: until then a reader finds the record and its delete's epoch, which it
+/// waits for like any epoch it read (`read_epoch`). Unlinked earlier, the key would simply be
+/// gone, and a reader acknowledged before the delete could still be taken back by a crash.
 fn run_ready_tasks(worker: &mut Worker) {
     // SAFETY: called from `finish`, before unpinning.
     let pin = unsafe { pinned() };
     let low = worker.shared.epochs.snapshot_low();
+    let low = worker.shared.log.as_ref().map_or(low, |log| low.min(log.durable()));
     let readers_low = worker.shared.epochs.readers_low();
     for _ in 0..TASKS_PER_TRANSACTION_MAX {
         let Some(task) = worker.tasks.pop_ready(low, readers_low) else { break };
