@@ -5,9 +5,10 @@
 //!   retired into the worker's [`Garbage`] list, tagged with the epoch after the unlink, and
 //!   freed once the epoch manager's reclaim bound passes the tag (`sync::epoch`).
 //! - [`tasks`]: deferred logical clean-up. A deleted record must stay in its indexes while a
-//!   snapshot may still read its older versions; the deleting worker queues a task that runs
-//!   once the snapshot low-water mark passes the delete's epoch, then unlinks the record and
-//!   retires its head.
+//!   snapshot may still read its older versions, and while its delete is not durable (a
+//!   reader must find the delete's epoch to wait for it); the deleting worker queues a task
+//!   that runs once the snapshot low-water mark and the durable epoch pass the delete's epoch,
+//!   then unlinks the record and retires its head.
 //!
 //! - [`vacuum`]: the background vacuum of `Gc::TupleVacuum`.
 //! - [`cooperative`]: the readers' cleaning of `Gc::TupleCooperative`.

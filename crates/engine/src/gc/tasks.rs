@@ -47,8 +47,9 @@ impl Tasks {
         self.queue.push_back(Task { table, head, word, ready: word.epoch(), key: buffer });
     }
 
-    /// The oldest task, if the snapshot low-water mark `low` has reached it and every
-    /// multi-version reader (all at or above `readers_low`) sees the delete.
+    /// The oldest task, if `low` (the snapshot low-water mark, and the durable epoch when
+    /// logging) has reached it and every multi-version reader (all at or above `readers_low`)
+    /// sees the delete.
     pub fn pop_ready(&mut self, low: Epoch, readers_low: Tid) -> Option<Task> {
         if self.queue.front().is_some_and(|task| task.ready <= low && task.word.tid() < readers_low)
         {
