@@ -590,12 +590,13 @@ async fn a_full_disk_is_53100_on_the_wire_and_the_server_keeps_serving() {
         })
         .unwrap()
     };
+    let serve = |db: &Arc<SqlDb>| {
+        let config =
+            ServerConfig { listen: "127.0.0.1:0".into(), threads: 2, ..ServerConfig::default() };
+        Server::start(Arc::clone(db), config).unwrap()
+    };
     let db = open(&storage);
-    let server = Server::start(
-        Arc::clone(&db),
-        ServerConfig { listen: "127.0.0.1:0".into(), threads: 2, ..ServerConfig::default() },
-    )
-    .unwrap();
+    let server = serve(&db);
     let writer = connect(&server).await;
     writer.batch_execute("CREATE TABLE t (id INT PRIMARY KEY, v TEXT)").await.unwrap();
     for i in 0..10i32 {
@@ -639,11 +640,7 @@ async fn a_full_disk_is_53100_on_the_wire_and_the_server_keeps_serving() {
     let restarted = storage.crash();
     restarted.heal();
     let db = open(&restarted);
-    let server = Server::start(
-        Arc::clone(&db),
-        ServerConfig { listen: "127.0.0.1:0".into(), threads: 2, ..ServerConfig::default() },
-    )
-    .unwrap();
+    let server = serve(&db);
     let client = connect(&server).await;
     let ids: Vec<i32> = client
         .query("SELECT id FROM t WHERE v = 'acknowledged' ORDER BY id", &[])

@@ -206,6 +206,12 @@ impl AccessSet {
         self.unrecorded_epoch = Epoch::NEVER;
     }
 
+    /// Notes the epoch of a committed state read without an entry that records it.
+    #[inline]
+    pub fn note_unrecorded(&mut self, epoch: Epoch) {
+        self.unrecorded_epoch = self.unrecorded_epoch.max(epoch);
+    }
+
     #[inline]
     pub fn find(&mut self, head: *mut Head) -> Option<usize> {
         if self.entries.len() > LINEAR_ENTRIES_MAX {

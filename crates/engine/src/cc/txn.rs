@@ -208,7 +208,7 @@ pub(crate) fn observe(
                 if seen.present { TidWord::LATEST } else { TidWord::LATEST | TidWord::ABSENT };
             access.push(Access::read(head, table, TidWord::new(seen.tid, flags), false));
         } else {
-            access.unrecorded_epoch = access.unrecorded_epoch.max(seen.tid.epoch());
+            access.note_unrecorded(seen.tid.epoch());
         }
         return Ok(Seen::AsOf(seen));
     }
@@ -231,14 +231,14 @@ pub(crate) fn observe(
             entry.observed = word;
             entry.prior = word;
         } else if !entry.validate {
-            access.unrecorded_epoch = access.unrecorded_epoch.max(word.tid().epoch());
+            access.note_unrecorded(word.tid().epoch());
         }
         return Ok(Seen::Current(word));
     }
     if validate && word.is_latest() {
         access.push(Access::read(head, table, word, true));
     } else {
-        access.unrecorded_epoch = access.unrecorded_epoch.max(word.tid().epoch());
+        access.note_unrecorded(word.tid().epoch());
     }
     Ok(Seen::Current(word))
 }
@@ -265,7 +265,7 @@ fn observe_locking(
         Seen::Current(word) => word.tid().epoch(),
         Seen::AsOf(state) => state.tid.epoch(),
     };
-    access.unrecorded_epoch = access.unrecorded_epoch.max(epoch);
+    access.note_unrecorded(epoch);
     Ok(seen)
 }
 
