@@ -34,7 +34,7 @@ pub fn crc32c_append(crc: u32, data: &[u8]) -> u32 {
 /// ([`PAYLOAD_FIRST`]). Version 4 adds patches, the changed bytes of an updated row
 /// ([`PATCHES`]). Version 5 salts each log segment's block headers ([`SALTED_SEGMENTS`]), so
 /// that a segment file can be reused.
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
 
 /// The first format whose log segments carry a salt in their file header (bytes 32..36), a
 /// random number XORed into the header checksum of each of the segment's blocks. A superseded
@@ -42,6 +42,17 @@ pub const FORMAT_VERSION: u32 = 5;
 /// it: its old blocks stay after the new ones until overwritten, and fail the new salt, so
 /// that a reader finds the end of the new blocks as it would find zeros.
 pub const SALTED_SEGMENTS: u32 = 5;
+
+/// The first format whose log blocks say which of their logger's write rounds wrote them
+/// ([`round_flags`]): the round's number within the segment (modulo 2^14) in flag bits 2 to
+/// 15, and flag bit 1 on the round's last block. A logger writes a round's blocks with one
+/// request and syncs them before it writes the next round, so after a crash only the last
+/// round can be incomplete, and a device may have written its pages in any order: a damaged
+/// block with valid blocks after it is then a torn tail when all those blocks are of the
+/// damaged block's own round, and corruption when any is of a later round (whose write
+/// began only once the damaged block's round was synced). Before, any valid block after
+/// damage made it corruption, and a database a power cut left that way did not open.
+pub const ROUNDS: u32 = 6;
 
 /// The first format whose log may hold a patch ([`OP_PATCH`]) in place of a whole row.
 pub const PATCHES: u32 = 4;
@@ -211,6 +222,22 @@ impl BlockKind {
 }
 
 const FLAG_LZ4: u16 = 1;
+/// A log block that ends its write round ([`ROUNDS`]).
+const FLAG_ROUND_END: u16 = 2;
+/// Where a log block's round number lies in its flags, and its mask ([`ROUNDS`]).
+const ROUND_SHIFT: u16 = 2;
+const ROUND_MASK: u16 = 0x3FFF;
+
+/// The flags of a log block written by round `round` of its segment, the round's last block
+/// when `end` ([`ROUNDS`]). A segment's first block is round 0, ending it.
+pub fn round_flags(round: u64, end: bool) -> u16 {
+    ((round as u16) & ROUND_MASK) << ROUND_SHIFT | if end { FLAG_ROUND_END } else { 0 }
+}
+
+/// The round a log block with `flags` ended or belongs to, and whether it ended it.
+fn round_of(flags: u16) -> (u16, bool) {
+    ((flags >> ROUND_SHIFT) & ROUND_MASK, flags & FLAG_ROUND_END != 0)
+}
 
 /// Appends one framed block to `out`. `mark` is the block's epoch: for a log block, every
 /// record of the logger's workers with an epoch at or below it is in this block or before it.
@@ -233,26 +260,34 @@ pub fn block_header(kind: BlockKind, mark: u64, payload: &[u8]) -> [u8; BLOCK_HE
     header(kind, 0, mark, payload, payload.len())
 }
 
+/// [`block_header`] of a log block with the flags of its round ([`round_flags`]).
+pub fn log_block_header(flags: u16, mark: u64, payload: &[u8]) -> [u8; BLOCK_HEADER_BYTES] {
+    header(BlockKind::Log, flags, mark, payload, payload.len())
+}
+
 /// The header of an uncompressed block whose payload of `payload_len` bytes has the CRC32C
 /// `payload_crc`, computed by whoever wrote the payload (a worker, while its records were
 /// still in its cache); the same header as [`block_header`] gives ([`PAYLOAD_FIRST`]).
 pub fn block_header_of_checksummed(
     kind: BlockKind,
+    flags: u16,
     mark: u64,
     payload_len: usize,
     payload_crc: u32,
 ) -> [u8; BLOCK_HEADER_BYTES] {
-    framed(kind, 0, mark, payload_len, payload_len, payload_crc)
+    framed(kind, flags, mark, payload_len, payload_len, payload_crc)
 }
 
-/// The header of a block holding `compressed`, LZ4 of `raw_len` bytes.
+/// The header of a block holding `compressed`, LZ4 of `raw_len` bytes, with `flags` besides
+/// the compression's.
 pub fn lz4_block_header(
     kind: BlockKind,
+    flags: u16,
     mark: u64,
     compressed: &[u8],
     raw_len: usize,
 ) -> [u8; BLOCK_HEADER_BYTES] {
-    header(kind, FLAG_LZ4, mark, compressed, raw_len)
+    header(kind, flags | FLAG_LZ4, mark, compressed, raw_len)
 }
 
 /// A block header for the `stored` payload bytes, `raw_len` once decompressed.
@@ -341,6 +376,9 @@ pub struct BlockReader<'a> {
     padded: bool,
     /// XORed into each block header's checksum ([`SALTED_SEGMENTS`]).
     salt: u32,
+    /// The flags of the last valid block, in a segment whose blocks carry their round
+    /// ([`ROUNDS`]).
+    last_flags: Option<u16>,
 }
 
 impl<'a> BlockReader<'a> {
@@ -350,7 +388,14 @@ impl<'a> BlockReader<'a> {
         } else {
             (0, 0)
         };
-        BlockReader { data, pos: FILE_HEADER_BYTES.min(data.len()), version, padded: false, salt }
+        BlockReader {
+            data,
+            pos: FILE_HEADER_BYTES.min(data.len()),
+            version,
+            padded: false,
+            salt,
+            last_flags: None,
+        }
     }
 
     /// A reader of a log segment (whose header the caller checked), which skips the padding
@@ -368,9 +413,10 @@ impl<'a> BlockReader<'a> {
     /// The next block, `Ok(None)` at a clean end (the end of the file, or only zeros after
     /// the last block: preallocated space), or the damage that stopped reading. Damage is a
     /// torn tail when no valid block follows it anywhere in the file (a write that never
-    /// finished, after which nothing was written), and corruption when one does. In a reused
-    /// segment file, the old blocks after the new ones fail the salt: a crash leaves them as
-    /// such a tail.
+    /// finished, after which nothing was written), or, in a segment whose blocks carry their
+    /// round ([`ROUNDS`]), when every valid block after it is of the damaged block's round;
+    /// otherwise it is corruption. In a reused segment file, the old blocks after the new ones
+    /// fail the salt: a crash leaves them as such a tail.
     pub fn next_block(&mut self) -> std::result::Result<Option<Block<'a>>, Damage> {
         // In a padded segment, zeros from the end of a block to the next page are padding; a
         // block starts only at a page boundary (the first right after the file header), so the
@@ -388,14 +434,40 @@ impl<'a> BlockReader<'a> {
         match self.parse(offset) {
             Ok(block) => Ok(Some(block)),
             Err(reason) => {
-                let after = offset + 1;
-                Err(if valid_block_after(self.data, after, self.salt) {
-                    Damage::Corrupt { offset, reason }
-                } else {
+                let torn = match self.damaged_round() {
+                    Some(round) => self.later_rounds_after(offset + 1).all(|later| later == round),
+                    None => !valid_block_after(self.data, offset + 1, self.salt),
+                };
+                Err(if torn {
                     Damage::Torn { offset, reason }
+                } else {
+                    Damage::Corrupt { offset, reason }
                 })
             }
         }
+    }
+
+    /// The round a damaged block after the last valid one belongs to: that block's round, or
+    /// the next when it ended its round. `None` where blocks carry no rounds, or no valid
+    /// block came before (a segment's first block is synced alone, before any other).
+    fn damaged_round(&self) -> Option<u16> {
+        if !self.padded || self.version < ROUNDS {
+            return None;
+        }
+        let (round, ended) = round_of(self.last_flags?);
+        Some(if ended { round.wrapping_add(1) & ROUND_MASK } else { round })
+    }
+
+    /// The rounds of the valid block headers at the page boundaries from `from` on (where a
+    /// padded segment's blocks start).
+    fn later_rounds_after(&self, from: usize) -> impl Iterator<Item = u16> + '_ {
+        let first = from.next_multiple_of(PAGE_BYTES);
+        (first..self.data.len()).step_by(PAGE_BYTES).filter_map(move |start| {
+            let header = self.data.get(start..start + BLOCK_HEADER_BYTES)?;
+            let valid = header[0..4] == BLOCK_MAGIC
+                && crc32c(&header[0..28]) ^ self.salt == u32_at(header, 28);
+            valid.then(|| round_of(u16_at(header, 6)).0)
+        })
     }
 
     fn parse(&mut self, offset: usize) -> std::result::Result<Block<'a>, String> {
@@ -440,6 +512,7 @@ impl<'a> BlockReader<'a> {
             Cow::Borrowed(body)
         };
         self.pos = offset + end;
+        self.last_flags = Some(flags);
         Ok(Block { kind, mark: u64_at(rest, 16), offset, payload })
     }
 }
@@ -1135,7 +1208,7 @@ mod tests {
         for len in [0usize, 1, 7, 64, 4099] {
             let payload: Vec<u8> = (0..len).map(|i| (i * 31 + 7) as u8).collect();
             assert_eq!(
-                block_header_of_checksummed(BlockKind::Log, 42, len, crc32c(&payload)),
+                block_header_of_checksummed(BlockKind::Log, 0, 42, len, crc32c(&payload)),
                 block_header(BlockKind::Log, 42, &payload)
             );
         }
@@ -1446,5 +1519,83 @@ mod tests {
         let damaged = text.replace("run 3", "run 4");
         assert!(matches!(Manifest::decode(damaged.as_bytes(), "m"), Err(Error::Corrupt { .. })));
         assert!(manifest.is_void(5) && manifest.is_void(6) && !manifest.is_void(7));
+    }
+
+    /// A padded, salted segment of version `version`: its first block (round 0, ending it),
+    /// then a page-padded block of 100 bytes for each `(round, ends the round)`.
+    fn segment_of_rounds(version: u32, blocks: &[(u64, bool)]) -> Vec<u8> {
+        let salt = 0x5EED_F00D;
+        let header = FileHeader { a: 1, b: 1, c: 0 };
+        let mut data = encode_salted_file_header(FileKind::Segment, header, salt).to_vec();
+        data[8..12].copy_from_slice(&version.to_le_bytes());
+        let crc = crc32c(&data[0..36]);
+        data[36..40].copy_from_slice(&crc.to_le_bytes());
+        data.extend_from_slice(&salted(log_block_header(round_flags(0, true), 1, &[]), salt));
+        data.resize(PAGE_BYTES, 0);
+        for (index, &(round, end)) in blocks.iter().enumerate() {
+            let payload = vec![index as u8 + 1; 100];
+            let header = log_block_header(round_flags(round, end), round, &payload);
+            data.extend_from_slice(&salted(header, salt));
+            data.extend_from_slice(&payload);
+            data.resize(data.len().next_multiple_of(PAGE_BYTES), 0);
+        }
+        data
+    }
+
+    /// The blocks read before the damage, and the damage.
+    fn read_until_damage(data: &[u8]) -> (usize, Option<Damage>) {
+        let mut reader = BlockReader::segment(data);
+        let mut blocks = 0;
+        loop {
+            match reader.next_block() {
+                Ok(Some(_)) => blocks += 1,
+                Ok(None) => return (blocks, None),
+                Err(damage) => return (blocks, Some(damage)),
+            }
+        }
+    }
+
+    #[test]
+    fn damage_followed_only_by_its_own_round_is_a_torn_tail_and_by_a_later_round_corruption() {
+        let blocks = [(1, false), (1, true), (2, false), (2, false), (2, true)];
+        let torn = |damage: &Option<Damage>| matches!(damage, Some(Damage::Torn { .. }));
+        let corrupt = |damage: &Option<Damage>| matches!(damage, Some(Damage::Corrupt { .. }));
+        // `damaged` is the index of the block (after the segment's first) whose first sector
+        // is lost; `None` damages the segment's first block.
+        let read = |version: u32, blocks: &[(u64, bool)], damaged: Option<usize>| {
+            let mut data = segment_of_rounds(version, blocks);
+            let at = damaged.map_or(FILE_HEADER_BYTES, |index| (index + 1) * PAGE_BYTES);
+            data[at..at + 512].fill(0);
+            read_until_damage(&data)
+        };
+        assert_eq!(read_until_damage(&segment_of_rounds(ROUNDS, &blocks)), (6, None));
+        // Within the last round, before its last block: torn, whatever came through after.
+        let (read_blocks, damage) = read(ROUNDS, &blocks, Some(3));
+        assert!(torn(&damage) && read_blocks == 4, "{damage:?}");
+        // The first block of the last round (the block before it ended round 1).
+        let (read_blocks, damage) = read(ROUNDS, &blocks, Some(2));
+        assert!(torn(&damage) && read_blocks == 3, "{damage:?}");
+        // A block of round 1, which was synced before round 2 was written: corruption.
+        assert!(corrupt(&read(ROUNDS, &blocks, Some(1)).1));
+        assert!(corrupt(&read(ROUNDS, &blocks, Some(0)).1));
+        // The segment's first block is synced alone, before any other.
+        assert!(corrupt(&read(ROUNDS, &blocks, None).1));
+        // The last block lost reads as the end; one of its bytes wrong, as a torn tail.
+        assert_eq!(read(ROUNDS, &blocks, Some(4)), (5, None));
+        let mut data = segment_of_rounds(ROUNDS, &blocks);
+        data[5 * PAGE_BYTES + BLOCK_HEADER_BYTES + 7] ^= 1;
+        let (read_blocks, damage) = read_until_damage(&data);
+        assert!(torn(&damage) && read_blocks == 5, "{damage:?}");
+        // Round numbers wrap: round 2^14 is round 0 again.
+        let wrapping = [(16_383, true), (16_384, false), (16_384, true)];
+        assert!(torn(&read(ROUNDS, &wrapping, Some(1)).1));
+        assert!(corrupt(&read(ROUNDS, &wrapping, Some(0)).1));
+        // Segments of earlier formats carry no rounds: any valid block after damage is
+        // corruption, as those formats were read before.
+        let older: Vec<(u64, bool)> = blocks.iter().map(|_| (0, false)).collect();
+        assert!(corrupt(&read(SALTED_SEGMENTS, &older, Some(3)).1));
+        let mut data = segment_of_rounds(SALTED_SEGMENTS, &older);
+        data[5 * PAGE_BYTES + BLOCK_HEADER_BYTES + 7] ^= 1;
+        assert!(torn(&read_until_damage(&data).1));
     }
 }

@@ -175,13 +175,18 @@ impl LogChunk {
         self.crc = crc;
     }
 
-    /// The header of the block holding these records, from their running checksum, salted
-    /// for the segment it goes to.
-    fn block_header(&self, mark: u64, salt: u32) -> [u8; format::BLOCK_HEADER_BYTES] {
+    /// The header of the block holding these records, from their running checksum, with
+    /// the flags of its round (`format::round_flags`), salted for the segment it goes to.
+    fn block_header(&self, flags: u16, mark: u64, salt: u32) -> [u8; format::BLOCK_HEADER_BYTES] {
         let records = self.records();
         debug_assert_eq!(self.crc, format::crc32c(records), "the running checksum");
-        let header =
-            format::block_header_of_checksummed(BlockKind::Log, mark, records.len(), self.crc);
+        let header = format::block_header_of_checksummed(
+            BlockKind::Log,
+            flags,
+            mark,
+            records.len(),
+            self.crc,
+        );
         format::salted(header, salt)
     }
 
@@ -709,6 +714,8 @@ pub(crate) struct Segment {
     /// Whether the file is a spare's: the old bytes after the segment's end must be cut off
     /// before another segment follows it.
     reused: bool,
+    /// The number of the next write round (`format::ROUNDS`): the first block was round 0.
+    round: u64,
 }
 
 impl Segment {
@@ -731,9 +738,10 @@ impl Segment {
             salt,
         )
         .to_vec();
-        // The mark's block has no payload: its header is the whole block.
+        // The mark's block has no payload: its header is the whole block. It is round 0,
+        // written and synced alone.
         bytes.extend_from_slice(&format::salted(
-            format::block_header(BlockKind::Log, mark, &[]),
+            format::log_block_header(format::round_flags(0, true), mark, &[]),
             salt,
         ));
         // The first page, padded: the logger's blocks start at page boundaries after it.
@@ -761,6 +769,7 @@ impl Segment {
             max_epoch: mark,
             salt,
             reused,
+            round: 1,
         })
     }
 }
@@ -869,13 +878,16 @@ pub(crate) fn run_logger(
         }
         let new_mark = stable.max(mark);
         let count = taken.len();
+        // Every block of the round carries its number; the last says it ends the round.
+        let round = segment.round;
+        let flags = |index: usize| format::round_flags(round, index + 1 >= count);
         let mut written = 0u64;
         // A round with nothing taken still writes its mark: the mark is what recovery reads
         // as durable.
         let appended = if count == 0 {
             frame.clear();
             frame.seal(format::salted(
-                format::block_header(BlockKind::Log, new_mark, &[]),
+                format::log_block_header(flags(0), new_mark, &[]),
                 segment.salt,
             ));
             written += frame.sealed().len() as u64;
@@ -893,11 +905,17 @@ pub(crate) fn run_logger(
                 let header = match &compressed {
                     Some(compressed) => {
                         frame.put(compressed);
-                        format::lz4_block_header(BlockKind::Log, block_mark, compressed, raw.len())
+                        format::lz4_block_header(
+                            BlockKind::Log,
+                            flags(index),
+                            block_mark,
+                            compressed,
+                            raw.len(),
+                        )
                     }
                     None => {
                         frame.put(raw);
-                        format::block_header(BlockKind::Log, block_mark, raw)
+                        format::log_block_header(flags(index), block_mark, raw)
                     }
                 };
                 frame.seal(format::salted(header, segment.salt));
@@ -912,7 +930,7 @@ pub(crate) fn run_logger(
             // Each chunk is framed where it lies and the whole round goes out in one write.
             for (index, (_, records)) in taken.iter_mut().enumerate() {
                 let block_mark = if index + 1 == count { new_mark } else { mark };
-                let header = records.block_header(block_mark, segment.salt);
+                let header = records.block_header(flags(index), block_mark, segment.salt);
                 records.seal(header);
                 written += records.sealed().len() as u64;
             }
@@ -933,6 +951,7 @@ pub(crate) fn run_logger(
         if let Err(error) = segment.file.sync() {
             return io_failure(log, storage, &segment.path, "cannot fsync log segment", error);
         }
+        segment.round += 1;
         segment.bytes += written;
         segment.max_epoch = segment.max_epoch.max(epochs.global().0);
         log.bytes_written.fetch_add(written, Ordering::Relaxed);
@@ -990,9 +1009,9 @@ mod tests {
         assert!((chunk.start.as_ptr() as usize).is_multiple_of(CHUNK_CAPACITY));
         assert_eq!(chunk.records(), &expected[..]);
         assert_eq!(chunk.crc, format::crc32c(&expected));
-        let header = chunk.block_header(7, 0);
+        let header = chunk.block_header(0, 7, 0);
         assert_eq!(header, format::block_header(BlockKind::Log, 7, &expected));
-        let salted = chunk.block_header(7, 0x1234_5678);
+        let salted = chunk.block_header(0, 7, 0x1234_5678);
         assert_eq!(salted, format::salted(header, 0x1234_5678));
         assert_ne!(salted, header);
         chunk.seal(header);

@@ -3,9 +3,10 @@
 //!
 //! Paths are relative to the data directory and use `/`. Everything the log, checkpoints and
 //! recovery do to files goes through [`Storage`], so a test can fail any write or fsync and then
-//! "crash": keep only what was synced, plus a random torn prefix of what was not.
+//! "crash": keep only what was synced, plus a random part of what was not, as a file system
+//! without a journal may (`FaultyStorage::crash`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -28,7 +29,9 @@ pub trait Storage: Send + Sync + fmt::Debug {
         *out = self.read(path)?;
         Ok(0..out.len())
     }
-    /// Creates (or truncates) a file for appending; parent directories are created.
+    /// Creates (or truncates) a file for appending. Parent directories are created, each
+    /// durably (its own parent synced); the file's entry is durable once its directory is
+    /// synced (`sync_dir`).
     fn create(&self, path: &str) -> io::Result<Box<dyn StorageFile>>;
     /// Creates a log segment expected to grow to about `expected_bytes`: the file system
     /// version preallocates it and writes around the page cache (`O_DIRECT`). Readers see the
@@ -137,7 +140,7 @@ pub struct DirStorage {
 impl DirStorage {
     /// Opens (creating it if needed) and locks the data directory `root`.
     pub fn open(root: &Path) -> io::Result<DirStorage> {
-        fs::create_dir_all(root)?;
+        make_dirs(root)?;
         let lock =
             OpenOptions::new().create(true).truncate(false).write(true).open(root.join("LOCK"))?;
         // SAFETY: flock on a file descriptor this function owns.
@@ -160,14 +163,20 @@ impl DirStorage {
         if path.is_empty() { self.root.clone() } else { self.root.join(path) }
     }
 
+    /// Makes the directories above `path` in the data directory that do not exist yet.
+    fn make_parents(&self, path: &str) -> io::Result<()> {
+        match self.path(path).parent() {
+            Some(parent) => make_dirs(parent),
+            None => Ok(()),
+        }
+    }
+
     /// Creates (or truncates) `path` for writing with `O_DIRECT`, parent directories too;
     /// `None` where the file system has no direct I/O (tmpfs).
     fn create_direct(&self, path: &str) -> io::Result<Option<File>> {
         use std::os::unix::fs::OpenOptionsExt;
         let full = self.path(path);
-        if let Some(parent) = full.parent() {
-            fs::create_dir_all(parent)?;
-        }
+        self.make_parents(path)?;
         let direct = OpenOptions::new()
             .create(true)
             .truncate(true)
@@ -179,6 +188,25 @@ impl DirStorage {
             Err(error) if error.raw_os_error() == Some(libc::EINVAL) => Ok(None),
             Err(error) => Err(error),
         }
+    }
+}
+
+/// Makes `dir` and the directories above it that do not exist yet, each made durable by a
+/// sync of its parent: without a journal (ext4 without one, as on the development machine)
+/// nothing else orders a new directory's entry before the files written into it, and a crash
+/// could lose the whole directory with every synced file in it.
+fn make_dirs(dir: &Path) -> io::Result<()> {
+    if dir.as_os_str().is_empty() || dir.is_dir() {
+        return Ok(());
+    }
+    let parent = dir.parent().filter(|parent| !parent.as_os_str().is_empty());
+    if let Some(parent) = parent {
+        make_dirs(parent)?;
+    }
+    match fs::create_dir(dir) {
+        Ok(()) => File::open(parent.unwrap_or(Path::new(".")))?.sync_all(),
+        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(error) => Err(error),
     }
 }
 
@@ -581,9 +609,7 @@ impl Storage for DirStorage {
 
     fn create(&self, path: &str) -> io::Result<Box<dyn StorageFile>> {
         let full = self.path(path);
-        if let Some(parent) = full.parent() {
-            fs::create_dir_all(parent)?;
-        }
+        self.make_parents(path)?;
         let file = OpenOptions::new().create(true).truncate(true).write(true).open(full)?;
         Ok(Box::new(DirFile { file, len: 0, started: (0, 0) }))
     }
@@ -647,9 +673,43 @@ impl MemFile {
     }
 }
 
+/// What a directory entry names.
+#[derive(Debug, Clone)]
+enum Entry {
+    File(Arc<Mutex<MemFile>>),
+    Dir,
+}
+
+/// A change to a directory entry not yet made durable by a sync of its directory: `path`
+/// names `entry` from now on, or nothing.
+#[derive(Debug, Clone)]
+struct EntryChange {
+    path: String,
+    entry: Option<Entry>,
+}
+
+/// The directory a path's entry lives in ("" for the data directory's own entries).
+fn parent(path: &str) -> &str {
+    path.rfind('/').map_or("", |at| &path[..at])
+}
+
+/// The directories above `path`, outermost first ("" left out).
+fn ancestors(path: &str) -> impl Iterator<Item = &str> {
+    path.match_indices('/').map(move |(at, _)| &path[..at])
+}
+
 #[derive(Debug, Default)]
 struct MemState {
+    /// Every file, by path, as the process sees them.
     files: BTreeMap<String, Arc<Mutex<MemFile>>>,
+    /// The directories the process has made (a file's parents, made by `create`).
+    dirs: BTreeSet<String>,
+    /// The entries a crash keeps for certain: each directory's as of its last sync.
+    durable: BTreeMap<String, Entry>,
+    /// Changes of entries since their directory's last sync, oldest first. A crash keeps each
+    /// or not, at random: a file system without a journal (ext4 without one, as on the
+    /// development machine) orders none of them (`Storage::sync_dir`).
+    unsynced: Vec<EntryChange>,
     /// Every write or sync counts one operation; operation number `fail_at` and every later one
     /// fails (a full or broken disk stays broken).
     operations: u64,
@@ -662,6 +722,37 @@ struct MemState {
 }
 
 impl MemState {
+    /// Records that `path` now names `entry` (or nothing); durable once its directory is synced.
+    fn change(&mut self, path: &str, entry: Option<Entry>) {
+        self.unsynced.push(EntryChange { path: path.to_string(), entry });
+    }
+
+    /// Makes the directories above `path` that do not exist yet, each synced into its parent,
+    /// as `create` does.
+    fn make_parents(&mut self, path: &str) -> io::Result<()> {
+        for dir in ancestors(path) {
+            if !self.dirs.contains(dir) {
+                FaultyStorage::operation(self)?;
+                self.dirs.insert(dir.to_string());
+                self.change(dir, Some(Entry::Dir));
+                self.sync_dir(parent(dir));
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes every change of `dir`'s entries durable (`fsync` of the directory).
+    fn sync_dir(&mut self, dir: &str) {
+        let (synced, left): (Vec<EntryChange>, Vec<EntryChange>) =
+            std::mem::take(&mut self.unsynced)
+                .into_iter()
+                .partition(|change| parent(&change.path) == dir);
+        self.unsynced = left;
+        for change in synced {
+            apply(&mut self.durable, change);
+        }
+    }
+
     /// The bytes every file holds.
     fn used_bytes(&self) -> u64 {
         self.files
@@ -730,26 +821,78 @@ impl FaultyStorage {
         self.lock().failures
     }
 
-    /// The storage a restarted process would find after a crash now: each file keeps what was
-    /// synced and a random prefix of what was written since (a torn write).
+    /// The storage a restarted process would find after a crash now.
+    ///
+    /// - Entries: each directory keeps what it held at its last sync (`sync_dir`; `rename`
+    ///   syncs the target's directory); each change since survives or not, at random and in
+    ///   any combination. A file or directory under a directory that did not survive is gone.
+    /// - Bytes: each file keeps what was synced. Of what was written since, a crash keeps
+    ///   either a random prefix (writes reaching the device in order) or, with the same
+    ///   chance, each 512-byte sector up to a random length at random, a sector not written
+    ///   keeping the file's bytes from before (a reused file's old bytes, or zeros): a device
+    ///   that writes the sectors of a request, and the requests, in any order.
     pub fn crash(&self) -> FaultyStorage {
         let state = self.lock();
+        let mut entries = state.durable.clone();
+        for change in &state.unsynced {
+            if self.coin() {
+                apply(&mut entries, change.clone());
+            }
+        }
+        let present =
+            |path: &str| ancestors(path).all(|dir| matches!(entries.get(dir), Some(Entry::Dir)));
         let mut files = BTreeMap::new();
-        for (name, file) in &state.files {
-            let file = file.lock().unwrap_or_else(|poison| poison.into_inner());
-            let kept = (self.next_random() % (file.pending.len() as u64 + 1)) as usize;
-            let mut synced = file.synced.clone();
-            synced.extend_from_slice(&file.pending[..kept]);
-            let stale = file.stale.clone();
-            files.insert(
-                name.clone(),
-                Arc::new(Mutex::new(MemFile { synced, pending: Vec::new(), stale })),
-            );
+        let mut dirs = BTreeSet::new();
+        let mut durable = BTreeMap::new();
+        for (path, entry) in &entries {
+            if !present(path) {
+                continue;
+            }
+            match entry {
+                Entry::Dir => {
+                    dirs.insert(path.clone());
+                    durable.insert(path.clone(), Entry::Dir);
+                }
+                Entry::File(file) => {
+                    let file = file.lock().unwrap_or_else(|poison| poison.into_inner());
+                    let kept = Arc::new(Mutex::new(MemFile {
+                        synced: self.torn(&file),
+                        pending: Vec::new(),
+                        stale: file.stale.clone(),
+                    }));
+                    files.insert(path.clone(), Arc::clone(&kept));
+                    durable.insert(path.clone(), Entry::File(kept));
+                }
+            }
         }
         FaultyStorage {
-            state: Arc::new(Mutex::new(MemState { files, ..MemState::default() })),
+            state: Arc::new(Mutex::new(MemState { files, dirs, durable, ..MemState::default() })),
             seed: Arc::new(AtomicU64::new(self.next_random() | 1)),
         }
+    }
+
+    /// What a crash leaves of `file`'s bytes (`crash`).
+    fn torn(&self, file: &MemFile) -> Vec<u8> {
+        const SECTOR: usize = 512;
+        let mut bytes = file.synced.clone();
+        let start = bytes.len();
+        let kept = (self.next_random() % (file.pending.len() as u64 + 1)) as usize;
+        bytes.extend_from_slice(&file.pending[..kept]);
+        if self.coin() {
+            return bytes;
+        }
+        let mut at = start;
+        while at < bytes.len() {
+            let end = (at / SECTOR + 1) * SECTOR;
+            let end = end.min(bytes.len());
+            if self.coin() {
+                for (offset, byte) in bytes[at..end].iter_mut().enumerate() {
+                    *byte = file.stale.get(at + offset).copied().unwrap_or(0);
+                }
+            }
+            at = end;
+        }
+        bytes
     }
 
     /// Overwrites one byte of a file (to test that corruption is found).
@@ -785,6 +928,11 @@ impl FaultyStorage {
     /// Every file's path, directories included in the name (`wal/...`, `checkpoint/E/...`).
     pub fn paths(&self) -> Vec<String> {
         self.lock().files.keys().cloned().collect()
+    }
+
+    /// True or false, with even chances.
+    fn coin(&self) -> bool {
+        self.next_random() >> 63 == 1
     }
 
     fn next_random(&self) -> u64 {
@@ -843,6 +991,14 @@ impl StorageFile for FaultyFile {
     }
 }
 
+/// Applies an entry change to a namespace.
+fn apply(entries: &mut BTreeMap<String, Entry>, change: EntryChange) {
+    match change.entry {
+        Some(entry) => entries.insert(change.path, entry),
+        None => entries.remove(&change.path),
+    };
+}
+
 fn in_dir(path: &str, dir: &str) -> Option<String> {
     let rest = if dir.is_empty() { path } else { path.strip_prefix(dir)?.strip_prefix('/')? };
     (!rest.is_empty()).then(|| rest.split('/').next().unwrap_or(rest).to_string())
@@ -868,7 +1024,9 @@ impl Storage for FaultyStorage {
         let mut state = self.lock();
         FaultyStorage::operation(&mut state)?;
         let file = Arc::new(Mutex::new(MemFile::default()));
+        state.make_parents(path)?;
         state.files.insert(path.to_string(), Arc::clone(&file));
+        state.change(path, Some(Entry::File(Arc::clone(&file))));
         Ok(Box::new(FaultyFile { storage: self.clone(), file }))
     }
 
@@ -892,19 +1050,33 @@ impl Storage for FaultyStorage {
         let file =
             Arc::new(Mutex::new(MemFile { synced: first.to_vec(), pending: Vec::new(), stale }));
         state.files.insert(path.to_string(), Arc::clone(&file));
+        state.change(spare, None);
+        state.change(path, Some(Entry::File(Arc::clone(&file))));
+        state.sync_dir(parent(path));
         Ok(Box::new(FaultyFile { storage: self.clone(), file }))
     }
 
-    fn sync_dir(&self, _dir: &str) -> io::Result<()> {
-        FaultyStorage::operation(&mut self.lock())
+    fn sync_dir(&self, dir: &str) -> io::Result<()> {
+        let mut state = self.lock();
+        FaultyStorage::operation(&mut state)?;
+        state.sync_dir(dir);
+        Ok(())
     }
 
     fn rename(&self, from: &str, to: &str) -> io::Result<()> {
         let mut state = self.lock();
         FaultyStorage::operation(&mut state)?;
+        let target_dir = parent(to);
+        if !target_dir.is_empty() && !state.dirs.contains(target_dir) {
+            return Err(io::Error::from(io::ErrorKind::NotFound));
+        }
         let file =
             state.files.remove(from).ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
-        state.files.insert(to.to_string(), file);
+        state.files.insert(to.to_string(), Arc::clone(&file));
+        state.change(from, None);
+        state.change(to, Some(Entry::File(file)));
+        // As the file system version does: the rename, then a sync of the target's directory.
+        state.sync_dir(parent(to));
         Ok(())
     }
 
@@ -913,10 +1085,19 @@ impl Storage for FaultyStorage {
         if state.removals_refused {
             return Err(io::Error::from(io::ErrorKind::PermissionDenied));
         }
-        state.files.remove(path).map(|_| ()).ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
+        state.files.remove(path).ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+        state.change(path, None);
+        Ok(())
     }
 
-    fn remove_dir(&self, _dir: &str) -> io::Result<()> {
+    fn remove_dir(&self, dir: &str) -> io::Result<()> {
+        let mut state = self.lock();
+        if state.files.keys().any(|path| path.starts_with(&format!("{dir}/"))) {
+            return Err(io::Error::from_raw_os_error(libc::ENOTEMPTY));
+        }
+        if state.dirs.remove(dir) {
+            state.change(dir, None);
+        }
         Ok(())
     }
 
