@@ -1598,4 +1598,64 @@ mod tests {
         data[5 * PAGE_BYTES + BLOCK_HEADER_BYTES + 7] ^= 1;
         assert!(torn(&read_until_damage(&data).1));
     }
+
+    /// Random segments of rounds: any loss of sectors of the last round reads as every
+    /// earlier block and then a clean end or a torn tail; a flipped byte in a block of an
+    /// earlier round is corruption.
+    #[test]
+    fn random_tears_of_the_last_round_are_torn_tails_and_flips_before_it_corruption() {
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move |below: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % below
+        };
+        let salt = 0xA5A5_0101;
+        for _ in 0..400 {
+            let header = FileHeader { a: 1, b: 1, c: 0 };
+            let mut data = encode_salted_file_header(FileKind::Segment, header, salt).to_vec();
+            data.extend_from_slice(&salted(log_block_header(round_flags(0, true), 1, &[]), salt));
+            data.resize(PAGE_BYTES, 0);
+            // (round, start, payload start, end) of each block after the first.
+            let mut blocks = Vec::new();
+            let rounds = 1 + next(5);
+            for round in 1..=rounds {
+                let count = 1 + next(4);
+                for index in 0..count {
+                    let len = 1 + next(3 * PAGE_BYTES as u64) as usize;
+                    let payload: Vec<u8> = (0..len).map(|_| 1 + next(255) as u8).collect();
+                    let flags = round_flags(round, index + 1 == count);
+                    let start = data.len();
+                    data.extend_from_slice(&salted(log_block_header(flags, round, &payload), salt));
+                    data.extend_from_slice(&payload);
+                    blocks.push((round, start, start + BLOCK_HEADER_BYTES, data.len()));
+                    data.resize(data.len().next_multiple_of(PAGE_BYTES), 0);
+                }
+            }
+            let before_last = blocks.iter().filter(|block| block.0 < rounds).count();
+            let last_start = blocks[before_last].1;
+            // A torn last round: sectors lost at random (a fresh file reads zeros there).
+            let mut torn = data.clone();
+            let lose = 1 + next(8);
+            for sector in (last_start..torn.len()).step_by(512) {
+                if next(lose) == 0 {
+                    let end = (sector + 512).min(torn.len());
+                    torn[sector..end].fill(0);
+                }
+            }
+            let (read, damage) = read_until_damage(&torn);
+            assert!(read > before_last, "every block before the last round, and the first");
+            assert!(!matches!(damage, Some(Damage::Corrupt { .. })), "{damage:?}");
+            // A flip in a block before the last round, where a later round's blocks follow.
+            if before_last > 0 {
+                let (_, _, payload, end) = blocks[next(before_last as u64) as usize];
+                let at = payload + next((end - payload) as u64) as usize;
+                let mut flipped = data.clone();
+                flipped[at] ^= 1 << next(8);
+                let (_, damage) = read_until_damage(&flipped);
+                assert!(matches!(damage, Some(Damage::Corrupt { .. })), "{damage:?}");
+            }
+        }
+    }
 }
