@@ -6,7 +6,9 @@
 //! stable epoch reaches `e`, every record of an epoch at or below `e` is in some buffer. A
 //! logger wakes after each epoch tick, reads the stable epoch `s`, takes the buffers of its
 //! workers, writes them as blocks whose last one carries the mark `s`, fsyncs, and publishes
-//! `s` as its durable epoch. With nothing to write it writes the mark alone only while a
+//! `s` as its durable epoch. Each such write is a round, and every block carries its round's
+//! number (format 6, `format::ROUNDS`): a crash can leave only the last round incomplete, with
+//! its pages written in any order, and a reader tells that from corruption by the rounds. With nothing to write it writes the mark alone only while a
 //! record it wrote may be above its mark, someone waits for a newer epoch (the `demand`) or
 //! another logger's mark is ahead of its own, so an idle database does no I/O; its durable
 //! epoch then stays at the last mark written. The database's durable epoch is the minimum over loggers. Records
