@@ -39,12 +39,15 @@ fn commit_with<P: Hooks>(worker: &mut Worker) -> Result<CommitInfo> {
         }
         Status::Active => {}
     }
-    if let Some(at) = worker.txn.snapshot {
+    if worker.txn.snapshot.is_some() {
+        // What it read is durable once the newest state it read is (`Worker::wait_durable`
+        // waits on the last commit's epoch). That is at or below the snapshot epoch, and
+        // usually durable already; after a log failure, readers of durable rows are still
+        // acknowledged.
+        let epoch = read_epoch(&worker.txn);
         finish(worker);
         bump_commits(worker);
-        // What it read is durable once the snapshot epoch is (`Worker::wait_durable` waits on
-        // the last commit's).
-        let info = CommitInfo { tid: Tid::ZERO, epoch: at };
+        let info = CommitInfo { tid: Tid::ZERO, epoch };
         worker.last_commit = info;
         return Ok(info);
     }

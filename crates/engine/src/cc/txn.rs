@@ -150,15 +150,25 @@ pub(crate) unsafe fn pinned<'a>() -> Pin<'a> {
     unsafe { Pin::assume_pinned() }
 }
 
-/// Reads `head` as of snapshot epoch `at`. Snapshot transactions never abort: a record locked
-/// by a committer is waited for (the committer's epoch is above `at`, and it releases the lock
-/// at the end of its commit).
-pub(crate) fn read_snapshot(head: *mut Head, at: Epoch, out: &mut Vec<u8>) -> bool {
+/// Reads `head` as of snapshot epoch `at`, noting the epoch of the state read in `access`, so
+/// that the transaction's commit is acknowledged once what it read is durable, which is
+/// usually long before its snapshot epoch is (`commit::read_epoch`). Snapshot transactions
+/// never abort: a record locked by a committer is waited for (the committer's epoch is above
+/// `at`, and it releases the lock at the end of its commit).
+pub(crate) fn read_snapshot(
+    access: &mut AccessSet,
+    head: *mut Head,
+    at: Epoch,
+    out: &mut Vec<u8>,
+) -> bool {
     // SAFETY: the head was reached through an index while pinned.
     let head = unsafe { &*head };
     loop {
-        match head.read_at(at, out) {
-            Ok(present) => return present,
+        match head.read_at_noting(at, out) {
+            Ok((present, epoch)) => {
+                access.note_unrecorded(epoch);
+                return present;
+            }
             Err(Busy) => std::thread::yield_now(),
         }
     }
@@ -535,7 +545,8 @@ impl<'w> Txn<'w> {
             let Some(head) = probe.value else {
                 return Ok(Found::None);
             };
-            let present = read_snapshot(head as *mut Head, at, &mut state.read_buffer);
+            let present =
+                read_snapshot(&mut state.access, head as *mut Head, at, &mut state.read_buffer);
             if present {
                 cooperative::after_read(self.worker, table_id, key, head as *mut Head);
             }
@@ -1451,7 +1462,7 @@ impl<F: FnMut(&[u8], &[u8]) -> bool> RowVisitor<'_, F> {
     /// The row `head` holds for this transaction, or `None` (no row, or an error recorded).
     fn row(&mut self, head: *mut Head) -> Option<Found> {
         if let Some(at) = self.snapshot {
-            return read_snapshot(head, at, self.buffer).then_some(Found::Buffer);
+            return read_snapshot(self.access, head, at, self.buffer).then_some(Found::Buffer);
         }
         if self.skip_deleted && deleted_unclaimed(self.access, head, self.mode.bound()) {
             trace_ev!(crate::trace::Ev::ScanSkipped { head: head as u64 });

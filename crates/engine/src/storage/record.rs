@@ -1100,6 +1100,12 @@ impl Head {
         self.read_as_of(Tid::last_of(at), out).map(|seen| seen.present)
     }
 
+    /// [`Head::read_at`], and the epoch of the state it read (the row's, or its deletion's).
+    #[inline]
+    pub fn read_at_noting(&self, at: Epoch, out: &mut Vec<u8>) -> Result<(bool, Epoch), Busy> {
+        self.read_as_of(Tid::last_of(at), out).map(|seen| (seen.present, seen.tid.epoch()))
+    }
+
     /// The newest committed state with a TID at or below `bound`, copied into `out` when it
     /// holds a row, and the record's current word. Waits, bounded ([`LONG_WAIT_STEPS_MAX`]),
     /// while the record is locked: the holder's TID may be at or below `bound`.
