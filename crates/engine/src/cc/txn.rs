@@ -151,8 +151,8 @@ pub(crate) unsafe fn pinned<'a>() -> Pin<'a> {
 }
 
 /// Reads `head` as of snapshot epoch `at`, noting the epoch of the state read in `access`, so
-/// that the transaction's commit is acknowledged once what it read is durable, which is
-/// usually long before its snapshot epoch is (`commit::read_epoch`). Snapshot transactions
+/// that the transaction's commit waits for what it read to be durable (`commit::read_epoch`),
+/// not for its whole snapshot epoch. Snapshot transactions
 /// never abort: a record locked by a committer is waited for (the committer's epoch is above
 /// `at`, and it releases the lock at the end of its commit).
 pub(crate) fn read_snapshot(

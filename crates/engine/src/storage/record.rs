@@ -1095,15 +1095,18 @@ impl Head {
         true
     }
 
-    /// The value as of snapshot epoch `at`, copied into `out`. Returns whether a row existed.
-    pub fn read_at(&self, at: Epoch, out: &mut Vec<u8>) -> Result<bool, Busy> {
-        self.read_as_of(Tid::last_of(at), out).map(|seen| seen.present)
-    }
-
-    /// [`Head::read_at`], and the epoch of the state it read (the row's, or its deletion's).
+    /// The value as of snapshot epoch `at`, copied into `out`. Returns whether a row existed,
+    /// and the epoch of the state read (the row's, or its deletion's), which a snapshot
+    /// transaction waits to be durable (`txn::read_snapshot`).
     #[inline]
     pub fn read_at_noting(&self, at: Epoch, out: &mut Vec<u8>) -> Result<(bool, Epoch), Busy> {
         self.read_as_of(Tid::last_of(at), out).map(|seen| (seen.present, seen.tid.epoch()))
+    }
+
+    /// [`Head::read_at_noting`] without the epoch (the tests' reads).
+    #[cfg(test)]
+    pub fn read_at(&self, at: Epoch, out: &mut Vec<u8>) -> Result<bool, Busy> {
+        self.read_at_noting(at, out).map(|(present, _)| present)
     }
 
     /// The newest committed state with a TID at or below `bound`, copied into `out` when it

@@ -215,10 +215,8 @@ fn write_files(
     if let Some(error) = failure.into_inner().unwrap() {
         return Err(error);
     }
+    // The files' entries; the directory's own entry was synced when `create` made it.
     storage.sync_dir(&dir).map_err(|error| io_error(storage, &dir, "cannot sync", error))?;
-    storage
-        .sync_dir("checkpoint")
-        .map_err(|error| io_error(storage, "checkpoint", "cannot sync", error))?;
     let next_splits = splits_from(sampled.into_inner().unwrap(), part_rows);
     let files = parts.len();
     drop(parts);
