@@ -20,8 +20,13 @@ fi
 echo "== unit, property, integration and end-to-end tests"
 cargo test --workspace --locked
 
-echo "== randomized-schedule tests of the latch and epochs (shuttle)"
+echo "== randomized-schedule tests of the latch, epochs and group commit (shuttle)"
+if cargo clippy --version >/dev/null 2>&1; then
+  cargo clippy -p engram-engine --lib --tests --locked --features shuttle -- -D warnings
+fi
 cargo test --locked -p engram-engine --features shuttle --test shuttle_sync
+# The log's group commit, whose types are the crate's own: its unit tests under shuttle.
+cargo test --locked -p engram-engine --features shuttle --lib wal::log::schedules
 
 echo "== real clients against engram serve (psql, pgbench, psycopg and sysbench when present)"
 cargo build --locked -p engram-cli

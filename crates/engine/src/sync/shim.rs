@@ -30,3 +30,37 @@ pub fn yield_now() {
     #[cfg(feature = "shuttle")]
     shuttle::thread::yield_now();
 }
+
+/// The locks and condition variable of the log's group commit (`wal::log`): `std`'s, or
+/// shuttle's, so that its hand-off between workers, loggers and waiters runs under the
+/// randomized scheduler too.
+#[cfg(not(feature = "shuttle"))]
+pub use std::sync::{Condvar, Mutex, MutexGuard};
+
+#[cfg(feature = "shuttle")]
+pub use shuttle::sync::{Condvar, Mutex, MutexGuard};
+
+/// Sleeps until unparked or for `timeout`. Under shuttle a timed wait is a scheduling point:
+/// the thread gives way and runs again later, as if its timeout had passed.
+#[inline]
+pub fn park_timeout(timeout: std::time::Duration) {
+    #[cfg(not(feature = "shuttle"))]
+    std::thread::park_timeout(timeout);
+    #[cfg(feature = "shuttle")]
+    {
+        let _ = timeout;
+        shuttle::thread::yield_now();
+    }
+}
+
+/// Sleeps for `duration`; under shuttle, a scheduling point as `park_timeout` is.
+#[inline]
+pub fn sleep(duration: std::time::Duration) {
+    #[cfg(not(feature = "shuttle"))]
+    std::thread::sleep(duration);
+    #[cfg(feature = "shuttle")]
+    {
+        let _ = duration;
+        shuttle::thread::yield_now();
+    }
+}

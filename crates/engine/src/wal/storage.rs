@@ -930,6 +930,19 @@ impl FaultyStorage {
         self.lock().files.keys().cloned().collect()
     }
 
+    /// What every crash keeps of the file at `path`: its synced bytes, if its directory entry
+    /// and those of the directories above it were synced too; otherwise `None`. (For the
+    /// group commit's randomized schedules, `wal::log::schedules`.)
+    #[cfg(all(test, feature = "shuttle"))]
+    pub(crate) fn durable_bytes(&self, path: &str) -> Option<Vec<u8>> {
+        let state = self.lock();
+        if !ancestors(path).all(|dir| matches!(state.durable.get(dir), Some(Entry::Dir))) {
+            return None;
+        }
+        let Some(Entry::File(file)) = state.durable.get(path) else { return None };
+        Some(file.lock().unwrap_or_else(|poison| poison.into_inner()).synced.clone())
+    }
+
     /// True or false, with even chances.
     fn coin(&self) -> bool {
         self.next_random() >> 63 == 1
