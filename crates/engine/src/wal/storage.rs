@@ -654,6 +654,9 @@ struct MemFile {
     /// A reused log file's old bytes (`Storage::reuse_log`): those beyond what was written
     /// since are still in the file.
     stale: Vec<u8>,
+    /// A log segment's: its space was preallocated (`fallocate`) or is a spare's, so space
+    /// not yet written reads as zeros or its old bytes, never as another file's.
+    preallocated: bool,
 }
 
 impl MemFile {
@@ -719,9 +722,29 @@ struct MemState {
     removals_refused: bool,
     /// The most bytes the files may hold (`FaultyStorage::limit_space`): a write past it fails.
     space: Option<u64>,
+    /// The bytes of files whose last name went (removed, or renamed over), newest last: the
+    /// file system may give their blocks to a file that grows, and a crash before that file's
+    /// sync can leave their old bytes in it (`FaultyStorage::torn`).
+    freed: Vec<Vec<u8>>,
 }
 
+/// How many freed files `MemState::freed` keeps, and how many of each one's first bytes.
+const FREED_FILES_MAX: usize = 8;
+const FREED_BYTES_MAX: usize = 1 << 20;
+
 impl MemState {
+    /// Keeps the bytes of a file whose last name went as blocks that files may be given.
+    fn free(&mut self, file: &Mutex<MemFile>) {
+        let mut bytes = file.lock().unwrap_or_else(|poison| poison.into_inner()).contents();
+        bytes.truncate(FREED_BYTES_MAX);
+        if bytes.iter().any(|&byte| byte != 0) {
+            if self.freed.len() == FREED_FILES_MAX {
+                self.freed.remove(0);
+            }
+            self.freed.push(bytes);
+        }
+    }
+
     /// Records that `path` now names `entry` (or nothing); durable once its directory is synced.
     fn change(&mut self, path: &str, entry: Option<Entry>) {
         self.unsynced.push(EntryChange { path: path.to_string(), entry });
@@ -776,6 +799,12 @@ impl MemState {
     }
 }
 
+/// What a crash leaves of a file's bytes, given the freed files' (`FaultyStorage::crash`).
+type LeaveAfterCrash = dyn Fn(&FaultyStorage, &MemFile, &[Vec<u8>]) -> Vec<u8>;
+
+/// A freed file's bytes and where in them a block starts, or nothing (zeros).
+type FreedBlock<'f> = Option<(&'f [u8], usize)>;
+
 /// An in-memory data directory that fails on command and can simulate a crash. For tests.
 #[derive(Debug, Clone, Default)]
 pub struct FaultyStorage {
@@ -829,9 +858,44 @@ impl FaultyStorage {
     /// - Bytes: each file keeps what was synced. Of what was written since, a crash keeps
     ///   either a random prefix (writes reaching the device in order) or, with the same
     ///   chance, each 512-byte sector up to a random length at random, a sector not written
-    ///   keeping the file's bytes from before (a reused file's old bytes, or zeros): a device
-    ///   that writes the sectors of a request, and the requests, in any order.
+    ///   keeping the file's bytes from before (a reused file's old bytes; beyond them zeros
+    ///   or a freed file's bytes, `torn`): a device that writes the sectors of a request, and
+    ///   the requests, in any order, under a file system that may write a file's new size
+    ///   before its data.
     pub fn crash(&self) -> FaultyStorage {
+        self.crash_leaving(&|storage: &FaultyStorage, file: &MemFile, freed: &[Vec<u8>]| {
+            storage.torn(file, freed)
+        })
+    }
+
+    /// A crash as `crash` makes it for directory entries, leaving the worst bytes a file system
+    /// without a journal may: each file written through the page cache keeps the length of
+    /// all it was written, and where it was not synced, the bytes a freed file held at the
+    /// same offset: the newest freed file of the same kind (the same first 8 bytes, its
+    /// magic number) that reaches as far, else the newest that does, else zeros. (A file
+    /// system tends to give a file blocks near those it held before, in the same directory.)
+    /// Log segments, whose space is preallocated, keep what `crash` leaves them.
+    pub fn crash_onto_freed_blocks(&self) -> FaultyStorage {
+        self.crash_leaving(&|storage: &FaultyStorage, file: &MemFile, freed: &[Vec<u8>]| {
+            if file.preallocated {
+                return storage.torn(file, freed);
+            }
+            let written = file.synced.len() + file.pending.len();
+            let mut bytes = file.synced.clone();
+            let kind = file.contents().get(..8).map(<[u8]>::to_vec);
+            for position in bytes.len()..written {
+                let reaching = || freed.iter().rev().filter(|old| old.len() > position);
+                let old = reaching()
+                    .find(|old| kind.as_deref().is_some_and(|kind| old.starts_with(kind)))
+                    .or_else(|| reaching().next());
+                bytes.push(old.map_or(0, |old| old[position]));
+            }
+            bytes
+        })
+    }
+
+    /// The storage after a crash whose files keep what `leave` makes of each.
+    fn crash_leaving(&self, leave: &LeaveAfterCrash) -> FaultyStorage {
         let state = self.lock();
         let mut entries = state.durable.clone();
         for change in &state.unsynced {
@@ -856,24 +920,43 @@ impl FaultyStorage {
                 Entry::File(file) => {
                     let file = file.lock().unwrap_or_else(|poison| poison.into_inner());
                     let kept = Arc::new(Mutex::new(MemFile {
-                        synced: self.torn(&file),
+                        synced: leave(self, &file, &state.freed),
                         pending: Vec::new(),
                         stale: file.stale.clone(),
+                        preallocated: file.preallocated,
                     }));
                     files.insert(path.clone(), Arc::clone(&kept));
                     durable.insert(path.clone(), Entry::File(kept));
                 }
             }
         }
+        // What was written and not kept may be on the device, in blocks that are free now.
+        let mut freed = MemState { freed: state.freed.clone(), ..MemState::default() };
+        for file in state.files.values() {
+            if !file.lock().unwrap_or_else(|poison| poison.into_inner()).pending.is_empty() {
+                freed.free(file);
+            }
+        }
+        let freed = freed.freed;
         FaultyStorage {
-            state: Arc::new(Mutex::new(MemState { files, dirs, durable, ..MemState::default() })),
+            state: Arc::new(Mutex::new(MemState {
+                files,
+                dirs,
+                durable,
+                freed,
+                ..MemState::default()
+            })),
             seed: Arc::new(AtomicU64::new(self.next_random() | 1)),
         }
     }
 
-    /// What a crash leaves of `file`'s bytes (`crash`).
-    fn torn(&self, file: &MemFile) -> Vec<u8> {
+    /// What a crash leaves of `file`'s bytes (`crash`). A sector not written keeps what the
+    /// file held there before (`MemFile::stale`); where it held nothing, the block the file
+    /// system gave it holds zeros or, with even chances, a freed file's old bytes (`freed`): a
+    /// file system without a journal may write a file's new size before its data.
+    fn torn(&self, file: &MemFile, freed: &[Vec<u8>]) -> Vec<u8> {
         const SECTOR: usize = 512;
+        const BLOCK: usize = 4096;
         let mut bytes = file.synced.clone();
         let start = bytes.len();
         let kept = (self.next_random() % (file.pending.len() as u64 + 1)) as usize;
@@ -881,18 +964,50 @@ impl FaultyStorage {
         if self.coin() {
             return bytes;
         }
+        // The file block last looked at, and the freed bytes it was given (`freed_block`).
+        let mut block_given: Option<usize> = None;
+        let mut source: FreedBlock<'_> = None;
         let mut at = start;
         while at < bytes.len() {
             let end = (at / SECTOR + 1) * SECTOR;
             let end = end.min(bytes.len());
             if self.coin() {
+                let block = at / BLOCK;
+                if block_given != Some(block) {
+                    block_given = Some(block);
+                    source = self.freed_block(freed, block, BLOCK).filter(|_| !file.preallocated);
+                }
                 for (offset, byte) in bytes[at..end].iter_mut().enumerate() {
-                    *byte = file.stale.get(at + offset).copied().unwrap_or(0);
+                    let position = at + offset;
+                    *byte = match file.stale.get(position) {
+                        Some(&old) => old,
+                        None => source.map_or(0, |(old, from)| {
+                            old.get(from + position % BLOCK).copied().unwrap_or(0)
+                        }),
+                    };
                 }
             }
             at = end;
         }
         bytes
+    }
+
+    /// The freed bytes a file's block number `block` may be given: none (zeros), or a random
+    /// freed file's block at the same number or at a random one (where it starts).
+    fn freed_block<'f>(
+        &self,
+        freed: &'f [Vec<u8>],
+        block: usize,
+        block_bytes: usize,
+    ) -> FreedBlock<'f> {
+        if freed.is_empty() || self.coin() {
+            return None;
+        }
+        let old = &freed[(self.next_random() % freed.len() as u64) as usize];
+        let blocks = old.len().div_ceil(block_bytes) as u64;
+        let number =
+            if self.coin() { block } else { (self.next_random() % blocks.max(1)) as usize };
+        Some((old, number * block_bytes))
     }
 
     /// Overwrites one byte of a file (to test that corruption is found).
@@ -1043,6 +1158,14 @@ impl Storage for FaultyStorage {
         Ok(Box::new(FaultyFile { storage: self.clone(), file }))
     }
 
+    fn create_log(&self, path: &str, _expected_bytes: u64) -> io::Result<Box<dyn StorageFile>> {
+        let created = self.create(path)?;
+        let state = self.lock();
+        let file = state.files.get(path).expect("just created");
+        file.lock().unwrap_or_else(|poison| poison.into_inner()).preallocated = true;
+        Ok(created)
+    }
+
     fn reuse_log(
         &self,
         spare: &str,
@@ -1060,8 +1183,12 @@ impl Storage for FaultyStorage {
         }
         let old = state.files.remove(spare).expect("checked above");
         let stale = old.lock().unwrap_or_else(|poison| poison.into_inner()).contents();
-        let file =
-            Arc::new(Mutex::new(MemFile { synced: first.to_vec(), pending: Vec::new(), stale }));
+        let file = Arc::new(Mutex::new(MemFile {
+            synced: first.to_vec(),
+            stale,
+            preallocated: true,
+            ..MemFile::default()
+        }));
         state.files.insert(path.to_string(), Arc::clone(&file));
         state.change(spare, None);
         state.change(path, Some(Entry::File(Arc::clone(&file))));
@@ -1085,7 +1212,9 @@ impl Storage for FaultyStorage {
         }
         let file =
             state.files.remove(from).ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
-        state.files.insert(to.to_string(), Arc::clone(&file));
+        if let Some(replaced) = state.files.insert(to.to_string(), Arc::clone(&file)) {
+            state.free(&replaced);
+        }
         state.change(from, None);
         state.change(to, Some(Entry::File(file)));
         // As the file system version does: the rename, then a sync of the target's directory.
@@ -1098,7 +1227,9 @@ impl Storage for FaultyStorage {
         if state.removals_refused {
             return Err(io::Error::from(io::ErrorKind::PermissionDenied));
         }
-        state.files.remove(path).ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+        let file =
+            state.files.remove(path).ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+        state.free(&file);
         state.change(path, None);
         Ok(())
     }
@@ -1121,7 +1252,7 @@ impl Storage for FaultyStorage {
         let mut file = file.lock().unwrap_or_else(|poison| poison.into_inner());
         let mut all = file.contents();
         all.truncate(len as usize);
-        *file = MemFile { synced: all, ..MemFile::default() };
+        *file = MemFile { synced: all, preallocated: file.preallocated, ..MemFile::default() };
         Ok(())
     }
 
