@@ -33,8 +33,19 @@ pub fn crc32c_append(crc: u32, data: &[u8]) -> u32 {
 /// ([`PADDED_SEGMENTS`]), and a block's checksum covers its payload first and then its header
 /// ([`PAYLOAD_FIRST`]). Version 4 adds patches, the changed bytes of an updated row
 /// ([`PATCHES`]). Version 5 salts each log segment's block headers ([`SALTED_SEGMENTS`]), so
-/// that a segment file can be reused.
-pub const FORMAT_VERSION: u32 = 6;
+/// that a segment file can be reused. Version 6 numbers each log block's write round
+/// ([`ROUNDS`]). Version 7 salts the catalog log too, afresh at each rewrite
+/// ([`SALTED_CATALOGS`]).
+pub const FORMAT_VERSION: u32 = 7;
+
+/// The first format whose catalog log carries a salt, as segments do ([`SALTED_SEGMENTS`]):
+/// a new random one each time the catalog is rewritten (at every open). The catalog is
+/// written through the page cache, and after a crash before an append's sync a file system
+/// without a journal may leave the file its new length over blocks that still hold a freed
+/// file's bytes: an earlier catalog's, whose blocks at the same offsets may be whole, valid
+/// records (an earlier run's change that the crash lost, say, a table's drop). Unsalted,
+/// recovery applied such a record; salted, it fails its checksum and is a torn tail.
+pub const SALTED_CATALOGS: u32 = 7;
 
 /// The first format whose log segments carry a salt in their file header (bytes 32..36), a
 /// random number XORed into the header checksum of each of the segment's blocks. A superseded
@@ -102,7 +113,8 @@ pub fn file_version(data: &[u8]) -> u32 {
 }
 
 /// The salt of the blocks of a file whose header [`decode_file_header`] accepted: 0 before
-/// [`SALTED_SEGMENTS`], and for files that are not log segments.
+/// [`SALTED_SEGMENTS`], and in checkpoint files and catalogs before [`SALTED_CATALOGS`]
+/// (whose header bytes 32..36 are zeros).
 pub fn file_salt(data: &[u8]) -> u32 {
     if file_version(data) >= SALTED_SEGMENTS { u32_at(data, 32) } else { 0 }
 }
@@ -237,6 +249,29 @@ pub fn round_flags(round: u64, end: bool) -> u16 {
 /// The round a log block with `flags` ended or belongs to, and whether it ended it.
 fn round_of(flags: u16) -> (u16, bool) {
     ((flags >> ROUND_SHIFT) & ROUND_MASK, flags & FLAG_ROUND_END != 0)
+}
+
+/// A random salt that is not 0 (0 leaves a block unsalted): `seed` (what names the file) is
+/// hashed with the time under a random key.
+pub fn fresh_salt(seed: impl std::hash::Hash) -> u32 {
+    use std::hash::BuildHasher;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_nanos());
+    let hash = std::collections::hash_map::RandomState::new().hash_one((seed, nanos));
+    ((hash ^ (hash >> 32)) as u32).max(1)
+}
+
+/// Appends one uncompressed block whose header checksum is salted with `salt` ([`salted`]).
+pub fn encode_salted_block(
+    out: &mut Vec<u8>,
+    kind: BlockKind,
+    mark: u64,
+    payload: &[u8],
+    salt: u32,
+) {
+    out.extend_from_slice(&salted(block_header(kind, mark, payload), salt));
+    out.extend_from_slice(payload);
 }
 
 /// Appends one framed block to `out`. `mark` is the block's epoch: for a log block, every

@@ -778,13 +778,7 @@ impl Segment {
 
 /// A segment's salt: random, so that no block of the file's earlier lives carries it.
 fn segment_salt(run: u64, logger: usize, sequence: u64) -> u32 {
-    use std::hash::BuildHasher;
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| since.as_nanos());
-    let hash =
-        std::collections::hash_map::RandomState::new().hash_one((run, logger, sequence, nanos));
-    (hash ^ (hash >> 32)) as u32
+    format::fresh_salt((run, logger, sequence))
 }
 
 /// Asks the scheduler to run this thread ahead of the workers (a lower nice value), so that a

@@ -73,7 +73,7 @@ pub(crate) struct DataDir {
     /// The catalog log, or the error its last append failed with: a later append after a torn
     /// block would read as corruption, so every later change fails with the same error (a
     /// full disk stays `DiskFull`).
-    pub catalog: Mutex<std::result::Result<Box<dyn StorageFile>, Error>>,
+    pub catalog: Mutex<std::result::Result<CatalogFile, Error>>,
     /// Held by the checkpoint under way (one at a time); the key ranges it splits tables into.
     pub checkpointing: Mutex<checkpoint::Splits>,
     pub compress_checkpoints: bool,
@@ -81,6 +81,13 @@ pub(crate) struct DataDir {
     /// The last checkpoint, asked for or taken in the background, and where the log stood
     /// when it began: what the background checkpointer waits from (`checkpoint::LastCheckpoint`).
     pub last_checkpoint: Mutex<checkpoint::LastCheckpoint>,
+}
+
+/// The catalog log open for appending, and the salt of its blocks (format 7,
+/// `format::SALTED_CATALOGS`: a new one at every rewrite).
+pub(crate) struct CatalogFile {
+    file: Box<dyn StorageFile>,
+    salt: u32,
 }
 
 impl fmt::Debug for DataDir {
@@ -121,11 +128,12 @@ impl DataDir {
         storage: &dyn Storage,
         catalog: &[Option<(String, Vec<format::IndexRecord>)>],
         epoch: u64,
-    ) -> Result<Box<dyn StorageFile>> {
+    ) -> Result<CatalogFile> {
         let temporary = "catalog.tmp";
         let fail = |error| io_error(storage, recovery::CATALOG, "cannot write", error);
-        let mut bytes =
-            format::encode_file_header(FileKind::Catalog, FileHeader { a: 0, b: 0, c: 0 }).to_vec();
+        let salt = format::fresh_salt(epoch);
+        let header = FileHeader { a: 0, b: 0, c: 0 };
+        let mut bytes = format::encode_salted_file_header(FileKind::Catalog, header, salt).to_vec();
         for (id, entry) in catalog.iter().enumerate() {
             let record = match entry {
                 Some((name, indexes)) => CatalogRecord::Create {
@@ -135,36 +143,26 @@ impl DataDir {
                 },
                 None => CatalogRecord::Drop { table: id as u32 },
             };
-            format::encode_block(
-                &mut bytes,
-                BlockKind::Catalog,
-                epoch,
-                &format::encode_catalog(&record),
-                false,
-            );
+            let payload = format::encode_catalog(&record);
+            format::encode_salted_block(&mut bytes, BlockKind::Catalog, epoch, &payload, salt);
         }
         let mut file = storage.create(temporary).map_err(fail)?;
         file.append(&bytes).map_err(fail)?;
         file.sync().map_err(fail)?;
         storage.rename(temporary, recovery::CATALOG).map_err(fail)?;
-        Ok(file)
+        Ok(CatalogFile { file, salt })
     }
 
     /// Appends one catalog change and syncs it.
     pub fn log_catalog(&self, record: &CatalogRecord, epoch: u64) -> Result<()> {
-        let mut bytes = Vec::new();
-        format::encode_block(
-            &mut bytes,
-            BlockKind::Catalog,
-            epoch,
-            &format::encode_catalog(record),
-            false,
-        );
         let mut guard = self.catalog.lock().unwrap_or_else(|poison| poison.into_inner());
-        let file = match guard.as_mut() {
-            Ok(file) => file,
+        let CatalogFile { file, salt } = match guard.as_mut() {
+            Ok(catalog) => catalog,
             Err(failed) => return Err(failed.clone()),
         };
+        let mut bytes = Vec::new();
+        let payload = format::encode_catalog(record);
+        format::encode_salted_block(&mut bytes, BlockKind::Catalog, epoch, &payload, *salt);
         let written = file.append(&bytes).and_then(|()| file.sync());
         if let Err(error) = written {
             let error = io_error(&*self.storage, recovery::CATALOG, "cannot write", error);
