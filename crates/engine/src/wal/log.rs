@@ -1053,7 +1053,7 @@ mod schedules {
     use shuttle::thread;
     use std::collections::BTreeSet;
 
-    /// Every commit that left its commit, acknowledged or not yet: `(epoch, key)`.
+    /// Every transaction that has left its commit, acknowledged or not yet: `(epoch, key)`.
     type Committed = Arc<Mutex<Vec<(u64, Vec<u8>)>>>;
 
     const WORKERS: usize = 2;
