@@ -733,7 +733,8 @@ impl Segment {
     ) -> std::io::Result<Segment> {
         let (storage, run) = (&*log.storage, log.run);
         let path = segment_path(run, logger, sequence);
-        let salt = segment_salt(run, logger, sequence);
+        // Random, so that no block of the file's earlier lives carries it.
+        let salt = format::fresh_salt((run, logger, sequence));
         let mut bytes = format::encode_salted_file_header(
             FileKind::Segment,
             FileHeader { a: ((logger as u32) << 16) | loggers as u32, b: run, c: sequence },
@@ -774,11 +775,6 @@ impl Segment {
             round: 1,
         })
     }
-}
-
-/// A segment's salt: random, so that no block of the file's earlier lives carries it.
-fn segment_salt(run: u64, logger: usize, sequence: u64) -> u32 {
-    format::fresh_salt((run, logger, sequence))
 }
 
 /// Asks the scheduler to run this thread ahead of the workers (a lower nice value), so that a

@@ -732,19 +732,20 @@ struct MemState {
 const FREED_FILES_MAX: usize = 8;
 const FREED_BYTES_MAX: usize = 1 << 20;
 
-impl MemState {
-    /// Keeps the bytes of a file whose last name went as blocks that files may be given.
-    fn free(&mut self, file: &Mutex<MemFile>) {
-        let mut bytes = file.lock().unwrap_or_else(|poison| poison.into_inner()).contents();
-        bytes.truncate(FREED_BYTES_MAX);
-        if bytes.iter().any(|&byte| byte != 0) {
-            if self.freed.len() == FREED_FILES_MAX {
-                self.freed.remove(0);
-            }
-            self.freed.push(bytes);
+/// Keeps the bytes of `file`, whose last name went, in `freed` (`MemState::freed`): blocks
+/// that files may be given.
+fn free(freed: &mut Vec<Vec<u8>>, file: &Mutex<MemFile>) {
+    let mut bytes = file.lock().unwrap_or_else(|poison| poison.into_inner()).contents();
+    bytes.truncate(FREED_BYTES_MAX);
+    if bytes.iter().any(|&byte| byte != 0) {
+        if freed.len() == FREED_FILES_MAX {
+            freed.remove(0);
         }
+        freed.push(bytes);
     }
+}
 
+impl MemState {
     /// Records that `path` now names `entry` (or nothing); durable once its directory is synced.
     fn change(&mut self, path: &str, entry: Option<Entry>) {
         self.unsynced.push(EntryChange { path: path.to_string(), entry });
@@ -931,13 +932,12 @@ impl FaultyStorage {
             }
         }
         // What was written and not kept may be on the device, in blocks that are free now.
-        let mut freed = MemState { freed: state.freed.clone(), ..MemState::default() };
+        let mut freed = state.freed.clone();
         for file in state.files.values() {
             if !file.lock().unwrap_or_else(|poison| poison.into_inner()).pending.is_empty() {
-                freed.free(file);
+                free(&mut freed, file);
             }
         }
-        let freed = freed.freed;
         FaultyStorage {
             state: Arc::new(Mutex::new(MemState {
                 files,
@@ -975,7 +975,11 @@ impl FaultyStorage {
                 let block = at / BLOCK;
                 if block_given != Some(block) {
                     block_given = Some(block);
-                    source = self.freed_block(freed, block, BLOCK).filter(|_| !file.preallocated);
+                    source = if file.preallocated {
+                        None
+                    } else {
+                        self.freed_block(freed, block, BLOCK)
+                    };
                 }
                 for (offset, byte) in bytes[at..end].iter_mut().enumerate() {
                     let position = at + offset;
@@ -1076,6 +1080,17 @@ impl FaultyStorage {
         self.state.lock().unwrap_or_else(|poison| poison.into_inner())
     }
 
+    /// `Storage::create`, of a file whose space is preallocated or not (`MemFile`).
+    fn create_file(&self, path: &str, preallocated: bool) -> io::Result<Box<dyn StorageFile>> {
+        let mut state = self.lock();
+        FaultyStorage::operation(&mut state)?;
+        let file = Arc::new(Mutex::new(MemFile { preallocated, ..MemFile::default() }));
+        state.make_parents(path)?;
+        state.files.insert(path.to_string(), Arc::clone(&file));
+        state.change(path, Some(Entry::File(Arc::clone(&file))));
+        Ok(Box::new(FaultyFile { storage: self.clone(), file }))
+    }
+
     fn operation(state: &mut MemState) -> io::Result<()> {
         state.operations += 1;
         if state.fail_at.is_some_and(|at| state.operations > at) {
@@ -1149,21 +1164,11 @@ impl Storage for FaultyStorage {
     }
 
     fn create(&self, path: &str) -> io::Result<Box<dyn StorageFile>> {
-        let mut state = self.lock();
-        FaultyStorage::operation(&mut state)?;
-        let file = Arc::new(Mutex::new(MemFile::default()));
-        state.make_parents(path)?;
-        state.files.insert(path.to_string(), Arc::clone(&file));
-        state.change(path, Some(Entry::File(Arc::clone(&file))));
-        Ok(Box::new(FaultyFile { storage: self.clone(), file }))
+        self.create_file(path, false)
     }
 
     fn create_log(&self, path: &str, _expected_bytes: u64) -> io::Result<Box<dyn StorageFile>> {
-        let created = self.create(path)?;
-        let state = self.lock();
-        let file = state.files.get(path).expect("just created");
-        file.lock().unwrap_or_else(|poison| poison.into_inner()).preallocated = true;
-        Ok(created)
+        self.create_file(path, true)
     }
 
     fn reuse_log(
@@ -1213,7 +1218,7 @@ impl Storage for FaultyStorage {
         let file =
             state.files.remove(from).ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
         if let Some(replaced) = state.files.insert(to.to_string(), Arc::clone(&file)) {
-            state.free(&replaced);
+            free(&mut state.freed, &replaced);
         }
         state.change(from, None);
         state.change(to, Some(Entry::File(file)));
@@ -1229,7 +1234,7 @@ impl Storage for FaultyStorage {
         }
         let file =
             state.files.remove(path).ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
-        state.free(&file);
+        free(&mut state.freed, &file);
         state.change(path, None);
         Ok(())
     }
