@@ -417,8 +417,10 @@ fn a_crash_at_any_write_of_an_open_loses_no_acknowledged_commit() {
         durable_rounds(&mut worker, &items, &mut model, 0, 3);
         db.checkpoint().unwrap();
         durable_rounds(&mut worker, &items, &mut model, 3, 2);
-        // Unsynced writes too: the crash keeps a random part of them (a torn tail).
-        put_round(&mut worker, &items, &mut model.clone(), 5, 150, 60);
+        // Unsynced writes too: the crash keeps a random part of them (a torn tail). An epoch
+        // may end during the round, and its commits then be durable, though not waited for.
+        let mut attempted = model.clone();
+        put_round(&mut worker, &items, &mut attempted, 5, 150, 60);
         let crashed = storage.crash();
         drop(worker);
         drop(items);
@@ -428,7 +430,11 @@ fn a_crash_at_any_write_of_an_open_loses_no_acknowledged_commit() {
         let expected = rows(&Database::open(config(&undisturbed.crash())).unwrap(), "items");
         let expected: std::collections::BTreeMap<_, _> = expected.into_iter().collect();
         for (key, value) in &model {
-            assert_eq!(expected.get(key), Some(value), "an acknowledged row");
+            let found = expected.get(key);
+            assert!(
+                found == Some(value) || found == attempted.get(key),
+                "an acknowledged row: found {found:?}, acknowledged {value:?}"
+            );
         }
         let operations = undisturbed.operations();
         assert!(operations >= 6, "{operations} operations in an open");
