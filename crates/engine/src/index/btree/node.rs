@@ -509,7 +509,7 @@ impl Node {
         self.open_gap(index, 0);
         self.write_slot(index, key);
         self.values[index].store(value, Relaxed);
-        self.count.fetch_add(1, Relaxed);
+        self.set_count(self.count() + 1);
         self.last_insert.store(index as u32 + 1, Relaxed);
     }
 
@@ -519,13 +519,21 @@ impl Node {
         index > 0 && self.last_insert.load(Relaxed) as usize == index
     }
 
+    /// Sets the count of a locked node. Only the latch holder writes the node, so a load and
+    /// a store do: an atomic read-modify-write (a `lock`ed instruction on x86) waited for
+    /// every slot store before it (docs/performance.md, "Recovery frees what it replaces").
+    #[inline]
+    fn set_count(&self, count: usize) {
+        self.count.store(count as u32, Relaxed);
+    }
+
     /// Removes the entry at `index` from a locked leaf.
     pub fn leaf_remove(&self, index: usize) {
         debug_assert!(self.is_leaf() && index < self.count());
         let garbage = Self::tail_words(self.key_len(index)) as u32;
-        self.heap_garbage.fetch_add(garbage, Relaxed);
+        self.heap_garbage.store(self.heap_garbage.load(Relaxed) + garbage, Relaxed);
         self.close_gap(index, 0);
-        self.count.fetch_sub(1, Relaxed);
+        self.set_count(self.count() - 1);
     }
 
     /// Inserts separator `key` at `index` of a locked inner node, with `right` as the child
@@ -536,16 +544,16 @@ impl Node {
         self.open_gap(index, 1);
         self.write_slot(index, key);
         self.values[index + 1].store(right as u64, Relaxed);
-        self.count.fetch_add(1, Relaxed);
+        self.set_count(self.count() + 1);
     }
 
     /// Removes separator `index` and the child to its right from a locked inner node.
     pub fn inner_remove(&self, index: usize) {
         debug_assert!(!self.is_leaf() && index < self.count());
         let garbage = Self::tail_words(self.key_len(index)) as u32;
-        self.heap_garbage.fetch_add(garbage, Relaxed);
+        self.heap_garbage.store(self.heap_garbage.load(Relaxed) + garbage, Relaxed);
         self.close_gap(index, 1);
-        self.count.fetch_sub(1, Relaxed);
+        self.set_count(self.count() - 1);
     }
 
     /// The slot of child pointer `child` in this inner node.
