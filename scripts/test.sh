@@ -25,8 +25,10 @@ if cargo clippy --version >/dev/null 2>&1; then
   cargo clippy -p engram-engine --lib --tests --locked --features shuttle -- -D warnings
 fi
 cargo test --locked -p engram-engine --features shuttle --test shuttle_sync
-# The log's group commit, whose types are the crate's own: its unit tests under shuttle.
+# The log's group commit and recovery's reclamation, whose types are the crate's own: their
+# unit tests under shuttle.
 cargo test --locked -p engram-engine --features shuttle --lib wal::log::schedules
+cargo test --locked -p engram-engine --features shuttle --lib wal::recovery::quiescence_schedules
 
 echo "== real clients against engram serve (psql, pgbench, psycopg and sysbench when present)"
 cargo build --locked -p engram-cli
