@@ -280,9 +280,9 @@ struct Applier {
 /// between files, none can reach it. The nodes that splits replace are then freed and made
 /// again into new nodes, and the values that newer images replace into new values.
 ///
-/// Before this, nothing was freed until recovery ended: a 10-warehouse TPC-C replay left 217
-/// thousand replaced leaves (390 MiB), nearly half the nodes it made, and every byte of them
-/// was memory the kernel had to zero on first touch (docs/performance.md).
+/// Before this, nothing was freed until recovery ended: a 10-warehouse TPC-C replay left about
+/// 238 thousand replaced nodes (385 MiB), more than half the nodes it made, and every byte of
+/// them was memory the kernel had to zero on first touch (docs/performance.md).
 ///
 /// Its atomics come from `sync::shim`, so that `quiescence_schedules` runs it under shuttle.
 struct Quiescence {

@@ -560,9 +560,9 @@ impl Storage for DirStorage {
         out.clear();
         if out.capacity() < padded + DIRECT_ALIGN {
             // A new buffer, not a grown one: growing copied the old buffer's bytes, which are
-            // about to be overwritten, into pages touched for the first time one by one (a
-            // fifth of a replay's page faults). A quarter more than this file needs, so that
-            // the segments after it, of about the same size, fit.
+            // about to be overwritten, into pages touched for the first time one by one (40%
+            // of a 10-warehouse replay's page faults, docs/performance.md). A quarter more than
+            // this file needs, so that the segments after it, of about the same size, fit.
             *out = Vec::new();
             let capacity = (padded + DIRECT_ALIGN + padded / 4)
                 .next_multiple_of(crate::storage::chunks::CHUNK_BYTES);
