@@ -1140,7 +1140,7 @@ fn apply_patches<'t>(
              write before it"
         ),
     };
-    let pin = nothing_is_reclaimed();
+    let pin = recovery_pin();
     let mut row = Vec::new();
     let mut start = 0;
     while start < mine.len() {
@@ -1571,7 +1571,7 @@ fn run(
         let quiescence = Quiescence::new(threads);
         appliers = parallel(threads, files.len(), Applier::maker(shape), |index, applier| {
             applier.begin_file(&quiescence);
-            let pin = nothing_is_reclaimed();
+            let pin = recovery_pin();
             let mut finger = Finger::new(&pin);
             let mut part = super::checkpoint::PartSamples::default();
             let mut sampler = super::checkpoint::Sampler::new(sample_every);
@@ -1686,7 +1686,7 @@ fn run(
                 patches: Patches::default(),
             },
             |_, state| {
-                let pin = nothing_is_reclaimed();
+                let pin = recovery_pin();
                 let received = read_rx.lock().unwrap().recv();
                 let Ok((index, read)) = received else {
                     return Err(Error::Corrupt {
@@ -1799,7 +1799,7 @@ fn run(
     if mode == Mode::Recover {
         let live: Vec<&TableRef> = tables.iter().flatten().collect();
         let more = parallel(threads, live.len(), Applier::maker(shape), |index, applier| {
-            finish_table(live[index], applier, &nothing_is_reclaimed());
+            finish_table(live[index], applier, &recovery_pin());
             Ok(())
         })?;
         appliers.extend(more);
@@ -1825,10 +1825,13 @@ fn run(
     })
 }
 
-/// A `Pin` for recovery threads.
-fn nothing_is_reclaimed() -> Pin<'static> {
-    // SAFETY: no worker exists during recovery and its garbage is only sealed and collected
-    // after every recovery thread has finished, so nothing a thread reaches is freed.
+/// A `Pin` for recovery threads. No epoch protects them: during the checkpoint load and the
+/// replay, what they retire is freed only once no thread working on a file can reach it
+/// (`Quiescence`), and they reach nodes only while working on a file; in the other phases it
+/// is freed after every recovery thread has finished.
+fn recovery_pin() -> Pin<'static> {
+    // SAFETY: no worker exists during recovery, and recovery frees nothing a recovery thread
+    // can still reach (above).
     unsafe { Pin::assume_pinned() }
 }
 
