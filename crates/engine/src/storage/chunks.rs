@@ -15,6 +15,12 @@
 //! of need, as an in-memory server reserves its memory at start-up (Silo's benchmark driver
 //! pre-allocates its pool, `dbtest --numa-memory`), so that a database growing into them takes
 //! no faults. Reserved chunks are process-wide.
+//!
+//! PREFAULT. Recovery cannot know ahead how much memory the database it rebuilds will take, so
+//! it cannot reserve it all; instead a [`Prefault`] thread keeps a few chunks reserved ahead of
+//! its threads, faulting them in only when a core would otherwise idle (`SCHED_IDLE`): while a
+//! replaying thread waits for its next segment to be read, or a phase's last table is finished
+//! by one thread alone. The kernel's zeroing then takes idle time instead of the replay's.
 
 use std::alloc::{Layout, alloc, handle_alloc_error};
 use std::sync::Mutex;
@@ -36,6 +42,7 @@ impl Class {
     fn carve(&mut self) -> usize {
         if self.chunk_left < self.bytes {
             let chunk = take_reserved().unwrap_or_else(map_chunk);
+            CARVED_CHUNKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             self.chunk = chunk;
             self.chunk_left = CHUNK_BYTES;
         }
@@ -64,6 +71,11 @@ static RESERVED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 
 fn take_reserved() -> Option<usize> {
     RESERVED.lock().unwrap_or_else(|poison| poison.into_inner()).pop()
+}
+
+/// Bytes of chunks reserved and not yet carved.
+pub fn reserved_bytes() -> usize {
+    RESERVED.lock().unwrap_or_else(|poison| poison.into_inner()).len() * CHUNK_BYTES
 }
 
 /// Why [`reserve`] reserved nothing: the bytes it still needed, and those available.
@@ -179,6 +191,97 @@ fn advise_huge_pages(start: *mut u8, bytes: usize) {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = (start, bytes);
+}
+
+/// Keeps chunks reserved ahead of need while it lives, faulting each in on a thread of its own
+/// that the scheduler runs only when a core has nothing else to run (`SCHED_IDLE` on Linux;
+/// elsewhere nothing is done). It keeps as many ahead as have been carved since it started, at
+/// least `PREFAULT_AHEAD_MIN` bytes and at most `ahead_max`, so that a small database is not
+/// given far more than it takes, and a large one at most `ahead_max` more. The chunks are the
+/// process-wide reserve's: carving takes them first, and those left when it stops stay
+/// reserved for later blocks.
+#[derive(Debug)]
+pub struct Prefault {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Chunks carved from the reserve or freshly mapped, in all: what `Prefault` keeps pace with.
+static CARVED_CHUNKS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The least a `Prefault` keeps ahead.
+pub const PREFAULT_AHEAD_MIN: usize = 16 << 20;
+
+/// The memory a `Prefault` leaves to others: it stops adding chunks once the kernel reports
+/// less than this available.
+const PREFAULT_SPARE_BYTES_MIN: usize = 1 << 30;
+
+impl Prefault {
+    /// Starts keeping chunks ahead, up to `ahead_max` bytes (at least `PREFAULT_AHEAD_MIN`).
+    pub fn start(ahead_max: usize) -> Prefault {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let thread = cfg!(target_os = "linux").then(|| {
+            let stop = stop.clone();
+            let carved_before = CARVED_CHUNKS.load(Ordering::Relaxed);
+            let (least, most) = (PREFAULT_AHEAD_MIN / CHUNK_BYTES, ahead_max / CHUNK_BYTES);
+            std::thread::Builder::new().name("engram-prefault".into()).spawn(move || {
+                if !run_when_idle() {
+                    return;
+                }
+                // The available memory is read once per this many chunks (a read of
+                // `/proc/meminfo` costs about what faulting a chunk in does).
+                const CHECK_EVERY: usize = 32;
+                let mut until_check = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let carved = CARVED_CHUNKS.load(Ordering::Relaxed) - carved_before;
+                    let wanted = carved.clamp(least, most.max(least));
+                    let have = RESERVED.lock().unwrap_or_else(|poison| poison.into_inner()).len();
+                    if have >= wanted {
+                        std::thread::park_timeout(std::time::Duration::from_millis(1));
+                        continue;
+                    }
+                    if until_check == 0 {
+                        if available_bytes().is_some_and(|bytes| bytes < PREFAULT_SPARE_BYTES_MIN) {
+                            return;
+                        }
+                        until_check = CHECK_EVERY;
+                    }
+                    until_check -= 1;
+                    let chunk = map_chunk();
+                    populate_piece(chunk, CHUNK_BYTES);
+                    // Reserved even when stopped meanwhile: it is faulted in and kept.
+                    RESERVED.lock().unwrap_or_else(|poison| poison.into_inner()).push(chunk);
+                }
+            })
+        });
+        Prefault { stop, thread: thread.and_then(Result::ok) }
+    }
+}
+
+/// Stops the thread without waiting for it: it may be in the middle of a chunk, which on a busy
+/// machine an idle-class thread can take long to finish. It reserves that chunk and adds no
+/// other.
+impl Drop for Prefault {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            thread.thread().unpark();
+        }
+    }
+}
+
+/// Puts the calling thread in the scheduler's idle class; false where that is not possible.
+fn run_when_idle() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: changes only the calling thread's (pid 0) scheduling class, downwards, which
+        // needs no privilege.
+        unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) == 0 }
+    }
+    #[cfg(not(target_os = "linux"))]
+    false
 }
 
 /// One class per block size ever used (a few dozen at most).
