@@ -56,14 +56,22 @@ impl Class {
 
 /// A fresh chunk, advised to be huge pages.
 fn map_chunk() -> usize {
-    let layout = Layout::from_size_align(CHUNK_BYTES, CHUNK_BYTES).expect("chunk layout");
+    try_map_chunk().unwrap_or_else(|| handle_alloc_error(chunk_layout()))
+}
+
+/// A fresh chunk, advised to be huge pages, or `None` when the allocator has none.
+fn try_map_chunk() -> Option<usize> {
     // SAFETY: the layout has a non-zero size.
-    let start = unsafe { alloc(layout) };
+    let start = unsafe { alloc(chunk_layout()) };
     if start.is_null() {
-        handle_alloc_error(layout);
+        return None;
     }
     advise_huge_pages(start, CHUNK_BYTES);
-    start as usize
+    Some(start as usize)
+}
+
+fn chunk_layout() -> Layout {
+    Layout::from_size_align(CHUNK_BYTES, CHUNK_BYTES).expect("chunk layout")
 }
 
 /// Chunks mapped and touched by [`reserve`], not yet carved.
@@ -157,11 +165,15 @@ fn populate_piece(start: usize, bytes: usize) {
     let start = start as *mut u8;
     #[cfg(target_os = "linux")]
     // SAFETY: the range is a fresh allocation of ours; MADV_POPULATE_WRITE only faults it in.
-    let done =
-        unsafe { libc::madvise(start as *mut libc::c_void, bytes, libc::MADV_POPULATE_WRITE) == 0 };
+    let unsupported = unsafe {
+        libc::madvise(start as *mut libc::c_void, bytes, libc::MADV_POPULATE_WRITE) != 0
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL)
+    };
     #[cfg(not(target_os = "linux"))]
-    let done = false;
-    if !done {
+    let unsupported = true;
+    // Any other failure (no memory) leaves the pages to fault in when first used, rather than
+    // forcing them in here for the out-of-memory killer.
+    if unsupported {
         // Older kernels: one write per 4 KiB page.
         for offset in (0..bytes).step_by(4096) {
             // SAFETY: in bounds of the fresh allocation, which nothing else reaches yet.
@@ -248,7 +260,8 @@ impl Prefault {
                         until_check = CHECK_EVERY;
                     }
                     until_check -= 1;
-                    let chunk = map_chunk();
+                    // Out of memory: the database's own allocations will say so, not this.
+                    let Some(chunk) = try_map_chunk() else { return };
                     populate_piece(chunk, CHUNK_BYTES);
                     // Reserved even when stopped meanwhile: it is faulted in and kept.
                     RESERVED.lock().unwrap_or_else(|poison| poison.into_inner()).push(chunk);
