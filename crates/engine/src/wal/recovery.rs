@@ -400,27 +400,13 @@ impl Applier {
         head.unlock_to(new_word);
     }
 
-    /// Makes `value` (or a deletion) the row's state if `tid` is newer than what it has.
+    /// Makes `value` (or a deletion) the row's state if `tid` is newer than what it has, in two
+    /// halves: this one, the index search, installs the image when the key is new; a key the
+    /// index has gives back the row's head, for `apply_found`, which the caller may leave for
+    /// a few more images while the head's line is fetched (`ReplayBatch::apply`).
     ///
     /// Callers that apply rows in key order (a checkpoint file, a sorted batch) pass the same
     /// `finger` each time, so that the rows of one leaf descend the tree once.
-    fn apply<'a>(
-        &mut self,
-        table: &'a Table,
-        key: &[u8],
-        tid: Tid,
-        value: Option<&[u8]>,
-        finger: &mut Finger<'a>,
-        pin: &Pin<'_>,
-    ) {
-        if let Some(head) = self.locate(table, key, tid, value, finger, pin) {
-            self.apply_found(head, tid, value);
-        }
-    }
-
-    /// The first half of `apply`: a key the index lacks gets a new head holding `value`; a key
-    /// it has gives back the row's head, for `apply_found`, which the caller may leave for a
-    /// few more images while the head's line is fetched (`ReplayBatch::apply`).
     ///
     /// One index search per image: the index is asked to insert the key, and makes a fresh
     /// locked head for it only when the key is absent; when the key is there it hands back
@@ -461,7 +447,7 @@ impl Applier {
         }
     }
 
-    /// The second half of `apply`, for a row already in the index.
+    /// The second half of `locate`, for a row already in the index.
     #[inline]
     fn apply_found(&mut self, head: &Head, tid: Tid, value: Option<&[u8]>) {
         // A row's TID only grows during replay, so an image no newer than what the row shows,
@@ -757,7 +743,7 @@ impl ReplayBatch {
         let mut finger = Finger::new(pin);
         // Rows already in the index wait here for `FOUND_LAG` more found rows before their
         // heads are read: the head is a line nothing else brings into the cache (a third of
-        // `Applier::apply`'s time went to reading its TID), fetched meanwhile. Deferring is
+        // the apply's time went to reading its TID), fetched meanwhile. Deferring is
         // safe as any order is: a row appears once here (its newest image in the batch), and
         // heads stay where they are during replay.
         const FOUND_LAG: usize = 8;
@@ -1641,8 +1627,11 @@ fn run(
                     note_table(table);
                     sampler.offer(part.rows, key, &mut part.samples);
                     part.rows += 1;
-                    if let Some(table) = table_of(table) {
-                        applier.apply(table, key, tid, Some(value), &mut finger, &pin);
+                    let Some(table) = table_of(table) else { return };
+                    if let Some(head) =
+                        applier.locate(table, key, tid, Some(value), &mut finger, &pin)
+                    {
+                        applier.apply_found(head, tid, Some(value));
                     }
                 })?;
             applier.end_file(&quiescence);

@@ -527,11 +527,17 @@ impl Node {
         self.count.store(count as u32, Relaxed);
     }
 
+    /// Counts `words` more heap words of removed keys in a locked node (as `set_count`).
+    #[inline]
+    fn add_heap_garbage(&self, words: u32) {
+        self.heap_garbage.store(self.heap_garbage.load(Relaxed) + words, Relaxed);
+    }
+
     /// Removes the entry at `index` from a locked leaf.
     pub fn leaf_remove(&self, index: usize) {
         debug_assert!(self.is_leaf() && index < self.count());
         let garbage = Self::tail_words(self.key_len(index)) as u32;
-        self.heap_garbage.store(self.heap_garbage.load(Relaxed) + garbage, Relaxed);
+        self.add_heap_garbage(garbage);
         self.close_gap(index, 0);
         self.set_count(self.count() - 1);
     }
@@ -551,7 +557,7 @@ impl Node {
     pub fn inner_remove(&self, index: usize) {
         debug_assert!(!self.is_leaf() && index < self.count());
         let garbage = Self::tail_words(self.key_len(index)) as u32;
-        self.heap_garbage.store(self.heap_garbage.load(Relaxed) + garbage, Relaxed);
+        self.add_heap_garbage(garbage);
         self.close_gap(index, 1);
         self.set_count(self.count() - 1);
     }
