@@ -656,3 +656,48 @@ async fn a_full_disk_is_53100_on_the_wire_and_the_server_keeps_serving() {
     client.execute("INSERT INTO t VALUES (30, 'after')", &[]).await.unwrap();
     server.stop();
 }
+
+/// Statements that nest deep (`engram_sql::depth`): a chain of 600 `+` once overflowed a
+/// connection thread's stack and killed the server. They run, in both protocols; beyond the
+/// limits they fail with 54001; the server keeps serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deep_statements_are_answered_and_the_server_goes_on() {
+    let (server, _db) = start(ServerConfig::default());
+    let client = connect(&server).await;
+    client.batch_execute("CREATE TABLE t (id INT PRIMARY KEY, n INT)").await.unwrap();
+    for id in 0..20 {
+        client.execute("INSERT INTO t VALUES ($1, $1)", &[&id]).await.unwrap();
+    }
+    let text_value = |messages: Vec<tokio_postgres::SimpleQueryMessage>| {
+        messages.into_iter().find_map(|message| match message {
+            tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_string),
+            _ => None,
+        })
+    };
+    let sum = format!("SELECT {}", vec!["1"; 600].join("+"));
+    assert_eq!(text_value(client.simple_query(&sum).await.unwrap()).as_deref(), Some("600"));
+    let concat = format!("SELECT {}", vec!["'a'"; 1_000].join("||"));
+    assert_eq!(text_value(client.simple_query(&concat).await.unwrap()), Some("a".repeat(1_000)));
+    let ors: Vec<String> = (0..20_000).map(|i| format!("id = {}", i % 40)).collect();
+    let count = format!("SELECT count(*) FROM t WHERE {}", ors.join(" OR "));
+    assert_eq!(text_value(client.simple_query(&count).await.unwrap()).as_deref(), Some("20"));
+    let ands: Vec<String> = (0..1_000).map(|i| format!("id >= {}", i % 10)).collect();
+    let prepared =
+        client.prepare(&format!("SELECT count(*) FROM t WHERE {}", ands.join(" AND "))).await;
+    let row = client.query_one(&prepared.unwrap(), &[]).await.unwrap();
+    assert_eq!(row.get::<_, i64>(0), 11);
+    let nested = format!("SELECT {}1{}", "(".repeat(1_000), ")".repeat(1_000));
+    assert_eq!(text_value(client.simple_query(&nested).await.unwrap()).as_deref(), Some("1"));
+    for too_deep in [
+        format!("SELECT {}", vec!["1"; 1_000_000].join("+")),
+        format!("SELECT {}1{}", "(".repeat(10_000), ")".repeat(10_000)),
+    ] {
+        let error = client.simple_query(&too_deep).await.unwrap_err();
+        assert_eq!(code(&error), "54001");
+        let error = client.prepare(&too_deep).await.unwrap_err();
+        assert_eq!(code(&error), "54001");
+    }
+    assert_eq!(text_value(client.simple_query("SELECT 1").await.unwrap()).as_deref(), Some("1"));
+    let again = connect(&server).await;
+    assert_eq!(text_value(again.simple_query("SELECT 2").await.unwrap()).as_deref(), Some("2"));
+}

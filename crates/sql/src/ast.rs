@@ -221,7 +221,7 @@ pub enum Literal {
     String(String),
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub enum Expr {
     Column {
         table: Option<String>,
@@ -290,6 +290,136 @@ pub enum Expr {
     },
     /// `DEFAULT` in an INSERT's VALUES or an UPDATE's SET.
     Default,
+}
+
+/// Dropping a tree takes it apart node by node instead of recursing: expressions may nest
+/// [`EXPRESSION_DEPTH_MAX`](crate::depth::EXPRESSION_DEPTH_MAX) deep (`depth.rs`).
+impl Drop for Expr {
+    fn drop(&mut self) {
+        crate::depth::dismantle(self, Expr::detach_children);
+    }
+}
+
+/// A copy of a tree, on a new stack segment where it is deep (`depth.rs`).
+impl Clone for Expr {
+    fn clone(&self) -> Self {
+        crate::depth::grow(|| self.clone_node())
+    }
+}
+
+impl Expr {
+    fn clone_node(&self) -> Self {
+        let boxed = |e: &Expr| Box::new(e.clone());
+        match self {
+            Expr::Column { table, name } => {
+                Expr::Column { table: table.clone(), name: name.clone() }
+            }
+            Expr::Literal(literal) => Expr::Literal(literal.clone()),
+            Expr::Param(at) => Expr::Param(*at),
+            Expr::Negate(e) => Expr::Negate(boxed(e)),
+            Expr::Not(e) => Expr::Not(boxed(e)),
+            Expr::Binary { op, left, right } => {
+                Expr::Binary { op: *op, left: boxed(left), right: boxed(right) }
+            }
+            Expr::IsNull { expr, negated } => Expr::IsNull { expr: boxed(expr), negated: *negated },
+            Expr::IsBool { expr, value, negated } => {
+                Expr::IsBool { expr: boxed(expr), value: *value, negated: *negated }
+            }
+            Expr::InList { expr, list, negated } => {
+                Expr::InList { expr: boxed(expr), list: list.clone(), negated: *negated }
+            }
+            Expr::InSubquery { expr, query, negated } => {
+                Expr::InSubquery { expr: boxed(expr), query: query.clone(), negated: *negated }
+            }
+            Expr::Exists { query, negated } => {
+                Expr::Exists { query: query.clone(), negated: *negated }
+            }
+            Expr::Subquery(query) => Expr::Subquery(query.clone()),
+            Expr::Between { expr, low, high, negated } => Expr::Between {
+                expr: boxed(expr),
+                low: boxed(low),
+                high: boxed(high),
+                negated: *negated,
+            },
+            Expr::Like { expr, pattern, negated, case_insensitive } => Expr::Like {
+                expr: boxed(expr),
+                pattern: boxed(pattern),
+                negated: *negated,
+                case_insensitive: *case_insensitive,
+            },
+            Expr::Cast { expr, ty } => Expr::Cast { expr: boxed(expr), ty: *ty },
+            Expr::Function { name, args, distinct, star } => Expr::Function {
+                name: name.clone(),
+                args: args.clone(),
+                distinct: *distinct,
+                star: *star,
+            },
+            Expr::Case { operand, whens, otherwise } => Expr::Case {
+                operand: operand.as_deref().map(boxed),
+                whens: whens.clone(),
+                otherwise: otherwise.as_deref().map(boxed),
+            },
+            Expr::Default => Expr::Default,
+        }
+    }
+
+    /// Moves the node's child expressions to `out`, leaving leaves in their place.
+    fn detach_children(&mut self, out: &mut Vec<Expr>) {
+        let mut take = |child: &mut Box<Expr>| {
+            if !child.is_leaf() {
+                out.push(std::mem::replace(&mut **child, Expr::Default));
+            }
+        };
+        match self {
+            Expr::Column { .. }
+            | Expr::Literal(_)
+            | Expr::Param(_)
+            | Expr::Default
+            | Expr::Exists { .. }
+            | Expr::Subquery(_) => {}
+            Expr::Negate(e)
+            | Expr::Not(e)
+            | Expr::IsNull { expr: e, .. }
+            | Expr::IsBool { expr: e, .. }
+            | Expr::Cast { expr: e, .. }
+            | Expr::InSubquery { expr: e, .. } => take(e),
+            Expr::Binary { left, right, .. } => {
+                take(left);
+                take(right);
+            }
+            Expr::Between { expr, low, high, .. } => {
+                take(expr);
+                take(low);
+                take(high);
+            }
+            Expr::Like { expr, pattern, .. } => {
+                take(expr);
+                take(pattern);
+            }
+            Expr::InList { expr, list, .. } => {
+                take(expr);
+                out.append(list);
+            }
+            Expr::Function { args, .. } => out.append(args),
+            Expr::Case { operand, whens, otherwise } => {
+                if let Some(operand) = operand {
+                    take(operand);
+                }
+                if let Some(otherwise) = otherwise {
+                    take(otherwise);
+                }
+                for (when, then) in whens.drain(..) {
+                    out.push(when);
+                    out.push(then);
+                }
+            }
+        }
+    }
+
+    /// Whether the node has no child expressions.
+    fn is_leaf(&self) -> bool {
+        matches!(self, Expr::Column { .. } | Expr::Literal(_) | Expr::Param(_) | Expr::Default)
+    }
 }
 
 #[derive(Debug, Clone)]

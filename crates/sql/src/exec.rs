@@ -172,7 +172,8 @@ fn run_subqueries(
 ) -> SqlResult<Vec<Vec<Value>>> {
     let mut results = Vec::with_capacity(subqueries.len());
     for sub in subqueries {
-        let rows = run_query(txn, sub, &env.unlimited())?.rows;
+        // On a new stack segment if need be: subqueries nest (`depth.rs`).
+        let rows = crate::depth::grow(|| run_query(txn, sub, &env.unlimited()))?.rows;
         results.push(rows.into_iter().map(|mut row| row.swap_remove(0)).collect());
     }
     Ok(results)

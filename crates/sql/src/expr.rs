@@ -115,6 +115,64 @@ pub enum BExpr {
     NextVal(Arc<Sequence>),
 }
 
+/// Dropping a tree takes it apart node by node instead of recursing: expressions may nest
+/// [`EXPRESSION_DEPTH_MAX`](crate::depth::EXPRESSION_DEPTH_MAX) deep (`depth.rs`).
+impl Drop for BExpr {
+    fn drop(&mut self) {
+        crate::depth::dismantle(self, BExpr::detach_children);
+    }
+}
+
+impl BExpr {
+    /// Moves the node's child expressions to `out`, leaving leaves in their place.
+    fn detach_children(&mut self, out: &mut Vec<BExpr>) {
+        let mut take = |child: &mut Box<BExpr>| {
+            if !matches!(**child, BExpr::Column(_) | BExpr::Const(_) | BExpr::Param(_)) {
+                out.push(std::mem::replace(&mut **child, BExpr::Param(0)));
+            }
+        };
+        match self {
+            BExpr::Column(_)
+            | BExpr::Const(_)
+            | BExpr::Param(_)
+            | BExpr::Exists { .. }
+            | BExpr::Subquery(_)
+            | BExpr::NextVal(_) => {}
+            BExpr::Negate(e, _)
+            | BExpr::Not(e)
+            | BExpr::Cast { expr: e, .. }
+            | BExpr::IsNull { expr: e, .. }
+            | BExpr::IsBool { expr: e, .. }
+            | BExpr::InSubquery { expr: e, .. } => take(e),
+            BExpr::Arith { left, right, .. }
+            | BExpr::Compare { left, right, .. }
+            | BExpr::And(left, right)
+            | BExpr::Or(left, right)
+            | BExpr::Like { expr: left, pattern: right, .. } => {
+                take(left);
+                take(right);
+            }
+            BExpr::InList { expr, list, .. } => {
+                take(expr);
+                out.append(list);
+            }
+            BExpr::Call { args, .. } => out.append(args),
+            BExpr::Case { operand, whens, otherwise } => {
+                if let Some(operand) = operand {
+                    take(operand);
+                }
+                if let Some(otherwise) = otherwise {
+                    take(otherwise);
+                }
+                for (when, then) in whens.drain(..) {
+                    out.push(when);
+                    out.push(then);
+                }
+            }
+        }
+    }
+}
+
 /// What evaluation needs besides the row.
 #[allow(missing_debug_implementations)]
 pub struct Context<'a> {
@@ -138,6 +196,10 @@ impl BExpr {
 
     /// Calls `visit` on every column position the expression reads.
     pub fn columns(&self, visit: &mut impl FnMut(usize)) {
+        crate::depth::grow(|| self.columns_node(visit))
+    }
+
+    fn columns_node(&self, visit: &mut impl FnMut(usize)) {
         match self {
             BExpr::Column(at) => visit(*at),
             BExpr::Const(_)
@@ -223,8 +285,13 @@ impl BExpr {
         }
     }
 
+    /// The nodes [`BExpr::eval`] does not answer itself, on enough stack (`depth.rs`).
     #[inline(never)]
     fn eval_node(&self, row: &[Value], cx: &Context<'_>) -> SqlResult<Value> {
+        crate::depth::grow(|| self.eval_inner(row, cx))
+    }
+
+    fn eval_inner(&self, row: &[Value], cx: &Context<'_>) -> SqlResult<Value> {
         Ok(match self {
             BExpr::Column(_) | BExpr::Const(_) | BExpr::Param(_) => return self.eval(row, cx),
             BExpr::Negate(inner, ty) => match inner.eval(row, cx)? {

@@ -2,6 +2,7 @@
 //! keeps what Engram supports, rejecting the rest with SQLSTATE 0A000 and the feature's name.
 
 use crate::ast::*;
+use crate::depth;
 use crate::error::{SqlError, SqlResult};
 use crate::types::{NUMERIC_PRECISION_MAX, Type};
 use engram_engine::Isolation;
@@ -17,11 +18,19 @@ pub fn parse(sql: &str) -> SqlResult<Vec<Statement>> {
             Piece::Utility(statement) => statements.push(statement),
             Piece::Error(error) => return Err(error),
             Piece::Sql(text) => {
-                let parsed = Parser::parse_sql(&PostgreSqlDialect {}, text)
-                    .map_err(|error| SqlError::syntax(syntax_message(&error.to_string())))?;
-                for statement in parsed {
-                    statements.push(statement_from(statement)?);
+                let mut parsed = parser(text)
+                    .and_then(|mut parser| parser.parse_statements())
+                    .map_err(parse_error)?;
+                if text.len() > depth::NORMALIZE_MIN_BYTES {
+                    parsed = depth::normalize(parsed)?;
                 }
+                // On its own stack segment if need be, with what is left after an error.
+                depth::grow(|| {
+                    for statement in parsed {
+                        statements.push(statement_from(statement)?);
+                    }
+                    Ok::<_, SqlError>(())
+                })?;
             }
         }
     }
@@ -30,11 +39,23 @@ pub fn parse(sql: &str) -> SqlResult<Vec<Statement>> {
 
 /// Parses a default expression kept in the catalog.
 pub fn parse_expr(sql: &str) -> SqlResult<Expr> {
-    let expr = Parser::new(&PostgreSqlDialect {})
+    let expr = parser(sql).and_then(|mut parser| parser.parse_expr()).map_err(parse_error)?;
+    let expr = if sql.len() > depth::NORMALIZE_MIN_BYTES { depth::normalize(expr)? } else { expr };
+    depth::grow(|| expr_from(expr))
+}
+
+/// sqlparser's parser over `sql`, its recursion bounded (`depth.rs`).
+fn parser(sql: &str) -> Result<Parser<'static>, sqlparser::parser::ParserError> {
+    Parser::new(&PostgreSqlDialect {})
+        .with_recursion_limit(depth::PARSER_RECURSION_MAX)
         .try_with_sql(sql)
-        .and_then(|mut parser| parser.parse_expr())
-        .map_err(|error| SqlError::syntax(syntax_message(&error.to_string())))?;
-    expr_from(expr)
+}
+
+fn parse_error(error: sqlparser::parser::ParserError) -> SqlError {
+    match error {
+        sqlparser::parser::ParserError::RecursionLimitExceeded => depth::too_deep(),
+        other => SqlError::syntax(syntax_message(&other.to_string())),
+    }
 }
 
 fn syntax_message(message: &str) -> String {
@@ -720,6 +741,10 @@ fn boxed(expr: sp::Expr) -> SqlResult<Box<Expr>> {
 
 /// Converts an expression.
 pub fn expr_from(expr: sp::Expr) -> SqlResult<Expr> {
+    depth::grow(|| expr_node(expr))
+}
+
+fn expr_node(expr: sp::Expr) -> SqlResult<Expr> {
     use sp::Expr as E;
     Ok(match expr {
         E::Identifier(id) => {

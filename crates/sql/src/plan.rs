@@ -6,6 +6,7 @@
 use crate::ast::{self, BinaryOp, Expr, JoinKind, Literal};
 use crate::catalog::{Catalog, TableInfo};
 use crate::codec::Wanted;
+use crate::depth;
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{BExpr, Func};
 use crate::types::{Type, Value, cast, parse_text};
@@ -285,6 +286,10 @@ fn is_aggregate(name: &str) -> bool {
 }
 
 fn contains_aggregate(expr: &Expr) -> bool {
+    depth::grow(|| contains_aggregate_node(expr))
+}
+
+fn contains_aggregate_node(expr: &Expr) -> bool {
     match expr {
         Expr::Function { name, args, .. } => {
             is_aggregate(name) || args.iter().any(contains_aggregate)
@@ -312,17 +317,29 @@ fn contains_aggregate(expr: &Expr) -> bool {
 }
 
 fn split_conjuncts(expr: BExpr, out: &mut Vec<BExpr>) {
-    match expr {
+    let mut expr = expr;
+    depth::grow(|| match &mut expr {
         BExpr::And(left, right) => {
-            split_conjuncts(*left, out);
-            split_conjuncts(*right, out);
+            split_conjuncts(std::mem::replace(&mut **left, BExpr::Param(0)), out);
+            split_conjuncts(std::mem::replace(&mut **right, BExpr::Param(0)), out);
         }
-        other => out.push(other),
-    }
+        _ => out.push(expr),
+    })
 }
 
+/// The conjunction of `conjuncts` in their order, bracketed as a balanced tree (a WHERE of
+/// thousands of ANDs nests a dozen levels deep, `depth.rs`).
 fn join_conjuncts(conjuncts: Vec<BExpr>) -> Option<BExpr> {
-    conjuncts.into_iter().reduce(|a, b| BExpr::And(Box::new(a), Box::new(b)))
+    fn build(conjuncts: &mut std::vec::IntoIter<BExpr>, count: usize) -> BExpr {
+        if count == 1 {
+            return conjuncts.next().expect("as many conjuncts as counted");
+        }
+        let left = build(conjuncts, count / 2);
+        let right = build(conjuncts, count - count / 2);
+        BExpr::And(Box::new(left), Box::new(right))
+    }
+    let count = conjuncts.len();
+    (count > 0).then(|| build(&mut conjuncts.into_iter(), count))
 }
 
 /// Whether a value of type `from` can be converted to key column type `to` without changing
@@ -410,7 +427,7 @@ impl<'a> Binder<'a> {
             return Ok((expr, from));
         }
         match expr {
-            BExpr::Const(value) => Ok((BExpr::Const(cast(value, to, false)?), to)),
+            BExpr::Const(ref value) => Ok((BExpr::Const(cast(value.clone(), to, false)?), to)),
             BExpr::Param(at) => {
                 self.note_param(at, to);
                 Ok((BExpr::Param(at), to))
@@ -424,6 +441,15 @@ impl<'a> Binder<'a> {
     }
 
     fn bind_in(
+        &mut self,
+        expr: &Expr,
+        scope: &Scope,
+        group: &mut Option<GroupBinding>,
+    ) -> SqlResult<(BExpr, Type)> {
+        depth::grow(|| self.bind_node(expr, scope, group))
+    }
+
+    fn bind_node(
         &mut self,
         expr: &Expr,
         scope: &Scope,
@@ -1897,6 +1923,10 @@ fn choose_path(
 }
 
 fn contains_volatile(expr: &BExpr) -> bool {
+    depth::grow(|| contains_volatile_node(expr))
+}
+
+fn contains_volatile_node(expr: &BExpr) -> bool {
     match expr {
         BExpr::Call { func: Func::Random | Func::PgSleep, .. } | BExpr::NextVal(_) => true,
         BExpr::Call { args, .. } => args.iter().any(contains_volatile),

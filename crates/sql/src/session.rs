@@ -810,7 +810,7 @@ impl Session {
                     ));
                 }
                 let prepared = match self.prepare_statement(
-                    &format!("{statement:?}"),
+                    &format!("PREPARE {name}"),
                     (**statement).clone(),
                     types,
                 ) {
