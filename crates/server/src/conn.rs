@@ -182,6 +182,29 @@ pub(crate) struct Connection {
     text: String,
 }
 
+/// libpq's `options` split as PostgreSQL splits it: on white space, where a backslash keeps
+/// the next character (`-c default_transaction_isolation=repeatable\ read`).
+fn option_words(value: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut chars = value.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => word.extend(chars.next()),
+            c if c.is_whitespace() => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+            }
+            c => word.push(c),
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
+}
+
 pub(crate) fn error_fields(severity: &str, code: &str, message: &str) -> Vec<(u8, String)> {
     vec![
         (b'S', severity.to_string()),
@@ -317,7 +340,8 @@ impl Connection {
             match name.as_str() {
                 "user" | "database" | "replication" => {}
                 "options" => {
-                    let mut words = value.split_whitespace();
+                    let words = option_words(value);
+                    let mut words = words.iter().map(String::as_str);
                     while let Some(word) = words.next() {
                         let setting = if word == "-c" {
                             words.next().map(str::to_string)
@@ -450,6 +474,8 @@ impl Connection {
         if statements.is_empty() {
             self.wire.feed(B::EmptyQueryResponse(EmptyQueryResponse::new())).await?;
         }
+        // Several statements outside a block are one implicit transaction (PostgreSQL's).
+        self.session.begin_string(statements.len());
         for statement in &statements {
             if let Statement::Copy(copy) = statement {
                 if !self.copy_in(copy).await? {
@@ -470,6 +496,11 @@ impl Connection {
                     break;
                 }
             }
+        }
+        let ended = self.on_session(false, Session::end_string);
+        self.note_commit();
+        if let Err(error) = ended {
+            self.send_error(&error).await?;
         }
         self.ready().await
     }

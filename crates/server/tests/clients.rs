@@ -701,3 +701,35 @@ async fn deep_statements_are_answered_and_the_server_goes_on() {
     let again = connect(&server).await;
     assert_eq!(text_value(again.simple_query("SELECT 2").await.unwrap()).as_deref(), Some("2"));
 }
+
+/// A simple query of several statements is one transaction (PostgreSQL's implicit block), and
+/// libpq's `options` take backslash escapes, as PostgreSQL splits them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_string_of_statements_is_one_transaction_and_options_take_escapes() {
+    let (server, _db) = start(ServerConfig::default());
+    let client = connect(&server).await;
+    client.batch_execute("CREATE TABLE m (id INT PRIMARY KEY)").await.unwrap();
+    let error = client
+        .simple_query(
+            "INSERT INTO m VALUES (1); INSERT INTO m VALUES (2); INSERT INTO m VALUES (1)",
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(code(&error), "23505");
+    let count = client.query_one("SELECT count(*) FROM m", &[]).await.unwrap();
+    assert_eq!(count.get::<_, i64>(0), 0, "the string's first two inserts are rolled back");
+    client.simple_query("INSERT INTO m VALUES (1); INSERT INTO m VALUES (2)").await.unwrap();
+    let count = client.query_one("SELECT count(*) FROM m", &[]).await.unwrap();
+    assert_eq!(count.get::<_, i64>(0), 2);
+
+    let mut config = tokio_postgres::Config::new();
+    config.host("127.0.0.1").port(server.addr.port()).user("postgres").dbname("engram").options(
+        r"-c default_transaction_isolation=repeatable\ read -c default_transaction_read_only=on",
+    );
+    let (escaped, connection) = config.connect(NoTls).await.unwrap();
+    tokio::spawn(connection);
+    let row = escaped.query_one("SHOW default_transaction_isolation", &[]).await.unwrap();
+    assert_eq!(row.get::<_, String>(0), "repeatable read");
+    let error = escaped.execute("INSERT INTO m VALUES (3)", &[]).await.unwrap_err();
+    assert_eq!(code(&error), "25006");
+}

@@ -29,19 +29,25 @@ pub enum Statement {
     },
     Begin {
         isolation: Option<Isolation>,
-        read_only: bool,
+        /// `READ ONLY` (true) or `READ WRITE` (false); `None`: the session's default.
+        read_only: Option<bool>,
     },
     Commit,
     Rollback,
     /// `SET TRANSACTION` (this transaction) or `SET SESSION CHARACTERISTICS AS TRANSACTION`.
     SetTransaction {
         isolation: Option<Isolation>,
+        read_only: Option<bool>,
         session: bool,
     },
     /// `SET name = value`; `None` is `DEFAULT`.
     Set {
         name: String,
         value: Option<String>,
+    },
+    /// `RESET name` (`all` for `RESET ALL`): as `SET name TO DEFAULT`, with its own tag.
+    Reset {
+        name: String,
     },
     Show {
         name: String,
@@ -71,6 +77,24 @@ pub enum Statement {
 
 impl Statement {
     /// DDL takes the schema lock exclusively and may wait for other transactions.
+    /// PostgreSQL's name of the command, as its "cannot execute ... in a read-only
+    /// transaction" says it.
+    pub fn command_name(&self) -> &'static str {
+        match self {
+            Statement::Insert(_) => "INSERT",
+            Statement::Update(_) => "UPDATE",
+            Statement::Delete(_) => "DELETE",
+            Statement::Query(_) => "SELECT FOR UPDATE",
+            Statement::CreateTable(_) => "CREATE TABLE",
+            Statement::DropTable { .. } => "DROP TABLE",
+            Statement::CreateIndex(_) => "CREATE INDEX",
+            Statement::DropIndex { .. } => "DROP INDEX",
+            Statement::Truncate { .. } => "TRUNCATE TABLE",
+            Statement::AddPrimaryKey { .. } => "ALTER TABLE",
+            _ => "this command",
+        }
+    }
+
     pub fn is_ddl(&self) -> bool {
         matches!(
             self,

@@ -70,8 +70,9 @@ enum Piece<'a> {
 }
 
 /// Statements sqlparser does not take in PostgreSQL's form (`VACUUM`, `ANALYZE`, `CHECKPOINT`,
-/// `COPY ... WITH (...)`, sent by pgbench and maintenance scripts) are recognised here; they must be alone in their
-/// string or separated by semicolons outside quotes.
+/// `COPY ... WITH (...)`, sent by pgbench and maintenance scripts, and the transaction
+/// statements with `DEFERRABLE`) are recognised here; they must be alone in their string or
+/// separated by semicolons outside quotes.
 fn split_utilities(sql: &str) -> Vec<Piece<'_>> {
     let first_word = |text: &str| {
         text.trim_start()
@@ -82,6 +83,7 @@ fn split_utilities(sql: &str) -> Vec<Piece<'_>> {
     };
     let is_utility = |text: &str| {
         matches!(first_word(text).as_str(), "VACUUM" | "ANALYZE" | "CHECKPOINT" | "COPY")
+            || transaction_statement(text).is_some()
     };
     if !sql.split(';').any(is_utility) {
         return vec![Piece::Sql(sql)];
@@ -117,7 +119,11 @@ fn split_utilities(sql: &str) -> Vec<Piece<'_>> {
                     Ok(statement) => Piece::Utility(statement),
                     Err(error) => Piece::Error(error),
                 },
-                _ => Piece::Sql(piece),
+                _ => match transaction_statement(piece) {
+                    Some(Ok(statement)) => Piece::Utility(statement),
+                    Some(Err(error)) => Piece::Error(error),
+                    None => Piece::Sql(piece),
+                },
             }
         })
         .collect()
@@ -214,6 +220,15 @@ fn statement_from(statement: sp::Statement) -> SqlResult<Statement> {
             let (isolation, read_only) = transaction_modes(&modes)?;
             Statement::Begin { isolation, read_only }
         }
+        S::Reset(reset) => match reset.reset {
+            sp::Reset::ConfigurationParameter(name) => {
+                Statement::Reset { name: object_name(&name)? }
+            }
+            sp::Reset::ALL => Statement::Reset { name: "all".into() },
+            sp::Reset::SessionAuthorization => {
+                return Err(SqlError::unsupported("RESET SESSION AUTHORIZATION"));
+            }
+        },
         S::Commit { chain, .. } | S::Rollback { chain, savepoint: None } if chain => {
             return Err(SqlError::unsupported("AND CHAIN"));
         }
@@ -269,28 +284,106 @@ fn isolation_from(level: &sp::TransactionIsolationLevel) -> Isolation {
     }
 }
 
-fn transaction_modes(modes: &[sp::TransactionMode]) -> SqlResult<(Option<Isolation>, bool)> {
+fn transaction_modes(
+    modes: &[sp::TransactionMode],
+) -> SqlResult<(Option<Isolation>, Option<bool>)> {
     let mut isolation = None;
-    let mut read_only = false;
+    let mut read_only = None;
     for mode in modes {
         match mode {
             sp::TransactionMode::IsolationLevel(level) => isolation = Some(isolation_from(level)),
             sp::TransactionMode::AccessMode(sp::TransactionAccessMode::ReadOnly) => {
-                read_only = true
+                read_only = Some(true)
             }
             sp::TransactionMode::AccessMode(sp::TransactionAccessMode::ReadWrite) => {
-                read_only = false
+                read_only = Some(false)
             }
         }
     }
     Ok((isolation, read_only))
 }
 
+/// `BEGIN`, `START TRANSACTION`, `SET TRANSACTION` and `SET SESSION CHARACTERISTICS AS
+/// TRANSACTION` with PostgreSQL's modes, which sqlparser does not all take (`DEFERRABLE`);
+/// `None` when `text` is none of these.
+fn transaction_statement(text: &str) -> Option<SqlResult<Statement>> {
+    let head = text.trim_start().as_bytes();
+    let starts = |word: &str| {
+        head.len() >= word.len() && head[..word.len()].eq_ignore_ascii_case(word.as_bytes())
+    };
+    if !(starts("BEGIN") || starts("START") || starts("SET")) {
+        return None;
+    }
+    let upper = text.trim().trim_end_matches(';').to_ascii_uppercase();
+    let words: Vec<&str> =
+        upper.split(|c: char| c.is_whitespace() || c == ',').filter(|w| !w.is_empty()).collect();
+    let (modes, begin, session) = match words.as_slice() {
+        ["BEGIN", "WORK" | "TRANSACTION", rest @ ..] | ["START", "TRANSACTION", rest @ ..] => {
+            (rest, true, false)
+        }
+        ["BEGIN", rest @ ..] => (rest, true, false),
+        ["SET", "TRANSACTION", rest @ ..] => (rest, false, false),
+        ["SET", "SESSION", "CHARACTERISTICS", "AS", "TRANSACTION", rest @ ..] => {
+            (rest, false, true)
+        }
+        _ => return None,
+    };
+    let (mut isolation, mut read_only) = (None, None);
+    let mut rest = modes;
+    let syntax = |near: &str| {
+        Some(Err(SqlError::syntax(format!(
+            "syntax error at or near \"{near}\" (a transaction mode)"
+        ))))
+    };
+    while !rest.is_empty() {
+        rest = match rest {
+            ["ISOLATION", "LEVEL", "SERIALIZABLE", more @ ..] => {
+                isolation = Some(Isolation::Serializable);
+                more
+            }
+            ["ISOLATION", "LEVEL", "REPEATABLE", "READ", more @ ..] => {
+                isolation = Some(Isolation::RepeatableRead);
+                more
+            }
+            ["ISOLATION", "LEVEL", "READ", "COMMITTED" | "UNCOMMITTED", more @ ..] => {
+                // PostgreSQL runs READ UNCOMMITTED as READ COMMITTED.
+                isolation = Some(Isolation::ReadCommitted);
+                more
+            }
+            ["ISOLATION", "LEVEL", "SNAPSHOT", more @ ..] => {
+                isolation = Some(Isolation::Snapshot);
+                more
+            }
+            ["READ", "ONLY", more @ ..] => {
+                read_only = Some(true);
+                more
+            }
+            ["READ", "WRITE", more @ ..] => {
+                read_only = Some(false);
+                more
+            }
+            // Only SERIALIZABLE READ ONLY transactions defer (to wait for a snapshot that
+            // needs no checks); Engram's serializable read-only transactions never wait.
+            ["NOT", "DEFERRABLE", more @ ..] | ["DEFERRABLE", more @ ..] => more,
+            [word, ..] => return syntax(word),
+            [] => unreachable!(),
+        };
+    }
+    if !begin && isolation.is_none() && read_only.is_none() {
+        return syntax("TRANSACTION");
+    }
+    Some(Ok(if begin {
+        Statement::Begin { isolation, read_only }
+    } else {
+        Statement::SetTransaction { isolation, read_only, session }
+    }))
+}
+
 fn set_from(set: sp::Set) -> SqlResult<Statement> {
     match set {
         sp::Set::SetTransaction { modes, snapshot: None, session } => {
-            let (isolation, _) = transaction_modes(&modes)?;
-            Ok(Statement::SetTransaction { isolation, session })
+            let (isolation, read_only) = transaction_modes(&modes)?;
+            Ok(Statement::SetTransaction { isolation, read_only, session })
         }
         sp::Set::SingleAssignment { variable, values, .. } => {
             let name = object_name(&variable)?;

@@ -220,7 +220,17 @@ pub struct Session {
     pub(crate) holds_exclusive: bool,
     default_isolation: Isolation,
     txn_isolation: Option<Isolation>,
-    read_only: bool,
+    /// This transaction's access mode (`BEGIN READ ONLY`, `SET TRANSACTION READ WRITE`);
+    /// `None`: `default_transaction_read_only`.
+    read_only: Option<bool>,
+    /// `default_transaction_read_only`.
+    default_read_only: bool,
+    /// A string of several statements is running ([`Session::begin_string`]): a statement
+    /// that finds no transaction opens an implicit one for the rest of the string.
+    in_string: bool,
+    /// The open transaction is such an implicit one: it commits when the string ends, and
+    /// an error rolls the string's statements back (PostgreSQL's implicit transaction block).
+    implicit: bool,
     prepared: HashMap<String, Arc<Prepared>>,
     settings: BTreeMap<String, String>,
     pub(crate) undo: Vec<Undo>,
@@ -308,6 +318,20 @@ fn parse_isolation(text: &str) -> Option<Isolation> {
     }
 }
 
+/// A Boolean setting's value as PostgreSQL takes it (`on`, `true`, `yes`, `1` and prefixes).
+fn parse_bool(text: &str) -> Option<bool> {
+    let text = text.trim().to_ascii_lowercase();
+    match text.as_str() {
+        "on" | "true" | "yes" | "1" | "t" | "y" | "tr" | "tru" | "ye" => Some(true),
+        "off" | "false" | "no" | "0" | "f" | "n" | "of" | "fa" | "fal" | "fals" => Some(false),
+        _ => None,
+    }
+}
+
+fn on_off(value: bool) -> &'static str {
+    if value { "on" } else { "off" }
+}
+
 impl Session {
     pub(crate) fn new(db: Arc<SqlDb>, worker: Worker, id: u64) -> Self {
         Session {
@@ -320,7 +344,10 @@ impl Session {
             holds_exclusive: false,
             default_isolation: Isolation::ReadCommitted,
             txn_isolation: None,
-            read_only: false,
+            read_only: None,
+            default_read_only: false,
+            in_string: false,
+            implicit: false,
             prepared: HashMap::new(),
             settings: default_settings(),
             undo: Vec::new(),
@@ -376,12 +403,15 @@ impl Session {
     }
 
     /// Runs every statement of `sql`, stopping at the first error (whose result is last).
+    /// Several statements outside an explicit block are one transaction, as a PostgreSQL
+    /// simple query runs them: an error rolls back the string's statements before it.
     pub fn execute(&mut self, sql: &str) -> Vec<SqlResult<Outcome>> {
         let statements = match self.parse(sql) {
             Ok(statements) => statements,
             Err(error) => return vec![Err(error)],
         };
         let mut results = Vec::new();
+        self.begin_string(statements.len());
         for statement in statements {
             let result = self.execute_statement(&statement);
             let failed = result.is_err();
@@ -389,6 +419,9 @@ impl Session {
             if failed {
                 break;
             }
+        }
+        if let Err(error) = self.end_string() {
+            results.push(Err(error));
         }
         results
     }
@@ -425,7 +458,7 @@ impl Session {
     /// Opens the transaction a COPY inserts in; `true` when it is the COPY's own (the session
     /// was idle) and COPY commits it.
     pub(crate) fn begin_copy_transaction(&mut self) -> SqlResult<bool> {
-        if self.read_only || self.isolation() == Isolation::Snapshot {
+        if self.read_only() {
             return Err(SqlError::new(
                 "25006",
                 "cannot execute COPY FROM in a read-only transaction",
@@ -631,6 +664,44 @@ impl Session {
         self.txn_isolation.unwrap_or(self.default_isolation)
     }
 
+    /// Whether the transaction (open, or the next one) may only read.
+    fn read_only(&self) -> bool {
+        self.read_only.unwrap_or(self.default_read_only) || self.isolation() == Isolation::Snapshot
+    }
+
+    /// `SET TRANSACTION READ ONLY | READ WRITE` inside a block: read-write only before the
+    /// transaction's first query, as PostgreSQL has it.
+    fn set_transaction_read_only(&mut self, read_only: bool) -> SqlResult<()> {
+        if !read_only && self.read_only() && self.engine_open {
+            return self.fail(SqlError::new(
+                "25001",
+                "transaction read-write mode must be set before any query",
+            ));
+        }
+        self.read_only = Some(read_only);
+        Ok(())
+    }
+
+    /// Starts running a string of `statements` statements (a simple query): when there are
+    /// several, the ones outside an explicit block run in one implicit transaction that
+    /// [`Session::end_string`] ends, as PostgreSQL runs them.
+    pub fn begin_string(&mut self, statements: usize) {
+        self.in_string = statements > 1;
+    }
+
+    /// Ends a string begun with [`Session::begin_string`]: commits its implicit transaction,
+    /// or rolls it back if a statement failed (the string stops at its first error).
+    pub fn end_string(&mut self) -> SqlResult<()> {
+        self.in_string = false;
+        if !self.implicit {
+            return Ok(());
+        }
+        self.implicit = false;
+        let commit = self.status == TransactionStatus::InBlock;
+        self.status = TransactionStatus::Idle;
+        self.finish(commit)
+    }
+
     /// Opens the engine transaction (and takes the schema lock) if not open yet.
     pub(crate) fn ensure_transaction(&mut self) -> SqlResult<()> {
         if !self.holds_shared {
@@ -682,7 +753,7 @@ impl Session {
         }
         self.release_locks();
         self.txn_isolation = None;
-        self.read_only = false;
+        self.read_only = None;
         if result.is_ok() && commit && self.wait_durable && self.last_commit.epoch.0 > 0 {
             self.worker.wait_durable()?;
         }
@@ -701,9 +772,22 @@ impl Session {
         {
             return Err(SqlError::in_failed_transaction());
         }
+        let control =
+            matches!(statement, Statement::Begin { .. } | Statement::Commit | Statement::Rollback);
+        if self.in_string && !control && self.status == TransactionStatus::Idle {
+            self.status = TransactionStatus::InBlock;
+            self.implicit = true;
+        }
         match statement {
             Statement::Begin { isolation, read_only } => {
-                if self.status != TransactionStatus::Idle {
+                if self.implicit {
+                    // BEGIN turns the string's implicit transaction into an explicit one.
+                    self.implicit = false;
+                    if !self.engine_open {
+                        self.txn_isolation = *isolation;
+                    }
+                    self.read_only = read_only.or(self.read_only);
+                } else if self.status != TransactionStatus::Idle {
                     self.notices.push("there is already a transaction in progress".into());
                 } else {
                     self.status = TransactionStatus::InBlock;
@@ -711,6 +795,19 @@ impl Session {
                     self.read_only = *read_only;
                 }
                 Ok(Outcome::Command { tag: "BEGIN".into() })
+            }
+            Statement::Commit | Statement::Rollback if self.implicit => {
+                // As PostgreSQL: the string's statements so far end, with a warning; the
+                // statements after open another implicit transaction.
+                self.implicit = false;
+                self.notices.push("there is no transaction in progress".into());
+                let commit = matches!(statement, Statement::Commit)
+                    && self.status == TransactionStatus::InBlock;
+                self.status = TransactionStatus::Idle;
+                self.finish(commit)?;
+                let tag =
+                    if matches!(statement, Statement::Commit) { "COMMIT" } else { "ROLLBACK" };
+                Ok(Outcome::Command { tag: tag.into() })
             }
             Statement::Commit => {
                 let status = self.status;
@@ -738,25 +835,38 @@ impl Session {
                 self.finish(false)?;
                 Ok(Outcome::Command { tag: "ROLLBACK".into() })
             }
-            Statement::SetTransaction { isolation, session } => {
-                if let Some(level) = isolation {
-                    if *session {
+            Statement::SetTransaction { isolation, read_only, session } => {
+                if *session {
+                    if let Some(level) = isolation {
                         self.default_isolation = *level;
-                    } else {
-                        if self.status == TransactionStatus::Idle {
-                            self.notices.push(
-                                "SET TRANSACTION can only be used in transaction blocks".into(),
-                            );
-                        } else if self.engine_open {
-                            return self.fail(SqlError::new(
-                                "25001",
-                                "SET TRANSACTION ISOLATION LEVEL must be called before any query",
-                            ));
-                        }
-                        self.txn_isolation = Some(*level);
                     }
+                    if let Some(read_only) = read_only {
+                        self.default_read_only = *read_only;
+                    }
+                    return Ok(Outcome::Command { tag: "SET".into() });
+                }
+                if self.status == TransactionStatus::Idle {
+                    self.notices
+                        .push("SET TRANSACTION can only be used in transaction blocks".into());
+                    return Ok(Outcome::Command { tag: "SET".into() });
+                }
+                if let Some(level) = isolation {
+                    if self.engine_open && *level != self.isolation() {
+                        return self.fail(SqlError::new(
+                            "25001",
+                            "SET TRANSACTION ISOLATION LEVEL must be called before any query",
+                        ));
+                    }
+                    self.txn_isolation = Some(*level);
+                }
+                if let Some(read_only) = read_only {
+                    self.set_transaction_read_only(*read_only)?;
                 }
                 Ok(Outcome::Command { tag: "SET".into() })
+            }
+            Statement::Reset { name } => {
+                self.set(name, None)?;
+                Ok(Outcome::Command { tag: "RESET".into() })
             }
             Statement::Set { name, value } => {
                 self.set(name, value.as_deref())?;
@@ -771,6 +881,8 @@ impl Session {
                     "default_transaction_isolation" => {
                         isolation_sql(self.default_isolation).to_string()
                     }
+                    "transaction_read_only" => on_off(self.read_only()).to_string(),
+                    "default_transaction_read_only" => on_off(self.default_read_only).to_string(),
                     "all" => {
                         let rows = self
                             .settings
@@ -924,6 +1036,37 @@ impl Session {
                 })?;
                 self.txn_isolation = Some(level);
             }
+            "all" if value.is_none() => {
+                // RESET ALL.
+                self.default_isolation = Isolation::ReadCommitted;
+                self.default_read_only = false;
+                self.statement_timeout = None;
+                self.wait_durable = true;
+                self.settings = default_settings();
+            }
+            "transaction_read_only" => {
+                let read_only =
+                    value.map_or(Some(self.default_read_only), parse_bool).ok_or_else(|| {
+                        SqlError::new(
+                            "22023",
+                            "invalid value for parameter \"transaction_read_only\"",
+                        )
+                    })?;
+                if self.status == TransactionStatus::Idle {
+                    // Outside a transaction block the setting lasts for no statement.
+                    return Ok(());
+                }
+                self.set_transaction_read_only(read_only)?;
+            }
+            "default_transaction_read_only" => {
+                self.default_read_only =
+                    value.map_or(Some(false), parse_bool).ok_or_else(|| {
+                        SqlError::new(
+                            "22023",
+                            "parameter \"default_transaction_read_only\" requires a Boolean value",
+                        )
+                    })?;
+            }
             "default_transaction_isolation" => {
                 self.default_isolation = match value {
                     None => Isolation::ReadCommitted,
@@ -1072,10 +1215,10 @@ impl Session {
             }
         }
         let writes = !matches!(plan.as_ref(), Plan::Query(q) if !q.for_update);
-        if writes && (self.read_only || self.isolation() == Isolation::Snapshot) {
+        if writes && self.read_only() {
             return Err(SqlError::new(
                 "25006",
-                "cannot execute a write in a read-only transaction",
+                format!("cannot execute {} in a read-only transaction", statement.command_name()),
             ));
         }
         let db = Arc::clone(&self.db);
@@ -1126,6 +1269,12 @@ impl Session {
     }
 
     fn ddl_statement(&mut self, statement: &Statement) -> SqlResult<Outcome> {
+        if self.read_only() {
+            return self.fail(SqlError::new(
+                "25006",
+                format!("cannot execute {} in a read-only transaction", statement.command_name()),
+            ));
+        }
         let autocommit = self.status == TransactionStatus::Idle;
         let result = self.ensure_transaction().and_then(|()| {
             self.db.schema_lock.lock_exclusive(self.id)?;
