@@ -136,7 +136,8 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
     let db = SqlDb::open(engine)
         .map_err(|error| format!("cannot open the database: {}", error.message))?;
     if let Some(report) = db.database().recovery_report() {
-        tracing::info!(?report, "recovered");
+        println!("{}", recovery_line(db.table_names().len(), &report));
+        tracing::debug!(?report, "recovered");
     }
     let runtime = engram_server::runtime(config.threads).map_err(|e| e.to_string())?;
     runtime.block_on(async move {
@@ -184,4 +185,28 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
     // The database is dropped here: the loggers write and sync what was committed.
     println!("engram: stopped");
     Ok(())
+}
+
+/// What an open recovered, in one line for people (the whole report is logged at debug level).
+fn recovery_line(tables: usize, report: &engram_engine::RecoveryReport) -> String {
+    let mib = |bytes: u64| bytes as f64 / f64::from(1 << 20);
+    let mut line = format!("engram: opened {tables} table{}", if tables == 1 { "" } else { "s" });
+    if report.checkpoint_epoch.is_some() {
+        line += &format!(
+            ", a checkpoint of {} rows ({:.1} MiB)",
+            report.checkpoint_rows,
+            mib(report.checkpoint_bytes)
+        );
+    }
+    if report.log_bytes > 0 {
+        line += &format!(
+            ", {} transactions replayed from {:.1} MiB of log",
+            report.log_transactions,
+            mib(report.log_bytes)
+        );
+    }
+    if !report.torn_tails.is_empty() {
+        line += &format!(", {} torn log tails cut", report.torn_tails.len());
+    }
+    line + &format!(" in {:.2} s", report.total_seconds)
 }
