@@ -490,10 +490,15 @@ pub(crate) fn abort(worker: &mut Worker, reason: Option<AbortReason>) {
 }
 
 /// Rolls back a transaction the ticker gave up on. Its reads may point at freed memory, so only
-/// what it owns is touched: its secondary entries (removed by key), its fresh and claimed heads.
-/// It holds no locks: it was suspended between calls, never inside a commit.
+/// what it owns is touched: its secondary entries (removed by key), its fresh and claimed heads,
+/// the protocol locks it holds (`mvto`, `mv2pl`: a record some transaction holds one on stays
+/// linked), the non-inline values it retained. The records it read are not: the ones it noted
+/// for cooperative cleaning are forgotten, since a reclaim bound that no longer waited for it
+/// may have freed them, their memory holding other records by now. It holds no TID locks or
+/// SSN latches: it was suspended between calls, never inside a commit.
 pub(crate) fn abort_kicked(worker: &mut Worker) {
-    debug_assert!(worker.txn.access.entries.iter().all(|entry| !entry.locked));
+    debug_assert!(worker.txn.access.entries.iter().all(|entry| !entry.locked && !entry.latched));
+    worker.txn.noted.clear();
     abort(worker, Some(AbortReason::IdleTimeout));
 }
 
