@@ -386,15 +386,22 @@ fn absent_record_leaf(state: &mut TxnState, probe: Probe) {
 /// scan used to record one read per record.
 /// Under a multi-version protocol only a delete at or below the read timestamp `bound` counts:
 /// a later one hides a row the transaction still reads (or must see as a change).
+/// The scan saw the delete all the same: its epoch is noted (`AccessSet::note_unrecorded`), as
+/// a point read of the record notes it, so that a read-only commit is acknowledged only once
+/// the delete is durable. (The record stays in the index until then: `commit::run_ready_tasks`.)
 fn deleted_unclaimed(access: &mut AccessSet, head: *mut Head, bound: Option<Tid>) -> bool {
     // SAFETY: reached through an index while pinned.
     let word = unsafe { (*head).word() };
-    bound.is_none_or(|bound| word.tid() <= bound)
+    let skipped = bound.is_none_or(|bound| word.tid() <= bound)
         && word.is_absent()
         && word.is_latest()
         && !word.is_claimed()
         && !word.is_locked()
-        && access.find(head).is_none()
+        && access.find(head).is_none();
+    if skipped {
+        access.note_unrecorded(word.tid().epoch());
+    }
+    skipped
 }
 
 /// Whether every validated observation (a read, or the read before an update or delete) still
