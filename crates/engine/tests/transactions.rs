@@ -941,3 +941,56 @@ fn a_key_whose_absent_record_leaves_the_index_still_orders_its_next_insert() {
         }
     }
 }
+
+/// Under the locking protocols an insert's fresh record stays write-locked by its inserter
+/// until the inserter has taken it out of the index, even once a failed operation has poisoned
+/// the inserter and its other locks are gone. Before, poisoning released that lock at once: a
+/// reader could lock the doomed record (and see no row), the rollback retired it under the
+/// reader's lock, and a row inserted after that appeared to the reader, whose lock was meant to
+/// keep the key's state fixed (and whose release, were it kicked, wrote freed memory).
+#[test]
+fn a_poisoned_insert_keeps_its_record_locked_until_it_is_gone() {
+    for protocol in [Protocol::Mv2pl, Protocol::Mvto] {
+        let db = Database::open(Config { protocol, ..manual_epochs() }).unwrap();
+        let table = db.create_table(TableSpec::new("t")).unwrap();
+        let mut setup = db.worker().unwrap();
+        setup
+            .transaction(Isolation::Serializable, |txn| txn.insert(&table, &key(1), b"j"))
+            .unwrap();
+        let level = Isolation::RepeatableRead;
+        // The holder keeps row 1 write-locked; the inserter inserts row 2, then fails on row 1.
+        let mut holder = db.worker().unwrap();
+        holder.begin(level).unwrap();
+        holder.txn().unwrap().update(&table, &key(1), b"holder").unwrap();
+        let mut inserter = db.worker().unwrap();
+        inserter.begin(level).unwrap();
+        inserter.txn().unwrap().insert(&table, &key(2), b"rolled back").unwrap();
+        let refused = inserter.txn().unwrap().update(&table, &key(1), b"inserter");
+        assert_eq!(refused, Err(Error::Aborted(AbortReason::LockConflict)), "{protocol:?}");
+        // Under MVTO the later insert must have the earlier timestamp to be read.
+        let mut later = db.worker().unwrap();
+        later.begin(level).unwrap();
+        let mut reader = db.worker().unwrap();
+        reader.begin(level).unwrap();
+        // The read that locks the record under each protocol (MVTO: only a write lock).
+        let first = {
+            let mut txn = reader.txn().unwrap();
+            let read = match protocol {
+                Protocol::Mvto => txn.get_for_update(&table, &key(2)),
+                _ => txn.get(&table, &key(2)),
+            };
+            read.map(|row| row.map(<[u8]>::to_vec))
+        };
+        inserter.rollback().unwrap();
+        later.txn().unwrap().insert(&table, &key(2), b"later").unwrap();
+        later.commit().unwrap();
+        if first == Ok(None) {
+            let again =
+                reader.txn().unwrap().get(&table, &key(2)).map(|row| row.map(<[u8]>::to_vec));
+            assert_eq!(again, Ok(None), "{protocol:?}: the row appeared under the reader's lock");
+        }
+        assert_eq!(first, Err(Error::Aborted(AbortReason::LockConflict)), "{protocol:?}");
+        reader.rollback().unwrap();
+        holder.rollback().unwrap();
+    }
+}

@@ -2041,7 +2041,7 @@ impl Head {
         if !overflow.is_null() {
             Version::retire(overflow, garbage);
         }
-        garbage.retire(Retired::Block(head as *mut u8, this.block_bytes()));
+        garbage.retire(Retired::Head(head, this.block_bytes()));
     }
 
     /// Frees a head and its versions at once.
