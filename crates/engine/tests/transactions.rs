@@ -994,3 +994,48 @@ fn a_poisoned_insert_keeps_its_record_locked_until_it_is_gone() {
         holder.rollback().unwrap();
     }
 }
+
+/// An insert that claimed a deleted row's record gives it back under the record's lock: a
+/// clean-up task, the vacuum or a committer may hold that lock for a moment when the insert
+/// rolls back, and lets go by storing back the word it locked. Before, the rollback stored the
+/// old word over the holder's lock bit, the holder's unlock put the claimed word back, and the
+/// record stayed claimed by nobody: every later insert of the key aborted.
+#[test]
+fn a_claimed_record_given_back_while_another_thread_holds_its_lock_is_free_again() {
+    let db = Database::open(manual_epochs()).unwrap();
+    let table = db.create_table(TableSpec::new("t")).unwrap();
+    let mut worker = db.worker().unwrap();
+    worker.transaction(Isolation::Serializable, |txn| txn.insert(&table, &key(1), b"a")).unwrap();
+    // The deleted row's record stays in the index until its clean-up task runs.
+    worker.transaction(Isolation::Serializable, |txn| txn.delete(&table, &key(1))).unwrap();
+    let mut inserter = db.worker().unwrap();
+    inserter.begin(Isolation::Serializable).unwrap();
+    inserter.txn().unwrap().insert(&table, &key(1), b"rolled back").unwrap();
+    let mut holder = db.worker().unwrap();
+    holder
+        .pinned(|pin, _| {
+            let found = table.primary.get(&key(1), pin).value.expect("the deleted row's record");
+            // SAFETY: found in the index while pinned.
+            let head = unsafe { &*(found as *const engram_engine::storage::Head) };
+            // What a clean-up task does with a record it finds claimed: lock, look, let go.
+            let seen = head.lock().unwrap();
+            assert!(seen.is_claimed());
+            std::thread::scope(|scope| {
+                let rollback = scope.spawn(|| inserter.rollback());
+                // Give the rollback every chance to run while the lock is held (it waits for
+                // the lock, so it finishes only once the lock goes).
+                for _ in 0..1_000 {
+                    if rollback.is_finished() {
+                        break;
+                    }
+                    std::thread::yield_now();
+                }
+                head.unlock_to(seen);
+                rollback.join().unwrap().unwrap();
+            });
+            assert!(!head.word().is_claimed(), "the record is claimed by nobody");
+        })
+        .unwrap();
+    worker.transaction(Isolation::Serializable, |txn| txn.insert(&table, &key(1), b"b")).unwrap();
+    assert_eq!(get(&db, &table, 1).as_deref(), Some(&b"b"[..]));
+}

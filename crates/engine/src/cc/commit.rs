@@ -476,15 +476,17 @@ pub(crate) fn abort(worker: &mut Worker, reason: Option<AbortReason>) {
     if worker.txn.snapshot.is_none() {
         let mark = 0;
         secondary::undo_entries(worker, mark);
+        // First every record lock the commit took, then the inserts: giving a head back waits
+        // for anyone else holding its lock (`Head::set_owned_word`), who may be another
+        // committer waiting to give back a head this one holds.
+        for entry in worker.txn.access.entries.iter_mut().filter(|entry| entry.locked) {
+            // SAFETY: locked by this commit.
+            unsafe { (*entry.head).unlock_to(entry.prior) };
+            entry.locked = false;
+        }
         for position in 0..worker.txn.access.entries.len() {
-            let entry = worker.txn.access.entries[position];
-            match entry.kind {
-                Kind::Insert | Kind::Nothing => release_insert(worker, position),
-                Kind::Update | Kind::Delete if entry.locked => {
-                    // SAFETY: locked by this commit.
-                    unsafe { (*entry.head).unlock_to(entry.prior) };
-                }
-                _ => {}
+            if matches!(worker.txn.access.entries[position].kind, Kind::Insert | Kind::Nothing) {
+                release_insert(worker, position);
             }
         }
     }
