@@ -107,6 +107,14 @@ pub(crate) fn clean_noted(worker: &mut Worker, pin: &Pin<'_>) {
             shared.vacuum.busy.fetch_add(1, Ordering::Relaxed);
             continue;
         }
+        // A LATEST head stays its key's, so the secondary entries of the versions pruned are
+        // found with `key`. (Checked under the lock, which goes before a failure is reported.)
+        let keyed =
+            !cfg!(debug_assertions) || table.primary.get(key, pin).value == Some(head as u64);
+        if !keyed {
+            head_ref.unlock_to(seen);
+        }
+        debug_assert!(keyed, "a noted head is no longer its key's");
         let pruned = prune_locked(table, head, key, retention, &mut txn.prune, pin, arena, garbage);
         head_ref.unlock_to(seen);
         shared.vacuum.records.fetch_add(1, Ordering::Relaxed);
