@@ -687,6 +687,58 @@ fn reader_of_a_lost_commit_waits(protocol: engram_engine::Protocol) {
     }
 }
 
+/// A scan that passes over a deleted record (which holds no row, so the scan records no read
+/// of it) still saw the delete: a read-only transaction that scanned the range is acknowledged
+/// only once the delete is durable, as one that looked the key up is. Here the log fails
+/// before the delete's epoch becomes durable, so after a crash the row is back; a reader told
+/// it was gone must not be acknowledged.
+#[test]
+fn a_scan_past_a_deleted_row_waits_for_the_delete_to_be_durable() {
+    for protocol in engram_engine::Protocol::ALL {
+        let storage = FaultyStorage::new(62);
+        let config = Config { protocol, snapshot_interval_epochs: 1, ..config(&storage) };
+        let db = Database::open(config).unwrap();
+        let table = db.create_table(TableSpec::new("t")).unwrap();
+        let mut writer = db.worker().unwrap();
+        writer
+            .transaction(Isolation::Serializable, |txn| {
+                txn.put(&table, &key(1), b"durable")?;
+                txn.put(&table, &key(2), b"deleted, but not durably")
+            })
+            .unwrap();
+        writer.wait_durable().unwrap();
+        storage.fail_after(0);
+        writer.transaction(Isolation::Serializable, |txn| txn.delete(&table, &key(2))).unwrap();
+        let deleted = writer.last_commit();
+        assert!(writer.wait_durable().is_err(), "the log failed");
+        // Until every snapshot is past the lost delete (the record stays in the index: it is
+        // unlinked only once its delete is durable).
+        while db.epochs().snapshot_low() <= deleted.epoch {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let mut reader = db.worker().unwrap();
+        for isolation in Isolation::ALL {
+            let rows = reader
+                .transaction(isolation, |txn| {
+                    let (low, high) = (key(2), key(3));
+                    txn.scan(
+                        &table,
+                        std::ops::Bound::Included(&low[..]),
+                        std::ops::Bound::Excluded(&high[..]),
+                        engram_engine::Direction::Forward,
+                        10,
+                        |_, _| true,
+                    )
+                })
+                .unwrap();
+            assert_eq!(rows, 0, "{protocol:?} {isolation:?}: the delete is seen");
+            let read = reader.last_commit();
+            assert!(read.epoch >= deleted.epoch, "{protocol:?} {isolation:?}: {read:?}");
+            assert!(reader.wait_durable().is_err(), "{protocol:?} {isolation:?}");
+        }
+    }
+}
+
 #[test]
 fn a_damaged_block_before_the_tail_is_corruption_naming_file_and_offset() {
     let storage = FaultyStorage::new(5);

@@ -256,3 +256,68 @@ fn cooperative_cleaning_needs_oldest_to_newest_chains() {
     let alone = Config { gc: Gc::TupleVacuum, workers_max: 1, ..Config::default() };
     assert!(Database::open(alone).unwrap_err().to_string().contains("vacuum"));
 }
+
+/// The head of row `k`, as an address (0 when the index has no entry for it).
+fn head_of(db: &Database, table: &TableRef, k: u64) -> u64 {
+    let mut worker = db.worker().unwrap();
+    worker.pinned(|pin, _| table.primary.get(&key(k), pin).value.unwrap_or(0)).unwrap()
+}
+
+/// A transaction the ticker kicked cleans none of the records it read: once it is kicked,
+/// reclamation no longer waits for it, and a record it read may have been deleted, unlinked
+/// and freed, its memory holding another record by the time the transaction rolls back.
+/// Here the head of a row the kicked transaction read (and noted, its chain holding an expired
+/// version) is unlinked, freed and taken by a new row; the rollback must leave that row alone.
+#[test]
+fn a_kicked_transaction_cleans_none_of_the_records_it_read() {
+    let db = Database::open(Config {
+        epoch_interval_ms: 0,
+        snapshot_interval_epochs: 1,
+        idle_transaction_epochs_max: 2,
+        gc: Gc::TupleCooperative,
+        version_storage: VersionStorage::AppendO2n,
+        cooperative_sweep_interval_ms: 0,
+        ..Config::default()
+    })
+    .unwrap();
+    let table = db.create_table(TableSpec::new("t")).unwrap();
+    let advance = |epochs: usize| (0..epochs).for_each(|_| db.advance_epoch());
+    let row = |fill: u8| [fill; 16];
+    let mut writer = db.worker().unwrap();
+    writer
+        .transaction(Isolation::Serializable, |txn| txn.insert(&table, &key(1), &row(1)))
+        .unwrap();
+    advance(1);
+    writer
+        .transaction(Isolation::Serializable, |txn| txn.update(&table, &key(1), &row(2)))
+        .unwrap();
+    // No snapshot reads the first version any more: a reader passing it notes the record.
+    advance(3);
+    let noted = head_of(&db, &table, 1);
+    let mut reader = db.worker().unwrap();
+    reader.begin(Isolation::Serializable).unwrap();
+    assert_eq!(reader.txn().unwrap().get(&table, &key(1)).unwrap(), Some(&row(2)[..]));
+    // The reader sits idle while the row is deleted; the ticker kicks it.
+    writer.transaction(Isolation::Serializable, |txn| txn.delete(&table, &key(1))).unwrap();
+    advance(5);
+    assert_eq!(db.epochs().kicked_total(), 1);
+    // The deleter's next transaction unlinks the record and retires its head; once the
+    // reclaim bound passes, the one after frees it into the deleter's arena, whose next head
+    // of that size it becomes.
+    let nothing = |txn: &mut engram_engine::Txn<'_>| txn.get(&table, &key(99)).map(|_| ());
+    writer.transaction(Isolation::Serializable, nothing).unwrap();
+    assert_eq!(head_of(&db, &table, 1), 0, "the deleted record is unlinked");
+    advance(2);
+    writer.transaction(Isolation::Serializable, nothing).unwrap();
+    writer
+        .transaction(Isolation::Serializable, |txn| txn.insert(&table, &key(2), &row(3)))
+        .unwrap();
+    assert_eq!(head_of(&db, &table, 2), noted, "the new row took the freed head");
+    let before = db.vacuum_stats();
+    reader.rollback().unwrap();
+    assert_eq!(db.vacuum_stats(), before, "the kicked transaction's rollback cleaned a record");
+    let now = writer.transaction(Isolation::Serializable, |txn| {
+        Ok(txn.get(&table, &key(2))?.map(<[u8]>::to_vec))
+    });
+    assert_eq!(now.unwrap(), Some(row(3).to_vec()));
+}

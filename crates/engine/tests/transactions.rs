@@ -941,3 +941,101 @@ fn a_key_whose_absent_record_leaves_the_index_still_orders_its_next_insert() {
         }
     }
 }
+
+/// Under the locking protocols an insert's fresh record stays write-locked by its inserter
+/// until the inserter has taken it out of the index, even once a failed operation has poisoned
+/// the inserter and its other locks are gone. Before, poisoning released that lock at once: a
+/// reader could lock the doomed record (and see no row), the rollback retired it under the
+/// reader's lock, and a row inserted after that appeared to the reader, whose lock was meant to
+/// keep the key's state fixed (and whose release, were it kicked, wrote freed memory).
+#[test]
+fn a_poisoned_insert_keeps_its_record_locked_until_it_is_gone() {
+    for protocol in [Protocol::Mv2pl, Protocol::Mvto] {
+        let db = Database::open(Config { protocol, ..manual_epochs() }).unwrap();
+        let table = db.create_table(TableSpec::new("t")).unwrap();
+        let mut setup = db.worker().unwrap();
+        setup
+            .transaction(Isolation::Serializable, |txn| txn.insert(&table, &key(1), b"j"))
+            .unwrap();
+        let level = Isolation::RepeatableRead;
+        // The holder keeps row 1 write-locked; the inserter inserts row 2, then fails on row 1.
+        let mut holder = db.worker().unwrap();
+        holder.begin(level).unwrap();
+        holder.txn().unwrap().update(&table, &key(1), b"holder").unwrap();
+        let mut inserter = db.worker().unwrap();
+        inserter.begin(level).unwrap();
+        inserter.txn().unwrap().insert(&table, &key(2), b"rolled back").unwrap();
+        let refused = inserter.txn().unwrap().update(&table, &key(1), b"inserter");
+        assert_eq!(refused, Err(Error::Aborted(AbortReason::LockConflict)), "{protocol:?}");
+        // Under MVTO the later insert must have the earlier timestamp to be read.
+        let mut later = db.worker().unwrap();
+        later.begin(level).unwrap();
+        let mut reader = db.worker().unwrap();
+        reader.begin(level).unwrap();
+        // The read that locks the record under each protocol (MVTO: only a write lock).
+        let first = {
+            let mut txn = reader.txn().unwrap();
+            let read = match protocol {
+                Protocol::Mvto => txn.get_for_update(&table, &key(2)),
+                _ => txn.get(&table, &key(2)),
+            };
+            read.map(|row| row.map(<[u8]>::to_vec))
+        };
+        inserter.rollback().unwrap();
+        later.txn().unwrap().insert(&table, &key(2), b"later").unwrap();
+        later.commit().unwrap();
+        if first == Ok(None) {
+            let again =
+                reader.txn().unwrap().get(&table, &key(2)).map(|row| row.map(<[u8]>::to_vec));
+            assert_eq!(again, Ok(None), "{protocol:?}: the row appeared under the reader's lock");
+        }
+        assert_eq!(first, Err(Error::Aborted(AbortReason::LockConflict)), "{protocol:?}");
+        reader.rollback().unwrap();
+        holder.rollback().unwrap();
+    }
+}
+
+/// An insert that claimed a deleted row's record gives it back under the record's lock: a
+/// clean-up task, the vacuum or a committer may hold that lock for a moment when the insert
+/// rolls back, and lets go by storing back the word it locked. Before, the rollback stored the
+/// old word over the holder's lock bit, the holder's unlock put the claimed word back, and the
+/// record stayed claimed by nobody: every later insert of the key aborted.
+#[test]
+fn a_claimed_record_given_back_while_another_thread_holds_its_lock_is_free_again() {
+    let db = Database::open(manual_epochs()).unwrap();
+    let table = db.create_table(TableSpec::new("t")).unwrap();
+    let mut worker = db.worker().unwrap();
+    worker.transaction(Isolation::Serializable, |txn| txn.insert(&table, &key(1), b"a")).unwrap();
+    // The deleted row's record stays in the index until its clean-up task runs.
+    worker.transaction(Isolation::Serializable, |txn| txn.delete(&table, &key(1))).unwrap();
+    let mut inserter = db.worker().unwrap();
+    inserter.begin(Isolation::Serializable).unwrap();
+    inserter.txn().unwrap().insert(&table, &key(1), b"rolled back").unwrap();
+    let mut holder = db.worker().unwrap();
+    holder
+        .pinned(|pin, _| {
+            let found = table.primary.get(&key(1), pin).value.expect("the deleted row's record");
+            // SAFETY: found in the index while pinned.
+            let head = unsafe { &*(found as *const engram_engine::storage::Head) };
+            // What a clean-up task does with a record it finds claimed: lock, look, let go.
+            let seen = head.lock().unwrap();
+            assert!(seen.is_claimed());
+            std::thread::scope(|scope| {
+                let rollback = scope.spawn(|| inserter.rollback());
+                // Give the rollback every chance to run while the lock is held (it waits for
+                // the lock, so it finishes only once the lock goes).
+                for _ in 0..1_000 {
+                    if rollback.is_finished() {
+                        break;
+                    }
+                    std::thread::yield_now();
+                }
+                head.unlock_to(seen);
+                rollback.join().unwrap().unwrap();
+            });
+            assert!(!head.word().is_claimed(), "the record is claimed by nobody");
+        })
+        .unwrap();
+    worker.transaction(Isolation::Serializable, |txn| txn.insert(&table, &key(1), b"b")).unwrap();
+    assert_eq!(get(&db, &table, 1).as_deref(), Some(&b"b"[..]));
+}

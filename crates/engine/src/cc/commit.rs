@@ -1,13 +1,13 @@
 //! The commit skeleton (steps numbered as in `cc/mod.rs` and `silo.rs`), abort, and the end
 //! of every transaction.
 
-use super::access::{AccessSet, Kind, Span};
+use super::access::{AccessSet, Held, Kind, Span};
 use super::mv::{self, Mv, READERS_REFRESH_COMMITS};
 use super::mvto;
 use super::secondary;
 use super::silo::{Hooks, Silo};
 use super::ssn;
-use super::txn::{pinned, release_locks};
+use super::txn::{Keep, pinned, release_locks, unlock};
 use crate::db::Counters;
 use crate::error::{AbortReason, Error, Result};
 use crate::gc::cooperative;
@@ -168,7 +168,7 @@ fn commit_with<P: Hooks>(worker: &mut Worker) -> Result<CommitInfo> {
         if ssn {
             ssn::release(&mut worker.txn, stamp);
         }
-        release_locks(&mut worker.txn);
+        release_locks(&mut worker.txn, Keep::UndoneInserts);
         if let Some(log) = &worker.shared.log {
             log_write_set(log, worker, tid);
         }
@@ -179,7 +179,7 @@ fn commit_with<P: Hooks>(worker: &mut Worker) -> Result<CommitInfo> {
         if ssn {
             ssn::release(&mut worker.txn, stamp);
         }
-        release_locks(&mut worker.txn);
+        release_locks(&mut worker.txn, Keep::UndoneInserts);
         // Nothing logged means nothing waited for: skip the walk over the reads.
         if worker.shared.log.is_some() { read_epoch(&worker.txn) } else { Epoch::NEVER }
     };
@@ -431,7 +431,8 @@ fn give_up_undone_inserts(worker: &mut Worker) {
 }
 
 /// Gives up the head of an insert (or an insert deleted again): a fresh head leaves the index
-/// and is retired, a claimed head gets its old word back.
+/// and is retired, a claimed head gets its old word back. Only then does the protocol lock on
+/// it go (`mvto`, `mv2pl`; `release_locks` kept it, `txn::Keep`).
 fn release_insert(worker: &mut Worker, position: usize) {
     // SAFETY: called while pinned.
     let pin = unsafe { pinned() };
@@ -449,15 +450,20 @@ fn release_insert(worker: &mut Worker, position: usize) {
             garbage,
             &mut (),
         );
-        secondary::abandon_fresh(entry.head, garbage);
+        // Marks the head unlinked, then lets go of the lock, then retires it.
+        secondary::abandon_fresh(entry.head, txn.rules.locking, garbage);
+        txn.access.entries[position].held = Held::Nothing;
     } else {
         // SAFETY: the claimed head is owned by this transaction.
         unsafe { (*entry.head).set_owned_word(entry.observed) };
+        if entry.held != Held::Nothing {
+            unlock(txn, position);
+        }
     }
 }
 
 /// Rolls the transaction back: removes its secondary entries, releases its locks, gives up its
-/// inserts. `reason` is counted when the abort was not asked for.
+/// inserts (and then their locks). `reason` is counted when the abort was not asked for.
 pub(crate) fn abort(worker: &mut Worker, reason: Option<AbortReason>) {
     if worker.txn.status == Status::Idle {
         return;
@@ -466,19 +472,21 @@ pub(crate) fn abort(worker: &mut Worker, reason: Option<AbortReason>) {
     if worker.txn.rules.ssn {
         ssn::release(&mut worker.txn, None);
     }
-    release_locks(&mut worker.txn);
+    release_locks(&mut worker.txn, Keep::Inserts);
     if worker.txn.snapshot.is_none() {
         let mark = 0;
         secondary::undo_entries(worker, mark);
+        // First every record lock the commit took, then the inserts: giving a head back waits
+        // for anyone else holding its lock (`Head::set_owned_word`), who may be another
+        // committer waiting to give back a head this one holds.
+        for entry in worker.txn.access.entries.iter_mut().filter(|entry| entry.locked) {
+            // SAFETY: locked by this commit.
+            unsafe { (*entry.head).unlock_to(entry.prior) };
+            entry.locked = false;
+        }
         for position in 0..worker.txn.access.entries.len() {
-            let entry = worker.txn.access.entries[position];
-            match entry.kind {
-                Kind::Insert | Kind::Nothing => release_insert(worker, position),
-                Kind::Update | Kind::Delete if entry.locked => {
-                    // SAFETY: locked by this commit.
-                    unsafe { (*entry.head).unlock_to(entry.prior) };
-                }
-                _ => {}
+            if matches!(worker.txn.access.entries[position].kind, Kind::Insert | Kind::Nothing) {
+                release_insert(worker, position);
             }
         }
     }
@@ -490,10 +498,15 @@ pub(crate) fn abort(worker: &mut Worker, reason: Option<AbortReason>) {
 }
 
 /// Rolls back a transaction the ticker gave up on. Its reads may point at freed memory, so only
-/// what it owns is touched: its secondary entries (removed by key), its fresh and claimed heads.
-/// It holds no locks: it was suspended between calls, never inside a commit.
+/// what it owns is touched: its secondary entries (removed by key), its fresh and claimed heads,
+/// the protocol locks it holds (`mvto`, `mv2pl`: a record some transaction holds one on stays
+/// linked), the non-inline values it retained. The records it read are not: the ones it noted
+/// for cooperative cleaning are forgotten, since a reclaim bound that no longer waited for it
+/// may have freed them, their memory holding other records by now. It holds no TID locks or
+/// SSN latches: it was suspended between calls, never inside a commit.
 pub(crate) fn abort_kicked(worker: &mut Worker) {
-    debug_assert!(worker.txn.access.entries.iter().all(|entry| !entry.locked));
+    debug_assert!(worker.txn.access.entries.iter().all(|entry| !entry.locked && !entry.latched));
+    worker.txn.noted.clear();
     abort(worker, Some(AbortReason::IdleTimeout));
 }
 

@@ -24,7 +24,9 @@
 //! WRITE
 //! At every level, an update, delete or insert over an existing head takes the write lock at
 //! once (an upgrade when the transaction is the record's only reader); a fresh head is created
-//! write-locked by its inserter. The new row is buffered until commit, as under Silo.
+//! write-locked by its inserter, which keeps the lock until its commit installs the row or its
+//! rollback has taken the head out of the index (INVARIANTS). The new row is buffered until
+//! commit, as under Silo.
 //!
 //! COMMIT (numbers match `commit.rs`)
 //! 1. Lock the write set's TID words (never contended by another writer: the write locks
@@ -33,7 +35,9 @@
 //! 4. Node validation at SERIALIZABLE (phantoms, below); reads need no validation.
 //! 5. Commit TID: the next clock value, taken while every lock is held, so the TID order of
 //!    conflicting transactions is their lock order.
-//! 6. Install, release the TID words, then release every read and write lock (`txn::release_locks`).
+//! 6. Install, release the TID words, then release every read and write lock
+//!    (`txn::release_locks`), but those on inserts deleted again, which go with their records
+//!    (`commit::release_insert`).
 //!
 //! PHANTOMS
 //! Two-phase locking of records does not lock the gaps between them. At SERIALIZABLE a
@@ -53,8 +57,16 @@
 //! - Locks are released only after the transaction's installs (strict 2PL), and every lock a
 //!   transaction takes is recorded in its access set, so commit and abort release exactly
 //!   those.
-//! - A record some transaction holds a lock on is never unlinked (`Head::is_lock_held`, checked
-//!   by the clean-up task), so releasing the lock never touches freed memory.
+//! - A lock is held on a record only while the record is linked, or by a transaction still in
+//!   the call that locked it: releasing a lock never touches freed memory, even once the ticker
+//!   has kicked the holder. The clean-up task never unlinks a record someone holds a lock on
+//!   (`Head::is_lock_held`). A fresh record that its insert gives up (a rollback, or a delete in
+//!   the same transaction) is taken out of the index and marked unlinked while its inserter
+//!   still holds the write lock, which goes only then (`secondary::abandon_fresh`); a poisoned
+//!   transaction releases its other locks at once but keeps its inserts' until its rollback
+//!   (`txn::Keep`). A transaction that locks a record and then finds it unlinked lets go in the
+//!   same call (`read_locked`, `write_existing`, `insert_existing`). Debug builds check, when a
+//!   head's memory is freed, that no lock is held on it (`gc::reclaim`).
 
 use super::access::{Access, AccessSet, Held};
 use crate::error::AbortReason;

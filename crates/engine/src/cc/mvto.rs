@@ -36,7 +36,8 @@
 //! An update, delete or insert over an existing head takes the write lock at once: refused if
 //! another writer holds it (`LockConflict`) or, at REPEATABLE READ and SERIALIZABLE, if read_ts
 //! is above T_id (`TimestampOrder`); and the current version must not be newer than T_id
-//! (`WriteConflict`). A fresh head is created owned by its inserter.
+//! (`WriteConflict`). A fresh head is created owned by its inserter, which keeps it until its
+//! commit installs the row or its rollback has taken the head out of the index (INVARIANTS).
 //!
 //! COMMIT (numbers match `commit.rs`)
 //! 1. Lock the write set's TID words (uncontended: the owners exclude other writers).
@@ -45,7 +46,8 @@
 //!    then, for every leaf T's inserts changed, abort (`TimestampOrder`) if a scanner with a
 //!    later timestamp stamped it (`check_inserted_leaves`).
 //! 5. Commit TID = T_id (at READ COMMITTED: the next clock value, after every timestamp).
-//! 6. Install, release the TID words, then give up the write locks (`txn::release_locks`).
+//! 6. Install, release the TID words, then give up the write locks (`txn::release_locks`), but
+//!    those on inserts deleted again, which go with their records (`commit::release_insert`).
 //!
 //! PHANTOMS
 //! Timestamp ordering of records says nothing about keys that do not exist yet. A scanner T
@@ -75,7 +77,15 @@
 //!   T_id, and holds the owner word from that check to its install.
 //! - The stable epoch stays below T_id's epoch while T runs, so its installs are in every
 //!   snapshot and log epoch that claims them.
-//! - A record some transaction owns is never unlinked (`Head::is_lock_held`).
+//! - A record is owned only while it is linked, or by a transaction still in the call that
+//!   took it: giving up the write lock never touches freed memory, even once the ticker has
+//!   kicked the owner. The clean-up task never unlinks an owned record (`Head::is_lock_held`);
+//!   a fresh record that its insert gives up is taken out of the index and marked unlinked
+//!   before its inserter lets go of it (`secondary::abandon_fresh`; a poisoned transaction
+//!   keeps its inserts' records until its rollback, `txn::Keep`); a transaction that takes a
+//!   record and then finds it unlinked lets go in the same call (`read_ordered`,
+//!   `write_existing`, `insert_existing`). Debug builds check, when a head's memory is freed,
+//!   that nobody owns it (`gc::reclaim`).
 
 use super::access::{Access, AccessSet, Held};
 use super::mv2pl::refused;

@@ -17,6 +17,7 @@
 //! the node set with `always`, so a concurrent insert of the same key is caught at commit.
 
 use super::access::{Access, Kind};
+use super::mv::Locking;
 use super::silo::{Hooks, Silo};
 use super::txn::{duplicate, pinned, poison};
 use crate::error::{AbortReason, Result};
@@ -51,13 +52,27 @@ pub(crate) struct EntryScratch {
     rebuilt: Vec<u8>,
 }
 
-/// Gives up a fresh head that never got a committed row: marks it unlinked, retires it.
-pub(crate) fn abandon_fresh(head: *mut Head, garbage: &mut Garbage) {
+/// Gives up a fresh head that never got a committed row, once it is out of its indexes: marks
+/// it unlinked, lets go of the inserter's lock (`locking`: under `mvto` and `mv2pl` a fresh head
+/// is write-locked by its inserter from the start, `Txn::insert_fresh`), and retires it.
+///
+/// The lock goes only after the mark. Until then nobody else can lock the head; whoever locks
+/// it after finds it unlinked (not LATEST) and lets go within the same call (`read_locked`,
+/// `read_ordered`, `write_existing`, `insert_existing`), while still pinned, so no lock
+/// outlives the head. The unlock's release store follows the mark's, and a locker's
+/// compare-and-swap that takes the lock reads it, so the locker's read of the word that
+/// follows sees the mark.
+pub(crate) fn abandon_fresh(head: *mut Head, locking: Locking, garbage: &mut Garbage) {
     // SAFETY: the head is owned by this transaction and was removed from its indexes.
-    unsafe {
-        (*head).set_owned_word(TidWord::from_raw(TidWord::ABSENT));
-        Head::retire(head, garbage);
+    let head_ref = unsafe { &*head };
+    head_ref.set_owned_word(TidWord::from_raw(TidWord::ABSENT));
+    match locking {
+        Locking::None => {}
+        Locking::TwoPhase => head_ref.two_phase().expect("mv2pl heads").write_unlock(),
+        Locking::Timestamps => head_ref.timestamps().expect("mvto heads").write_unlock(),
     }
+    // SAFETY: as above; only its inserter retires a fresh head.
+    unsafe { Head::retire(head, garbage) };
 }
 
 /// Adds the entries of `row` (primary key `primary_key`) on `head`, which the transaction owns.

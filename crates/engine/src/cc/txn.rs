@@ -104,27 +104,49 @@ fn check_value(value: &[u8]) -> Result<()> {
 pub(crate) fn poison(state: &mut TxnState, reason: AbortReason) -> Error {
     state.status = Status::Poisoned(reason);
     // No-wait locking (`mvto`, `mv2pl`): a transaction that can only roll back lets go of its
-    // locks now, not when its client gets round to the rollback.
-    release_locks(state);
+    // locks now, not when its client gets round to the rollback; but not of its inserts',
+    // whose records are still in the index until the rollback gives them up (`Keep`).
+    release_locks(state, Keep::Inserts);
     Error::Aborted(reason)
 }
 
+/// The locks [`release_locks`] leaves held: those on the records of the transaction's own
+/// inserts that are still to be given up, which `commit::release_insert` lets go of only once
+/// the record is out of the index and marked dead (a fresh head) or has its old word back (a
+/// claimed one). Let go of before, another transaction could lock a record about to be
+/// retired, and its lock would outlive the record: a reader's lock would no longer keep the key
+/// as it read it, and a holder the ticker kicked would release it into freed memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Keep {
+    /// Every insert's: an abort, or a poisoned transaction waiting for its rollback.
+    Inserts,
+    /// Those of inserts deleted again (`Kind::Nothing`): a commit, whose other inserts are
+    /// installed by now.
+    UndoneInserts,
+}
+
 /// Releases the locks a locking protocol (`mvto`, `mv2pl`) took before commit (step 6c, and
-/// aborts).
+/// aborts), except those `keep` says.
 #[inline]
-pub(crate) fn release_locks(state: &mut TxnState) {
+pub(crate) fn release_locks(state: &mut TxnState, keep: Keep) {
     if state.rules.locking == Locking::None {
         return;
     }
     for index in 0..state.access.entries.len() {
-        if state.access.entries[index].held != Held::Nothing {
+        let entry = &state.access.entries[index];
+        let kept = match entry.kind {
+            Kind::Nothing => true,
+            Kind::Insert => keep == Keep::Inserts,
+            Kind::Read | Kind::Update | Kind::Delete => false,
+        };
+        if entry.held != Held::Nothing && !kept {
             unlock(state, index);
         }
     }
 }
 
 /// Gives back the lock the access at `index` holds.
-fn unlock(state: &mut TxnState, index: usize) {
+pub(crate) fn unlock(state: &mut TxnState, index: usize) {
     match state.rules.locking {
         Locking::TwoPhase => mv2pl::unlock(&mut state.access, index),
         Locking::Timestamps => mvto::unlock(&mut state.access, index),
@@ -314,8 +336,14 @@ fn read_ordered(
     // SAFETY: reached through an index while pinned.
     let head_ref = unsafe { &*head };
     if exclusive || owned {
-        mvto::lock(access, head, table, own, at, true)?;
+        let index = mvto::lock(access, head, table, own, at, true)?;
         let word = Silo::read(head_ref, buffer)?;
+        if !word.is_latest() {
+            // Unlinked (or an insert given up) before we locked it: the caller looks again,
+            // and the lock goes now, as in `read_locked`.
+            mvto::unlock(access, index);
+            return Ok(Seen::Current(word));
+        }
         if word.tid() > at {
             // A version newer than our timestamp: we may not write over it.
             return Err(AbortReason::WriteConflict);
@@ -386,15 +414,22 @@ fn absent_record_leaf(state: &mut TxnState, probe: Probe) {
 /// scan used to record one read per record.
 /// Under a multi-version protocol only a delete at or below the read timestamp `bound` counts:
 /// a later one hides a row the transaction still reads (or must see as a change).
+/// The scan saw the delete all the same: its epoch is noted (`AccessSet::note_unrecorded`), as
+/// a point read of the record notes it, so that a read-only commit is acknowledged only once
+/// the delete is durable. (The record stays in the index until then: `commit::run_ready_tasks`.)
 fn deleted_unclaimed(access: &mut AccessSet, head: *mut Head, bound: Option<Tid>) -> bool {
     // SAFETY: reached through an index while pinned.
     let word = unsafe { (*head).word() };
-    bound.is_none_or(|bound| word.tid() <= bound)
+    let skipped = bound.is_none_or(|bound| word.tid() <= bound)
         && word.is_absent()
         && word.is_latest()
         && !word.is_claimed()
         && !word.is_locked()
-        && access.find(head).is_none()
+        && access.find(head).is_none();
+    if skipped {
+        access.note_unrecorded(word.tid().epoch());
+    }
+    skipped
 }
 
 /// Whether every validated observation (a read, or the read before an update or delete) still
@@ -907,7 +942,7 @@ impl<'w> Txn<'w> {
                 &mut worker.garbage,
                 &mut worker.txn.nodes,
             );
-            secondary::abandon_fresh(head, &mut worker.garbage);
+            secondary::abandon_fresh(head, locking, &mut worker.garbage);
             return Err(error);
         }
         let state = &mut worker.txn;

@@ -12,7 +12,10 @@
 //! noted: it tries each record's lock without waiting (`Head::try_lock`), prunes the chain as
 //! the vacuum does (`vacuum::prune_locked`: every expired version, and the secondary entries
 //! only they produced), and unlocks the record to the word it had. A record someone else holds
-//! is left for the next reader.
+//! is left for the next reader. A transaction the ticker kicked cleans nothing: it stopped
+//! holding reclamation back while it sat idle, so a record it noted may have been unlinked and
+//! freed since, its memory another record's; its rollback forgets what it noted
+//! (`cc::abort_kicked`).
 //!
 //! Why at the end and not during the read: removing a secondary entry changes the version of
 //! the index leaf that held it, and a transaction that had scanned that leaf would fail its own
@@ -84,7 +87,8 @@ pub(crate) fn after_read(worker: &mut Worker, table: TableId, key: &[u8], head: 
 }
 
 /// Cleans the records the ending transaction noted. Called from commit step 7 while pinned,
-/// after the transaction left the readers (so its own timestamp no longer holds versions).
+/// after the transaction left the readers (so its own timestamp no longer holds versions); never
+/// for a transaction the ticker kicked.
 pub(crate) fn clean_noted(worker: &mut Worker, pin: &Pin<'_>) {
     let retention = worker.shared.epochs.retention();
     let Worker { shared, txn, arena, garbage, tables, .. } = &mut *worker;
@@ -92,7 +96,8 @@ pub(crate) fn clean_noted(worker: &mut Worker, pin: &Pin<'_>) {
     for &(table, start, len, head) in &noted.records {
         let table = tables[table.index()].as_deref().expect("the read registered the table");
         let key = &noted.keys[start as usize..(start + len) as usize];
-        // SAFETY: read through an index by this transaction, and we are still pinned.
+        // SAFETY: read through an index by this transaction, which has stayed pinned since (a
+        // kicked transaction, whose pin lapsed, forgets what it noted: `cc::abort_kicked`).
         let head_ref = unsafe { &*head };
         let seen = head_ref.word();
         if seen.is_locked() || seen.is_absent() || seen.is_claimed() || !seen.is_latest() {
@@ -102,6 +107,14 @@ pub(crate) fn clean_noted(worker: &mut Worker, pin: &Pin<'_>) {
             shared.vacuum.busy.fetch_add(1, Ordering::Relaxed);
             continue;
         }
+        // A LATEST head stays its key's, so the secondary entries of the versions pruned are
+        // found with `key`. (Checked under the lock, which goes before a failure is reported.)
+        let keyed =
+            !cfg!(debug_assertions) || table.primary.get(key, pin).value == Some(head as u64);
+        if !keyed {
+            head_ref.unlock_to(seen);
+        }
+        debug_assert!(keyed, "a noted head is no longer its key's");
         let pruned = prune_locked(table, head, key, retention, &mut txn.prune, pin, arena, garbage);
         head_ref.unlock_to(seen);
         shared.vacuum.records.fetch_add(1, Ordering::Relaxed);

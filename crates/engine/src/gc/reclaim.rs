@@ -7,6 +7,7 @@
 //! worker; a worker that goes away hands its list to the database's orphan list.
 
 use crate::index::btree::Node;
+use crate::storage::Head;
 use crate::storage::arena::Arena;
 use crate::sync::{Epoch, EpochManager};
 use std::collections::VecDeque;
@@ -16,8 +17,10 @@ use std::collections::VecDeque;
 pub(crate) enum Retired {
     /// An index node replaced by a split, a merge or a root change.
     Node(*mut Node),
-    /// An arena block (a record head or a version) of the given size in bytes.
+    /// An arena block (a version) of the given size in bytes.
     Block(*mut u8, usize),
+    /// A record head, an arena block of the given size in bytes.
+    Head(*mut Head, usize),
     /// A version of a non-inline table: freeing it releases its values (`storage::shared`).
     Handles(*mut u8),
 }
@@ -132,6 +135,16 @@ unsafe fn free(item: Retired, arena: &mut Arena) {
         Retired::Node(node) => unsafe { Node::free(node) },
         // SAFETY: blocks are retired once, by the worker that unlinked them.
         Retired::Block(block, bytes) => unsafe { arena.free(block, bytes) },
+        Retired::Head(head, bytes) => {
+            // Nobody can reach the head to lock it any more, and a protocol lock (`mvto`,
+            // `mv2pl`) is never held on a record past its unlink but by a locker still in the
+            // call that found it (`cc::secondary::abandon_fresh`, `commit::run_ready_tasks`):
+            // one held now would be released into freed memory.
+            // SAFETY: as blocks; the head is intact until the arena hands its block out again.
+            debug_assert!(!unsafe { &*head }.is_lock_held(), "a lock outlived its record");
+            // SAFETY: as blocks.
+            unsafe { arena.free(head as *mut u8, bytes) }
+        }
         // SAFETY: as blocks.
         Retired::Handles(version) => unsafe {
             crate::storage::record::Version::free(version as *mut _, arena)

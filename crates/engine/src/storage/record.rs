@@ -1243,11 +1243,28 @@ impl Head {
         }
     }
 
-    /// Sets the word of a head this transaction owns (claimed or fresh, and possibly locked by
-    /// it): used to give a claimed head back or to abandon a fresh one.
+    /// Sets the word of a head this transaction owns (claimed or fresh; the owner holds no lock
+    /// on it): used to give a claimed head back or to abandon a fresh one.
+    ///
+    /// Another thread may hold the record's lock for a moment even so: the clean-up task or the
+    /// vacuum looking at the record, or a committer that read the row before the claim and
+    /// locks its write set. Each lets go as soon as it sees the record claimed, storing back the
+    /// word it locked, so the new word is stored under the lock, after that holder: stored
+    /// over its lock bit, it would be undone by that holder's unlock, leaving the record
+    /// claimed by nobody (every later insert of its key would abort). No holder waits for
+    /// anything before it lets go (a committer unlocks what it locked before it gives its own
+    /// inserts back, `commit::abort`), so the wait ends; a holder that is not running for
+    /// longer than one bounded wait (`Busy`) is waited for again, since the head must be given
+    /// back.
     pub fn set_owned_word(&self, word: TidWord) {
-        debug_assert!(TidWord(self.word.load(Ordering::Relaxed)).is_claimed());
-        self.word.store(word.without(TidWord::LOCK).raw(), Ordering::Release);
+        let seen = loop {
+            match self.lock() {
+                Ok(seen) => break seen,
+                Err(Busy) => shim::yield_now(),
+            }
+        };
+        debug_assert!(seen.is_claimed());
+        self.unlock_to(word);
     }
 
     /// Locks the record for commit; returns the word it held. Waits, bounded, for a holder.
@@ -2041,7 +2058,7 @@ impl Head {
         if !overflow.is_null() {
             Version::retire(overflow, garbage);
         }
-        garbage.retire(Retired::Block(head as *mut u8, this.block_bytes()));
+        garbage.retire(Retired::Head(head, this.block_bytes()));
     }
 
     /// Frees a head and its versions at once.
