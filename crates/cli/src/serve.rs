@@ -136,7 +136,7 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
     let db = SqlDb::open(engine)
         .map_err(|error| format!("cannot open the database: {}", error.message))?;
     if let Some(report) = db.database().recovery_report() {
-        println!("{}", recovery_line(db.table_names().len(), &report));
+        println!("{}", recovery_line(db.table_names().len(), report));
         tracing::debug!(?report, "recovered");
     }
     let runtime = engram_server::runtime(config.threads).map_err(|e| e.to_string())?;
