@@ -36,6 +36,11 @@ pub struct Env<'a> {
     pub interrupt: &'a Interrupt,
     /// Buffers a session lends its statements, so that each one does not allocate its own.
     pub scratch: &'a std::cell::RefCell<Scratch>,
+    /// Whether an UPDATE may be applied again at commit to a row changed since
+    /// (`ModifyPlan::reapplies`): not once the transaction has read rows `FOR UPDATE` or `FOR
+    /// SHARE`, whose values it may have computed the update from (then a concurrent change
+    /// aborts it with 40001, so that no increment made through such a read is lost).
+    pub reapply: bool,
 }
 
 /// Buffers an INSERT, UPDATE or DELETE works in, kept by the session across statements. A
@@ -1344,7 +1349,7 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
                 continue;
             }
         }
-        let updated = if plan.reapplies && txn.recomputes_updates() {
+        let updated = if plan.reapplies && env.reapply && txn.recomputes_updates() {
             let statement = Box::new(Reapply {
                 table: Arc::clone(table),
                 assignments: Arc::clone(&plan.assignments),

@@ -231,6 +231,8 @@ pub struct Session {
     /// The open transaction is such an implicit one: it commits when the string ends, and
     /// an error rolls the string's statements back (PostgreSQL's implicit transaction block).
     implicit: bool,
+    /// The transaction has read rows `FOR UPDATE` or `FOR SHARE` (`exec::Env::reapply`).
+    locking_read: bool,
     prepared: HashMap<String, Arc<Prepared>>,
     settings: BTreeMap<String, String>,
     pub(crate) undo: Vec<Undo>,
@@ -348,6 +350,7 @@ impl Session {
             default_read_only: false,
             in_string: false,
             implicit: false,
+            locking_read: false,
             prepared: HashMap::new(),
             settings: default_settings(),
             undo: Vec::new(),
@@ -754,6 +757,7 @@ impl Session {
         self.release_locks();
         self.txn_isolation = None;
         self.read_only = None;
+        self.locking_read = false;
         if result.is_ok() && commit && self.wait_durable && self.last_commit.epoch.0 > 0 {
             self.worker.wait_durable()?;
         }
@@ -1239,7 +1243,11 @@ impl Session {
             max_rows,
             interrupt: &self.interrupt,
             scratch: &self.scratch,
+            reapply: !self.locking_read,
         };
+        if matches!(plan.as_ref(), Plan::Query(q) if q.for_update) {
+            self.locking_read = true;
+        }
         let mut txn = self.worker.txn()?;
         // A snapshot per statement at READ COMMITTED under a multi-version protocol.
         txn.next_statement()?;
