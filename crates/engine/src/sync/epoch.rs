@@ -25,6 +25,14 @@
 //!   while a checkpoint holds an old epoch, only that epoch and the boundaries from the
 //!   unheld mark on are read, and the versions of the boundaries in between are garbage too
 //!   (`Retention`).
+//! - **Statement snapshots (MVTO).** An MVTO transaction commits at the timestamp it takes when
+//!   it begins (`cc/mvto.rs`), so a READ COMMITTED statement whose timestamp is later may meet
+//!   its writes installed only after the statement began. Such a transaction publishes its
+//!   timestamp in its slot from its begin until its writes are all locked for installing
+//!   (`enter_ordered`, `leave_ordered`), and a statement takes, beside its timestamp, the
+//!   published timestamps at or below it: the transactions it passes over, whose versions it
+//!   reads the one before (`take_statement_snapshot`, PostgreSQL's snapshot of the transactions
+//!   in progress).
 //!
 //! SLOT WORD (`Slot::state`)
 //!
@@ -67,10 +75,44 @@
 //! at its epoch that are not the checkpoint's are covered by the newer mark. Either way every
 //! reader keeps what it reads (`a_held_checkpoint_epoch_and_its_readers_keep_what_they_read`
 //! in `tests/shuttle_sync.rs`).
+//!
+//! Statement snapshots. A transaction W that commits at its begin timestamp stores PENDING in
+//! its slot's `ordered` word, takes its timestamp t from the clock (a sequentially consistent
+//! compare-and-swap, which releases that store) and stores t. A statement R reads the clock
+//! (S) and then every slot's `ordered` word. (1) If t <= S, R's clock load read the value W's
+//! compare-and-swap wrote or a later one (every later write of the clock is another
+//! compare-and-swap, in the same release sequence), so it acquired W's PENDING store and reads
+//! PENDING, t, or something W stored later: R never misses a W with t <= S that has not yet
+//! cleared the word. On PENDING it waits (W is inside a call, between two of its own stores)
+//! until t appears. (2) W clears the word (`leave_ordered`, sequentially consistent and so a
+//! release) only after it has locked every record it writes (commit step 1), or when it ends;
+//! a statement that reads the cleared word acquires those locks, so at each record it either
+//! waits for W's install or sees it: it takes W whole. One that read t passes over every
+//! version stamped t: none of W. (3) No other commit installs at or below S after R read the
+//! clock, as the other protocols' invariant says (`cc/mv.rs`).
+//!
+//! What R reads must be kept: at a record, the version before the first one at a timestamp R
+//! passes over, which a reader at t - 1 also reads. R publishes `reader` = min(S, t_min - 1)
+//! for the smallest such t (`StatementSnapshot::retention_bound`). Its first statement first
+//! swaps in 1, which no bound computation can pass, and only then reads the clock and the
+//! slots; later statements only raise the bound (the smallest t left out cannot drop: a W at
+//! or below the earlier S was left out then too). `refresh_readers_low` reads every slot
+//! twice, each pass after its own load of `slots_high`, all sequentially consistent. Suppose a
+//! computation C's second pass missed R's swap (read R's slot before it, or stopped below it).
+//! Then C's first-pass load of W's `reader` came before R's swap, which came before R's load
+//! of W's `ordered` that saw t, which came before W cleared `ordered` (sequentially
+//! consistent), which W did before it cleared `reader` (`cc::commit` step 6, then `finish`;
+//! a load that saw that release store would come after the clear of `ordered`). So C saw
+//! W's `reader` bound (below t), or read W's slot before W's `enter_reader` and so started
+//! from a clock value at or below W's bound; and C started from a clock value at or below S.
+//! Either way C's bound is at most R's. A transaction the ticker kicked never installs, so
+//! statements and computations alike may leave it out.
+//! (`statement_snapshots_see_a_writer_whole_and_keep_what_they_read`, `tests/shuttle_sync.rs`.)
 
+use super::backoff::Backoff;
 use super::shim::{AtomicBool, AtomicU64, Ordering, fence};
 use crate::storage::Tid;
-use crate::storage::record::Retention;
+use crate::storage::record::{Busy, Retention};
 use crossbeam_utils::CachePadded;
 use std::marker::PhantomData;
 
@@ -98,6 +140,15 @@ const IN_CALL: u64 = 0b010;
 const KICKED: u64 = 0b100;
 const FLAG_BITS: u32 = 3;
 
+/// `Slot::ordered` while its transaction takes its timestamp (`enter_ordered`). No TID is this
+/// large: a TID leaves the status bits of its word clear.
+const PENDING: u64 = u64::MAX;
+
+/// Waits a statement snapshot makes for a transaction that is taking its timestamp, a few
+/// instructions inside a call, before it gives up: as many as a reader makes for a locked
+/// record (`storage::record`), which a committer also holds only inside a call.
+const PENDING_WAIT_STEPS_MAX: u32 = 1_000;
+
 #[inline]
 fn pack(epoch: u64, flags: u64) -> u64 {
     (epoch << FLAG_BITS) | flags
@@ -118,7 +169,72 @@ struct Slot {
     /// A lower bound of the read timestamp of the slot's multi-version transaction (`cc::mv`),
     /// 0 when it has none.
     reader: AtomicU64,
+    /// The timestamp of the slot's transaction that commits at its begin timestamp (MVTO), from
+    /// its begin until its writes are locked for installing; `PENDING` while it takes it, 0
+    /// when none. Statement snapshots leave these transactions out (module docs).
+    ordered: AtomicU64,
     used: AtomicBool,
+}
+
+/// What a READ COMMITTED statement under MVTO reads (`EpochManager::take_statement_snapshot`):
+/// at each record the newest version at or below `at` whose TID is none of `in_progress`, the
+/// timestamps of MVTO transactions that had not yet started installing when the statement
+/// began. PostgreSQL's statement snapshot, with `at` as its upper bound and `in_progress` as
+/// its list of transactions in progress. Its buffer is reused from statement to statement.
+#[derive(Debug, Clone)]
+pub struct StatementSnapshot {
+    at: Tid,
+    /// Sorted; each at or below `at`.
+    in_progress: Vec<Tid>,
+    /// The first of `in_progress`; [`Tid::MAX`] when it is empty.
+    in_progress_low: Tid,
+}
+
+impl Default for StatementSnapshot {
+    fn default() -> Self {
+        StatementSnapshot { at: Tid::ZERO, in_progress: Vec::new(), in_progress_low: Tid::MAX }
+    }
+}
+
+impl StatementSnapshot {
+    /// Room for `slots_max` transactions in progress, so that taking a snapshot allocates
+    /// nothing.
+    pub fn with_capacity(slots_max: usize) -> Self {
+        StatementSnapshot { in_progress: Vec::with_capacity(slots_max), ..Self::default() }
+    }
+
+    /// The statement's timestamp.
+    pub fn at(&self) -> Tid {
+        self.at
+    }
+
+    /// Whether the statement passes over the versions committed at `tid`: one compare when no
+    /// transaction was left out.
+    #[inline]
+    pub fn hides(&self, tid: Tid) -> bool {
+        tid >= self.in_progress_low && self.in_progress.binary_search(&tid).is_ok()
+    }
+
+    /// Every version the statement reads was superseded, if at all, above this bound: what its
+    /// slot publishes for `readers_low`.
+    pub fn retention_bound(&self) -> Tid {
+        match self.in_progress.first() {
+            Some(low) => self.at.min(Tid::from_u64(low.as_u64() - 1)),
+            None => self.at,
+        }
+    }
+
+    /// The transactions the statement leaves out.
+    pub fn in_progress(&self) -> &[Tid] {
+        &self.in_progress
+    }
+
+    /// No statement: nothing hidden.
+    pub fn clear(&mut self) {
+        self.at = Tid::ZERO;
+        self.in_progress.clear();
+        self.in_progress_low = Tid::MAX;
+    }
 }
 
 /// A transaction's pin was given up by the ticker after it sat idle too long.
@@ -178,6 +294,9 @@ pub struct EpochManager {
     multiversion: bool,
     /// One past the highest slot ever registered: `refresh_readers_low` scans no further.
     slots_high: AtomicU64,
+    /// READ COMMITTED statements take statement snapshots (MVTO): `refresh_readers_low` reads
+    /// the slots twice (module docs).
+    statement_snapshots: bool,
 }
 
 impl EpochManager {
@@ -205,6 +324,7 @@ impl EpochManager {
             readers_low: CachePadded::new(AtomicU64::new(u64::MAX)),
             multiversion: false,
             slots_high: AtomicU64::new(0),
+            statement_snapshots: false,
         }
     }
 
@@ -217,6 +337,13 @@ impl EpochManager {
 
     pub fn is_multiversion(&self) -> bool {
         self.multiversion
+    }
+
+    /// Turns on statement snapshots (MVTO, whose transactions commit at their begin
+    /// timestamps). Called once, after `enable_multiversion` and before any worker exists.
+    pub fn enable_statement_snapshots(&mut self) {
+        assert!(self.multiversion, "statement snapshots read versions by timestamp");
+        self.statement_snapshots = true;
     }
 
     /// Registers a multi-version transaction on a pinned slot and returns its read timestamp:
@@ -244,6 +371,89 @@ impl EpochManager {
 
     pub fn leave_reader(&self, slot: SlotId) {
         self.slots[slot.index()].reader.store(0, Ordering::Release);
+    }
+
+    /// Takes the timestamp of a transaction on a pinned slot that commits at it (MVTO,
+    /// `cc/mvto.rs`), in `epoch` or later, and publishes it to statement snapshots until
+    /// `leave_ordered`. `None` when the epoch's sequence space is exhausted.
+    pub fn enter_ordered(&self, slot: SlotId, epoch: Epoch) -> Option<Tid> {
+        let ordered = &self.slots[slot.index()].ordered;
+        // Relaxed: the clock's compare-and-swap below releases it, and a statement whose clock
+        // load reads the new timestamp (or a later one) acquires it (ORDERING, statement
+        // snapshots).
+        ordered.store(PENDING, Ordering::Relaxed);
+        let ts = self.next_timestamp(epoch);
+        // Release: pairs with the load in `take_statement_snapshot` that sees the timestamp.
+        ordered.store(ts.map_or(0, Tid::as_u64), Ordering::Release);
+        ts
+    }
+
+    /// The slot's ordered transaction has locked every record it writes (commit step 1), or
+    /// it ends: statements that begin from now on take it whole, waiting on its locked records
+    /// as on any committer's. Before the transaction lets go of its MVTO write locks, so that a
+    /// transaction that reads its writes is taken after it, and before `leave_reader`
+    /// (ORDERING, statement snapshots).
+    pub fn leave_ordered(&self, slot: SlotId) {
+        let ordered = &self.slots[slot.index()].ordered;
+        // Relaxed: only this slot's worker stores anything but 0 here. A commit clears the
+        // word at install (`cc::commit` step 6), and its end need not clear it again.
+        if ordered.load(Ordering::Relaxed) != 0 {
+            // Sequentially consistent, and so a release: pairs with the loads of
+            // `take_statement_snapshot` (visibility) and orders against those of
+            // `refresh_readers_low` (retention).
+            ordered.store(0, Ordering::SeqCst);
+        }
+    }
+
+    /// Takes a READ COMMITTED statement's snapshot for the transaction on a pinned slot (MVTO):
+    /// its timestamp, the ordered transactions at or below it still to install, and the slot's
+    /// new bound for `readers_low` (ORDERING, statement snapshots). Waits only for a
+    /// transaction between the two stores of `enter_ordered`; `Busy` if one stays there longer
+    /// than a reader waits for a locked record.
+    pub fn take_statement_snapshot(
+        &self,
+        slot: SlotId,
+        snapshot: &mut StatementSnapshot,
+    ) -> Result<(), Busy> {
+        debug_assert!(self.statement_snapshots);
+        let reader = &self.slots[slot.index()].reader;
+        if reader.load(Ordering::Relaxed) == 0 {
+            // The transaction's first statement: a bound no computation passes, published
+            // (sequentially consistent) before the clock and the slots are read.
+            reader.swap(1, Ordering::SeqCst);
+        }
+        let at = self.clock.load(Ordering::SeqCst).max(1);
+        snapshot.clear();
+        let high = self.slots_high.load(Ordering::SeqCst) as usize;
+        for other in self.slots[..high].iter() {
+            let mut backoff = Backoff::new(PENDING_WAIT_STEPS_MAX);
+            // Sequentially consistent: see ORDERING (the release stores of `enter_ordered` and
+            // `leave_ordered` pair with it).
+            let ts = loop {
+                let ts = other.ordered.load(Ordering::SeqCst);
+                if ts != PENDING {
+                    break ts;
+                }
+                if !backoff.wait() {
+                    snapshot.clear();
+                    return Err(Busy);
+                }
+            };
+            if ts == 0 || ts > at {
+                continue;
+            }
+            // A kicked transaction can only abort: it installs nothing to leave out.
+            if other.state.load(Ordering::SeqCst) & KICKED != 0 {
+                continue;
+            }
+            snapshot.in_progress.push(Tid::from_u64(ts));
+        }
+        snapshot.in_progress.sort_unstable();
+        snapshot.at = Tid::from_u64(at);
+        snapshot.in_progress_low = snapshot.in_progress.first().copied().unwrap_or(Tid::MAX);
+        // Release: only raises the bound (or replaces the 1 swapped in above).
+        reader.store(snapshot.retention_bound().as_u64(), Ordering::Release);
+        Ok(())
     }
 
     /// Hands out a commit timestamp above every one handed out before, in `epoch` or later
@@ -293,16 +503,21 @@ impl EpochManager {
         }
         let mut low = self.clock.load(Ordering::SeqCst);
         fence(Ordering::SeqCst);
-        let high = self.slots_high.load(Ordering::SeqCst) as usize;
-        for slot in self.slots[..high].iter() {
-            let reader = slot.reader.load(Ordering::SeqCst);
-            if reader == 0 {
-                continue;
-            }
-            // A transaction the ticker kicked reads nothing more (it can only abort).
-            let word = slot.state.load(Ordering::SeqCst);
-            if word & ACTIVE != 0 && word & KICKED == 0 {
-                low = low.min(reader);
+        // Statement snapshots need each slot read twice, the second pass after the first
+        // (ORDERING, statement snapshots).
+        let passes = if self.statement_snapshots { 2 } else { 1 };
+        for _ in 0..passes {
+            let high = self.slots_high.load(Ordering::SeqCst) as usize;
+            for slot in self.slots[..high].iter() {
+                let reader = slot.reader.load(Ordering::SeqCst);
+                if reader == 0 {
+                    continue;
+                }
+                // A transaction the ticker kicked reads nothing more (it can only abort).
+                let word = slot.state.load(Ordering::SeqCst);
+                if word & ACTIVE != 0 && word & KICKED == 0 {
+                    low = low.min(reader);
+                }
             }
         }
         // Every computed bound holds for the readers active after it was computed, so the
@@ -374,6 +589,7 @@ impl EpochManager {
         slot.snapshot.store(0, Ordering::Release);
         slot.committing.store(0, Ordering::Release);
         slot.reader.store(0, Ordering::Release);
+        slot.ordered.store(0, Ordering::Release);
         slot.used.store(false, Ordering::Release);
     }
 
@@ -694,6 +910,52 @@ mod tests {
         manager.unpin(slot);
         manager.advance();
         assert!(manager.snapshot_low() > reading);
+    }
+
+    /// A statement snapshot leaves out the ordered transactions at or below its timestamp that
+    /// have not started installing (a busy one and an idle one), publishes a bound below them,
+    /// and stops leaving one out once it installs or is kicked.
+    #[test]
+    fn statement_snapshots_leave_out_ordered_transactions_still_to_install() {
+        let mut manager = EpochManager::new(4, 1, 3);
+        manager.enable_multiversion();
+        manager.enable_statement_snapshots();
+        let [busy, idle, reader, late] = [(); 4].map(|()| manager.register().unwrap());
+        let ordered = |slot| {
+            let epoch = manager.pin(slot);
+            manager.enter_reader(slot);
+            (epoch, manager.enter_ordered(slot, epoch).unwrap())
+        };
+        let (_, t) = ordered(busy);
+        let (idle_epoch, u) = ordered(idle);
+        manager.suspend(idle, idle_epoch);
+        manager.pin(reader);
+        let mut snapshot = StatementSnapshot::with_capacity(4);
+        manager.take_statement_snapshot(reader, &mut snapshot).unwrap();
+        assert!(t < u && u <= snapshot.at());
+        assert_eq!(snapshot.in_progress(), [t, u]);
+        let before = Tid::from_u64(t.as_u64() - 1);
+        assert!(snapshot.hides(t) && snapshot.hides(u) && !snapshot.hides(before));
+        assert_eq!(snapshot.retention_bound(), before);
+        manager.refresh_readers_low();
+        assert!(manager.readers_low() <= snapshot.retention_bound());
+        // One that takes its timestamp after the statement's is not left out.
+        let (_, v) = ordered(late);
+        assert!(v > snapshot.at() && !snapshot.hides(v));
+        // The busy one locks its writes; the idle one is kicked.
+        manager.leave_ordered(busy);
+        let mut kicked = 0;
+        for _ in 0..10 {
+            kicked += manager.advance().unwrap().kicked;
+        }
+        assert_eq!(kicked, 1);
+        manager.take_statement_snapshot(reader, &mut snapshot).unwrap();
+        assert_eq!(snapshot.in_progress(), [v]);
+        assert_eq!(snapshot.retention_bound(), Tid::from_u64(v.as_u64() - 1));
+        manager.leave_ordered(late);
+        manager.take_statement_snapshot(reader, &mut snapshot).unwrap();
+        assert!(snapshot.in_progress().is_empty() && !snapshot.hides(v));
+        assert_eq!(snapshot.retention_bound(), snapshot.at());
     }
 
     /// A held epoch and the readers at it keep the mark, not the unheld mark, which follows
