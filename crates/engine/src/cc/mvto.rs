@@ -16,7 +16,9 @@
 //! here the newest timestamp of a SERIALIZABLE transaction that scanned the leaf (phantoms,
 //! below). Per transaction: T_id, which is also its read timestamp (`TxnState::begin`) and its
 //! commit TID; the records it holds the write lock on (`Access::held`); the leaves its inserts
-//! changed (`NodeSet::changed`).
+//! changed (`NodeSet::changed`); at READ COMMITTED, its statement's snapshot
+//! (`TxnState::statement`). Per worker slot, beside the epoch manager's other words: `ordered`,
+//! T_id from the transaction's begin until its commit has locked its writes (`sync::epoch`).
 //!
 //! The timestamp is a TID from the clock (`EpochManager::next_timestamp`), in the epoch current
 //! when T begins. The log, snapshots and the stable epoch require every commit of an epoch to be
@@ -29,8 +31,26 @@
 //! T_id; such versions can no longer be written, so nothing is recorded. Otherwise T raises the
 //! record's read_ts to T_id and checks that no writer holds it (`TimestampWords::read_current`;
 //! a writer that does aborts T with `LockConflict`), then reads the version at T_id. A
-//! `get_for_update` takes the write lock as a write does. At READ COMMITTED reads see the
-//! statement's snapshot and record nothing, as under `si`.
+//! `get_for_update` takes the write lock as a write does.
+//!
+//! READ (READ COMMITTED, `ReadMode::AsOf` under `Rules::statement_snapshots`)
+//! Reads record nothing and raise no read_ts, and each statement reads a snapshot, as under
+//! `si`. A timestamp alone is no snapshot here: a transaction W at REPEATABLE READ or
+//! SERIALIZABLE commits at T_id, taken when it began, and until its commit locks the TID words
+//! that `Head::read_as_of` waits on it holds only owner words, which these reads ignore. A
+//! statement at S > T_id that began before W's commit would see W's versions at the records it
+//! reaches after W installs and the old ones before: half of W (a sum of balances during a
+//! transfer; `tests/bank.rs`, `tests/transactions.rs`). So a statement takes what PostgreSQL's
+//! snapshot holds: S and the transactions at or below S still in progress, here those whose
+//! commit had not yet locked its writes (`EpochManager::take_statement_snapshot`, which reads
+//! every slot's `ordered` word). At each record it reads the newest version at or below S
+//! stamped with none of them (`txn::read_visible`: one more read per version passed over;
+//! none while the set is empty). W leaves the set (`EpochManager::leave_ordered`, COMMIT 6)
+//! only once every record it writes is TID-locked, so a statement that no longer leaves it out
+//! waits at those records and sees all of it. The statement's slot publishes, for
+//! `readers_low`, a bound below the first transaction it leaves out, which keeps the versions
+//! it reads instead (`sync::epoch`, ORDERING). Point reads, batched reads and scans all read
+//! this way; a scan's shortcut over deleted records skips only deletes the statement sees.
 //!
 //! WRITE
 //! An update, delete or insert over an existing head takes the write lock at once: refused if
@@ -45,7 +65,9 @@
 //!    then, for every leaf T's inserts changed, abort (`TimestampOrder`) if a scanner with a
 //!    later timestamp stamped it (`check_inserted_leaves`).
 //! 5. Commit TID = T_id (at READ COMMITTED: the next clock value, after every timestamp).
-//! 6. Install, release the TID words, then give up the write locks (`txn::release_locks`).
+//! 6. Stop being left out of statement snapshots (`EpochManager::leave_ordered`: every write
+//!    has been TID-locked since step 1), install, release the TID words, then give up the
+//!    write locks (`txn::release_locks`).
 //!
 //! PHANTOMS
 //! Timestamp ordering of records says nothing about keys that do not exist yet. A scanner T
@@ -66,6 +88,18 @@
 //!   timestamp is later than the reader's, as the paper's does.
 //! - READ COMMITTED keeps the write locks (so that a later-timestamp commit never slips under
 //!   an earlier one) but commits at a fresh clock value, after every transaction that began.
+//! - The paper has no READ COMMITTED. Its statements read PostgreSQL-style snapshots that leave
+//!   out the transactions still to install (READ). Two alternatives were rejected. Reading at
+//!   min(S, oldest such T_id - 1), one number and no list, is consistent but would hide every
+//!   commit made after an idle transaction's T_id, a session's own included, for as long as
+//!   that transaction stays open. Treating a record held by a writer with owner ts <= S as busy,
+//!   waiting only while that writer is inside its commit, is incomplete: an idle writer also
+//!   owns records the statement has not reached yet, or will write them later, and only
+//!   aborting or blocking the writer's commit while such statements run would keep it from
+//!   installing below S there.
+//! - A statement waits, boundedly (then `record_busy`), for a transaction between taking its
+//!   timestamp and publishing it: two stores inside a call (`enter_ordered`), never an idle
+//!   client. A kicked transaction is not left out: it can only abort.
 //!
 //! INVARIANTS
 //! - Of a reader raising read_ts and a writer taking the owner word, one sees the other
@@ -76,6 +110,13 @@
 //! - The stable epoch stays below T_id's epoch while T runs, so its installs are in every
 //!   snapshot and log epoch that claims them.
 //! - A record some transaction owns is never unlinked (`Head::is_lock_held`).
+//! - A READ COMMITTED statement at S sees a transaction with T_id <= S whole or not at all: it
+//!   leaves it out exactly when the transaction's commit had not yet locked its writes, and a
+//!   record it reads is then either not yet written at T_id or passed over to the version
+//!   before.
+//! - `readers_low` stays at or below a running statement's bound (S, or one below the first
+//!   T_id it leaves out if that is lower), so the version before one it passes over stays in
+//!   the chain.
 
 use super::access::{Access, AccessSet, Held};
 use super::mv2pl::refused;
