@@ -43,7 +43,10 @@
 //! transfer; `tests/bank.rs`, `tests/transactions.rs`). So a statement takes what PostgreSQL's
 //! snapshot holds: S and the transactions at or below S still in progress, here those whose
 //! commit had not yet locked its writes (`EpochManager::take_statement_snapshot`, which reads
-//! every slot's `ordered` word). At each record it reads the newest version at or below S
+//! every slot's `ordered` word, then again the slots of those it leaves out until a round finds
+//! them all still there, so that the set is the one of a single instant: a statement that took
+//! a transaction without one whose writes it read would see the second through the first).
+//! At each record it reads the newest version at or below S
 //! stamped with none of them (`txn::read_visible`: one more read per version passed over;
 //! none while the set is empty). W leaves the set (`EpochManager::leave_ordered`, COMMIT 6)
 //! only once every record it writes is TID-locked, so a statement that no longer leaves it out
@@ -111,9 +114,10 @@
 //!   snapshot and log epoch that claims them.
 //! - A record some transaction owns is never unlinked (`Head::is_lock_held`).
 //! - A READ COMMITTED statement at S sees a transaction with T_id <= S whole or not at all: it
-//!   leaves it out exactly when the transaction's commit had not yet locked its writes, and a
-//!   record it reads is then either not yet written at T_id or passed over to the version
-//!   before.
+//!   leaves it out exactly when the transaction's commit had not yet locked its writes at one
+//!   instant while the snapshot was taken, and a record it reads is then either not yet
+//!   written at T_id or passed over to the version before. So it takes no transaction that saw
+//!   the writes of one it leaves out.
 //! - `readers_low` stays at or below a running statement's bound (S, or one below the first
 //!   T_id it leaves out if that is lower), so the version before one it passes over stays in
 //!   the chain.
@@ -199,4 +203,96 @@ pub(crate) fn check_inserted_leaves(
         return Err(AbortReason::TimestampOrder);
     }
     Ok(())
+}
+
+#[cfg(all(test, not(feature = "shuttle")))]
+mod tests {
+    use crate::sync::epoch::scan_pause;
+    use crate::{Config, Database, Isolation, KeyBuilder, Protocol, TableRef, TableSpec, Txn};
+    use std::sync::mpsc;
+
+    fn key(account: u64) -> Vec<u8> {
+        KeyBuilder::new().u64(account).finish()
+    }
+
+    fn balance(txn: &mut Txn<'_>, table: &TableRef, account: u64) -> i64 {
+        let value = txn.get(table, &key(account)).unwrap().expect("every account exists");
+        i64::from_le_bytes(value.try_into().unwrap())
+    }
+
+    fn transfer(txn: &mut Txn<'_>, table: &TableRef, from: u64, to: u64) {
+        let (a, b) = (balance(txn, table, from), balance(txn, table, to));
+        assert!(txn.update(table, &key(from), &(a - 10).to_le_bytes()).unwrap());
+        assert!(txn.update(table, &key(to), &(b + 10).to_le_bytes()).unwrap());
+    }
+
+    /// A statement that leaves out a transaction W leaves out every transaction that read W's
+    /// writes. W (slot 0) moves 10 from account 1 to 2 and U (slot 1), which began after it,
+    /// moves 10 from 2 to 3, both at REPEATABLE READ; a READ COMMITTED statement (slot 2) that
+    /// began after both reads every balance. Its snapshot's first round stops after W's slot,
+    /// which shows W still to install, while W commits and U, which reads W's write, commits
+    /// too (or, in the second case, while only W commits). Reading the slots once, the
+    /// statement then found U's slot cleared and took U without W: balances 100, 100, 110, a
+    /// total of 310 (the review of 2026-11-29). Its rounds find W's slot cleared in turn.
+    #[test]
+    fn a_statement_never_takes_a_transaction_without_one_it_read_from() {
+        for u_commits in [true, false] {
+            let config = Config {
+                protocol: Protocol::Mvto,
+                epoch_interval_ms: 0,
+                snapshot_interval_epochs: 1,
+                ..Config::default()
+            };
+            let db = Database::open(config).unwrap();
+            let table = db.create_table(TableSpec::new("accounts")).unwrap();
+            let mut w = db.worker().unwrap();
+            w.transaction(Isolation::Serializable, |txn| {
+                (1..=3).try_for_each(|account| {
+                    txn.insert(&table, &key(account), &100i64.to_le_bytes())
+                })
+            })
+            .unwrap();
+            let mut u = db.worker().unwrap();
+            w.begin(Isolation::RepeatableRead).unwrap();
+            u.begin(Isolation::RepeatableRead).unwrap();
+            transfer(&mut w.txn().unwrap(), &table, 1, 2);
+            let (paused, paused_seen) = mpsc::channel();
+            let (resume, resumed) = mpsc::channel::<()>();
+            let balances = std::thread::scope(|scope| {
+                let reader = scope.spawn(|| {
+                    let mut r = db.worker().unwrap();
+                    let mut first = true;
+                    scan_pause::set(move |index| {
+                        if index == 0 && std::mem::take(&mut first) {
+                            paused.send(()).unwrap();
+                            resumed.recv().unwrap();
+                        }
+                    });
+                    let balances = r
+                        .transaction_once(Isolation::ReadCommitted, |txn| {
+                            Ok([1, 2, 3].map(|account| balance(txn, &table, account)))
+                        })
+                        .unwrap();
+                    scan_pause::clear();
+                    balances
+                });
+                paused_seen.recv().unwrap();
+                w.commit().unwrap();
+                if u_commits {
+                    let mut txn = u.txn().unwrap();
+                    assert_eq!(balance(&mut txn, &table, 2), 110, "U reads W's write");
+                    transfer(&mut txn, &table, 2, 3);
+                    drop(txn);
+                    u.commit().unwrap();
+                }
+                resume.send(()).unwrap();
+                reader.join().unwrap()
+            });
+            let expected = if u_commits { [90, 100, 110] } else { [90, 110, 100] };
+            assert_eq!(balances, expected, "U committed during the snapshot: {u_commits}");
+            if !u_commits {
+                u.rollback().unwrap();
+            }
+        }
+    }
 }

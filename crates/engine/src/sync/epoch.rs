@@ -91,6 +91,32 @@
 //! version stamped t: none of W. (3) No other commit installs at or below S after R read the
 //! clock, as the other protocols' invariant says (`cc/mv.rs`).
 //!
+//! (4) What R leaves out is what was still to install at one instant. The slots are read one
+//! after another, and one pass is not enough: with W and U at t < u <= S, R reads W's slot
+//! (t), W clears its word and installs, U reads W's write, clears its word and installs, and R
+//! reads U's slot cleared. R would take U and leave out W, and so see W's transfer through U's
+//! balances but not W's own (the review of 2026-11-29). So R reads the slots in rounds: the
+//! first reads every slot; each later one reads again only the slots of the transactions left
+//! out so far, drops those whose word no longer shows their timestamp (or whose transaction
+//! was kicked), and R stops after a round that drops none, or as soon as none is left out (then
+//! there is nothing to be consistent with). All these loads and every clear are sequentially
+//! consistent, so they lie in one total order, and a load follows a store there if it reads the
+//! stored value or one after it in the word's modification order, and precedes it if it reads
+//! one before. Let P be the point of that order between the last round and the round before
+//! it. A transaction with t <= S that R leaves out was read still showing t in the last round,
+//! after P, so it clears its word after P. One that R takes (and that can install: not kicked)
+//! was read in an earlier round, before P, with its word cleared or holding a later
+//! transaction's, so it cleared its word before P. R takes exactly the transactions that had
+//! cleared their words at P. Now a U that saw anything of W clears its word after W does: U
+//! reads or overwrites W's versions only after W installs them (W's owner words refuse U
+//! before), W installs only after clearing its word, and U clears its own word after its reads
+//! and writes, at its commit; through other transactions in between too, since every step is a
+//! happens-before edge and the total order agrees with happens-before. So if R takes U it takes
+//! W. The rounds end: each but the last drops a transaction, so there are at most one more than
+//! the first round leaves out, and no later round reads a slot the first found clear.
+//! (`a_statement_never_takes_a_transaction_without_one_it_read_from`, in `tests/shuttle_sync.rs`
+//! and in `cc/mvto.rs`.)
+//!
 //! What R reads must be kept: at a record, the version before the first one at a timestamp R
 //! passes over, which a reader at t - 1 also reads. R publishes `reader` = min(S, t_min - 1)
 //! for the smallest such t (`StatementSnapshot::retention_bound`). Its first statement first
@@ -188,11 +214,19 @@ pub struct StatementSnapshot {
     in_progress: Vec<Tid>,
     /// The first of `in_progress`; [`Tid::MAX`] when it is empty.
     in_progress_low: Tid,
+    /// While the snapshot is taken: the transactions it leaves out so far, with their slots,
+    /// which it reads again until none has gone (module docs, statement snapshots).
+    rounds: Vec<(SlotId, Tid)>,
 }
 
 impl Default for StatementSnapshot {
     fn default() -> Self {
-        StatementSnapshot { at: Tid::ZERO, in_progress: Vec::new(), in_progress_low: Tid::MAX }
+        StatementSnapshot {
+            at: Tid::ZERO,
+            in_progress: Vec::new(),
+            in_progress_low: Tid::MAX,
+            rounds: Vec::new(),
+        }
     }
 }
 
@@ -200,7 +234,11 @@ impl StatementSnapshot {
     /// Room for `slots_max` transactions in progress, so that taking a snapshot allocates
     /// nothing.
     pub fn with_capacity(slots_max: usize) -> Self {
-        StatementSnapshot { in_progress: Vec::with_capacity(slots_max), ..Self::default() }
+        StatementSnapshot {
+            in_progress: Vec::with_capacity(slots_max),
+            rounds: Vec::with_capacity(slots_max),
+            ..Self::default()
+        }
     }
 
     /// The statement's timestamp.
@@ -234,6 +272,7 @@ impl StatementSnapshot {
         self.at = Tid::ZERO;
         self.in_progress.clear();
         self.in_progress_low = Tid::MAX;
+        self.rounds.clear();
     }
 }
 
@@ -407,9 +446,12 @@ impl EpochManager {
 
     /// Takes a READ COMMITTED statement's snapshot for the transaction on a pinned slot (MVTO):
     /// its timestamp, the ordered transactions at or below it still to install, and the slot's
-    /// new bound for `readers_low` (ORDERING, statement snapshots). Waits only for a
-    /// transaction between the two stores of `enter_ordered`; `Busy` if one stays there longer
-    /// than a reader waits for a locked record.
+    /// new bound for `readers_low` (ORDERING, statement snapshots). The slots are read in
+    /// rounds: every slot first, then the slots of the transactions left out, again until a
+    /// round finds every one of them still there, so that what is left out is what had not
+    /// locked its writes at one instant. Waits only for a transaction between the two stores
+    /// of `enter_ordered`; `Busy` if one stays there longer than a reader waits for a locked
+    /// record.
     pub fn take_statement_snapshot(
         &self,
         slot: SlotId,
@@ -425,7 +467,7 @@ impl EpochManager {
         let at = self.clock.load(Ordering::SeqCst).max(1);
         snapshot.clear();
         let high = self.slots_high.load(Ordering::SeqCst) as usize;
-        for other in self.slots[..high].iter() {
+        for (index, other) in self.slots[..high].iter().enumerate() {
             let mut backoff = Backoff::new(PENDING_WAIT_STEPS_MAX);
             // Sequentially consistent: see ORDERING (the release stores of `enter_ordered` and
             // `leave_ordered` pair with it).
@@ -439,6 +481,8 @@ impl EpochManager {
                     return Err(Busy);
                 }
             };
+            #[cfg(all(test, not(feature = "shuttle")))]
+            scan_pause::after_slot(index);
             if ts == 0 || ts > at {
                 continue;
             }
@@ -446,8 +490,27 @@ impl EpochManager {
             if other.state.load(Ordering::SeqCst) & KICKED != 0 {
                 continue;
             }
-            snapshot.in_progress.push(Tid::from_u64(ts));
+            snapshot.rounds.push((SlotId(index as u32), Tid::from_u64(ts)));
         }
+        // The later rounds, over the transactions left out so far. Each round but the last drops
+        // at least one, so there are at most one more than the first round left out.
+        loop {
+            let left_out = snapshot.rounds.len();
+            if left_out == 0 {
+                break;
+            }
+            // Sequentially consistent loads, as in the first round.
+            snapshot.rounds.retain(|&(other, ts)| {
+                let other = &self.slots[other.index()];
+                other.ordered.load(Ordering::SeqCst) == ts.as_u64()
+                    && other.state.load(Ordering::SeqCst) & KICKED == 0
+            });
+            if snapshot.rounds.len() == left_out {
+                break;
+            }
+        }
+        snapshot.in_progress.extend(snapshot.rounds.iter().map(|&(_, ts)| ts));
+        snapshot.rounds.clear();
         snapshot.in_progress.sort_unstable();
         snapshot.at = Tid::from_u64(at);
         snapshot.in_progress_low = snapshot.in_progress.first().copied().unwrap_or(Tid::MAX);
@@ -819,6 +882,38 @@ impl EpochManager {
             snapshot_low_unheld: Epoch(snapshot_low_unheld),
             kicked,
         })
+    }
+}
+
+/// A pause inside `take_statement_snapshot`'s first round, for tests that stop a statement
+/// there while other transactions commit (`cc::mvto`'s tests). Per thread, so that the
+/// crate's other tests, on other threads, never meet it; compiled only into the crate's tests.
+#[cfg(all(test, not(feature = "shuttle")))]
+pub(crate) mod scan_pause {
+    use std::cell::RefCell;
+
+    type Pause = Box<dyn FnMut(usize)>;
+
+    thread_local! {
+        static AFTER_SLOT: RefCell<Option<Pause>> = const { RefCell::new(None) };
+    }
+
+    /// From now on this thread's statement snapshots call `pause` with each slot's index after
+    /// reading the slot in their first round.
+    pub(crate) fn set(pause: impl FnMut(usize) + 'static) {
+        AFTER_SLOT.set(Some(Box::new(pause)));
+    }
+
+    pub(crate) fn clear() {
+        AFTER_SLOT.set(None);
+    }
+
+    pub(super) fn after_slot(index: usize) {
+        AFTER_SLOT.with_borrow_mut(|pause| {
+            if let Some(pause) = pause {
+                pause(index);
+            }
+        });
     }
 }
 
