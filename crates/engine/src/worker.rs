@@ -405,13 +405,7 @@ impl Worker {
             }
         } else if self.txn.rules.statement_snapshots {
             // MVTO at READ COMMITTED: the first statement's snapshot (`cc/mvto.rs`, READ).
-            let epochs = &self.shared.epochs;
-            if epochs.take_statement_snapshot(self.slot, &mut self.txn.statement).is_err() {
-                epochs.leave_reader(self.slot);
-                epochs.unpin(self.slot);
-                self.txn.reset();
-                return Err(Error::Aborted(AbortReason::RecordBusy));
-            }
+            self.shared.epochs.take_statement_snapshot(self.slot, &mut self.txn.statement);
             self.txn.begin = Some(self.txn.statement.at());
         } else if protocol.multiversion() {
             self.txn.begin = Some(Tid::from_u64(self.shared.epochs.enter_reader(self.slot)));

@@ -447,7 +447,8 @@ const LOCKED: u64 = 1 << 63;
 /// Runs of each statement-snapshot scenario per scheduler. The races need one thread to stop
 /// for most of another's steps, which 3,000 runs seldom show. With 20,000, each of these
 /// mutations failed the test in every try (2 or 3 each): `refresh_readers_low` reading the
-/// slots once, the statement's first swap left out, PENDING read as no transaction.
+/// slots once, the statement's first swap left out, PENDING read as no transaction (without
+/// the statement timestamp that makes the writer take a later one).
 const STATEMENT_ITERATIONS: usize = 20_000;
 
 /// One run: an MVTO writer takes its timestamp when it begins and later, at commit, locks two
@@ -496,8 +497,9 @@ fn statement_snapshot_scenario() {
             manager.pin(slot);
             let mut snapshot = StatementSnapshot::with_capacity(4);
             for _ in 0..2 {
-                // A writer between its two stores of `enter_ordered` is waited for, boundedly.
-                while manager.take_statement_snapshot(slot, &mut snapshot).is_err() {}
+                // A writer taking its timestamp meanwhile is made to take one above this
+                // statement's (`EpochManager::enter_ordered`): it waits for nobody.
+                manager.take_statement_snapshot(slot, &mut snapshot);
                 let mut seen = [false; 2];
                 for (index, record) in records.iter().enumerate() {
                     let tid = loop {
@@ -566,7 +568,7 @@ fn statement_retention_scenario() {
         thread::spawn(move || {
             manager.pin(reader_slot);
             let mut snapshot = StatementSnapshot::with_capacity(4);
-            while manager.take_statement_snapshot(reader_slot, &mut snapshot).is_err() {}
+            manager.take_statement_snapshot(reader_slot, &mut snapshot);
             for _ in 0..3 {
                 let low = manager.readers_low();
                 assert!(
@@ -653,7 +655,7 @@ fn dependent_writers_scenario(chain: usize) {
         thread::spawn(move || {
             manager.pin(reader_slot);
             let mut snapshot = StatementSnapshot::with_capacity(4);
-            while manager.take_statement_snapshot(reader_slot, &mut snapshot).is_err() {}
+            manager.take_statement_snapshot(reader_slot, &mut snapshot);
             let hidden: Vec<bool> =
                 timestamps.iter().map(|&ts| snapshot.hides(Tid::from_u64(ts))).collect();
             assert!(timestamps.iter().all(|&ts| Tid::from_u64(ts) <= snapshot.at()));

@@ -100,9 +100,12 @@
 //!   owns records the statement has not reached yet, or will write them later, and only
 //!   aborting or blocking the writer's commit while such statements run would keep it from
 //!   installing below S there.
-//! - A statement waits, boundedly (then `record_busy`), for a transaction between taking its
-//!   timestamp and publishing it: two stores inside a call (`enter_ordered`), never an idle
-//!   client. A kicked transaction is not left out: it can only abort.
+//! - Taking a statement's snapshot waits for no one and cannot fail. A transaction it finds
+//!   between taking its timestamp and publishing it (`enter_ordered`) is not waited for,
+//!   since its thread may be descheduled there: the statement marks its slot, and the
+//!   transaction then takes a later timestamp, above the statement's, if the one it took is
+//!   not (a wasted clock value, rare). A kicked transaction is not left out: it can only
+//!   abort.
 //!
 //! INVARIANTS
 //! - Of a reader raising read_ts and a writer taking the owner word, one sees the other

@@ -493,9 +493,7 @@ impl<'w> Txn<'w> {
         if worker.txn.rules.statement_snapshots {
             // MVTO: leave out the transactions that took earlier timestamps and have not yet
             // begun to install (`mvto.rs`, READ).
-            if epochs.take_statement_snapshot(worker.slot, &mut worker.txn.statement).is_err() {
-                return Err(poison(&mut worker.txn, AbortReason::RecordBusy));
-            }
+            epochs.take_statement_snapshot(worker.slot, &mut worker.txn.statement);
             worker.txn.begin = Some(worker.txn.statement.at());
         } else {
             worker.txn.begin = Some(Tid::from_u64(epochs.renew_reader(worker.slot)));

@@ -78,13 +78,20 @@
 //!
 //! Statement snapshots. A transaction W that commits at its begin timestamp stores PENDING in
 //! its slot's `ordered` word, takes its timestamp t from the clock (a sequentially consistent
-//! compare-and-swap, which releases that store) and stores t. A statement R reads the clock
-//! (S) and then every slot's `ordered` word. (1) If t <= S, R's clock load read the value W's
-//! compare-and-swap wrote or a later one (every later write of the clock is another
-//! compare-and-swap, in the same release sequence), so it acquired W's PENDING store and reads
-//! PENDING, t, or something W stored later: R never misses a W with t <= S that has not yet
-//! cleared the word. On PENDING it waits (W is inside a call, between two of its own stores)
-//! until t appears. (2) W clears the word (`leave_ordered`, sequentially consistent and so a
+//! compare-and-swap, which releases that store) and replaces PENDING with t. A statement R
+//! reads the clock (S) and then every slot's `ordered` word. (1) If t <= S, R's clock load read
+//! the value W's compare-and-swap wrote or a later one (every later write of the clock is
+//! another compare-and-swap, in the same release sequence), so it acquired W's PENDING store
+//! and reads PENDING, t, or something W stored later: R never misses a W with t <= S that has
+//! not yet cleared the word. R does not wait on PENDING, since W may be descheduled there: it
+//! raises the statement timestamp that the word carries beside PENDING to S (a compare-and-swap;
+//! another statement may have raised it further), and W, which replaces PENDING by a
+//! compare-and-swap too and so reads the newest such timestamp, publishes t only if t is above
+//! it. Otherwise W takes another timestamp from the clock, which is above that statement
+//! timestamp (W's failed compare-and-swap acquired the statement's, whose clock load came
+//! first), and tries again. So a W that R finds on PENDING ends with t > S, and R need not
+//! leave it out; each retry of either means that another statement or W went on.
+//! (2) W clears the word (`leave_ordered`, sequentially consistent and so a
 //! release) only after it has locked every record it writes (commit step 1), or when it ends;
 //! a statement that reads the cleared word acquires those locks, so at each record it either
 //! waits for W's install or sees it: it takes W whole. One that read t passes over every
@@ -135,10 +142,9 @@
 //! statements and computations alike may leave it out.
 //! (`statement_snapshots_see_a_writer_whole_and_keep_what_they_read`, `tests/shuttle_sync.rs`.)
 
-use super::backoff::Backoff;
 use super::shim::{AtomicBool, AtomicU64, Ordering, fence};
 use crate::storage::Tid;
-use crate::storage::record::{Busy, Retention};
+use crate::storage::record::Retention;
 use crossbeam_utils::CachePadded;
 use std::marker::PhantomData;
 
@@ -166,14 +172,11 @@ const IN_CALL: u64 = 0b010;
 const KICKED: u64 = 0b100;
 const FLAG_BITS: u32 = 3;
 
-/// `Slot::ordered` while its transaction takes its timestamp (`enter_ordered`). No TID is this
-/// large: a TID leaves the status bits of its word clear.
-const PENDING: u64 = u64::MAX;
-
-/// Waits a statement snapshot makes for a transaction that is taking its timestamp, a few
-/// instructions inside a call, before it gives up: as many as a reader makes for a locked
-/// record (`storage::record`), which a committer also holds only inside a call.
-const PENDING_WAIT_STEPS_MAX: u32 = 1_000;
+/// In `Slot::ordered` while its transaction takes its timestamp (`enter_ordered`); the other
+/// bits then hold the newest statement timestamp that found it so (0 when none), which its
+/// timestamp must be above (module docs, statement snapshots). No TID has this bit: `Tid::new`
+/// keeps TIDs below 2^60, so that a record's TID word has room for its status bits.
+const PENDING: u64 = 1 << 63;
 
 #[inline]
 fn pack(epoch: u64, flags: u64) -> u64 {
@@ -416,15 +419,67 @@ impl EpochManager {
     /// `cc/mvto.rs`), in `epoch` or later, and publishes it to statement snapshots until
     /// `leave_ordered`. `None` when the epoch's sequence space is exhausted.
     pub fn enter_ordered(&self, slot: SlotId, epoch: Epoch) -> Option<Tid> {
-        let ordered = &self.slots[slot.index()].ordered;
         // Relaxed: the clock's compare-and-swap below releases it, and a statement whose clock
         // load reads the new timestamp (or a later one) acquires it (ORDERING, statement
         // snapshots).
-        ordered.store(PENDING, Ordering::Relaxed);
-        let ts = self.next_timestamp(epoch);
-        // Release: pairs with the load in `take_statement_snapshot` that sees the timestamp.
-        ordered.store(ts.map_or(0, Tid::as_u64), Ordering::Release);
-        ts
+        self.slots[slot.index()].ordered.store(PENDING, Ordering::Relaxed);
+        let first = self.next_timestamp(epoch);
+        self.publish_ordered(slot, epoch, first)
+    }
+
+    /// The second half of `enter_ordered`: replaces PENDING with `ts`, or with a later
+    /// timestamp if a statement at or above `ts` found the slot PENDING meanwhile (ORDERING,
+    /// statement snapshots). A retry means that such a statement went on.
+    fn publish_ordered(&self, slot: SlotId, epoch: Epoch, mut ts: Option<Tid>) -> Option<Tid> {
+        let ordered = &self.slots[slot.index()].ordered;
+        let mut word = PENDING;
+        loop {
+            let Some(next) = ts else {
+                // Relaxed: it publishes nothing; a statement that reads it takes no transaction
+                // from this slot (and a statement's compare-and-swap on PENDING then fails).
+                ordered.store(0, Ordering::Relaxed);
+                return None;
+            };
+            // Sequentially consistent, and so a release (pairs with the statements' loads
+            // that see the timestamp) and, failing, an acquire (pairs with their
+            // compare-and-swaps that raised the statement timestamp, whose clock loads came
+            // before: the clock now reads at least that timestamp).
+            match ordered.compare_exchange(word, next.as_u64(), Ordering::SeqCst, Ordering::SeqCst)
+            {
+                Ok(_) => return Some(next),
+                Err(now) => {
+                    debug_assert!(now & PENDING != 0, "only statements change a PENDING word");
+                    word = now;
+                    if now & !PENDING >= next.as_u64() {
+                        ts = self.next_timestamp(epoch);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The timestamp in a slot's `ordered` word as a statement at `at` reads it, 0 for none. A
+    /// transaction still taking its timestamp is made to take one above `at` (ORDERING,
+    /// statement snapshots): none. A retry means that another statement raised the word's
+    /// statement timestamp or the transaction published its timestamp.
+    fn ordered_for_statement(ordered: &AtomicU64, at: u64) -> u64 {
+        // Sequentially consistent: see ORDERING (the release stores of `enter_ordered` and
+        // `leave_ordered` pair with it).
+        let mut word = ordered.load(Ordering::SeqCst);
+        loop {
+            if word & PENDING == 0 {
+                return word;
+            }
+            if word & !PENDING >= at {
+                return 0;
+            }
+            // Sequentially consistent, and so a release: pairs with the failed
+            // compare-and-swap of `publish_ordered` that reads it.
+            match ordered.compare_exchange(word, at | PENDING, Ordering::SeqCst, Ordering::SeqCst) {
+                Ok(_) => return 0,
+                Err(now) => word = now,
+            }
+        }
     }
 
     /// The slot's ordered transaction has locked every record it writes (commit step 1), or
@@ -449,14 +504,9 @@ impl EpochManager {
     /// new bound for `readers_low` (ORDERING, statement snapshots). The slots are read in
     /// rounds: every slot first, then the slots of the transactions left out, again until a
     /// round finds every one of them still there, so that what is left out is what had not
-    /// locked its writes at one instant. Waits only for a transaction between the two stores
-    /// of `enter_ordered`; `Busy` if one stays there longer than a reader waits for a locked
-    /// record.
-    pub fn take_statement_snapshot(
-        &self,
-        slot: SlotId,
-        snapshot: &mut StatementSnapshot,
-    ) -> Result<(), Busy> {
+    /// locked its writes at one instant. Waits for nobody: a transaction taking its timestamp
+    /// meanwhile is made to take one above the statement's.
+    pub fn take_statement_snapshot(&self, slot: SlotId, snapshot: &mut StatementSnapshot) {
         debug_assert!(self.statement_snapshots);
         let reader = &self.slots[slot.index()].reader;
         if reader.load(Ordering::Relaxed) == 0 {
@@ -468,19 +518,7 @@ impl EpochManager {
         snapshot.clear();
         let high = self.slots_high.load(Ordering::SeqCst) as usize;
         for (index, other) in self.slots[..high].iter().enumerate() {
-            let mut backoff = Backoff::new(PENDING_WAIT_STEPS_MAX);
-            // Sequentially consistent: see ORDERING (the release stores of `enter_ordered` and
-            // `leave_ordered` pair with it).
-            let ts = loop {
-                let ts = other.ordered.load(Ordering::SeqCst);
-                if ts != PENDING {
-                    break ts;
-                }
-                if !backoff.wait() {
-                    snapshot.clear();
-                    return Err(Busy);
-                }
-            };
+            let ts = Self::ordered_for_statement(&other.ordered, at);
             #[cfg(all(test, not(feature = "shuttle")))]
             scan_pause::after_slot(index);
             if ts == 0 || ts > at {
@@ -516,7 +554,6 @@ impl EpochManager {
         snapshot.in_progress_low = snapshot.in_progress.first().copied().unwrap_or(Tid::MAX);
         // Release: only raises the bound (or replaces the 1 swapped in above).
         reader.store(snapshot.retention_bound().as_u64(), Ordering::Release);
-        Ok(())
     }
 
     /// Hands out a commit timestamp above every one handed out before, in `epoch` or later
@@ -1026,7 +1063,7 @@ mod tests {
         manager.suspend(idle, idle_epoch);
         manager.pin(reader);
         let mut snapshot = StatementSnapshot::with_capacity(4);
-        manager.take_statement_snapshot(reader, &mut snapshot).unwrap();
+        manager.take_statement_snapshot(reader, &mut snapshot);
         assert!(t < u && u <= snapshot.at());
         assert_eq!(snapshot.in_progress(), [t, u]);
         let before = Tid::from_u64(t.as_u64() - 1);
@@ -1044,13 +1081,51 @@ mod tests {
             kicked += manager.advance().unwrap().kicked;
         }
         assert_eq!(kicked, 1);
-        manager.take_statement_snapshot(reader, &mut snapshot).unwrap();
+        manager.take_statement_snapshot(reader, &mut snapshot);
         assert_eq!(snapshot.in_progress(), [v]);
         assert_eq!(snapshot.retention_bound(), Tid::from_u64(v.as_u64() - 1));
         manager.leave_ordered(late);
-        manager.take_statement_snapshot(reader, &mut snapshot).unwrap();
+        manager.take_statement_snapshot(reader, &mut snapshot);
         assert!(snapshot.in_progress().is_empty() && !snapshot.hides(v));
         assert_eq!(snapshot.retention_bound(), snapshot.at());
+    }
+
+    /// A statement that finds a transaction taking its timestamp neither waits for it nor
+    /// leaves it out: the transaction, if the timestamp it took is at or below the statement's,
+    /// takes a later one; one it took above keeps it.
+    #[test]
+    fn a_statement_makes_a_transaction_taking_its_timestamp_take_a_later_one() {
+        let mut manager = EpochManager::new(4, 1, 3);
+        manager.enable_multiversion();
+        manager.enable_statement_snapshots();
+        let [writer, reader] = [(); 2].map(|()| manager.register().unwrap());
+        let epoch = manager.pin(writer);
+        manager.enter_reader(writer);
+        manager.pin(reader);
+        let mut snapshot = StatementSnapshot::with_capacity(4);
+        for first_at_or_below in [true, false] {
+            // The first half of `enter_ordered`, and its clock step before the statement's or
+            // after it.
+            manager.slots[writer.index()].ordered.store(PENDING, Ordering::Relaxed);
+            let mut first = None;
+            if first_at_or_below {
+                first = manager.next_timestamp(epoch);
+            }
+            manager.take_statement_snapshot(reader, &mut snapshot);
+            if !first_at_or_below {
+                first = manager.next_timestamp(epoch);
+            }
+            assert!(snapshot.in_progress().is_empty());
+            let ts = manager.publish_ordered(writer, epoch, first).unwrap();
+            if first_at_or_below {
+                assert!(first.unwrap() <= snapshot.at() && ts > snapshot.at());
+            } else {
+                assert_eq!(Some(ts), first);
+                assert!(ts > snapshot.at());
+            }
+            assert!(!snapshot.hides(ts));
+            manager.leave_ordered(writer);
+        }
     }
 
     /// A held epoch and the readers at it keep the mark, not the unheld mark, which follows
