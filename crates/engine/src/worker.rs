@@ -447,7 +447,7 @@ impl Worker {
         if self.shared.epochs.resume(self.slot, self.txn.pinned_at).is_err() {
             // The ticker gave up on this transaction: what it read may have been freed.
             // Pin afresh for the clean-up, which touches only heads this transaction owns.
-            self.txn.pinned_at = self.shared.epochs.pin(self.slot);
+            self.txn.pinned_at = self.shared.epochs.repin_kicked(self.slot);
             self.txn.interactive = false;
             cc::abort_kicked(self);
             return Err(Error::Aborted(AbortReason::IdleTimeout));
@@ -688,7 +688,7 @@ impl Drop for Worker {
             if self.txn.interactive
                 && self.shared.epochs.resume(self.slot, self.txn.pinned_at).is_err()
             {
-                self.txn.pinned_at = self.shared.epochs.pin(self.slot);
+                self.txn.pinned_at = self.shared.epochs.repin_kicked(self.slot);
                 self.txn.interactive = false;
                 cc::abort_kicked(self);
             } else {

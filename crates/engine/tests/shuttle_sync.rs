@@ -682,6 +682,64 @@ fn a_statement_never_takes_a_transaction_without_one_it_read_from() {
     }
 }
 
+/// One run: an MVTO transaction that the ticker kicked while it sat idle rolls back
+/// (`repin_kicked`, then `cc::commit`'s `finish`) while a READ COMMITTED transaction takes two
+/// statement snapshots. The second never leaves out the kicked transaction if the first took
+/// it, and so never lowers its slot's bound for `readers_low` (`sync::epoch`, ORDERING). With a
+/// plain pin, which clears KICKED while the kicked transaction's timestamp is still in its
+/// slot, the second statement left it out (in the first runs).
+fn kicked_roll_back_scenario() {
+    let mut manager = EpochManager::new(4, 1, 2);
+    manager.enable_multiversion();
+    manager.enable_statement_snapshots();
+    let manager = Arc::new(manager);
+    let (idle, reader_slot) = (manager.register().unwrap(), manager.register().unwrap());
+    let epoch = manager.pin(idle);
+    manager.enter_commit(idle, epoch);
+    manager.enter_reader(idle);
+    let t = manager.enter_ordered(idle, manager.global()).unwrap();
+    manager.suspend(idle, epoch);
+    while manager.kicked_total() == 0 {
+        manager.advance();
+    }
+    let rolling_back = {
+        let manager = Arc::clone(&manager);
+        thread::spawn(move || {
+            assert!(manager.resume(idle, epoch).is_err());
+            manager.repin_kicked(idle);
+            manager.leave_ordered(idle);
+            manager.leave_commit(idle);
+            manager.leave_reader(idle);
+            manager.unpin(idle);
+        })
+    };
+    let reader = {
+        let manager = Arc::clone(&manager);
+        thread::spawn(move || {
+            manager.pin(reader_slot);
+            let mut snapshot = StatementSnapshot::with_capacity(4);
+            manager.take_statement_snapshot(reader_slot, &mut snapshot);
+            let (took, bound) = (!snapshot.hides(t), snapshot.retention_bound());
+            manager.take_statement_snapshot(reader_slot, &mut snapshot);
+            if took {
+                assert!(!snapshot.hides(t), "a later statement left out what an earlier took");
+            }
+            assert!(snapshot.retention_bound() >= bound, "a later statement lowered its bound");
+            manager.leave_reader(reader_slot);
+            manager.unpin(reader_slot);
+        })
+    };
+    for handle in [rolling_back, reader] {
+        handle.join().unwrap();
+    }
+}
+
+#[test]
+fn a_statement_bound_never_drops_while_a_kicked_transaction_rolls_back() {
+    shuttle::check_random(kicked_roll_back_scenario, ITERATIONS);
+    shuttle::check_pct(kicked_roll_back_scenario, ITERATIONS, 3);
+}
+
 #[test]
 fn only_idle_transactions_are_kicked() {
     shuttle::check_random(

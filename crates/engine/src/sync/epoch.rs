@@ -128,18 +128,28 @@
 //! passes over, which a reader at t - 1 also reads. R publishes `reader` = min(S, t_min - 1)
 //! for the smallest such t (`StatementSnapshot::retention_bound`). Its first statement first
 //! swaps in 1, which no bound computation can pass, and only then reads the clock and the
-//! slots; later statements only raise the bound (the smallest t left out cannot drop: a W at
-//! or below the earlier S was left out then too). `refresh_readers_low` reads every slot
-//! twice, each pass after its own load of `slots_high`, all sequentially consistent. Suppose a
-//! computation C's second pass missed R's swap (read R's slot before it, or stopped below it).
-//! Then C's first-pass load of W's `reader` came before R's swap, which came before R's load
-//! of W's `ordered` that saw t, which came before W cleared `ordered` (sequentially
-//! consistent), which W did before it cleared `reader` (`cc::commit` step 6, then `finish`;
-//! a load that saw that release store would come after the clear of `ordered`). So C saw
-//! W's `reader` bound (below t), or read W's slot before W's `enter_reader` and so started
-//! from a clock value at or below W's bound; and C started from a clock value at or below S.
-//! Either way C's bound is at most R's. A transaction the ticker kicked never installs, so
-//! statements and computations alike may leave it out.
+//! slots; later statements only raise the bound. A t that a later statement leaves out is
+//! above the earlier one's S, or the earlier one left it out too: if t <= S, the earlier
+//! statement's first round read W's word at or after PENDING ((1)), and not PENDING (W would
+//! have taken a timestamp above S) nor past t (the later statement could not read t then), so
+//! it read t, and it took W only on reading W's slot KICKED. A kicked transaction's
+//! `ordered` is cleared before its slot loses KICKED (`repin_kicked`, before the pin that rolls
+//! it back), and the later statement leaves W out only if two of its rounds, one after the
+//! other, read t and W's slot without KICKED ((4)). The first of those slot loads came after
+//! the pin (the earlier statement had already read KICKED), so the next round's load of
+//! `ordered` came after the clear and did not read t. (The pin used to clear KICKED first, and
+//! a later statement would leave the transaction out and lower its bound to t - 1: harmless,
+//! as the transaction installs nothing, but against this argument; the review of 2026-11-29.) `refresh_readers_low` reads every slot twice, each pass after
+//! its own load of `slots_high`, all sequentially consistent. Suppose a computation C's second
+//! pass missed R's swap (read R's slot before it, or stopped below it). Then C's first-pass
+//! load of W's `reader` came before R's swap, which came before R's load of W's `ordered` that
+//! saw t, which came before W cleared `ordered` (sequentially consistent), which W did before
+//! it cleared `reader` (`cc::commit` step 6, then `finish`; a load that saw that release store
+//! would come after the clear of `ordered`). So C saw W's `reader` bound (below t), or read
+//! W's slot before W's `enter_reader` and so started from a clock value at or below W's bound;
+//! and C started from a clock value at or below S. Either way C's bound is at most R's. A
+//! transaction the ticker kicked never installs, so statements and computations alike may
+//! leave it out.
 //! (`statement_snapshots_see_a_writer_whole_and_keep_what_they_read`, `tests/shuttle_sync.rs`.)
 
 use super::shim::{AtomicBool, AtomicU64, Ordering, fence};
@@ -718,6 +728,22 @@ impl EpochManager {
         self.slots[slot.index()].state.store(pack(epoch.0, ACTIVE), Ordering::Release);
     }
 
+    /// Pins the slot again for the roll-back of its transaction, which the ticker kicked
+    /// (`resume` said so). Statement snapshots first stop leaving the transaction out, while the
+    /// slot still shows it kicked: the pin clears KICKED, and a statement that then found its
+    /// timestamp would leave out a transaction that an earlier statement of its own transaction
+    /// had taken, and lower its bound for `readers_low` (ORDERING, statement snapshots).
+    pub fn repin_kicked(&self, slot: SlotId) -> Epoch {
+        debug_assert!(self.slots[slot.index()].state.load(Ordering::Relaxed) & KICKED != 0);
+        if self.statement_snapshots {
+            // Sequentially consistent (`leave_ordered`), and before the pin's swap: a statement
+            // whose load of `state` reads the swap (no KICKED) reads this clear at its next load
+            // of `ordered` (ORDERING, statement snapshots).
+            self.leave_ordered(slot);
+        }
+        self.pin(slot)
+    }
+
     /// Re-enters a call for a suspended transaction, unless the ticker kicked it.
     #[inline]
     pub fn resume(&self, slot: SlotId, epoch: Epoch) -> Result<(), Kicked> {
@@ -1126,6 +1152,45 @@ mod tests {
             assert!(!snapshot.hides(ts));
             manager.leave_ordered(writer);
         }
+    }
+
+    /// A later statement of a transaction never leaves out a kicked transaction that an earlier
+    /// one took, and so never lowers its slot's bound for `readers_low`, when the kicked
+    /// transaction's worker comes back to roll it back: `repin_kicked` clears its word before
+    /// the pin clears KICKED. (A plain pin left the word set: the later statement left the
+    /// transaction out and published a bound one below its timestamp.)
+    #[test]
+    fn a_later_statement_never_leaves_out_a_kicked_transaction_an_earlier_one_took() {
+        let mut manager = EpochManager::new(4, 1, 3);
+        manager.enable_multiversion();
+        manager.enable_statement_snapshots();
+        let [idle, reader] = [(); 2].map(|()| manager.register().unwrap());
+        let epoch = manager.pin(idle);
+        manager.enter_commit(idle, epoch);
+        manager.enter_reader(idle);
+        let t = manager.enter_ordered(idle, epoch).unwrap();
+        manager.suspend(idle, epoch);
+        let mut kicked = 0;
+        for _ in 0..10 {
+            kicked += manager.advance().unwrap().kicked;
+        }
+        assert_eq!(kicked, 1);
+        manager.pin(reader);
+        let mut snapshot = StatementSnapshot::with_capacity(4);
+        manager.take_statement_snapshot(reader, &mut snapshot);
+        assert!(t <= snapshot.at() && !snapshot.hides(t), "a kicked transaction is taken");
+        let bound = snapshot.retention_bound();
+        assert_eq!(manager.resume(idle, epoch), Err(Kicked));
+        manager.repin_kicked(idle);
+        manager.take_statement_snapshot(reader, &mut snapshot);
+        assert!(!snapshot.hides(t), "left out by a later statement while it rolls back");
+        assert!(snapshot.retention_bound() >= bound);
+        manager.leave_ordered(idle);
+        manager.leave_commit(idle);
+        manager.leave_reader(idle);
+        manager.unpin(idle);
+        manager.leave_reader(reader);
+        manager.unpin(reader);
     }
 
     /// A held epoch and the readers at it keep the mark, not the unheld mark, which follows
