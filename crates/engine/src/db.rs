@@ -431,6 +431,10 @@ impl Database {
         if config.protocol.multiversion() {
             epochs.enable_multiversion();
         }
+        if config.protocol == Protocol::Mvto {
+            // Its transactions commit at their begin timestamps (`cc/mvto.rs`, READ).
+            epochs.enable_statement_snapshots();
+        }
         let counters =
             (0..config.workers_max).map(|_| CachePadded::new(Counters::default())).collect();
         let mut catalog = Catalog::default();

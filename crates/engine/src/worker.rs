@@ -26,7 +26,7 @@ use crate::storage::arena::Arena;
 use crate::storage::record::Busy;
 use crate::storage::record::Dropped;
 use crate::storage::{Head, Table, TableId, Tid, TidWord};
-use crate::sync::{Epoch, Pin, SlotId};
+use crate::sync::{Epoch, Pin, SlotId, StatementSnapshot};
 use std::sync::Arc;
 
 /// A handle on a table, as returned by [`crate::Database::create_table`].
@@ -101,6 +101,9 @@ pub(crate) struct TxnState {
     /// The read timestamp under a multi-version protocol (`cc::mv`); `None` under Silo and
     /// for snapshot transactions.
     pub begin: Option<Tid>,
+    /// Under `Rules::statement_snapshots` (MVTO at READ COMMITTED), the current statement's
+    /// snapshot, whose timestamp is `begin`; empty otherwise.
+    pub statement: StatementSnapshot,
     /// What the protocol re-checks at this transaction's level.
     pub rules: Rules,
     pub interactive: bool,
@@ -163,6 +166,7 @@ impl Default for TxnState {
             pinned_at: Epoch::NEVER,
             snapshot: None,
             begin: None,
+            statement: StatementSnapshot::default(),
             rules: Rules::default(),
             interactive: false,
             updates_indexed_rows: false,
@@ -203,6 +207,7 @@ impl TxnState {
         self.status = Status::Idle;
         self.snapshot = None;
         self.begin = None;
+        self.statement.clear();
         self.interactive = false;
         self.updates_indexed_rows = false;
         self.undid_inserts = false;
@@ -249,6 +254,11 @@ impl Worker {
             .register()
             .ok_or(Error::TooManyWorkers { max: shared.epochs.slots_max() })?;
         let seed = (slot.index() as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let mut txn = TxnState::default();
+        if shared.config.protocol == cc::Protocol::Mvto {
+            // A statement snapshot holds at most one transaction per other slot.
+            txn.statement = StatementSnapshot::with_capacity(shared.epochs.slots_max());
+        }
         Ok(Worker {
             arena: shared.arena_for(slot),
             shared,
@@ -257,7 +267,7 @@ impl Worker {
             tasks: Tasks::default(),
             tables: Vec::new(),
             last_tid: Tid::ZERO,
-            txn: TxnState::default(),
+            txn,
             random: seed | 1,
             transactions_ended: 0,
             last_commit: CommitInfo::NOTHING,
@@ -378,11 +388,12 @@ impl Worker {
         if isolation == Isolation::Snapshot {
             self.txn.snapshot = Some(self.shared.epochs.enter_snapshot(self.slot));
         } else if self.txn.rules.commit_at_begin {
-            // MVTO: the timestamp is the commit TID, so the commit is announced now (`cc/mvto.rs`).
+            // MVTO: the timestamp is the commit TID, so the commit is announced now, and
+            // published to statement snapshots until it installs (`cc/mvto.rs`).
             let epochs = &self.shared.epochs;
             epochs.enter_commit(self.slot, self.txn.pinned_at);
             epochs.enter_reader(self.slot);
-            match epochs.next_timestamp(epochs.global()) {
+            match epochs.enter_ordered(self.slot, epochs.global()) {
                 Some(ts) => self.txn.begin = Some(ts),
                 None => {
                     epochs.leave_commit(self.slot);
@@ -392,6 +403,10 @@ impl Worker {
                     return Err(Error::Aborted(AbortReason::SequenceExhausted));
                 }
             }
+        } else if self.txn.rules.statement_snapshots {
+            // MVTO at READ COMMITTED: the first statement's snapshot (`cc/mvto.rs`, READ).
+            self.shared.epochs.take_statement_snapshot(self.slot, &mut self.txn.statement);
+            self.txn.begin = Some(self.txn.statement.at());
         } else if protocol.multiversion() {
             self.txn.begin = Some(Tid::from_u64(self.shared.epochs.enter_reader(self.slot)));
         }
@@ -432,7 +447,7 @@ impl Worker {
         if self.shared.epochs.resume(self.slot, self.txn.pinned_at).is_err() {
             // The ticker gave up on this transaction: what it read may have been freed.
             // Pin afresh for the clean-up, which touches only heads this transaction owns.
-            self.txn.pinned_at = self.shared.epochs.pin(self.slot);
+            self.txn.pinned_at = self.shared.epochs.repin_kicked(self.slot);
             self.txn.interactive = false;
             cc::abort_kicked(self);
             return Err(Error::Aborted(AbortReason::IdleTimeout));
@@ -673,7 +688,7 @@ impl Drop for Worker {
             if self.txn.interactive
                 && self.shared.epochs.resume(self.slot, self.txn.pinned_at).is_err()
             {
-                self.txn.pinned_at = self.shared.epochs.pin(self.slot);
+                self.txn.pinned_at = self.shared.epochs.repin_kicked(self.slot);
                 self.txn.interactive = false;
                 cc::abort_kicked(self);
             } else {

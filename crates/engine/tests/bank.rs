@@ -281,3 +281,129 @@ fn transfers_keep_the_total_when_workers_share_memory_spaces() {
     let too_many = Config { memory_spaces: usize::MAX, ..Config::default() };
     assert!(Database::open(too_many).unwrap_err().to_string().contains("memory_spaces"));
 }
+
+/// Transfers per thread in `read_committed_statements_never_see_part_of_a_transfer`
+/// (`STRESS_TRANSFERS` overrides it for longer runs).
+const STATEMENT_TRANSFERS: u64 = 1_500;
+
+/// Under `mvto`, transfers at REPEATABLE READ and SERIALIZABLE commit at the timestamp they
+/// took when they began, while READ COMMITTED readers sum every balance in one statement, by
+/// a scan and by point reads, again and again: no statement sees part of a transfer
+/// (`cc/mvto.rs`, READ). Under `mv2pl` writers commit at a fresh clock value instead, and the
+/// same must hold. A transfer yields between its begin and its writes, so that statements
+/// begin inside it.
+#[test]
+fn read_committed_statements_never_see_part_of_a_transfer() {
+    let transfers = std::env::var("STRESS_TRANSFERS")
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(STATEMENT_TRANSFERS);
+    for protocol in [Protocol::Mvto, Protocol::Mv2pl] {
+        statements_see_whole_transfers(protocol, transfers);
+    }
+}
+
+fn statements_see_whole_transfers(protocol: Protocol, transfers: u64) {
+    let db = Arc::new(Database::open(Config { protocol, ..bank() }).unwrap());
+    let table = db.create_table(TableSpec::new("accounts")).unwrap();
+    let mut setup = db.worker().unwrap();
+    setup
+        .transaction(Isolation::Serializable, |txn| {
+            (0..ACCOUNTS)
+                .try_for_each(|id| txn.insert(&table, &account(id), &OPENING_BALANCE.to_le_bytes()))
+        })
+        .unwrap();
+    let expected = ACCOUNTS as i64 * OPENING_BALANCE;
+    let keys: Vec<Vec<u8>> = (0..ACCOUNTS).map(account).collect();
+    let stop = AtomicBool::new(false);
+    // Per reader, by point reads and by scan: statements read, and those with a wrong total.
+    let statements = [AtomicU64::new(0), AtomicU64::new(0)];
+    let wrong = [AtomicU64::new(0), AtomicU64::new(0)];
+    std::thread::scope(|scope| {
+        let writers: Vec<_> = [Isolation::RepeatableRead, Isolation::Serializable]
+            .into_iter()
+            .enumerate()
+            .map(|(thread, isolation)| {
+                let (db, table) = (&db, &table);
+                scope.spawn(move || {
+                    let mut worker = db.worker().unwrap();
+                    let mut random = SmallRng::seed_from_u64(thread as u64);
+                    for _ in 0..transfers {
+                        let from = random.random_range(0..ACCOUNTS);
+                        let to = (from + random.random_range(1..ACCOUNTS)) % ACCOUNTS;
+                        let amount = random.random_range(1..50i64);
+                        let transfer = |txn: &mut engram_engine::Txn<'_>| {
+                            std::thread::yield_now();
+                            let a = balance(txn.get(table, &account(from))?.expect("an account"));
+                            let b = balance(txn.get(table, &account(to))?.expect("an account"));
+                            txn.update(table, &account(from), &(a - amount).to_le_bytes())?;
+                            txn.update(table, &account(to), &(b + amount).to_le_bytes())?;
+                            Ok(())
+                        };
+                        let mut runs = 0;
+                        loop {
+                            runs += 1;
+                            match worker.transaction(isolation, transfer) {
+                                Ok(()) => break,
+                                Err(Error::Aborted(_)) if runs < TRANSFER_RUNS_MAX => {}
+                                Err(error) => panic!("a transfer failed {runs} times: {error}"),
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        let readers: Vec<_> = [false, true]
+            .into_iter()
+            .map(|by_scan| {
+                let (db, table, keys, stop) = (&db, &table, &keys, &stop);
+                let (statements, wrong) = (&statements, &wrong);
+                scope.spawn(move || {
+                    let mut worker = db.worker().unwrap();
+                    while !stop.load(Ordering::Acquire) {
+                        // Several statements in one transaction: each reads its own snapshot.
+                        let sums = worker.transaction(Isolation::ReadCommitted, |txn| {
+                            let mut sums = [0i64; 4];
+                            for sum in sums.iter_mut() {
+                                txn.next_statement()?;
+                                *sum = if by_scan {
+                                    total(txn, table)?.0
+                                } else {
+                                    let mut sum = 0;
+                                    txn.get_many(table, keys, |_, row| {
+                                        sum += balance(row.expect("an account"));
+                                    })?;
+                                    sum
+                                };
+                            }
+                            Ok(sums)
+                        });
+                        let reader = usize::from(by_scan);
+                        for sum in sums.expect("read committed readers of a bank do not abort") {
+                            statements[reader].fetch_add(1, Ordering::Relaxed);
+                            if sum != expected {
+                                wrong[reader].fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        let joined: Vec<_> = writers.into_iter().map(|handle| handle.join()).collect();
+        stop.store(true, Ordering::Release);
+        for result in joined.into_iter().chain(readers.into_iter().map(|handle| handle.join())) {
+            if let Err(panic) = result {
+                std::panic::resume_unwind(panic);
+            }
+        }
+    });
+    let [gets, scans] = statements.map(AtomicU64::into_inner);
+    let [wrong_gets, wrong_scans] = wrong.map(AtomicU64::into_inner);
+    assert!(gets > 0 && scans > 0, "{protocol}: the readers ran");
+    assert_eq!(
+        (wrong_gets, wrong_scans),
+        (0, 0),
+        "{protocol}: statements that saw part of a transfer, of {gets} by point reads and \
+         {scans} by scan"
+    );
+}

@@ -155,6 +155,13 @@ fn commit_with<P: Hooks>(worker: &mut Worker) -> Result<CommitInfo> {
     // 6. Install and release; log the new images before leaving the commit, so that the
     // stable epoch covers the record (`wal::log`).
     let epoch = if writes {
+        if ordered.is_some() {
+            // MVTO: every write is locked and the commit cannot fail now. Statements that
+            // begin from here on take it whole, waiting on its locked records; before the
+            // write locks go, so that nobody reads its writes while statements still leave it
+            // out (`mvto.rs`, READ).
+            worker.shared.epochs.leave_ordered(worker.slot);
+        }
         if worker.txn.begin.is_some()
             && worker.transactions_ended.is_multiple_of(READERS_REFRESH_COMMITS)
         {
@@ -515,12 +522,14 @@ fn finish(worker: &mut Worker) {
     if worker.txn.snapshot.is_some() {
         worker.shared.epochs.leave_snapshot(worker.slot);
     }
+    if worker.txn.rules.commit_at_begin {
+        // MVTO announced its commit when it began (`mvto.rs`, STATE). Statement snapshots
+        // stop leaving it out before its reader bound goes (`sync::epoch`, ORDERING).
+        worker.shared.epochs.leave_ordered(worker.slot);
+        worker.shared.epochs.leave_commit(worker.slot);
+    }
     if worker.txn.begin.is_some() {
         worker.shared.epochs.leave_reader(worker.slot);
-    }
-    if worker.txn.rules.commit_at_begin {
-        // MVTO announced its commit when it began (`mvto.rs`, STATE).
-        worker.shared.epochs.leave_commit(worker.slot);
     }
     if !worker.tasks.is_empty() {
         run_ready_tasks(worker);

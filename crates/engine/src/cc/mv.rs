@@ -35,7 +35,10 @@
 //! A transaction takes its read timestamp `b` when it begins (`si` and `mvocc` at READ
 //! COMMITTED: again at every statement, `Txn::next_statement`). A read returns the newest
 //! version with a TID at or below `b` (`Head::read_as_of`), waiting while a committer holds
-//! the record, whose TID may be at or below `b`. Where reads are validated (see the table), a
+//! the record, whose TID may be at or below `b`. (Under `mvto` a READ COMMITTED statement's
+//! snapshot also lists the transactions at or below `b` that commit at their begin timestamps
+//! and have not yet locked their writes, and passes over their versions: `mvto.rs`, READ.)
+//! Where reads are validated (see the table), a
 //! read must find the record unchanged since `b` and is recorded for commit-time validation;
 //! a record changed since `b` aborts the transaction at once (`ReadValidation`), since its
 //! validation could not succeed.
@@ -82,9 +85,13 @@
 //! - Every committed TID is above every read timestamp taken before its clock step, and a
 //!   committer holds all its write locks before it takes that step: a reader at `b` either
 //!   finds a committer with TID at or below `b` still holding the record (and waits) or sees
-//!   its version.
+//!   its version. An `mvto` transaction's TID is its begin timestamp, taken long before its
+//!   commit: READ COMMITTED statements leave it out until it holds those locks (`mvto.rs`,
+//!   READ), and its timestamp-ordered readers meet its owner words instead.
 //! - `readers_low` never exceeds a running transaction's `b` (`EpochManager::enter_reader`),
-//!   and an install keeps every version superseded above it, so a reader finds its version.
+//!   nor an `mvto` statement's bound below the first transaction it leaves out
+//!   (`StatementSnapshot::retention_bound`), and an install keeps every version superseded
+//!   above it, so a reader finds its version.
 //! - A deleted record is unlinked only when its delete is below `readers_low`: every reader
 //!   sees the delete.
 
@@ -177,6 +184,7 @@ impl Protocol {
             locking: Locking::None,
             lock_reads: false,
             commit_at_begin: false,
+            statement_snapshots: false,
         };
         let locking = match self {
             Protocol::Mvto => Locking::Timestamps,
@@ -187,9 +195,11 @@ impl Protocol {
             (Protocol::Silo, _) | (_, Isolation::Snapshot) => {
                 optimistic(isolation.validates_reads(), isolation.validates_nodes(), false, false)
             }
-            (_, Isolation::ReadCommitted) => {
-                Rules { locking, ..optimistic(false, false, false, false) }
-            }
+            (_, Isolation::ReadCommitted) => Rules {
+                locking,
+                statement_snapshots: self == Protocol::Mvto,
+                ..optimistic(false, false, false, false)
+            },
             (Protocol::Si | Protocol::Ssn, Isolation::RepeatableRead) => {
                 optimistic(false, false, true, false)
             }
@@ -238,6 +248,10 @@ pub(crate) struct Rules {
     pub lock_reads: bool,
     /// MVTO: the transaction's timestamp, taken when it begins, is its commit TID.
     pub commit_at_begin: bool,
+    /// MVTO at READ COMMITTED: each statement reads a snapshot that leaves out the
+    /// transactions committing at earlier begin timestamps that had not yet started installing
+    /// (`mvto.rs`, READ; `sync::epoch`, statement snapshots).
+    pub statement_snapshots: bool,
 }
 
 impl Rules {

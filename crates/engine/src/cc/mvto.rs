@@ -16,7 +16,9 @@
 //! here the newest timestamp of a SERIALIZABLE transaction that scanned the leaf (phantoms,
 //! below). Per transaction: T_id, which is also its read timestamp (`TxnState::begin`) and its
 //! commit TID; the records it holds the write lock on (`Access::held`); the leaves its inserts
-//! changed (`NodeSet::changed`).
+//! changed (`NodeSet::changed`); at READ COMMITTED, its statement's snapshot
+//! (`TxnState::statement`). Per worker slot, beside the epoch manager's other words: `ordered`,
+//! T_id from the transaction's begin until its commit has locked its writes (`sync::epoch`).
 //!
 //! The timestamp is a TID from the clock (`EpochManager::next_timestamp`), in the epoch current
 //! when T begins. The log, snapshots and the stable epoch require every commit of an epoch to be
@@ -29,8 +31,29 @@
 //! T_id; such versions can no longer be written, so nothing is recorded. Otherwise T raises the
 //! record's read_ts to T_id and checks that no writer holds it (`TimestampWords::read_current`;
 //! a writer that does aborts T with `LockConflict`), then reads the version at T_id. A
-//! `get_for_update` takes the write lock as a write does. At READ COMMITTED reads see the
-//! statement's snapshot and record nothing, as under `si`.
+//! `get_for_update` takes the write lock as a write does.
+//!
+//! READ (READ COMMITTED, `ReadMode::AsOf` under `Rules::statement_snapshots`)
+//! Reads record nothing and raise no read_ts, and each statement reads a snapshot, as under
+//! `si`. A timestamp alone is no snapshot here: a transaction W at REPEATABLE READ or
+//! SERIALIZABLE commits at T_id, taken when it began, and until its commit locks the TID words
+//! that `Head::read_as_of` waits on it holds only owner words, which these reads ignore. A
+//! statement at S > T_id that began before W's commit would see W's versions at the records it
+//! reaches after W installs and the old ones before: half of W (a sum of balances during a
+//! transfer; `tests/bank.rs`, `tests/transactions.rs`). So a statement takes what PostgreSQL's
+//! snapshot holds: S and the transactions at or below S still in progress, here those whose
+//! commit had not yet locked its writes (`EpochManager::take_statement_snapshot`, which reads
+//! every slot's `ordered` word, then again the slots of those it leaves out until a round finds
+//! them all still there, so that the set is the one of a single instant: a statement that took
+//! a transaction without one whose writes it read would see the second through the first).
+//! At each record it reads the newest version at or below S
+//! stamped with none of them (`txn::read_visible`: one more read per version passed over;
+//! none while the set is empty). W leaves the set (`EpochManager::leave_ordered`, COMMIT 6)
+//! only once every record it writes is TID-locked, so a statement that no longer leaves it out
+//! waits at those records and sees all of it. The statement's slot publishes, for
+//! `readers_low`, a bound below the first transaction it leaves out, which keeps the versions
+//! it reads instead (`sync::epoch`, ORDERING). Point reads, batched reads and scans all read
+//! this way; a scan's shortcut over deleted records skips only deletes the statement sees.
 //!
 //! WRITE
 //! An update, delete or insert over an existing head takes the write lock at once: refused if
@@ -46,8 +69,10 @@
 //!    then, for every leaf T's inserts changed, abort (`TimestampOrder`) if a scanner with a
 //!    later timestamp stamped it (`check_inserted_leaves`).
 //! 5. Commit TID = T_id (at READ COMMITTED: the next clock value, after every timestamp).
-//! 6. Install, release the TID words, then give up the write locks (`txn::release_locks`), but
-//!    those on inserts deleted again, which go with their records (`commit::release_insert`).
+//! 6. Stop being left out of statement snapshots (`EpochManager::leave_ordered`: every write
+//!    has been TID-locked since step 1), install, release the TID words, then give up the
+//!    write locks (`txn::release_locks`), but those on inserts deleted again, which go with
+//!    their records (`commit::release_insert`).
 //!
 //! PHANTOMS
 //! Timestamp ordering of records says nothing about keys that do not exist yet. A scanner T
@@ -68,6 +93,21 @@
 //!   timestamp is later than the reader's, as the paper's does.
 //! - READ COMMITTED keeps the write locks (so that a later-timestamp commit never slips under
 //!   an earlier one) but commits at a fresh clock value, after every transaction that began.
+//! - The paper has no READ COMMITTED. Its statements read PostgreSQL-style snapshots that leave
+//!   out the transactions still to install (READ). Two alternatives were rejected. Reading at
+//!   min(S, oldest such T_id - 1), one number and no list, is consistent but would hide every
+//!   commit made after an idle transaction's T_id, a session's own included, for as long as
+//!   that transaction stays open. Treating a record held by a writer with owner ts <= S as busy,
+//!   waiting only while that writer is inside its commit, is incomplete: an idle writer also
+//!   owns records the statement has not reached yet, or will write them later, and only
+//!   aborting or blocking the writer's commit while such statements run would keep it from
+//!   installing below S there.
+//! - Taking a statement's snapshot waits for no one and cannot fail. A transaction it finds
+//!   between taking its timestamp and publishing it (`enter_ordered`) is not waited for,
+//!   since its thread may be descheduled there: the statement marks its slot, and the
+//!   transaction then takes a later timestamp, above the statement's, if the one it took is
+//!   not (a wasted clock value, rare). A kicked transaction is not left out: it can only
+//!   abort.
 //!
 //! INVARIANTS
 //! - Of a reader raising read_ts and a writer taking the owner word, one sees the other
@@ -86,6 +126,14 @@
 //!   record and then finds it unlinked lets go in the same call (`read_ordered`,
 //!   `write_existing`, `insert_existing`). Debug builds check, when a head's memory is freed,
 //!   that nobody owns it (`gc::reclaim`).
+//! - A READ COMMITTED statement at S sees a transaction with T_id <= S whole or not at all: it
+//!   leaves it out exactly when the transaction's commit had not yet locked its writes at one
+//!   instant while the snapshot was taken, and a record it reads is then either not yet
+//!   written at T_id or passed over to the version before. So it takes no transaction that saw
+//!   the writes of one it leaves out.
+//! - `readers_low` stays at or below a running statement's bound (S, or one below the first
+//!   T_id it leaves out if that is lower), so the version before one it passes over stays in
+//!   the chain.
 
 use super::access::{Access, AccessSet, Held};
 use super::mv2pl::refused;
@@ -168,4 +216,96 @@ pub(crate) fn check_inserted_leaves(
         return Err(AbortReason::TimestampOrder);
     }
     Ok(())
+}
+
+#[cfg(all(test, not(feature = "shuttle")))]
+mod tests {
+    use crate::sync::epoch::scan_pause;
+    use crate::{Config, Database, Isolation, KeyBuilder, Protocol, TableRef, TableSpec, Txn};
+    use std::sync::mpsc;
+
+    fn key(account: u64) -> Vec<u8> {
+        KeyBuilder::new().u64(account).finish()
+    }
+
+    fn balance(txn: &mut Txn<'_>, table: &TableRef, account: u64) -> i64 {
+        let value = txn.get(table, &key(account)).unwrap().expect("every account exists");
+        i64::from_le_bytes(value.try_into().unwrap())
+    }
+
+    fn transfer(txn: &mut Txn<'_>, table: &TableRef, from: u64, to: u64) {
+        let (a, b) = (balance(txn, table, from), balance(txn, table, to));
+        assert!(txn.update(table, &key(from), &(a - 10).to_le_bytes()).unwrap());
+        assert!(txn.update(table, &key(to), &(b + 10).to_le_bytes()).unwrap());
+    }
+
+    /// A statement that leaves out a transaction W leaves out every transaction that read W's
+    /// writes. W (slot 0) moves 10 from account 1 to 2 and U (slot 1), which began after it,
+    /// moves 10 from 2 to 3, both at REPEATABLE READ; a READ COMMITTED statement (slot 2) that
+    /// began after both reads every balance. Its snapshot's first round stops after W's slot,
+    /// which shows W still to install, while W commits and U, which reads W's write, commits
+    /// too (or, in the second case, while only W commits). Reading the slots once, the
+    /// statement then found U's slot cleared and took U without W: balances 100, 100, 110, a
+    /// total of 310 (the review of 2026-11-29). Its rounds find W's slot cleared in turn.
+    #[test]
+    fn a_statement_never_takes_a_transaction_without_one_it_read_from() {
+        for u_commits in [true, false] {
+            let config = Config {
+                protocol: Protocol::Mvto,
+                epoch_interval_ms: 0,
+                snapshot_interval_epochs: 1,
+                ..Config::default()
+            };
+            let db = Database::open(config).unwrap();
+            let table = db.create_table(TableSpec::new("accounts")).unwrap();
+            let mut w = db.worker().unwrap();
+            w.transaction(Isolation::Serializable, |txn| {
+                (1..=3).try_for_each(|account| {
+                    txn.insert(&table, &key(account), &100i64.to_le_bytes())
+                })
+            })
+            .unwrap();
+            let mut u = db.worker().unwrap();
+            w.begin(Isolation::RepeatableRead).unwrap();
+            u.begin(Isolation::RepeatableRead).unwrap();
+            transfer(&mut w.txn().unwrap(), &table, 1, 2);
+            let (paused, paused_seen) = mpsc::channel();
+            let (resume, resumed) = mpsc::channel::<()>();
+            let balances = std::thread::scope(|scope| {
+                let reader = scope.spawn(|| {
+                    let mut r = db.worker().unwrap();
+                    let mut first = true;
+                    scan_pause::set(move |index| {
+                        if index == 0 && std::mem::take(&mut first) {
+                            paused.send(()).unwrap();
+                            resumed.recv().unwrap();
+                        }
+                    });
+                    let balances = r
+                        .transaction_once(Isolation::ReadCommitted, |txn| {
+                            Ok([1, 2, 3].map(|account| balance(txn, &table, account)))
+                        })
+                        .unwrap();
+                    scan_pause::clear();
+                    balances
+                });
+                paused_seen.recv().unwrap();
+                w.commit().unwrap();
+                if u_commits {
+                    let mut txn = u.txn().unwrap();
+                    assert_eq!(balance(&mut txn, &table, 2), 110, "U reads W's write");
+                    transfer(&mut txn, &table, 2, 3);
+                    drop(txn);
+                    u.commit().unwrap();
+                }
+                resume.send(()).unwrap();
+                reader.join().unwrap()
+            });
+            let expected = if u_commits { [90, 100, 110] } else { [90, 110, 100] };
+            assert_eq!(balances, expected, "U committed during the snapshot: {u_commits}");
+            if !u_commits {
+                u.rollback().unwrap();
+            }
+        }
+    }
 }

@@ -21,7 +21,7 @@ use crate::limits::{KEY_BYTES_MAX, VALUE_BYTES_MAX};
 use crate::storage::record::{AsOf, Busy, HeadShape};
 use crate::storage::table::VERSION_SUFFIX_BYTES;
 use crate::storage::{Head, SecondaryIndex, Table, TableId, Tid, TidWord};
-use crate::sync::{Epoch, Pin};
+use crate::sync::{Epoch, Pin, StatementSnapshot};
 use crate::worker::{Status, TableRef, TxnState, Worker};
 use std::ops::Bound;
 
@@ -201,8 +201,27 @@ pub(crate) fn read_snapshot(
     }
 }
 
+/// Reads `head` as of `at`, passing over the versions `statement` hides (MVTO at READ
+/// COMMITTED: those of transactions still to install when the statement began; nothing
+/// otherwise). Each version passed over is an MVTO transaction's, and the version before it is
+/// final: nobody installs at or below a timestamp under a later version of the same record.
+#[inline]
+fn read_visible(
+    head: &Head,
+    at: Tid,
+    statement: &StatementSnapshot,
+    buffer: &mut Vec<u8>,
+) -> Result<AsOf, Busy> {
+    let mut seen = head.read_as_of(at, buffer)?;
+    while statement.hides(seen.tid) {
+        seen = head.read_as_of(Tid::from_u64(seen.tid.as_u64() - 1), buffer)?;
+    }
+    Ok(seen)
+}
+
 /// Reads `head` for a non-snapshot transaction: its own write if it has one, else the
-/// committed state `mode` asks for (recorded in the access set when `validate`). A committed
+/// committed state `mode` asks for (recorded in the access set when `validate`), as the
+/// statement's snapshot shows it. A committed
 /// state read without an entry that records it has its epoch noted instead
 /// (`AccessSet::unrecorded_epoch`), so that a read-only commit is acknowledged only once
 /// everything it saw is durable.
@@ -213,6 +232,7 @@ pub(crate) fn observe(
     head: *mut Head,
     validate: bool,
     mode: ReadMode,
+    statement: &StatementSnapshot,
 ) -> Result<Seen, AbortReason> {
     let own = access.find(head);
     if let Some(index) = own
@@ -228,8 +248,8 @@ pub(crate) fn observe(
     }
     if let ReadMode::AsOf(at) | ReadMode::Recorded(at) = mode {
         // SAFETY: reached through an index while pinned.
-        let seen =
-            unsafe { &*head }.read_as_of(at, buffer).map_err(|Busy| AbortReason::RecordBusy)?;
+        let seen = read_visible(unsafe { &*head }, at, statement, buffer)
+            .map_err(|Busy| AbortReason::RecordBusy)?;
         let recorded =
             matches!(mode, ReadMode::Recorded(_)) && own.is_none() && seen.current.is_latest();
         trace_ev!(crate::trace::Ev::Seen {
@@ -417,15 +437,21 @@ fn absent_record_leaf(state: &mut TxnState, probe: Probe) {
 /// appearing in a scanned range is a phantom, which those levels allow. Queues (TPC-C's
 /// NEW-ORDER) keep many such records until the snapshot horizon lets them be unlinked, and a
 /// scan used to record one read per record.
-/// Under a multi-version protocol only a delete at or below the read timestamp `bound` counts:
-/// a later one hides a row the transaction still reads (or must see as a change).
+/// Under a multi-version protocol only a delete at or below the read timestamp `bound` counts,
+/// and not one the statement's snapshot hides: either hides a row the transaction still reads
+/// (or must see as a change).
 /// The scan saw the delete all the same: its epoch is noted (`AccessSet::note_unrecorded`), as
 /// a point read of the record notes it, so that a read-only commit is acknowledged only once
 /// the delete is durable. (The record stays in the index until then: `commit::run_ready_tasks`.)
-fn deleted_unclaimed(access: &mut AccessSet, head: *mut Head, bound: Option<Tid>) -> bool {
+fn deleted_unclaimed(
+    access: &mut AccessSet,
+    head: *mut Head,
+    bound: Option<Tid>,
+    statement: &StatementSnapshot,
+) -> bool {
     // SAFETY: reached through an index while pinned.
     let word = unsafe { (*head).word() };
-    let skipped = bound.is_none_or(|bound| word.tid() <= bound)
+    let skipped = bound.is_none_or(|bound| word.tid() <= bound && !statement.hides(word.tid()))
         && word.is_absent()
         && word.is_latest()
         && !word.is_claimed()
@@ -495,14 +521,22 @@ impl<'w> Txn<'w> {
     }
 
     /// Starts a new statement. Under a multi-version protocol at READ COMMITTED, the reads
-    /// that follow see every commit made before this call (a snapshot per statement, as in
-    /// PostgreSQL); otherwise nothing changes.
+    /// that follow see every commit made before this call and nothing of one made after (a
+    /// snapshot per statement, as in PostgreSQL); otherwise nothing changes.
     pub fn next_statement(&mut self) -> Result<()> {
         self.active()?;
         let worker = &mut *self.worker;
-        if worker.txn.begin.is_some() && worker.txn.isolation == Isolation::ReadCommitted {
-            let at = worker.shared.epochs.renew_reader(worker.slot);
-            worker.txn.begin = Some(Tid::from_u64(at));
+        if worker.txn.begin.is_none() || worker.txn.isolation != Isolation::ReadCommitted {
+            return Ok(());
+        }
+        let epochs = &worker.shared.epochs;
+        if worker.txn.rules.statement_snapshots {
+            // MVTO: leave out the transactions that took earlier timestamps and have not yet
+            // begun to install (`mvto.rs`, READ).
+            epochs.take_statement_snapshot(worker.slot, &mut worker.txn.statement);
+            worker.txn.begin = Some(worker.txn.statement.at());
+        } else {
+            worker.txn.begin = Some(Tid::from_u64(epochs.renew_reader(worker.slot)));
         }
         Ok(())
     }
@@ -612,6 +646,7 @@ impl<'w> Txn<'w> {
                 raw as *mut Head,
                 validate,
                 mode,
+                &state.statement,
             )
             .map_err(|reason| poison(state, reason))?;
             match seen {
@@ -1318,7 +1353,9 @@ impl<'w> Txn<'w> {
         let pin = unsafe { pinned() };
         let state = &mut self.worker.txn;
         let mode = ReadMode::of(state, state.rules.validate_reads);
-        let TxnState { access, nodes, read_buffer, scan_buffer, rules, snapshot, .. } = state;
+        let TxnState {
+            access, nodes, read_buffer, scan_buffer, rules, snapshot, statement, ..
+        } = state;
         let current = std::cell::Cell::new(std::ptr::null_mut());
         let mut forward = |key: &[u8], row: &[u8]| visit(current.get(), key, row);
         let mut visitor = RowVisitor {
@@ -1328,6 +1365,7 @@ impl<'w> Txn<'w> {
             table: table_id,
             snapshot: *snapshot,
             mode,
+            statement,
             validate_reads: rules.validate_reads,
             validate_nodes: rules.validate_nodes,
             skip_deleted: true,
@@ -1416,6 +1454,7 @@ impl<'w> Txn<'w> {
             scan_buffer,
             rules,
             snapshot,
+            statement,
             scratch,
             scratch_key,
             scratch_low,
@@ -1432,6 +1471,7 @@ impl<'w> Txn<'w> {
                 table: table_id,
                 snapshot: *snapshot,
                 mode,
+                statement,
                 validate_reads: rules.validate_reads,
                 validate_nodes: rules.validate_nodes,
                 // A deleted record's old secondary entries stay until it is unlinked, and an
@@ -1488,6 +1528,8 @@ struct RowVisitor<'a, F> {
     snapshot: Option<Epoch>,
     /// How rows are read under the protocol (`ReadMode`).
     mode: ReadMode,
+    /// The statement's snapshot (MVTO at READ COMMITTED; empty otherwise).
+    statement: &'a StatementSnapshot,
     validate_reads: bool,
     validate_nodes: bool,
     /// Pass over unclaimed deleted records without recording them (primary-key scans).
@@ -1504,11 +1546,14 @@ impl<F: FnMut(&[u8], &[u8]) -> bool> RowVisitor<'_, F> {
         if let Some(at) = self.snapshot {
             return read_snapshot(self.access, head, at, self.buffer).then_some(Found::Buffer);
         }
-        if self.skip_deleted && deleted_unclaimed(self.access, head, self.mode.bound()) {
+        if self.skip_deleted
+            && deleted_unclaimed(self.access, head, self.mode.bound(), self.statement)
+        {
             trace_ev!(crate::trace::Ev::ScanSkipped { head: head as u64 });
             return None;
         }
-        match observe(self.access, self.buffer, self.table, head, self.validate_reads, self.mode) {
+        let (validate, mode) = (self.validate_reads, self.mode);
+        match observe(self.access, self.buffer, self.table, head, validate, mode, self.statement) {
             Err(reason) => {
                 self.error = Some(reason);
                 None

@@ -25,6 +25,14 @@
 //!   while a checkpoint holds an old epoch, only that epoch and the boundaries from the
 //!   unheld mark on are read, and the versions of the boundaries in between are garbage too
 //!   (`Retention`).
+//! - **Statement snapshots (MVTO).** An MVTO transaction commits at the timestamp it takes when
+//!   it begins (`cc/mvto.rs`), so a READ COMMITTED statement whose timestamp is later may meet
+//!   its writes installed only after the statement began. Such a transaction publishes its
+//!   timestamp in its slot from its begin until its writes are all locked for installing
+//!   (`enter_ordered`, `leave_ordered`), and a statement takes, beside its timestamp, the
+//!   published timestamps at or below it: the transactions it passes over, whose versions it
+//!   reads the one before (`take_statement_snapshot`, PostgreSQL's snapshot of the transactions
+//!   in progress).
 //!
 //! SLOT WORD (`Slot::state`)
 //!
@@ -67,6 +75,82 @@
 //! at its epoch that are not the checkpoint's are covered by the newer mark. Either way every
 //! reader keeps what it reads (`a_held_checkpoint_epoch_and_its_readers_keep_what_they_read`
 //! in `tests/shuttle_sync.rs`).
+//!
+//! Statement snapshots. A transaction W that commits at its begin timestamp stores PENDING in
+//! its slot's `ordered` word, takes its timestamp t from the clock (a sequentially consistent
+//! compare-and-swap, which releases that store) and replaces PENDING with t. A statement R
+//! reads the clock (S) and then every slot's `ordered` word. (1) If t <= S, R's clock load read
+//! the value W's compare-and-swap wrote or a later one (every later write of the clock is
+//! another compare-and-swap, in the same release sequence), so it acquired W's PENDING store
+//! and reads PENDING, t, or something W stored later: R never misses a W with t <= S that has
+//! not yet cleared the word. R does not wait on PENDING, since W may be descheduled there: it
+//! raises the statement timestamp that the word carries beside PENDING to S (a compare-and-swap;
+//! another statement may have raised it further), and W, which replaces PENDING by a
+//! compare-and-swap too and so reads the newest such timestamp, publishes t only if t is above
+//! it. Otherwise W takes another timestamp from the clock, which is above that statement
+//! timestamp (W's failed compare-and-swap acquired the statement's, whose clock load came
+//! first), and tries again. So a W that R finds on PENDING ends with t > S, and R need not
+//! leave it out; each retry of either means that another statement or W went on.
+//! (2) W clears the word (`leave_ordered`, sequentially consistent and so a
+//! release) only after it has locked every record it writes (commit step 1), or when it ends;
+//! a statement that reads the cleared word acquires those locks, so at each record it either
+//! waits for W's install or sees it: it takes W whole. One that read t passes over every
+//! version stamped t: none of W. (3) No other commit installs at or below S after R read the
+//! clock, as the other protocols' invariant says (`cc/mv.rs`).
+//!
+//! (4) What R leaves out is what was still to install at one instant. The slots are read one
+//! after another, and one pass is not enough: with W and U at t < u <= S, R reads W's slot
+//! (t), W clears its word and installs, U reads W's write, clears its word and installs, and R
+//! reads U's slot cleared. R would take U and leave out W, and so see W's transfer through U's
+//! balances but not W's own (the review of 2026-11-29). So R reads the slots in rounds: the
+//! first reads every slot; each later one reads again only the slots of the transactions left
+//! out so far, drops those whose word no longer shows their timestamp (or whose transaction
+//! was kicked), and R stops after a round that drops none, or as soon as none is left out (then
+//! there is nothing to be consistent with). All these loads and every clear are sequentially
+//! consistent, so they lie in one total order, and a load follows a store there if it reads the
+//! stored value or one after it in the word's modification order, and precedes it if it reads
+//! one before. Let P be the point of that order between the last round and the round before
+//! it. A transaction with t <= S that R leaves out was read still showing t in the last round,
+//! after P, so it clears its word after P. One that R takes (and that can install: not kicked)
+//! was read in an earlier round, before P, with its word cleared or holding a later
+//! transaction's, so it cleared its word before P. R takes exactly the transactions that had
+//! cleared their words at P. Now a U that saw anything of W clears its word after W does: U
+//! reads or overwrites W's versions only after W installs them (W's owner words refuse U
+//! before), W installs only after clearing its word, and U clears its own word after its reads
+//! and writes, at its commit; through other transactions in between too, since every step is a
+//! happens-before edge and the total order agrees with happens-before. So if R takes U it takes
+//! W. The rounds end: each but the last drops a transaction, so there are at most one more than
+//! the first round leaves out, and no later round reads a slot the first found clear.
+//! (`a_statement_never_takes_a_transaction_without_one_it_read_from`, in `tests/shuttle_sync.rs`
+//! and in `cc/mvto.rs`.)
+//!
+//! What R reads must be kept: at a record, the version before the first one at a timestamp R
+//! passes over, which a reader at t - 1 also reads. R publishes `reader` = min(S, t_min - 1)
+//! for the smallest such t (`StatementSnapshot::retention_bound`). Its first statement first
+//! swaps in 1, which no bound computation can pass, and only then reads the clock and the
+//! slots; later statements only raise the bound. A t that a later statement leaves out is
+//! above the earlier one's S, or the earlier one left it out too: if t <= S, the earlier
+//! statement's first round read W's word at or after PENDING ((1)), and not PENDING (W would
+//! have taken a timestamp above S) nor past t (the later statement could not read t then), so
+//! it read t, and it took W only on reading W's slot KICKED. A kicked transaction's
+//! `ordered` is cleared before its slot loses KICKED (`repin_kicked`, before the pin that rolls
+//! it back), and the later statement leaves W out only if two of its rounds, one after the
+//! other, read t and W's slot without KICKED ((4)). The first of those slot loads came after
+//! the pin (the earlier statement had already read KICKED), so the next round's load of
+//! `ordered` came after the clear and did not read t. (The pin used to clear KICKED first, and
+//! a later statement would leave the transaction out and lower its bound to t - 1: harmless,
+//! as the transaction installs nothing, but against this argument; the review of 2026-11-29.) `refresh_readers_low` reads every slot twice, each pass after
+//! its own load of `slots_high`, all sequentially consistent. Suppose a computation C's second
+//! pass missed R's swap (read R's slot before it, or stopped below it). Then C's first-pass
+//! load of W's `reader` came before R's swap, which came before R's load of W's `ordered` that
+//! saw t, which came before W cleared `ordered` (sequentially consistent), which W did before
+//! it cleared `reader` (`cc::commit` step 6, then `finish`; a load that saw that release store
+//! would come after the clear of `ordered`). So C saw W's `reader` bound (below t), or read
+//! W's slot before W's `enter_reader` and so started from a clock value at or below W's bound;
+//! and C started from a clock value at or below S. Either way C's bound is at most R's. A
+//! transaction the ticker kicked never installs, so statements and computations alike may
+//! leave it out.
+//! (`statement_snapshots_see_a_writer_whole_and_keep_what_they_read`, `tests/shuttle_sync.rs`.)
 
 use super::shim::{AtomicBool, AtomicU64, Ordering, fence};
 use crate::storage::Tid;
@@ -98,6 +182,12 @@ const IN_CALL: u64 = 0b010;
 const KICKED: u64 = 0b100;
 const FLAG_BITS: u32 = 3;
 
+/// In `Slot::ordered` while its transaction takes its timestamp (`enter_ordered`); the other
+/// bits then hold the newest statement timestamp that found it so (0 when none), which its
+/// timestamp must be above (module docs, statement snapshots). No TID has this bit: `Tid::new`
+/// keeps TIDs below 2^60, so that a record's TID word has room for its status bits.
+const PENDING: u64 = 1 << 63;
+
 #[inline]
 fn pack(epoch: u64, flags: u64) -> u64 {
     (epoch << FLAG_BITS) | flags
@@ -118,7 +208,85 @@ struct Slot {
     /// A lower bound of the read timestamp of the slot's multi-version transaction (`cc::mv`),
     /// 0 when it has none.
     reader: AtomicU64,
+    /// The timestamp of the slot's transaction that commits at its begin timestamp (MVTO), from
+    /// its begin until its writes are locked for installing; `PENDING` while it takes it, 0
+    /// when none. Statement snapshots leave these transactions out (module docs).
+    ordered: AtomicU64,
     used: AtomicBool,
+}
+
+/// What a READ COMMITTED statement under MVTO reads (`EpochManager::take_statement_snapshot`):
+/// at each record the newest version at or below `at` whose TID is none of `in_progress`, the
+/// timestamps of MVTO transactions that had not yet started installing when the statement
+/// began. PostgreSQL's statement snapshot, with `at` as its upper bound and `in_progress` as
+/// its list of transactions in progress. Its buffer is reused from statement to statement.
+#[derive(Debug, Clone)]
+pub struct StatementSnapshot {
+    at: Tid,
+    /// Sorted; each at or below `at`.
+    in_progress: Vec<Tid>,
+    /// The first of `in_progress`; [`Tid::MAX`] when it is empty.
+    in_progress_low: Tid,
+    /// While the snapshot is taken: the transactions it leaves out so far, with their slots,
+    /// which it reads again until none has gone (module docs, statement snapshots).
+    rounds: Vec<(SlotId, Tid)>,
+}
+
+impl Default for StatementSnapshot {
+    fn default() -> Self {
+        StatementSnapshot {
+            at: Tid::ZERO,
+            in_progress: Vec::new(),
+            in_progress_low: Tid::MAX,
+            rounds: Vec::new(),
+        }
+    }
+}
+
+impl StatementSnapshot {
+    /// Room for `slots_max` transactions in progress, so that taking a snapshot allocates
+    /// nothing.
+    pub fn with_capacity(slots_max: usize) -> Self {
+        StatementSnapshot {
+            in_progress: Vec::with_capacity(slots_max),
+            rounds: Vec::with_capacity(slots_max),
+            ..Self::default()
+        }
+    }
+
+    /// The statement's timestamp.
+    pub fn at(&self) -> Tid {
+        self.at
+    }
+
+    /// Whether the statement passes over the versions committed at `tid`: one compare when no
+    /// transaction was left out.
+    #[inline]
+    pub fn hides(&self, tid: Tid) -> bool {
+        tid >= self.in_progress_low && self.in_progress.binary_search(&tid).is_ok()
+    }
+
+    /// Every version the statement reads was superseded, if at all, above this bound: what its
+    /// slot publishes for `readers_low`.
+    pub fn retention_bound(&self) -> Tid {
+        match self.in_progress.first() {
+            Some(low) => self.at.min(Tid::from_u64(low.as_u64() - 1)),
+            None => self.at,
+        }
+    }
+
+    /// The transactions the statement leaves out.
+    pub fn in_progress(&self) -> &[Tid] {
+        &self.in_progress
+    }
+
+    /// No statement: nothing hidden.
+    pub fn clear(&mut self) {
+        self.at = Tid::ZERO;
+        self.in_progress.clear();
+        self.in_progress_low = Tid::MAX;
+        self.rounds.clear();
+    }
 }
 
 /// A transaction's pin was given up by the ticker after it sat idle too long.
@@ -178,6 +346,9 @@ pub struct EpochManager {
     multiversion: bool,
     /// One past the highest slot ever registered: `refresh_readers_low` scans no further.
     slots_high: AtomicU64,
+    /// READ COMMITTED statements take statement snapshots (MVTO): `refresh_readers_low` reads
+    /// the slots twice (module docs).
+    statement_snapshots: bool,
 }
 
 impl EpochManager {
@@ -205,6 +376,7 @@ impl EpochManager {
             readers_low: CachePadded::new(AtomicU64::new(u64::MAX)),
             multiversion: false,
             slots_high: AtomicU64::new(0),
+            statement_snapshots: false,
         }
     }
 
@@ -217,6 +389,13 @@ impl EpochManager {
 
     pub fn is_multiversion(&self) -> bool {
         self.multiversion
+    }
+
+    /// Turns on statement snapshots (MVTO, whose transactions commit at their begin
+    /// timestamps). Called once, after `enable_multiversion` and before any worker exists.
+    pub fn enable_statement_snapshots(&mut self) {
+        assert!(self.multiversion, "statement snapshots read versions by timestamp");
+        self.statement_snapshots = true;
     }
 
     /// Registers a multi-version transaction on a pinned slot and returns its read timestamp:
@@ -244,6 +423,147 @@ impl EpochManager {
 
     pub fn leave_reader(&self, slot: SlotId) {
         self.slots[slot.index()].reader.store(0, Ordering::Release);
+    }
+
+    /// Takes the timestamp of a transaction on a pinned slot that commits at it (MVTO,
+    /// `cc/mvto.rs`), in `epoch` or later, and publishes it to statement snapshots until
+    /// `leave_ordered`. `None` when the epoch's sequence space is exhausted.
+    pub fn enter_ordered(&self, slot: SlotId, epoch: Epoch) -> Option<Tid> {
+        // Relaxed: the clock's compare-and-swap below releases it, and a statement whose clock
+        // load reads the new timestamp (or a later one) acquires it (ORDERING, statement
+        // snapshots).
+        self.slots[slot.index()].ordered.store(PENDING, Ordering::Relaxed);
+        let first = self.next_timestamp(epoch);
+        self.publish_ordered(slot, epoch, first)
+    }
+
+    /// The second half of `enter_ordered`: replaces PENDING with `ts`, or with a later
+    /// timestamp if a statement at or above `ts` found the slot PENDING meanwhile (ORDERING,
+    /// statement snapshots). A retry means that such a statement went on.
+    fn publish_ordered(&self, slot: SlotId, epoch: Epoch, mut ts: Option<Tid>) -> Option<Tid> {
+        let ordered = &self.slots[slot.index()].ordered;
+        let mut word = PENDING;
+        loop {
+            let Some(next) = ts else {
+                // Relaxed: it publishes nothing; a statement that reads it takes no transaction
+                // from this slot (and a statement's compare-and-swap on PENDING then fails).
+                ordered.store(0, Ordering::Relaxed);
+                return None;
+            };
+            // Sequentially consistent, and so a release (pairs with the statements' loads
+            // that see the timestamp) and, failing, an acquire (pairs with their
+            // compare-and-swaps that raised the statement timestamp, whose clock loads came
+            // before: the clock now reads at least that timestamp).
+            match ordered.compare_exchange(word, next.as_u64(), Ordering::SeqCst, Ordering::SeqCst)
+            {
+                Ok(_) => return Some(next),
+                Err(now) => {
+                    debug_assert!(now & PENDING != 0, "only statements change a PENDING word");
+                    word = now;
+                    if now & !PENDING >= next.as_u64() {
+                        ts = self.next_timestamp(epoch);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The timestamp in a slot's `ordered` word as a statement at `at` reads it, 0 for none. A
+    /// transaction still taking its timestamp is made to take one above `at` (ORDERING,
+    /// statement snapshots): none. A retry means that another statement raised the word's
+    /// statement timestamp or the transaction published its timestamp.
+    fn ordered_for_statement(ordered: &AtomicU64, at: u64) -> u64 {
+        // Sequentially consistent: see ORDERING (the release stores of `enter_ordered` and
+        // `leave_ordered` pair with it).
+        let mut word = ordered.load(Ordering::SeqCst);
+        loop {
+            if word & PENDING == 0 {
+                return word;
+            }
+            if word & !PENDING >= at {
+                return 0;
+            }
+            // Sequentially consistent, and so a release: pairs with the failed
+            // compare-and-swap of `publish_ordered` that reads it.
+            match ordered.compare_exchange(word, at | PENDING, Ordering::SeqCst, Ordering::SeqCst) {
+                Ok(_) => return 0,
+                Err(now) => word = now,
+            }
+        }
+    }
+
+    /// The slot's ordered transaction has locked every record it writes (commit step 1), or
+    /// it ends: statements that begin from now on take it whole, waiting on its locked records
+    /// as on any committer's. Before the transaction lets go of its MVTO write locks, so that a
+    /// transaction that reads its writes is taken after it, and before `leave_reader`
+    /// (ORDERING, statement snapshots).
+    pub fn leave_ordered(&self, slot: SlotId) {
+        let ordered = &self.slots[slot.index()].ordered;
+        // Relaxed: only this slot's worker stores anything but 0 here. A commit clears the
+        // word at install (`cc::commit` step 6), and its end need not clear it again.
+        if ordered.load(Ordering::Relaxed) != 0 {
+            // Sequentially consistent, and so a release: pairs with the loads of
+            // `take_statement_snapshot` (visibility) and orders against those of
+            // `refresh_readers_low` (retention).
+            ordered.store(0, Ordering::SeqCst);
+        }
+    }
+
+    /// Takes a READ COMMITTED statement's snapshot for the transaction on a pinned slot (MVTO):
+    /// its timestamp, the ordered transactions at or below it still to install, and the slot's
+    /// new bound for `readers_low` (ORDERING, statement snapshots). The slots are read in
+    /// rounds: every slot first, then the slots of the transactions left out, again until a
+    /// round finds every one of them still there, so that what is left out is what had not
+    /// locked its writes at one instant. Waits for nobody: a transaction taking its timestamp
+    /// meanwhile is made to take one above the statement's.
+    pub fn take_statement_snapshot(&self, slot: SlotId, snapshot: &mut StatementSnapshot) {
+        debug_assert!(self.statement_snapshots);
+        let reader = &self.slots[slot.index()].reader;
+        if reader.load(Ordering::Relaxed) == 0 {
+            // The transaction's first statement: a bound no computation passes, published
+            // (sequentially consistent) before the clock and the slots are read.
+            reader.swap(1, Ordering::SeqCst);
+        }
+        let at = self.clock.load(Ordering::SeqCst).max(1);
+        snapshot.clear();
+        let high = self.slots_high.load(Ordering::SeqCst) as usize;
+        for (index, other) in self.slots[..high].iter().enumerate() {
+            let ts = Self::ordered_for_statement(&other.ordered, at);
+            #[cfg(all(test, not(feature = "shuttle")))]
+            scan_pause::after_slot(index);
+            if ts == 0 || ts > at {
+                continue;
+            }
+            // A kicked transaction can only abort: it installs nothing to leave out.
+            if other.state.load(Ordering::SeqCst) & KICKED != 0 {
+                continue;
+            }
+            snapshot.rounds.push((SlotId(index as u32), Tid::from_u64(ts)));
+        }
+        // The later rounds, over the transactions left out so far. Each round but the last drops
+        // at least one, so there are at most one more than the first round left out.
+        loop {
+            let left_out = snapshot.rounds.len();
+            if left_out == 0 {
+                break;
+            }
+            // Sequentially consistent loads, as in the first round.
+            snapshot.rounds.retain(|&(other, ts)| {
+                let other = &self.slots[other.index()];
+                other.ordered.load(Ordering::SeqCst) == ts.as_u64()
+                    && other.state.load(Ordering::SeqCst) & KICKED == 0
+            });
+            if snapshot.rounds.len() == left_out {
+                break;
+            }
+        }
+        snapshot.in_progress.extend(snapshot.rounds.iter().map(|&(_, ts)| ts));
+        snapshot.rounds.clear();
+        snapshot.in_progress.sort_unstable();
+        snapshot.at = Tid::from_u64(at);
+        snapshot.in_progress_low = snapshot.in_progress.first().copied().unwrap_or(Tid::MAX);
+        // Release: only raises the bound (or replaces the 1 swapped in above).
+        reader.store(snapshot.retention_bound().as_u64(), Ordering::Release);
     }
 
     /// Hands out a commit timestamp above every one handed out before, in `epoch` or later
@@ -293,16 +613,21 @@ impl EpochManager {
         }
         let mut low = self.clock.load(Ordering::SeqCst);
         fence(Ordering::SeqCst);
-        let high = self.slots_high.load(Ordering::SeqCst) as usize;
-        for slot in self.slots[..high].iter() {
-            let reader = slot.reader.load(Ordering::SeqCst);
-            if reader == 0 {
-                continue;
-            }
-            // A transaction the ticker kicked reads nothing more (it can only abort).
-            let word = slot.state.load(Ordering::SeqCst);
-            if word & ACTIVE != 0 && word & KICKED == 0 {
-                low = low.min(reader);
+        // Statement snapshots need each slot read twice, the second pass after the first
+        // (ORDERING, statement snapshots).
+        let passes = if self.statement_snapshots { 2 } else { 1 };
+        for _ in 0..passes {
+            let high = self.slots_high.load(Ordering::SeqCst) as usize;
+            for slot in self.slots[..high].iter() {
+                let reader = slot.reader.load(Ordering::SeqCst);
+                if reader == 0 {
+                    continue;
+                }
+                // A transaction the ticker kicked reads nothing more (it can only abort).
+                let word = slot.state.load(Ordering::SeqCst);
+                if word & ACTIVE != 0 && word & KICKED == 0 {
+                    low = low.min(reader);
+                }
             }
         }
         // Every computed bound holds for the readers active after it was computed, so the
@@ -374,6 +699,7 @@ impl EpochManager {
         slot.snapshot.store(0, Ordering::Release);
         slot.committing.store(0, Ordering::Release);
         slot.reader.store(0, Ordering::Release);
+        slot.ordered.store(0, Ordering::Release);
         slot.used.store(false, Ordering::Release);
     }
 
@@ -400,6 +726,22 @@ impl EpochManager {
     #[inline]
     pub fn suspend(&self, slot: SlotId, epoch: Epoch) {
         self.slots[slot.index()].state.store(pack(epoch.0, ACTIVE), Ordering::Release);
+    }
+
+    /// Pins the slot again for the roll-back of its transaction, which the ticker kicked
+    /// (`resume` said so). Statement snapshots first stop leaving the transaction out, while the
+    /// slot still shows it kicked: the pin clears KICKED, and a statement that then found its
+    /// timestamp would leave out a transaction that an earlier statement of its own transaction
+    /// had taken, and lower its bound for `readers_low` (ORDERING, statement snapshots).
+    pub fn repin_kicked(&self, slot: SlotId) -> Epoch {
+        debug_assert!(self.slots[slot.index()].state.load(Ordering::Relaxed) & KICKED != 0);
+        if self.statement_snapshots {
+            // Sequentially consistent (`leave_ordered`), and before the pin's swap: a statement
+            // whose load of `state` reads the swap (no KICKED) reads this clear at its next load
+            // of `ordered` (ORDERING, statement snapshots).
+            self.leave_ordered(slot);
+        }
+        self.pin(slot)
     }
 
     /// Re-enters a call for a suspended transaction, unless the ticker kicked it.
@@ -606,6 +948,38 @@ impl EpochManager {
     }
 }
 
+/// A pause inside `take_statement_snapshot`'s first round, for tests that stop a statement
+/// there while other transactions commit (`cc::mvto`'s tests). Per thread, so that the
+/// crate's other tests, on other threads, never meet it; compiled only into the crate's tests.
+#[cfg(all(test, not(feature = "shuttle")))]
+pub(crate) mod scan_pause {
+    use std::cell::RefCell;
+
+    type Pause = Box<dyn FnMut(usize)>;
+
+    thread_local! {
+        static AFTER_SLOT: RefCell<Option<Pause>> = const { RefCell::new(None) };
+    }
+
+    /// From now on this thread's statement snapshots call `pause` with each slot's index after
+    /// reading the slot in their first round.
+    pub(crate) fn set(pause: impl FnMut(usize) + 'static) {
+        AFTER_SLOT.set(Some(Box::new(pause)));
+    }
+
+    pub(crate) fn clear() {
+        AFTER_SLOT.set(None);
+    }
+
+    pub(super) fn after_slot(index: usize) {
+        AFTER_SLOT.with_borrow_mut(|pause| {
+            if let Some(pause) = pause {
+                pause(index);
+            }
+        });
+    }
+}
+
 #[cfg(all(test, not(feature = "shuttle")))]
 mod tests {
     use super::*;
@@ -694,6 +1068,129 @@ mod tests {
         manager.unpin(slot);
         manager.advance();
         assert!(manager.snapshot_low() > reading);
+    }
+
+    /// A statement snapshot leaves out the ordered transactions at or below its timestamp that
+    /// have not started installing (a busy one and an idle one), publishes a bound below them,
+    /// and stops leaving one out once it installs or is kicked.
+    #[test]
+    fn statement_snapshots_leave_out_ordered_transactions_still_to_install() {
+        let mut manager = EpochManager::new(4, 1, 3);
+        manager.enable_multiversion();
+        manager.enable_statement_snapshots();
+        let [busy, idle, reader, late] = [(); 4].map(|()| manager.register().unwrap());
+        let ordered = |slot| {
+            let epoch = manager.pin(slot);
+            manager.enter_reader(slot);
+            (epoch, manager.enter_ordered(slot, epoch).unwrap())
+        };
+        let (_, t) = ordered(busy);
+        let (idle_epoch, u) = ordered(idle);
+        manager.suspend(idle, idle_epoch);
+        manager.pin(reader);
+        let mut snapshot = StatementSnapshot::with_capacity(4);
+        manager.take_statement_snapshot(reader, &mut snapshot);
+        assert!(t < u && u <= snapshot.at());
+        assert_eq!(snapshot.in_progress(), [t, u]);
+        let before = Tid::from_u64(t.as_u64() - 1);
+        assert!(snapshot.hides(t) && snapshot.hides(u) && !snapshot.hides(before));
+        assert_eq!(snapshot.retention_bound(), before);
+        manager.refresh_readers_low();
+        assert!(manager.readers_low() <= snapshot.retention_bound());
+        // One that takes its timestamp after the statement's is not left out.
+        let (_, v) = ordered(late);
+        assert!(v > snapshot.at() && !snapshot.hides(v));
+        // The busy one locks its writes; the idle one is kicked.
+        manager.leave_ordered(busy);
+        let mut kicked = 0;
+        for _ in 0..10 {
+            kicked += manager.advance().unwrap().kicked;
+        }
+        assert_eq!(kicked, 1);
+        manager.take_statement_snapshot(reader, &mut snapshot);
+        assert_eq!(snapshot.in_progress(), [v]);
+        assert_eq!(snapshot.retention_bound(), Tid::from_u64(v.as_u64() - 1));
+        manager.leave_ordered(late);
+        manager.take_statement_snapshot(reader, &mut snapshot);
+        assert!(snapshot.in_progress().is_empty() && !snapshot.hides(v));
+        assert_eq!(snapshot.retention_bound(), snapshot.at());
+    }
+
+    /// A statement that finds a transaction taking its timestamp neither waits for it nor
+    /// leaves it out: the transaction, if the timestamp it took is at or below the statement's,
+    /// takes a later one; one it took above keeps it.
+    #[test]
+    fn a_statement_makes_a_transaction_taking_its_timestamp_take_a_later_one() {
+        let mut manager = EpochManager::new(4, 1, 3);
+        manager.enable_multiversion();
+        manager.enable_statement_snapshots();
+        let [writer, reader] = [(); 2].map(|()| manager.register().unwrap());
+        let epoch = manager.pin(writer);
+        manager.enter_reader(writer);
+        manager.pin(reader);
+        let mut snapshot = StatementSnapshot::with_capacity(4);
+        for first_at_or_below in [true, false] {
+            // The first half of `enter_ordered`, and its clock step before the statement's or
+            // after it.
+            manager.slots[writer.index()].ordered.store(PENDING, Ordering::Relaxed);
+            let mut first = None;
+            if first_at_or_below {
+                first = manager.next_timestamp(epoch);
+            }
+            manager.take_statement_snapshot(reader, &mut snapshot);
+            if !first_at_or_below {
+                first = manager.next_timestamp(epoch);
+            }
+            assert!(snapshot.in_progress().is_empty());
+            let ts = manager.publish_ordered(writer, epoch, first).unwrap();
+            if first_at_or_below {
+                assert!(first.unwrap() <= snapshot.at() && ts > snapshot.at());
+            } else {
+                assert_eq!(Some(ts), first);
+                assert!(ts > snapshot.at());
+            }
+            assert!(!snapshot.hides(ts));
+            manager.leave_ordered(writer);
+        }
+    }
+
+    /// A later statement of a transaction never leaves out a kicked transaction that an earlier
+    /// one took, and so never lowers its slot's bound for `readers_low`, when the kicked
+    /// transaction's worker comes back to roll it back: `repin_kicked` clears its word before
+    /// the pin clears KICKED. (A plain pin left the word set: the later statement left the
+    /// transaction out and published a bound one below its timestamp.)
+    #[test]
+    fn a_later_statement_never_leaves_out_a_kicked_transaction_an_earlier_one_took() {
+        let mut manager = EpochManager::new(4, 1, 3);
+        manager.enable_multiversion();
+        manager.enable_statement_snapshots();
+        let [idle, reader] = [(); 2].map(|()| manager.register().unwrap());
+        let epoch = manager.pin(idle);
+        manager.enter_commit(idle, epoch);
+        manager.enter_reader(idle);
+        let t = manager.enter_ordered(idle, epoch).unwrap();
+        manager.suspend(idle, epoch);
+        let mut kicked = 0;
+        for _ in 0..10 {
+            kicked += manager.advance().unwrap().kicked;
+        }
+        assert_eq!(kicked, 1);
+        manager.pin(reader);
+        let mut snapshot = StatementSnapshot::with_capacity(4);
+        manager.take_statement_snapshot(reader, &mut snapshot);
+        assert!(t <= snapshot.at() && !snapshot.hides(t), "a kicked transaction is taken");
+        let bound = snapshot.retention_bound();
+        assert_eq!(manager.resume(idle, epoch), Err(Kicked));
+        manager.repin_kicked(idle);
+        manager.take_statement_snapshot(reader, &mut snapshot);
+        assert!(!snapshot.hides(t), "left out by a later statement while it rolls back");
+        assert!(snapshot.retention_bound() >= bound);
+        manager.leave_ordered(idle);
+        manager.leave_commit(idle);
+        manager.leave_reader(idle);
+        manager.unpin(idle);
+        manager.leave_reader(reader);
+        manager.unpin(reader);
     }
 
     /// A held epoch and the readers at it keep the mark, not the unheld mark, which follows

@@ -19,5 +19,5 @@ pub mod lockword;
 pub mod shim;
 
 pub use backoff::Backoff;
-pub use epoch::{Epoch, EpochManager, Pin, SlotId};
+pub use epoch::{Epoch, EpochManager, Pin, SlotId, StatementSnapshot};
 pub use latch::{Restart, VersionLatch};
