@@ -161,13 +161,18 @@ impl SqlDb {
             catalog.tables.insert(info.schema.name.clone(), Arc::new(info));
         }
         // Engine tables of SQL tables that no catalog row names: left by a crash during DDL.
+        // On a full disk they stay, unused, until an open with room drops them: the database
+        // opens to serve reads all the same (docs/durability.md, "A full disk").
         for name in db.table_names() {
             if let Some((_, generation)) = name.rsplit_once('#')
                 && let Ok(generation) = generation.parse::<u64>()
             {
                 catalog.generation = catalog.generation.max(generation);
                 if !referenced.contains(&name) {
-                    db.drop_table(&name)?;
+                    match db.drop_table(&name) {
+                        Ok(()) | Err(engram_engine::Error::DiskFull(_)) => {}
+                        Err(error) => return Err(error.into()),
+                    }
                 }
             }
         }
