@@ -461,7 +461,12 @@ impl Database {
             let mut start = RunStart::new(&*storage, recovered.spares.clone());
             let records = catalog_state(&catalog);
             let catalog_file = start.attempt("catalog.log", || {
-                DataDir::rewrite_catalog(&*storage, &records, epochs.global().0)
+                DataDir::rewrite_catalog(
+                    &*storage,
+                    &records,
+                    &recovered.catalog_rows,
+                    epochs.global().0,
+                )
             })?;
             let manifest_written = start
                 .attempt("MANIFEST", || DataDir::write_manifest(&*storage, &recovered.manifest))?;
@@ -522,6 +527,7 @@ impl Database {
                         Some(file) => CatalogFileState::Open(file),
                         None => CatalogFileState::Unwritten,
                     },
+                    rows: recovered.catalog_rows,
                 }),
                 checkpointing: Mutex::new(checkpoint::splits_from(
                     std::mem::take(&mut recovered.checkpoint_parts),
@@ -726,6 +732,40 @@ impl Database {
         catalog.by_name.remove(name);
         catalog.tables[id.index()] = None;
         Ok(())
+    }
+
+    /// Makes rows that a committed transaction (`commit`, its `CommitInfo`) wrote to `table`
+    /// durable without the log, for a small table that must survive a crash whatever
+    /// `Config::durability` says, such as a catalog kept in a table (the SQL layer's): with
+    /// `Durability::Off`, they are appended to `catalog.log` and synced before this returns,
+    /// and recovery applies them over the checkpoint by the TID rule, as it applies the log
+    /// (format 8, docs/durability.md). `rows` are keys and new values, `None` for a deletion.
+    /// With the log on, the log holds them, and this does nothing. Without a data directory,
+    /// nothing does.
+    pub fn log_catalog_rows(
+        &self,
+        table: &TableRef,
+        commit: &CommitInfo,
+        rows: &[(&[u8], Option<&[u8]>)],
+    ) -> Result<()> {
+        let Some(data) = &self.shared.data else { return Ok(()) };
+        if self.shared.log.is_some() || rows.is_empty() {
+            return Ok(());
+        }
+        // Under the catalog's lock, so that no row follows its table's drop in the file.
+        let catalog = self.shared.catalog.read().unwrap_or_else(|poison| poison.into_inner());
+        if catalog.tables.get(table.id().index()).and_then(Option::as_ref).is_none() {
+            return Err(Error::UnknownTable(table.name().to_string()));
+        }
+        let record = CatalogRecord::Rows {
+            table: table.id().0,
+            tid: commit.tid.as_u64(),
+            rows: rows
+                .iter()
+                .map(|(key, value)| (key.to_vec(), value.map(<[u8]>::to_vec)))
+                .collect(),
+        };
+        data.log_catalog(&record, self.shared.epochs.global().0, &|| catalog_state(&catalog))
     }
 
     pub fn table_names(&self) -> Vec<String> {

@@ -44,7 +44,9 @@ pub use types::{Text, Type, Value};
 
 use catalog::{CATALOG_TABLE, Catalog, SchemaLock, Sequence, TableInfo, TableSchema};
 use codec::{KeyFormat, decode_compact_int};
-use engram_engine::{Config, Database, Direction, Isolation, TableRef, TableSpec, Worker};
+use engram_engine::{
+    CommitInfo, Config, Database, Direction, Isolation, TableRef, TableSpec, Worker,
+};
 use parking_lot::{Mutex, RwLock};
 use std::ops::Bound;
 use std::sync::Arc;
@@ -225,12 +227,30 @@ impl SqlDb {
 
     /// Records that sequence values up to `limit` may be handed out.
     fn reserve(&self, sequence: &Sequence, limit: i64) -> SqlResult<()> {
-        let key = format!("seq:{}", sequence.key);
-        let value = limit.to_string();
+        let key = format!("seq:{}", sequence.key).into_bytes();
+        let value = limit.to_string().into_bytes();
         let mut worker = self.system.lock();
         worker.transaction(Isolation::Serializable, |txn| {
-            txn.put(&self.catalog_table, key.as_bytes(), value.as_bytes())
+            txn.put(&self.catalog_table, &key, &value)
         })?;
+        self.log_catalog_rows(&worker.last_commit(), &[(key, Some(value))])
+    }
+
+    /// Makes the catalog rows that a committed transaction wrote durable whatever the
+    /// durability: with `off`, only checkpoints keep other rows, but a table created must
+    /// survive a crash, and a sequence must not hand a value out twice
+    /// (`Database::log_catalog_rows`; with the log on, the log holds them).
+    pub(crate) fn log_catalog_rows(
+        &self,
+        commit: &CommitInfo,
+        rows: &[(Vec<u8>, Option<Vec<u8>>)],
+    ) -> SqlResult<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let rows: Vec<(&[u8], Option<&[u8]>)> =
+            rows.iter().map(|(key, value)| (&key[..], value.as_deref())).collect();
+        self.db.log_catalog_rows(&self.catalog_table, commit, &rows)?;
         Ok(())
     }
 }

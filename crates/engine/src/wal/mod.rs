@@ -5,7 +5,8 @@
 //! |-------------------------------|------------------------------------------------------------|
 //! | `LOCK`                        | `flock`ed while a process has the directory open           |
 //! | `MANIFEST`                    | run number, newest complete checkpoint, void epoch ranges  |
-//! | `catalog.log`                 | table creations and drops, fsynced per DDL call            |
+//! | `catalog.log`                 | table creations and drops, fsynced per DDL call; rows that |
+//! |                               | must survive with durability off (`log_catalog_rows`)      |
 //! | `wal/rRUN-lLOGGER-SEQ.log`    | log segments: CRC32C-framed blocks of transaction records  |
 //! | `checkpoint/EPOCH/tID.ckpt`   | one file per table: its rows as of the checkpoint epoch    |
 //!
@@ -30,6 +31,7 @@ pub use storage::{DirStorage, FaultyStorage, Storage, StorageFile};
 use crate::error::{Error, Result};
 use crate::storage::table::KeyExtractor;
 use format::{BlockKind, CatalogRecord, FileHeader, FileKind, Manifest};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -92,9 +94,15 @@ pub(crate) struct CatalogFile {
     salt: u32,
 }
 
+/// Per table and key, the newest row the catalog log holds (`CatalogRecord::Rows`): its TID
+/// and its value, or `None` for a deletion.
+pub(crate) type CatalogRows = BTreeMap<(u32, Vec<u8>), (u64, Option<Vec<u8>>)>;
+
 /// The catalog log: open for appending, or not, and why.
 pub(crate) struct CatalogLog {
     pub file: CatalogFileState,
+    /// The rows the file holds (`Database::log_catalog_rows`), which a rewrite writes again.
+    pub rows: CatalogRows,
 }
 
 pub(crate) enum CatalogFileState {
@@ -200,11 +208,12 @@ impl DataDir {
     }
 
     /// Rewrites the catalog log with the live tables (and a drop record holding each dropped
-    /// table's id, so ids are never reused), and returns it open for appending. A failure
-    /// before the rename leaves the old catalog whole.
+    /// table's id, so ids are never reused) and the rows it holds, and returns it open for
+    /// appending. A failure before the rename leaves the old catalog whole.
     pub fn rewrite_catalog(
         storage: &dyn Storage,
         catalog: &recovery::CatalogState,
+        rows: &CatalogRows,
         epoch: u64,
     ) -> std::result::Result<CatalogFile, WriteFailure> {
         let temporary = "catalog.tmp";
@@ -228,6 +237,13 @@ impl DataDir {
                 None => CatalogRecord::Drop { table: id as u32 },
             });
         }
+        for ((table, key), (tid, value)) in rows {
+            let live = catalog.get(*table as usize).is_some_and(Option::is_some);
+            if live {
+                let rows = vec![(key.clone(), value.clone())];
+                append(&CatalogRecord::Rows { table: *table, tid: *tid, rows });
+            }
+        }
         let mut file = storage.create(temporary).map_err(written)?;
         if let Err(error) = file.append(&bytes) {
             let _ = storage.remove(temporary);
@@ -250,12 +266,12 @@ impl DataDir {
         live: &dyn Fn() -> recovery::CatalogState,
     ) -> Result<()> {
         let mut guard = self.catalog.lock().unwrap_or_else(|poison| poison.into_inner());
-        let CatalogLog { file: state } = &mut *guard;
+        let CatalogLog { file: state, rows } = &mut *guard;
         if let CatalogFileState::Failed(failed) = state {
             return Err(failed.clone());
         }
         if let CatalogFileState::Unwritten = state {
-            match DataDir::rewrite_catalog(&*self.storage, &live(), epoch) {
+            match DataDir::rewrite_catalog(&*self.storage, &live(), rows, epoch) {
                 Ok(file) => *state = CatalogFileState::Open(file),
                 Err(WriteFailure::Full(error)) => return Err(error),
                 Err(WriteFailure::Failed(error)) => {
@@ -285,6 +301,17 @@ impl DataDir {
                 WriteFailure::synced(&*self.storage, recovery::CATALOG, what, error).error();
             *state = CatalogFileState::Failed(catalog_failed(&error));
             return Err(error);
+        }
+        if let CatalogRecord::Rows { table, tid, rows: written } = record {
+            for (key, value) in written {
+                let newest = rows.entry((*table, key.clone())).or_insert((0, None));
+                if *tid >= newest.0 {
+                    *newest = (*tid, value.clone());
+                }
+            }
+        }
+        if let CatalogRecord::Drop { table } = record {
+            rows.retain(|(row_table, _), _| row_table != table);
         }
         Ok(())
     }
