@@ -16,8 +16,8 @@ use crate::sync::EpochManager;
 use crate::wal::format::{CatalogRecord, IndexRecord};
 use crate::wal::log::{self, Log, Segment};
 use crate::wal::{
-    CheckpointReport, DataDir, DirStorage, Durability, DurabilityWatcher, IndexKeys,
-    RecoveryReport, Storage, checkpoint, recovery,
+    CatalogFileState, CatalogLog, CheckpointReport, DataDir, DirStorage, Durability,
+    DurabilityWatcher, IndexKeys, RecoveryReport, Storage, WriteFailure, checkpoint, recovery,
 };
 use crate::worker::{CommitInfo, TableRef, Worker};
 use crossbeam_utils::CachePadded;
@@ -452,16 +452,28 @@ impl Database {
                 checkpoint::sample_every(config.checkpoint_part_rows),
             )?;
             epochs.restart_after(Epoch(recovered.last_epoch));
-            let mut records = Vec::with_capacity(recovered.tables.len());
             for (id, table) in recovered.tables.iter().enumerate() {
                 catalog.tables.push(table.clone());
-                records.push(table.as_ref().map(|table| {
+                if let Some(table) = table {
                     catalog.by_name.insert(table.name().to_string(), TableId(id as u32));
-                    (table.name().to_string(), index_records(table))
-                }));
+                }
             }
-            let catalog_file = DataDir::rewrite_catalog(&*storage, &records, epochs.global().0)?;
-            DataDir::write_manifest(&*storage, &recovered.manifest)?;
+            // The run's first writes: the catalog rewritten, the manifest, the loggers' first
+            // segments. None needs room the directory cannot give: on a full disk the database
+            // opens all the same, serves reads and refuses writes with `DiskFull` until there is
+            // room (docs/durability.md, "A full disk").
+            let mut start = RunStart::new(&*storage, recovered.spares.clone());
+            let records = catalog_state(&catalog);
+            let catalog_file = start.attempt("catalog.log", || {
+                DataDir::rewrite_catalog(
+                    &*storage,
+                    &records,
+                    &recovered.catalog_rows,
+                    epochs.global().0,
+                )
+            })?;
+            let manifest_written = start
+                .attempt("MANIFEST", || DataDir::write_manifest(&*storage, &recovered.manifest))?;
             if config.durability == Durability::Epoch {
                 let durable = epochs.stable();
                 let shared_log = Arc::new(
@@ -478,27 +490,34 @@ impl Database {
                 );
                 *shared_log.closed.lock().unwrap_or_else(|poison| poison.into_inner()) =
                     recovered.segments;
-                shared_log.adopt_spares(&recovered.spares);
+                shared_log.adopt_spares(&start.spares);
                 // The reserve only makes logging cheaper: without room for it, the log starts in
-                // fresh files.
-                if let Err(error) = shared_log.prepare_spares(config.log_reserve_bytes) {
+                // fresh files. Where the disk had no room for the catalog or the manifest, it
+                // has none for it either.
+                if start.full.is_none()
+                    && let Err(error) = shared_log.prepare_spares(config.log_reserve_bytes)
+                {
                     tracing::warn!(
                         "cannot write spare log segments in {}: {error}",
                         storage.describe("wal")
                     );
                 }
                 for logger in 0..config.loggers {
-                    let segment =
-                        Segment::create(&shared_log, logger, config.loggers, 0, durable.0)
-                            .map_err(|error| {
-                                crate::wal::io_error(
-                                    &*storage,
-                                    "wal",
-                                    "cannot create a log segment in",
-                                    error,
-                                )
-                            })?;
-                    segments.push(segment);
+                    // No segment before the manifest names the run (`DataDir::announce_run`).
+                    let made = match manifest_written {
+                        Some(()) => {
+                            Segment::create(&shared_log, logger, config.loggers, 0, durable.0)
+                                .map(Some)
+                                .or_else(|failure| start.full_or_error("a log segment", failure))
+                        }
+                        None => Ok(None),
+                    }?;
+                    if made.is_none() {
+                        let why = start.full.clone().unwrap_or_default();
+                        shared_log
+                            .full(logger, format!("no room for a log segment at the open: {why}"));
+                    }
+                    segments.push(made);
                 }
                 log = Some(shared_log);
             }
@@ -506,7 +525,14 @@ impl Database {
             data = Some(DataDir {
                 storage,
                 manifest: Mutex::new(recovered.manifest),
-                catalog: Mutex::new(Ok(catalog_file)),
+                manifest_unwritten: AtomicBool::new(manifest_written.is_none()),
+                catalog: Mutex::new(CatalogLog {
+                    file: match catalog_file {
+                        Some(file) => CatalogFileState::Open(file),
+                        None => CatalogFileState::Unwritten,
+                    },
+                    rows: recovered.catalog_rows,
+                }),
                 checkpointing: Mutex::new(checkpoint::splits_from(
                     std::mem::take(&mut recovered.checkpoint_parts),
                     config.checkpoint_part_rows,
@@ -557,8 +583,19 @@ impl Database {
                         let log = shared.log.as_ref().expect("loggers run with a log");
                         // A logger that panics (a bug) fails the log, so waiters get an error
                         // and new commits are refused, instead of waiting forever on it.
+                        let announce = || match &shared.data {
+                            Some(data) => data.announce_run(),
+                            None => Ok(()),
+                        };
                         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                            log::run_logger(log, &shared.epochs, index, segment, interval)
+                            log::run_logger(
+                                log,
+                                &shared.epochs,
+                                index,
+                                segment,
+                                interval,
+                                &announce,
+                            )
                         }));
                         if let Err(panic) = ran {
                             let what = panic
@@ -634,7 +671,7 @@ impl Database {
                 name: name.clone(),
                 indexes: index_records(&table),
             };
-            data.log_catalog(&record, self.shared.epochs.global().0)?;
+            data.log_catalog(&record, self.shared.epochs.global().0, &|| catalog_state(&catalog))?;
         }
         catalog.tables.push(Some(Arc::clone(&table)));
         catalog.by_name.insert(name, id);
@@ -693,11 +730,46 @@ impl Database {
         let mut catalog = self.shared.catalog.write().unwrap_or_else(|poison| poison.into_inner());
         let id = *catalog.by_name.get(name).ok_or_else(|| Error::UnknownTable(name.to_string()))?;
         if let Some(data) = &self.shared.data {
-            data.log_catalog(&CatalogRecord::Drop { table: id.0 }, self.shared.epochs.global().0)?;
+            let record = CatalogRecord::Drop { table: id.0 };
+            data.log_catalog(&record, self.shared.epochs.global().0, &|| catalog_state(&catalog))?;
         }
         catalog.by_name.remove(name);
         catalog.tables[id.index()] = None;
         Ok(())
+    }
+
+    /// Makes rows that a committed transaction (`commit`, its `CommitInfo`) wrote to `table`
+    /// durable without the log, for a small table that must survive a crash whatever
+    /// `Config::durability` says, such as a catalog kept in a table (the SQL layer's): with
+    /// `Durability::Off`, they are appended to `catalog.log` and synced before this returns,
+    /// and recovery applies them over the checkpoint by the TID rule, as it applies the log
+    /// (format 8, docs/durability.md). `rows` are keys and new values, `None` for a deletion.
+    /// With the log on, the log holds them, and this does nothing. Without a data directory,
+    /// nothing does.
+    pub fn log_catalog_rows(
+        &self,
+        table: &TableRef,
+        commit: &CommitInfo,
+        rows: &[(&[u8], Option<&[u8]>)],
+    ) -> Result<()> {
+        let Some(data) = &self.shared.data else { return Ok(()) };
+        if self.shared.log.is_some() || rows.is_empty() {
+            return Ok(());
+        }
+        // Under the catalog's lock, so that no row follows its table's drop in the file.
+        let catalog = self.shared.catalog.read().unwrap_or_else(|poison| poison.into_inner());
+        if catalog.tables.get(table.id().index()).and_then(Option::as_ref).is_none() {
+            return Err(Error::UnknownTable(table.name().to_string()));
+        }
+        let record = CatalogRecord::Rows {
+            table: table.id().0,
+            tid: commit.tid.as_u64(),
+            rows: rows
+                .iter()
+                .map(|(key, value)| (key.to_vec(), value.map(<[u8]>::to_vec)))
+                .collect(),
+        };
+        data.log_catalog(&record, self.shared.epochs.global().0, &|| catalog_state(&catalog))
     }
 
     pub fn table_names(&self) -> Vec<String> {
@@ -935,6 +1007,81 @@ fn run_checkpointer(shared: &Arc<Shared>) {
                 not_before = position.saturating_add(due);
             }
         }
+    }
+}
+
+/// The catalog as its log records it: per table id, the live table's name and indexes, or
+/// `None` for a dropped one.
+fn catalog_state(catalog: &Catalog) -> recovery::CatalogState {
+    catalog
+        .tables
+        .iter()
+        .map(|table| table.as_ref().map(|table| (table.name().to_string(), index_records(table))))
+        .collect()
+}
+
+/// The first writes of a run (`Database::open`), on a disk that may be full: each is tried,
+/// and where the disk has no room, a spare segment file is given back (the spares only make
+/// logging cheaper) and it is tried again; with no spare left, the write waits for later.
+struct RunStart<'a> {
+    storage: &'a dyn Storage,
+    /// Spare segment files not given back, for the loggers to take over.
+    spares: Vec<String>,
+    /// Why a write had to wait, if one did.
+    full: Option<String>,
+}
+
+impl<'a> RunStart<'a> {
+    fn new(storage: &'a dyn Storage, spares: Vec<String>) -> Self {
+        RunStart { storage, spares, full: None }
+    }
+
+    /// Runs `write` until it succeeds (`Some`), or finds the disk full with no spare left to
+    /// give back (`None`); any other failure is the open's.
+    fn attempt<T>(
+        &mut self,
+        what: &str,
+        mut write: impl FnMut() -> std::result::Result<T, WriteFailure>,
+    ) -> Result<Option<T>> {
+        loop {
+            match write() {
+                Ok(done) => return Ok(Some(done)),
+                Err(WriteFailure::Full(error)) if self.give_back_a_spare() => {
+                    tracing::warn!("{error}: gave a spare log segment back for {what}");
+                }
+                Err(failure) => return self.full_or_error(what, failure),
+            }
+        }
+    }
+
+    /// A full disk is waited out (`None`); anything else fails the open.
+    fn full_or_error<T>(&mut self, what: &str, failure: WriteFailure) -> Result<Option<T>> {
+        match failure {
+            WriteFailure::Full(error) => {
+                tracing::warn!(
+                    "no room for {what} at the open: serving reads, refusing writes until \
+                     there is room: {error}"
+                );
+                self.full = Some(match error {
+                    Error::DiskFull(message) => message,
+                    other => other.to_string(),
+                });
+                Ok(None)
+            }
+            WriteFailure::Failed(error) => Err(error),
+        }
+    }
+
+    /// Removes one spare segment file; whether there was one.
+    fn give_back_a_spare(&mut self) -> bool {
+        while let Some(spare) = self.spares.pop() {
+            let path = format!("wal/{spare}");
+            if self.storage.remove(&path).is_ok() {
+                let _ = self.storage.sync_dir("wal");
+                return true;
+            }
+        }
+        false
     }
 }
 

@@ -142,8 +142,10 @@ pub enum Error {
     /// Writing or syncing the log failed; the database accepts no more writes until it is
     /// restarted. Commits acknowledged before the failure stay durable.
     LogFailed(String),
-    /// The disk holding the data directory is full. From the log, as `LogFailed` (its message
-    /// says so); from a checkpoint or the manifest, only that operation failed.
+    /// The disk holding the data directory is full. From the log or the catalog: writes are
+    /// refused until there is room, and then resume by themselves, unless an fsync failed
+    /// (then until a restart, as `LogFailed`; the message says which). From a checkpoint, only
+    /// that checkpoint failed.
     DiskFull(String),
     /// An input/output error outside the log (opening the data directory, a checkpoint).
     Io(String),

@@ -2580,3 +2580,250 @@ fn a_crash_at_every_write_of_a_log_with_spares_and_checkpoints_keeps_what_it_ack
     }
     assert!(interrupted_recovered > 0, "no interrupted commit was found durable");
 }
+
+/// Commits the row `key(id)` = `value` and waits for it to be durable; the error, if either
+/// step failed.
+fn put_durably(
+    worker: &mut engram_engine::Worker,
+    table: &engram_engine::TableRef,
+    id: u64,
+    value: &[u8],
+) -> Result<(), Error> {
+    worker.transaction(Isolation::Serializable, |txn| txn.put(table, &key(id), value))?;
+    worker.wait_durable()
+}
+
+/// How many times a write is tried, a few milliseconds apart, before a test gives up on
+/// the log taking writes again: a bound, not a timing (the logger tries again at each epoch).
+const WRITE_RETRIES_MAX: u32 = 5_000;
+
+/// Tries `put_durably` until it succeeds (after `WRITE_RETRIES_MAX` tries: the last error);
+/// every failure before must be a full disk.
+fn put_durably_once_there_is_room(
+    worker: &mut engram_engine::Worker,
+    table: &engram_engine::TableRef,
+    id: u64,
+    value: &[u8],
+) -> Result<(), Error> {
+    let mut tries = 0;
+    loop {
+        match put_durably(worker, table, id, value) {
+            Ok(()) => return Ok(()),
+            Err(error) if tries < WRITE_RETRIES_MAX && matches!(error, Error::DiskFull(_)) => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+/// Fills the disk under a running log (small segments, so that loggers also fail to start
+/// their next one) and then gives it room again, with one logger and with two: while the disk
+/// is full, the commit in doubt and every later write get `DiskFull`, and so does a table's
+/// creation; once there is room, commits and catalog changes resume by themselves, with no
+/// restart, and a crash after that keeps every acknowledged commit, the ones before the disk
+/// filled and after it. Before, the log stopped for good at the first ENOSPC ("free space
+/// and restart").
+#[test]
+fn commits_resume_by_themselves_once_a_full_disk_has_room_again() {
+    const SEGMENT: u64 = 8 << 10;
+    for loggers in [1, 2] {
+        let config =
+            |storage: &FaultyStorage| Config { loggers, segment_bytes: SEGMENT, ..config(storage) };
+        let storage = FaultyStorage::new(60 + loggers as u64);
+        let db = Database::open(config(&storage)).unwrap();
+        let items = db.create_table(TableSpec::new("items")).unwrap();
+        let mut worker = db.worker().unwrap();
+        let mut acknowledged = std::collections::BTreeMap::new();
+        let value = |id: u64| format!("{id}-{}", "v".repeat(300)).into_bytes();
+        for id in 0..40 {
+            put_durably(&mut worker, &items, id, &value(id)).unwrap();
+            acknowledged.insert(key(id), value(id));
+        }
+        // Room for a few more rounds of the log, not for the next segments.
+        storage.limit_space(Some(storage.used_bytes() + 3 * 1024));
+        let mut in_doubt = std::collections::BTreeMap::new();
+        let mut id = 40;
+        let full = loop {
+            assert!(id < 40 + 1_000, "{loggers} logger(s): the disk never filled");
+            match put_durably(&mut worker, &items, id, &value(id)) {
+                Ok(()) => {
+                    acknowledged.insert(key(id), value(id));
+                }
+                Err(error) => {
+                    in_doubt.insert(key(id), value(id));
+                    break error;
+                }
+            }
+            id += 1;
+        };
+        assert!(matches!(full, Error::DiskFull(_)), "{loggers} logger(s): {full}");
+        // Full to the last byte: writes and catalog changes are refused, with a message that
+        // says so.
+        storage.limit_space(Some(storage.used_bytes()));
+        let refused = put_durably(&mut worker, &items, 5_000, b"refused").unwrap_err();
+        assert!(matches!(refused, Error::DiskFull(_)), "{refused}");
+        let message = refused.to_string();
+        assert!(message.contains("full") && message.contains("resume"), "{message}");
+        let error = db.create_table(TableSpec::new("while_full")).unwrap_err();
+        assert!(matches!(error, Error::DiskFull(_)), "{error}");
+        // Room again: the same process takes writes and DDL.
+        storage.limit_space(None);
+        let resumed = id + 1;
+        put_durably_once_there_is_room(&mut worker, &items, resumed, &value(resumed))
+            .unwrap_or_else(|error| panic!("{loggers} logger(s): never resumed: {error}"));
+        acknowledged.insert(key(resumed), value(resumed));
+        for id in resumed + 1..resumed + 40 {
+            put_durably(&mut worker, &items, id, &value(id)).unwrap();
+            acknowledged.insert(key(id), value(id));
+        }
+        let later = db.create_table(TableSpec::new("after_full")).unwrap();
+        put_durably(&mut worker, &later, 1, b"after").unwrap();
+        let crashed = storage.crash();
+        drop((worker, items, later, db));
+        let db = Database::open(config(&crashed)).unwrap();
+        let found: std::collections::BTreeMap<_, _> = rows(&db, "items").into_iter().collect();
+        for (row, value) in &acknowledged {
+            assert_eq!(found.get(row), Some(value), "{loggers} logger(s): an acknowledged row");
+        }
+        for (row, value) in &found {
+            assert!(
+                acknowledged.get(row) == Some(value) || in_doubt.get(row) == Some(value),
+                "{loggers} logger(s): a row never acknowledged nor in doubt"
+            );
+        }
+        assert_eq!(rows(&db, "after_full"), vec![(key(1), b"after".to_vec())]);
+        assert!(db.table("while_full").is_err());
+    }
+}
+
+/// A failed fsync is not a full disk to wait out: after it the state of what was written is
+/// unknown (the kernel may have dropped the pages), so the log stops for good, even when the
+/// fsync failed with ENOSPC and the disk has room again; a restart recovers every acknowledged
+/// commit and takes writes.
+#[test]
+fn a_failed_fsync_stops_the_log_until_a_restart_even_once_there_is_room() {
+    let storage = FaultyStorage::new(64);
+    let db = Database::open(config(&storage)).unwrap();
+    let items = db.create_table(TableSpec::new("items")).unwrap();
+    let mut worker = db.worker().unwrap();
+    for id in 0..20 {
+        put_durably(&mut worker, &items, id, b"acknowledged").unwrap();
+    }
+    storage.fail_syncs(true);
+    let error = put_durably(&mut worker, &items, 20, b"in doubt").unwrap_err();
+    assert!(matches!(error, Error::DiskFull(_)), "{error}");
+    assert!(error.to_string().contains("restart"), "{error}");
+    storage.fail_syncs(false);
+    for attempt in 0..50 {
+        let error = put_durably(&mut worker, &items, 100 + attempt, b"refused").unwrap_err();
+        assert!(error.to_string().contains("restart"), "{error}");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let crashed = storage.crash();
+    drop((worker, items, db));
+    let db = Database::open(config(&crashed)).unwrap();
+    let found = rows(&db, "items");
+    let acknowledged = found.iter().filter(|(_, value)| value == b"acknowledged").count();
+    assert_eq!(acknowledged, 20);
+    assert!(found.iter().all(|(_, value)| value != b"refused"));
+    let items = db.table("items").unwrap();
+    put_durably(&mut db.worker().unwrap(), &items, 200, b"after").unwrap();
+}
+
+/// A process killed while the disk was full, restarted on the disk still full: recovery
+/// needs no room (it reads, and cuts torn tails), so the database opens, serves reads of
+/// every acknowledged commit and refuses writes and catalog changes with `DiskFull`; a crash
+/// then changes nothing; and once there is room it writes its manifest, catalog and first
+/// segments and takes writes, with no restart. With one logger and with two, and with spare
+/// segments to take over (the log then starts at once, as the spares need no new room).
+/// Before, the open failed: "cannot write catalog.log" or "cannot create a log segment".
+#[test]
+fn a_database_killed_on_a_full_disk_opens_on_it_and_writes_once_there_is_room() {
+    const SEGMENT: u64 = 8 << 10;
+    for (loggers, spares) in [(1, false), (2, false), (1, true)] {
+        let case = format!("{loggers} logger(s), spares {spares}");
+        let config = |storage: &FaultyStorage| Config {
+            loggers,
+            segment_bytes: SEGMENT,
+            log_reserve_bytes: if spares { 4 * SEGMENT } else { 0 },
+            ..config(storage)
+        };
+        let storage = FaultyStorage::new(70 + loggers as u64);
+        let db = Database::open(config(&storage)).unwrap();
+        let items = db.create_table(TableSpec::new("items")).unwrap();
+        let mut worker = db.worker().unwrap();
+        let mut acknowledged = std::collections::BTreeMap::new();
+        for id in 0..30 {
+            let value = format!("{id}-{}", "v".repeat(200)).into_bytes();
+            put_durably(&mut worker, &items, id, &value).unwrap();
+            acknowledged.insert(key(id), value);
+        }
+        if spares {
+            // It keeps the segments it supersedes as spares.
+            db.checkpoint().unwrap();
+            assert!(files_under(&storage, "wal/spare-") > 1, "{case}: {:?}", storage.paths());
+        }
+        // The disk fills: a commit is in doubt, then the process is killed and restarted on
+        // the disk as full as it was.
+        storage.limit_space(Some(storage.used_bytes()));
+        let in_doubt = format!("30-{}", "v".repeat(200)).into_bytes();
+        assert!(put_durably(&mut worker, &items, 30, &in_doubt).is_err(), "{case}");
+        let killed = storage.crash();
+        drop((worker, items, db));
+        killed.limit_space(Some(killed.used_bytes()));
+        type Rows = std::collections::BTreeMap<Vec<u8>, Vec<u8>>;
+        // Every acknowledged row, and no row but those and the one in doubt.
+        let check = |db: &Database, acknowledged: &Rows| {
+            let found: Rows = rows(db, "items").into_iter().collect();
+            for (row, value) in acknowledged {
+                assert_eq!(found.get(row), Some(value), "{case}: an acknowledged row");
+            }
+            for (row, value) in &found {
+                let expected = acknowledged.get(row).or((row == &key(30)).then_some(&in_doubt));
+                assert_eq!(expected, Some(value), "{case}: a row never written");
+            }
+        };
+        // Opens on the full disk and reads. Without spares it refuses writes and DDL; with
+        // them it gives one back for its catalog and manifest, and its loggers take others
+        // over, so it writes at once. A crash loses nothing.
+        let db = Database::open(config(&killed))
+            .unwrap_or_else(|error| panic!("{case}: no open on a full disk: {error}"));
+        check(&db, &acknowledged);
+        let items = db.table("items").unwrap();
+        let mut worker = db.worker().unwrap();
+        if spares {
+            let value = b"on the full disk".to_vec();
+            put_durably(&mut worker, &items, 31, &value).unwrap();
+            acknowledged.insert(key(31), value);
+            drop(db.create_table(TableSpec::new("on_spares")).unwrap());
+        } else {
+            let error = put_durably(&mut worker, &items, 31, b"refused").unwrap_err();
+            assert!(matches!(error, Error::DiskFull(_)), "{case}: {error}");
+            assert!(error.to_string().contains("resume"), "{case}: {error}");
+            let error = db.create_table(TableSpec::new("while_full")).unwrap_err();
+            assert!(matches!(error, Error::DiskFull(_)), "{case}: {error}");
+        }
+        let again = killed.crash();
+        drop((worker, items, db));
+        again.limit_space(Some(again.used_bytes()));
+        let db = Database::open(config(&again))
+            .unwrap_or_else(|error| panic!("{case}: no second open on a full disk: {error}"));
+        check(&db, &acknowledged);
+        // Room again: the same process takes writes and DDL.
+        again.limit_space(None);
+        let items = db.table("items").unwrap();
+        let mut worker = db.worker().unwrap();
+        put_durably_once_there_is_room(&mut worker, &items, 32, b"after")
+            .unwrap_or_else(|error| panic!("{case}: never resumed: {error}"));
+        acknowledged.insert(key(32), b"after".to_vec());
+        let later = db.create_table(TableSpec::new("after_full")).unwrap();
+        put_durably(&mut worker, &later, 1, b"after").unwrap();
+        let crashed = again.crash();
+        drop((worker, items, later, db));
+        let db = Database::open(config(&crashed)).unwrap();
+        check(&db, &acknowledged);
+        assert_eq!(rows(&db, "after_full"), vec![(key(1), b"after".to_vec())]);
+    }
+}

@@ -151,7 +151,25 @@ fn write_golden(dir: &Path) {
     drop(wide);
     drop(table);
     drop(db);
+    // Rows the catalog log holds (format 8): written by a run with the log off.
+    let off = Config { durability: engram_engine::Durability::Off, ..config(dir) };
+    let db = Database::open(off).unwrap();
+    let kept = db.create_table(TableSpec::new("catalog_rows")).unwrap();
+    let mut worker = db.worker().unwrap();
+    for (id, row) in catalog_rows() {
+        worker.transaction(Isolation::Serializable, |txn| txn.put(&kept, &key(id), row)).unwrap();
+        let row: &[u8] = row;
+        db.log_catalog_rows(&kept, &worker.last_commit(), &[(&key(id), Some(row))]).unwrap();
+    }
+    drop(worker);
+    drop(kept);
+    drop(db);
     let _ = std::fs::remove_file(dir.join("LOCK"));
+}
+
+/// The rows of the table whose rows only the catalog log holds (format 8).
+fn catalog_rows() -> [(u64, &'static [u8]); 2] {
+    [(1, b"kept by the catalog"), (2, b"and this")]
 }
 
 #[test]
@@ -200,8 +218,19 @@ fn read_golden(version: u32) {
     drop(storage);
     let db = Database::open(config(&copy)).unwrap();
     let patches = version >= wal::format::PATCHES;
-    let names: &[&str] = if patches { &["golden", "wide"] } else { &["golden"] };
+    let catalog_rows_held = version >= wal::format::CATALOG_ROWS;
+    let names: &[&str] = match (patches, catalog_rows_held) {
+        (_, true) => &["catalog_rows", "golden", "wide"],
+        (true, false) => &["golden", "wide"],
+        (false, false) => &["golden"],
+    };
     assert_eq!(db.table_names(), names);
+    if catalog_rows_held {
+        let mut worker = db.worker().unwrap();
+        let expected: BTreeMap<Vec<u8>, Vec<u8>> =
+            catalog_rows().iter().map(|(id, row)| (key(*id), row.to_vec())).collect();
+        assert_eq!(all_rows(&mut worker, &db.table("catalog_rows").unwrap()), expected);
+    }
     let table = db.table("golden").unwrap();
     let mut worker = db.worker().unwrap();
     if patches {

@@ -572,6 +572,72 @@ async fn system_views_answer_drivers() {
     assert_eq!(code(&refused), "42501");
 }
 
+/// A disk that fills and then has room again, through the wire, with no restart: while it is
+/// full, the commit the log could not write ends its connection with 53100, later writes and
+/// DDL are refused with 53100 on connections that stay usable, and reads of durable rows are
+/// served; once there is room, the same server takes writes and DDL again, and a restart has
+/// every acknowledged row. Before, writes stayed refused until a restart ("free space and
+/// restart").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_is_53100_on_the_wire_until_there_is_room_again() {
+    use engram_engine::wal::FaultyStorage;
+    let storage = FaultyStorage::new(57);
+    let open = |storage: &FaultyStorage| {
+        SqlDb::open(Config {
+            storage: Some(Arc::new(storage.clone())),
+            durability: Durability::Epoch,
+            epoch_interval_ms: 5,
+            checkpoint_log_bytes: 0,
+            ..Config::default()
+        })
+        .unwrap()
+    };
+    let db = open(&storage);
+    let config =
+        ServerConfig { listen: "127.0.0.1:0".into(), threads: 2, ..ServerConfig::default() };
+    let server = Server::start(Arc::clone(&db), config).unwrap();
+    let writer = connect(&server).await;
+    writer.batch_execute("CREATE TABLE t (id INT PRIMARY KEY, v TEXT)").await.unwrap();
+    for i in 0..10i32 {
+        writer.execute("INSERT INTO t VALUES ($1, 'acknowledged')", &[&i]).await.unwrap();
+    }
+    storage.limit_space(Some(storage.used_bytes()));
+    let error = writer.execute("INSERT INTO t VALUES (10, 'in doubt')", &[]).await.unwrap_err();
+    assert_eq!(code(&error), "53100", "{error}");
+    let reader = connect(&server).await;
+    let rows = reader.query("SELECT id FROM t WHERE id < 10", &[]).await.unwrap();
+    assert_eq!(rows.len(), 10);
+    let error = reader.execute("INSERT INTO t VALUES (20, 'refused')", &[]).await.unwrap_err();
+    assert_eq!(code(&error), "53100", "{error}");
+    let message = error.as_db_error().map(|e| e.message().to_string()).unwrap_or_default();
+    assert!(message.contains("full") && message.contains("resume"), "{message}");
+    let error = reader.batch_execute("CREATE TABLE u (x INT)").await.unwrap_err();
+    assert_eq!(code(&error), "53100", "{error}");
+    // Room again: the logger writes at its next round, and the same connection's writes
+    // are taken. (A bound on tries, a few milliseconds apart, not a timing.)
+    storage.limit_space(None);
+    let mut tries = 0;
+    while let Err(error) = reader.execute("INSERT INTO t VALUES (30, 'after')", &[]).await {
+        assert_eq!(code(&error), "53100", "{error}");
+        tries += 1;
+        assert!(tries < 5_000, "writes never resumed: {error}");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    reader.batch_execute("CREATE TABLE u (x INT); INSERT INTO u VALUES (1)").await.unwrap();
+    drop(reader);
+    server.stop();
+    drop(db);
+    let db = open(&storage.crash());
+    let mut session = db.session().unwrap();
+    let ids = session.execute_one("SELECT id FROM t WHERE v <> 'in doubt' ORDER BY id").unwrap();
+    let ids: Vec<String> =
+        ids.text_rows().into_iter().map(|row| row[0].clone().unwrap_or_default()).collect();
+    let expected: Vec<String> = (0..10).chain([30]).map(|id| id.to_string()).collect();
+    assert_eq!(ids, expected);
+    let u = session.execute_one("SELECT x FROM u").unwrap().text_rows();
+    assert_eq!(u, vec![vec![Some("1".to_string())]]);
+}
+
 /// A full disk through the wire: the commit the log could not write ends its connection with
 /// 53100 (its outcome unknown), as does a read of it; every later write is refused with 53100
 /// while reads of durable rows and new connections are served, and a restart on a disk with

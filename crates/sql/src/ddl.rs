@@ -149,21 +149,26 @@ impl Session {
         catalog.tables.contains_key(name) || catalog.index_table(name).is_some()
     }
 
-    /// Writes (or with `None` deletes) a table's catalog row in the session's transaction.
+    /// Writes (or with `None` deletes) a table's catalog row in the session's transaction,
+    /// and notes it for the catalog log at commit (`SqlDb::log_catalog_rows`).
     fn write_catalog_row(&mut self, name: &str, schema: Option<&TableSchema>) -> SqlResult<()> {
-        let key = format!("table:{name}");
+        let key = format!("table:{name}").into_bytes();
         let catalog_table = self.db.database().table(CATALOG_TABLE)?;
         let mut txn = self.worker.txn()?;
-        match schema {
+        let value = match schema {
             Some(schema) => {
                 let bytes = serde_json::to_vec(schema)
                     .map_err(|e| SqlError::new("XX000", e.to_string()))?;
-                txn.put(&catalog_table, key.as_bytes(), &bytes)?;
+                txn.put(&catalog_table, &key, &bytes)?;
+                Some(bytes)
             }
             None => {
-                txn.delete(&catalog_table, key.as_bytes())?;
+                txn.delete(&catalog_table, &key)?;
+                None
             }
-        }
+        };
+        self.catalog_rows.retain(|(written, _)| *written != key);
+        self.catalog_rows.push((key, value));
         Ok(())
     }
 

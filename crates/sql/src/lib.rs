@@ -46,7 +46,9 @@ pub use types::{Text, Type, Value};
 
 use catalog::{CATALOG_TABLE, Catalog, SchemaLock, Sequence, TableInfo, TableSchema};
 use codec::{KeyFormat, decode_compact_int};
-use engram_engine::{Config, Database, Direction, Isolation, TableRef, TableSpec, Worker};
+use engram_engine::{
+    CommitInfo, Config, Database, Direction, Isolation, TableRef, TableSpec, Worker,
+};
 use parking_lot::{Mutex, RwLock};
 use std::ops::Bound;
 use std::sync::Arc;
@@ -163,13 +165,18 @@ impl SqlDb {
             catalog.tables.insert(info.schema.name.clone(), Arc::new(info));
         }
         // Engine tables of SQL tables that no catalog row names: left by a crash during DDL.
+        // On a full disk they stay, unused, until an open with room drops them: the database
+        // opens to serve reads all the same (docs/durability.md, "A full disk").
         for name in db.table_names() {
             if let Some((_, generation)) = name.rsplit_once('#')
                 && let Ok(generation) = generation.parse::<u64>()
             {
                 catalog.generation = catalog.generation.max(generation);
                 if !referenced.contains(&name) {
-                    db.drop_table(&name)?;
+                    match db.drop_table(&name) {
+                        Ok(()) | Err(engram_engine::Error::DiskFull(_)) => {}
+                        Err(error) => return Err(error.into()),
+                    }
                 }
             }
         }
@@ -222,12 +229,30 @@ impl SqlDb {
 
     /// Records that sequence values up to `limit` may be handed out.
     fn reserve(&self, sequence: &Sequence, limit: i64) -> SqlResult<()> {
-        let key = format!("seq:{}", sequence.key);
-        let value = limit.to_string();
+        let key = format!("seq:{}", sequence.key).into_bytes();
+        let value = limit.to_string().into_bytes();
         let mut worker = self.system.lock();
         worker.transaction(Isolation::Serializable, |txn| {
-            txn.put(&self.catalog_table, key.as_bytes(), value.as_bytes())
+            txn.put(&self.catalog_table, &key, &value)
         })?;
+        self.log_catalog_rows(&worker.last_commit(), &[(key, Some(value))])
+    }
+
+    /// Makes the catalog rows that a committed transaction wrote durable whatever the
+    /// durability: with `off`, only checkpoints keep other rows, but a table created must
+    /// survive a crash, and a sequence must not hand a value out twice
+    /// (`Database::log_catalog_rows`; with the log on, the log holds them).
+    pub(crate) fn log_catalog_rows(
+        &self,
+        commit: &CommitInfo,
+        rows: &[(Vec<u8>, Option<Vec<u8>>)],
+    ) -> SqlResult<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let rows: Vec<(&[u8], Option<&[u8]>)> =
+            rows.iter().map(|(key, value)| (&key[..], value.as_deref())).collect();
+        self.db.log_catalog_rows(&self.catalog_table, commit, &rows)?;
         Ok(())
     }
 }

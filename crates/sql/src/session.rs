@@ -237,6 +237,9 @@ pub struct Session {
     settings: BTreeMap<String, String>,
     pub(crate) undo: Vec<Undo>,
     pub(crate) drop_at_commit: Vec<String>,
+    /// The catalog rows the transaction wrote (keys and values, `None` for a deletion), for
+    /// the catalog log at commit (`SqlDb::log_catalog_rows`).
+    pub(crate) catalog_rows: Vec<(Vec<u8>, Option<Vec<u8>>)>,
     pub(crate) notices: Vec<String>,
     /// Wait for the commit's epoch to be durable before COMMIT returns.
     wait_durable: bool,
@@ -355,6 +358,7 @@ impl Session {
             settings: default_settings(),
             undo: Vec::new(),
             drop_at_commit: Vec::new(),
+            catalog_rows: Vec::new(),
             notices: Vec::new(),
             wait_durable: true,
             last_commit: CommitInfo::NOTHING,
@@ -638,6 +642,7 @@ impl Session {
 
     fn undo_ddl(&mut self) {
         self.drop_at_commit.clear();
+        self.catalog_rows.clear();
         if self.undo.is_empty() {
             return;
         }
@@ -721,7 +726,7 @@ impl Session {
 
     /// Ends the transaction: commit or roll back the engine transaction, finish DDL.
     fn finish(&mut self, commit: bool) -> SqlResult<()> {
-        let result = if commit && self.engine_open {
+        let mut result = if commit && self.engine_open {
             self.engine_open = false;
             match self.worker.commit() {
                 Ok(info) => {
@@ -740,16 +745,24 @@ impl Session {
         match (&result, commit) {
             (Ok(()), true) => {
                 self.undo.clear();
+                // With durability off, the catalog rows it wrote go to the catalog log now:
+                // nothing else would keep them. Failing (a full disk), the DDL is in doubt,
+                // as a commit the log could not write is.
+                let rows = std::mem::take(&mut self.catalog_rows);
+                let logged = self.db.log_catalog_rows(&self.last_commit, &rows);
                 // The engine tables the commit stopped naming go only once it is durable,
                 // whatever `synchronous_commit` says: an engine drop is on disk at once, and a
                 // crash before the commit's epoch would leave the catalog row that names the
                 // table without it (tests/crash_points.rs). If the log failed, they stay, and
                 // the next open drops whichever generation the catalog does not name.
                 let drops = std::mem::take(&mut self.drop_at_commit);
-                if !drops.is_empty() && self.worker.wait_durable().is_ok() {
+                if logged.is_ok() && !drops.is_empty() && self.worker.wait_durable().is_ok() {
                     for engine in drops {
                         let _ = self.db.db.drop_table(&engine);
                     }
+                }
+                if let Err(error) = logged {
+                    result = Err(error);
                 }
             }
             _ => self.undo_ddl(),

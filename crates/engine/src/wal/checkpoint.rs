@@ -14,7 +14,7 @@
 
 use super::format::{self, BlockKind, FileHeader, FileKind};
 use super::log::SegmentInfo;
-use super::{DataDir, io_error};
+use super::{DataDir, WriteFailure, io_error};
 use crate::cc::{self, Txn};
 use crate::db::Shared;
 use crate::error::Result;
@@ -443,8 +443,10 @@ fn publish(
         let mut manifest = data.manifest.lock().unwrap_or_else(|poison| poison.into_inner());
         let mut updated = manifest.clone();
         updated.checkpoint = Some((at.0, report.files as u64));
-        DataDir::write_manifest(storage, &updated)?;
+        DataDir::write_manifest(storage, &updated).map_err(WriteFailure::error)?;
         *manifest = updated;
+        // It names this run too, if the open could not write it (`DataDir::announce_run`).
+        data.manifest_unwritten.store(false, std::sync::atomic::Ordering::Release);
     }
     let mut superseded = Superseded::default();
     if let Ok(names) = storage.list("checkpoint") {

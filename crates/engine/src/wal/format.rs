@@ -35,8 +35,14 @@ pub fn crc32c_append(crc: u32, data: &[u8]) -> u32 {
 /// ([`PATCHES`]). Version 5 salts each log segment's block headers ([`SALTED_SEGMENTS`]), so
 /// that a segment file can be reused. Version 6 numbers each log block's write round
 /// ([`ROUNDS`]). Version 7 salts the catalog log too, afresh at each rewrite
-/// ([`SALTED_CATALOGS`]).
-pub const FORMAT_VERSION: u32 = 7;
+/// ([`SALTED_CATALOGS`]). Version 8 lets the catalog log hold rows ([`CATALOG_ROWS`]).
+pub const FORMAT_VERSION: u32 = 8;
+
+/// The first format whose catalog log may hold rows of a table ([`CatalogRecord::Rows`]):
+/// what `Database::log_catalog_rows` makes durable where nothing else would (with durability
+/// off, the SQL catalog's rows), applied at recovery over the checkpoint and the log by the
+/// TID rule, as log records are.
+pub const CATALOG_ROWS: u32 = 8;
 
 /// The first format whose catalog log carries a salt, as segments do ([`SALTED_SEGMENTS`]):
 /// a new random one each time the catalog is rewritten (at every open). The catalog is
@@ -1022,6 +1028,7 @@ pub fn encode_row(out: &mut Vec<u8>, key: &[u8], value: &[u8]) {
 
 pub const CATALOG_CREATE: u8 = 1;
 pub const CATALOG_DROP: u8 = 2;
+pub const CATALOG_ROWS_TAG: u8 = 3;
 
 /// A secondary index as the catalog records it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -1031,10 +1038,26 @@ pub struct IndexRecord {
     pub definition: Vec<u8>,
 }
 
+/// A row a catalog log holds (`CatalogRecord::Rows`): its key, and its value or `None` for a
+/// deletion.
+pub type CatalogRow = (Vec<u8>, Option<Vec<u8>>);
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CatalogRecord {
-    Create { table: u32, name: String, indexes: Vec<IndexRecord> },
-    Drop { table: u32 },
+    Create {
+        table: u32,
+        name: String,
+        indexes: Vec<IndexRecord>,
+    },
+    Drop {
+        table: u32,
+    },
+    /// Rows of `table` that a transaction with TID `tid` committed ([`CATALOG_ROWS`]).
+    Rows {
+        table: u32,
+        tid: u64,
+        rows: Vec<CatalogRow>,
+    },
 }
 
 fn put_sized(out: &mut Vec<u8>, bytes: &[u8]) {
@@ -1060,6 +1083,22 @@ pub fn encode_catalog(record: &CatalogRecord) -> Vec<u8> {
             out.push(CATALOG_DROP);
             out.extend_from_slice(&table.to_le_bytes());
         }
+        CatalogRecord::Rows { table, tid, rows } => {
+            out.push(CATALOG_ROWS_TAG);
+            out.extend_from_slice(&table.to_le_bytes());
+            out.extend_from_slice(&tid.to_le_bytes());
+            out.extend_from_slice(&(rows.len() as u32).to_le_bytes());
+            for (key, value) in rows {
+                put_sized(&mut out, key);
+                match value {
+                    Some(value) => {
+                        out.push(1);
+                        put_sized(&mut out, value);
+                    }
+                    None => out.push(0),
+                }
+            }
+        }
     }
     out
 }
@@ -1082,6 +1121,25 @@ pub fn decode_catalog(payload: &[u8]) -> Option<CatalogRecord> {
             CatalogRecord::Create { table, name, indexes }
         }
         CATALOG_DROP => CatalogRecord::Drop { table: cursor.u32()? },
+        CATALOG_ROWS_TAG => {
+            let table = cursor.u32()?;
+            let tid = cursor.u64()?;
+            let count = cursor.u32()?;
+            let mut rows = Vec::new();
+            for _ in 0..count {
+                let key = cursor.sized()?;
+                if !key_fits(key) {
+                    return None;
+                }
+                let value = match cursor.u8()? {
+                    0 => None,
+                    1 => Some(cursor.sized()?.to_vec()),
+                    _ => return None,
+                };
+                rows.push((key.to_vec(), value));
+            }
+            CatalogRecord::Rows { table, tid, rows }
+        }
         _ => return None,
     };
     cursor.is_empty().then_some(record)
@@ -1444,6 +1502,21 @@ mod tests {
             decode_catalog(&encode_catalog(&CatalogRecord::Drop { table: 2 })),
             Some(CatalogRecord::Drop { table: 2 })
         );
+        let record = CatalogRecord::Rows {
+            table: 4,
+            tid: 1 << 40,
+            rows: vec![(b"table:t".to_vec(), Some(b"{}".to_vec())), (b"table:u".to_vec(), None)],
+        };
+        let encoded = encode_catalog(&record);
+        assert_eq!(decode_catalog(&encoded), Some(record));
+        assert_eq!(decode_catalog(&encoded[..encoded.len() - 1]), None);
+        // A key longer than any index holds is a malformed record here too.
+        let long = CatalogRecord::Rows {
+            table: 4,
+            tid: 1,
+            rows: vec![(vec![1u8; INDEX_KEY_BYTES_MAX + 1], None)],
+        };
+        assert_eq!(decode_catalog(&encode_catalog(&long)), None);
     }
 
     /// The patch of `old` to `new` through the log's bytes, if `diff_rows` makes one.

@@ -40,6 +40,7 @@
 //! at the segment's end as they stop at zeros; before a logger moves on to its next segment it cuts
 //! the old bytes off, so that only a logger's newest segment can end in them.
 
+use super::WriteFailure;
 use super::format::{self, BlockKind, FileHeader, FileKind, Sink};
 use super::storage::{Storage, StorageFile};
 use crate::error::{Error, Result};
@@ -309,8 +310,14 @@ pub(crate) fn parse_segment_name(name: &str) -> Option<(u64, usize, u64)> {
 
 #[derive(Debug, Default)]
 struct Failure {
+    /// Why the log stopped for good (`Log::fail`: a failed fsync, an I/O error, a panic).
     message: Option<String>,
     no_space: bool,
+    /// The loggers (one bit each) whose last write or new segment found the disk full
+    /// (`Log::full`), and the newest such error: the log refuses writes until each of them has
+    /// written again.
+    full: u64,
+    full_message: String,
 }
 
 /// The shared state of epoch logging.
@@ -319,7 +326,10 @@ pub(crate) struct Log {
     buffers: Box<[CachePadded<Mutex<SlotBuffers>>]>,
     logger_durable: Box<[CachePadded<AtomicU64>]>,
     durable: CachePadded<AtomicU64>,
+    /// Writes are refused: the log stopped (`stopped`), or a logger waits for room.
     failed: AtomicBool,
+    /// The log stopped for good (`Log::fail`).
+    stopped: AtomicBool,
     failure: Mutex<Failure>,
     wait_lock: Mutex<()>,
     wakeup: Condvar,
@@ -379,6 +389,7 @@ impl Log {
                 .collect(),
             durable: CachePadded::new(AtomicU64::new(durable.0)),
             failed: AtomicBool::new(false),
+            stopped: AtomicBool::new(false),
             failure: Mutex::new(Failure::default()),
             wait_lock: Mutex::new(()),
             wakeup: Condvar::new(),
@@ -535,7 +546,13 @@ impl Log {
 
     fn error(&self) -> Error {
         let failure = lock(&self.failure);
-        let message = failure.message.clone().unwrap_or_else(|| "the log failed".into());
+        let Some(message) = failure.message.clone() else {
+            return Error::DiskFull(format!(
+                "writes are refused until there is room again; they resume by themselves, and \
+                 acknowledged commits are safe: {}",
+                failure.full_message
+            ));
+        };
         if failure.no_space {
             Error::DiskFull(format!(
                 "the log stopped, so no more writes are accepted (free space and restart; \
@@ -546,7 +563,7 @@ impl Log {
         }
     }
 
-    /// Stops accepting commits and wakes every waiter with the error.
+    /// Stops accepting commits for good and wakes every waiter with the error.
     pub fn fail(&self, message: String, no_space: bool) {
         {
             let mut failure = lock(&self.failure);
@@ -555,8 +572,43 @@ impl Log {
                 failure.no_space = no_space;
             }
         }
+        self.stopped.store(true, Ordering::Release);
         self.failed.store(true, Ordering::Release);
         self.notify(u64::MAX);
+    }
+
+    /// Whether the log stopped for good (`fail`); its loggers end.
+    pub fn stopped(&self) -> bool {
+        self.stopped.load(Ordering::Acquire)
+    }
+
+    /// Logger `logger` found the disk full before it wrote anything that is relied on:
+    /// commits are refused (the one waiting gets `DiskFull`, its outcome unknown) until it
+    /// has written again (`room_again`), which it tries at every round.
+    pub(crate) fn full(&self, logger: usize, message: String) {
+        {
+            let mut failure = lock(&self.failure);
+            if failure.full & (1 << logger) == 0 {
+                tracing::warn!("the log refuses writes until there is room: {message}");
+            }
+            failure.full |= 1 << logger;
+            failure.full_message = message;
+            self.failed.store(true, Ordering::Release);
+        }
+        self.notify(u64::MAX);
+    }
+
+    /// Logger `logger` wrote: once no logger waits for room, commits are taken again.
+    pub(crate) fn room_again(&self, logger: usize) {
+        let mut failure = lock(&self.failure);
+        if failure.full & (1 << logger) == 0 {
+            return;
+        }
+        failure.full &= !(1 << logger);
+        if failure.full == 0 && failure.message.is_none() {
+            tracing::info!("the log has room again and takes writes");
+            self.failed.store(false, Ordering::Release);
+        }
     }
 
     /// Appends a committed transaction's record to the worker's buffer: `encode` writes it.
@@ -723,14 +775,15 @@ pub(crate) struct Segment {
 impl Segment {
     /// Creates, syncs and announces (directory sync) a new segment whose first block carries
     /// `mark`, so a logger's stream always has a valid mark. It takes over a spare file when
-    /// the log has one.
+    /// the log has one, which needs no new room. A fresh file that the disk has no room for
+    /// is removed, and the failure is `Full`: nothing in it was relied on.
     pub fn create(
         log: &Log,
         logger: usize,
         loggers: usize,
         sequence: u64,
         mark: u64,
-    ) -> std::io::Result<Segment> {
+    ) -> std::result::Result<Segment, WriteFailure> {
         let (storage, run) = (&*log.storage, log.run);
         let path = segment_path(run, logger, sequence);
         // Random, so that no block of the file's earlier lives carries it.
@@ -762,7 +815,23 @@ impl Segment {
         });
         let (file, reused) = match reused {
             Some(file) => (file, true),
-            None => (super::storage::new_log(storage, &path, &bytes, log.segment_bytes)?, false),
+            None => {
+                let what = "cannot create log segment";
+                let made = storage.create_log(&path, log.segment_bytes).and_then(|mut file| {
+                    file.append(&bytes)?;
+                    Ok(file)
+                });
+                let mut file = made.map_err(|error| {
+                    let _ = storage.remove(&path);
+                    WriteFailure::written(storage, &path, what, error)
+                })?;
+                // Past here a failure is a sync's: the log stops (`WriteFailure`).
+                file.sync().map_err(|error| WriteFailure::synced(storage, &path, what, error))?;
+                storage
+                    .sync_dir("wal")
+                    .map_err(|error| WriteFailure::synced(storage, "wal", what, error))?;
+                (file, false)
+            }
         };
         Ok(Segment {
             file,
@@ -799,16 +868,58 @@ fn io_failure(log: &Log, storage: &dyn Storage, path: &str, what: &str, error: s
     log.fail(format!("{what} {}: {error}", storage.describe(path)), no_space);
 }
 
+/// Stops the log for good with `error` (a `WriteFailure::Failed`'s).
+fn fail_with(log: &Log, error: Error) {
+    let no_space = matches!(error, Error::DiskFull(_));
+    let message = match error {
+        Error::DiskFull(message) | Error::Io(message) | Error::LogFailed(message) => message,
+        other => other.to_string(),
+    };
+    log.fail(message, no_space);
+}
+
+/// The message of a `WriteFailure::Full`'s error.
+fn full_message(error: Error) -> String {
+    match error {
+        Error::DiskFull(message) => message,
+        other => other.to_string(),
+    }
+}
+
+/// Makes logger `me`'s segment number `sequence`: first, for its run's first segment, the
+/// manifest that names the run (`announce`, `DataDir::announce_run`).
+fn next_segment(
+    log: &Log,
+    me: usize,
+    sequence: u64,
+    mark: u64,
+    announce: &dyn Fn() -> std::result::Result<(), WriteFailure>,
+) -> std::result::Result<Segment, WriteFailure> {
+    announce()?;
+    Segment::create(log, me, log.loggers(), sequence, mark)
+}
+
 /// The body of logger thread `me`: until stopped, after each wake-up write what its workers
 /// logged, fsync, and publish the stable epoch read before taking the buffers.
+///
+/// A FULL DISK is waited out (docs/durability.md, "A full disk"). Where a round's write, or
+/// the logger's first segment, finds no room, nothing it wrote is relied on: the logger cuts
+/// the round's bytes off the segment (synced), keeps the round's chunks, and says so
+/// (`Log::full`: the waiters get `DiskFull`, new commits are refused); at every later round it
+/// tries again with the same chunks and those that came since, and once a round is synced
+/// (`Log::room_again`) commits are taken again. A next segment the disk has no room for is
+/// tried again after each later round, the logger writing on past the current one's size
+/// meanwhile. A failed fsync, or a cut that fails, stops the log for good (`Log::fail`).
+/// `segment` is `None` when the disk had no room for it at the open: the logger makes it
+/// (after `announce`) once there is.
 pub(crate) fn run_logger(
     log: &Log,
     epochs: &EpochManager,
     me: usize,
-    mut segment: Segment,
+    segment: Option<Segment>,
     interval: Duration,
+    announce: &dyn Fn() -> std::result::Result<(), WriteFailure>,
 ) {
-    let loggers = log.loggers();
     let storage = &*log.storage;
     raise_priority();
     let mut taken: Vec<(usize, LogChunk)> = Vec::new();
@@ -818,17 +929,18 @@ pub(crate) fn run_logger(
     // The newest epoch a record already written may carry: the global epoch read after its
     // chunk was taken bounds it. While the mark is below it, the mark is written each round.
     let mut owed = mark;
+    let mut segment = segment;
     loop {
         let stopping = log.stop.load(Ordering::Acquire);
         if !stopping {
             crate::sync::shim::park_timeout(interval);
         }
-        if log.failed.load(Ordering::Acquire) {
+        if log.stopped() {
             return;
         }
         // Read the stable epoch before taking buffers: every record at or below it is in them.
         let stable = epochs.stable().0;
-        for slot in (me..log.buffers.len()).step_by(loggers) {
+        for slot in (me..log.buffers.len()).step_by(log.loggers()) {
             let mut buffers = lock(&log.buffers[slot]);
             if buffers.current.is_empty() && buffers.full.is_empty() {
                 continue;
@@ -843,6 +955,23 @@ pub(crate) fn run_logger(
         if !taken.is_empty() {
             owed = owed.max(epochs.global().0);
         }
+        // No segment yet (no room for it at the open): try at every round, whether or not
+        // there is anything to write, since until it exists the log takes no commits.
+        let segment = match &mut segment {
+            Some(segment) => segment,
+            None if stopping => return,
+            None => match next_segment(log, me, 0, mark, announce) {
+                Ok(made) => {
+                    log.room_again(me);
+                    segment.insert(made)
+                }
+                Err(WriteFailure::Full(error)) => {
+                    log.full(me, full_message(error));
+                    continue;
+                }
+                Err(WriteFailure::Failed(error)) => return fail_with(log, error),
+            },
+        };
         // Nothing to write, no record written above the mark, nobody waiting for a newer
         // epoch, and no other logger ahead (the durable epoch is the minimum over loggers, so
         // a logger left behind would hold back every other's commits): an idle database
@@ -930,7 +1059,23 @@ pub(crate) fn run_logger(
             segment.file.append_pages(&pages)
         };
         if let Err(error) = appended {
-            return io_failure(log, storage, &segment.path, "cannot write log segment", error);
+            if error.raw_os_error() != Some(libc::ENOSPC) {
+                return io_failure(log, storage, &segment.path, "cannot write log segment", error);
+            }
+            // Nothing of this round was synced or published: cut off whatever of it reached
+            // the file (a stale block of it after a later round's end would read as the log),
+            // keep its chunks, and try again at the next round.
+            if let Err(error) = segment.file.cut(segment.bytes) {
+                let what = "cannot cut a write the disk had no room for from log segment";
+                return io_failure(log, storage, &segment.path, what, error);
+            }
+            let message =
+                format!("cannot write log segment {}: {error}", storage.describe(&segment.path));
+            log.full(me, message);
+            if stopping {
+                return;
+            }
+            continue;
         }
         // Give the chunks back to their workers.
         for (slot, mut records) in taken.drain(..) {
@@ -949,23 +1094,30 @@ pub(crate) fn run_logger(
         log.bytes_written.fetch_add(written, Ordering::Relaxed);
         mark = new_mark;
         log.publish(me, mark);
+        log.room_again(me);
         if segment.bytes >= log.segment_bytes {
             // A spare's old bytes after the segment's end go before the next segment exists:
             // only a logger's newest segment may end in bytes that are not its blocks.
-            if segment.reused
-                && let Err(error) = storage.truncate(&segment.path, segment.bytes)
-            {
-                return io_failure(log, storage, &segment.path, "cannot cut log segment", error);
-            }
-            let next = match Segment::create(log, me, loggers, segment.sequence + 1, mark) {
-                Ok(next) => next,
-                Err(error) => {
-                    let path = segment_path(log.run, me, segment.sequence + 1);
-                    return io_failure(log, storage, &path, "cannot create log segment", error);
+            if segment.reused {
+                if let Err(error) = storage.truncate(&segment.path, segment.bytes) {
+                    let what = "cannot cut log segment";
+                    return io_failure(log, storage, &segment.path, what, error);
                 }
-            };
-            let closed = std::mem::replace(&mut segment, next);
-            lock(&log.closed).push(SegmentInfo { path: closed.path, max_epoch: closed.max_epoch });
+                segment.reused = false;
+            }
+            match next_segment(log, me, segment.sequence + 1, mark, announce) {
+                Ok(next) => {
+                    let closed = std::mem::replace(segment, next);
+                    let info = SegmentInfo { path: closed.path, max_epoch: closed.max_epoch };
+                    lock(&log.closed).push(info);
+                }
+                // The logger writes on in this segment, and tries again after its next round.
+                Err(WriteFailure::Full(error)) => tracing::warn!(
+                    "no room for a new log segment; {} grows past its size meanwhile: {error}",
+                    storage.describe(&segment.path)
+                ),
+                Err(WriteFailure::Failed(error)) => return fail_with(log, error),
+            }
         }
     }
 }
@@ -1118,7 +1270,9 @@ mod schedules {
             .map(|(me, segment)| {
                 let (log, manager) = (Arc::clone(&log), Arc::clone(&manager));
                 thread::spawn(move || {
-                    run_logger(&log, &manager, me, segment, Duration::from_millis(1))
+                    run_logger(&log, &manager, me, Some(segment), Duration::from_millis(1), &|| {
+                        Ok(())
+                    })
                 })
             })
             .collect();

@@ -22,7 +22,7 @@ use super::format::{
 };
 use super::log::{SegmentInfo, parse_segment_name, parse_spare_name};
 use super::storage::Storage;
-use super::{IndexDefinition, IndexKeys, io_error};
+use super::{CatalogRows, IndexDefinition, IndexKeys, io_error};
 use crate::error::{Error, Result};
 use crate::gc::Garbage;
 use crate::index::Finger;
@@ -86,6 +86,8 @@ impl RecoveryReport {
 /// The recovered state that `Database::open` builds on.
 pub(crate) struct Recovered {
     pub tables: Vec<Option<TableRef>>,
+    /// The rows the catalog log holds, for its rewrite.
+    pub catalog_rows: CatalogRows,
     /// The manifest to write before the new run logs anything.
     pub manifest: Manifest,
     /// Every epoch in the data directory is at or below this one.
@@ -116,16 +118,28 @@ fn read_optional(storage: &dyn Storage, path: &str) -> Result<Option<Vec<u8>>> {
 /// The catalog: per table id, its definition, or `None` for a dropped table.
 pub(crate) type CatalogState = Vec<Option<(String, Vec<IndexRecord>)>>;
 
+/// What the catalog log holds: the tables, the newest epoch of its blocks, and the newest of
+/// the rows it holds (`CatalogRecord::Rows`) of tables not dropped.
+struct ReadCatalog {
+    tables: CatalogState,
+    last_epoch: u64,
+    rows: CatalogRows,
+}
+
 /// Reads the catalog log. A torn last block (a DDL statement that never returned) is cut off.
 fn read_catalog(
     storage: &dyn Storage,
     mode: Mode,
     report: &mut RecoveryReport,
-) -> Result<(CatalogState, u64)> {
+) -> Result<ReadCatalog> {
     let mut catalog: CatalogState = Vec::new();
+    let mut rows = CatalogRows::new();
     let mut last_epoch = 0;
-    let Some(data) = read_optional(storage, CATALOG)? else { return Ok((catalog, 0)) };
+    let Some(data) = read_optional(storage, CATALOG)? else {
+        return Ok(ReadCatalog { tables: catalog, last_epoch: 0, rows });
+    };
     format::decode_file_header(FileKind::Catalog, &data, &storage.describe(CATALOG))?;
+    let version = format::file_version(&data);
     let mut reader = BlockReader::new(&data);
     loop {
         match reader.next_block() {
@@ -144,7 +158,27 @@ fn read_catalog(
                     CatalogRecord::Create { table, name, indexes } => {
                         (table, Some((name, indexes)))
                     }
-                    CatalogRecord::Drop { table } => (table, None),
+                    CatalogRecord::Drop { table } => {
+                        rows.retain(|(row_table, _), _| *row_table != table);
+                        (table, None)
+                    }
+                    CatalogRecord::Rows { table, tid, rows: written } => {
+                        // Rows follow their table's creation; none of a dropped table's follow
+                        // its drop (both are written under the catalog's lock), but skipping
+                        // them is right either way.
+                        if version < format::CATALOG_ROWS || table as usize >= catalog.len() {
+                            return Err(bad());
+                        }
+                        if catalog[table as usize].is_some() {
+                            for (key, value) in written {
+                                let newest = rows.entry((table, key)).or_insert((0, None));
+                                if tid >= newest.0 {
+                                    *newest = (tid, value);
+                                }
+                            }
+                        }
+                        continue;
+                    }
                 };
                 let id = table as usize;
                 if catalog.len() <= id {
@@ -159,7 +193,7 @@ fn read_catalog(
             Err(damage) => return Err(damage.into_error(&storage.describe(CATALOG))),
         }
     }
-    Ok((catalog, last_epoch))
+    Ok(ReadCatalog { tables: catalog, last_epoch, rows })
 }
 
 /// Reports a torn tail and, when recovering, cuts it off; says whether the file was removed.
@@ -1575,7 +1609,8 @@ fn run(
         Some(text) => Manifest::decode(&text, &storage.describe(MANIFEST))?,
         None => Manifest::default(),
     };
-    let (catalog, catalog_epoch) = read_catalog(storage, mode, &mut report)?;
+    let ReadCatalog { tables: catalog, last_epoch: catalog_epoch, rows: catalog_rows } =
+        read_catalog(storage, mode, &mut report)?;
     let tables =
         if mode == Mode::Recover { build_tables(&catalog, keys, pointers)? } else { Vec::new() };
     report.tables = catalog.iter().flatten().count();
@@ -1814,6 +1849,23 @@ fn run(
     }
     drop(patch_lists);
     report.patch_seconds = patches_started.elapsed().as_secs_f64();
+    // 3c. The rows the catalog holds (`Database::log_catalog_rows`: the SQL catalog's, with
+    // durability off), by the same TID rule: the newest of them, the checkpoint's and the
+    // log's is the row.
+    if mode == Mode::Recover && !catalog_rows.is_empty() {
+        let mut applier = Applier::maker(shape)();
+        let pin = recovery_pin();
+        for ((table, key), (tid, value)) in &catalog_rows {
+            let Some(table) = table_of(*table) else { continue };
+            let (tid, value) = (Tid::from_u64(*tid), value.as_deref());
+            let mut finger = Finger::new(&pin);
+            if let Some(head) = applier.locate(table, key, tid, value, &mut finger, &pin) {
+                applier.apply_found(head, tid, value);
+            }
+        }
+        report.log_writes_applied += applier.applied;
+        appliers.push(applier);
+    }
     let mut segments: Vec<(usize, SegmentInfo)> = Vec::new();
     let mut max_epoch = checkpoint_epoch.max(catalog_epoch).max(durable);
     let mut torn = Vec::new();
@@ -1865,6 +1917,7 @@ fn run(
     report.total_seconds = started.elapsed().as_secs_f64();
     Ok(Recovered {
         tables,
+        catalog_rows,
         manifest,
         last_epoch: max_epoch,
         segments: segments.into_iter().map(|(_, info)| info).collect(),
@@ -1974,7 +2027,7 @@ pub fn check(storage: &dyn Storage, threads: usize) -> Result<RecoveryReport> {
 
 /// The catalog as a list of live tables `(id, name, index names)`, for reports.
 pub fn catalog_tables(storage: &dyn Storage) -> Result<Vec<(u32, String, Vec<String>)>> {
-    let (catalog, _) = read_catalog(storage, Mode::Check, &mut RecoveryReport::default())?;
+    let catalog = read_catalog(storage, Mode::Check, &mut RecoveryReport::default())?.tables;
     Ok(catalog
         .iter()
         .enumerate()

@@ -118,6 +118,15 @@ pub trait StorageFile: Send {
     }
     /// Makes everything appended so far durable (fdatasync).
     fn sync(&mut self) -> io::Result<()>;
+    /// Cuts the file to its first `len` bytes, durably, and appends from there: after an
+    /// append that failed part way (the disk was full), what it wrote is gone, and cannot be
+    /// read after what later appends write. `len` is a length the file had after a `sync`
+    /// (whole pages, in a log segment). A file that cannot be cut says so, and a log that
+    /// needed the cut stops.
+    fn cut(&mut self, len: u64) -> io::Result<()> {
+        let _ = len;
+        Err(io::Error::new(io::ErrorKind::Unsupported, "this file cannot be cut"))
+    }
     /// Starts writing what was appended since the last call to the device, and waits until
     /// what the call before started is written: a file written a little at a time then
     /// reaches its `sync` with at most two calls' worth still in memory, instead of sending
@@ -227,6 +236,16 @@ impl StorageFile for DirFile {
 
     fn sync(&mut self) -> io::Result<()> {
         self.file.sync_data()
+    }
+
+    fn cut(&mut self, len: u64) -> io::Result<()> {
+        use std::io::Seek;
+        self.file.set_len(len)?;
+        self.file.sync_all()?;
+        self.file.seek(io::SeekFrom::Start(len))?;
+        self.len = len;
+        self.started = (self.started.0.min(len), self.started.1.min(len));
+        Ok(())
     }
 
     /// `sync_file_range`: a hint about when to write. A file system that refuses it, or an
@@ -437,6 +456,21 @@ impl StorageFile for DirectFile {
         unsafe { std::ptr::copy(self.buffer.add(whole), self.buffer, tail) };
         self.offset += whole as u64;
         self.len = tail;
+        Ok(())
+    }
+
+    /// Direct writes start on pages: `len` must be whole pages, with nothing buffered past
+    /// a page (a log segment's case: its blocks are whole pages).
+    fn cut(&mut self, len: u64) -> io::Result<()> {
+        if !len.is_multiple_of(DIRECT_ALIGN as u64) || self.len != 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("a direct file is cut at whole pages with nothing buffered, not at {len}"),
+            ));
+        }
+        self.file.set_len(len)?;
+        self.file.sync_all()?;
+        self.offset = len;
         Ok(())
     }
 }
@@ -726,6 +760,8 @@ struct MemState {
     failures: u64,
     /// Whether removing a file fails (`FaultyStorage::refuse_removals`).
     removals_refused: bool,
+    /// Whether every sync fails, writes still succeeding (`FaultyStorage::fail_syncs`).
+    syncs_fail: bool,
     /// The most bytes the files may hold (`FaultyStorage::limit_space`): a write past it fails.
     space: Option<u64>,
     /// The bytes of files whose last name went (removed, or renamed over), newest last: the
@@ -834,6 +870,13 @@ impl FaultyStorage {
     /// Writes and syncs succeed again (space was freed).
     pub fn heal(&self) {
         self.lock().fail_at = None;
+    }
+
+    /// While `failing`, every sync (of a file or a directory, and the sync of a cut) fails
+    /// with "no space left on device", as an fsync may on a thin-provisioned or network disk,
+    /// while writes succeed: what a failed fsync leaves is unknown, unlike a write refused.
+    pub fn fail_syncs(&self, failing: bool) {
+        self.lock().syncs_fail = failing;
     }
 
     /// Writes that would take the files past `bytes` in all fail with "no space left on
@@ -1105,6 +1148,16 @@ impl FaultyStorage {
         }
         Ok(())
     }
+
+    /// An operation that syncs: fails as every operation may, or while syncs fail.
+    fn sync_operation(state: &mut MemState) -> io::Result<()> {
+        FaultyStorage::operation(state)?;
+        if state.syncs_fail {
+            state.failures += 1;
+            return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+        }
+        Ok(())
+    }
 }
 
 struct FaultyFile {
@@ -1132,10 +1185,19 @@ impl StorageFile for FaultyFile {
     }
 
     fn sync(&mut self) -> io::Result<()> {
-        FaultyStorage::operation(&mut self.storage.lock())?;
+        FaultyStorage::sync_operation(&mut self.storage.lock())?;
         let mut file = self.file();
         let mut pending = std::mem::take(&mut file.pending);
         file.synced.append(&mut pending);
+        Ok(())
+    }
+
+    fn cut(&mut self, len: u64) -> io::Result<()> {
+        FaultyStorage::sync_operation(&mut self.storage.lock())?;
+        let mut file = self.file();
+        let mut all = file.contents();
+        all.truncate(len as usize);
+        *file = MemFile { synced: all, preallocated: file.preallocated, ..MemFile::default() };
         Ok(())
     }
 }
@@ -1209,7 +1271,7 @@ impl Storage for FaultyStorage {
 
     fn sync_dir(&self, dir: &str) -> io::Result<()> {
         let mut state = self.lock();
-        FaultyStorage::operation(&mut state)?;
+        FaultyStorage::sync_operation(&mut state)?;
         state.sync_dir(dir);
         Ok(())
     }
@@ -1258,7 +1320,7 @@ impl Storage for FaultyStorage {
 
     fn truncate(&self, path: &str, len: u64) -> io::Result<()> {
         let mut state = self.lock();
-        FaultyStorage::operation(&mut state)?;
+        FaultyStorage::sync_operation(&mut state)?;
         let file = state.files.get(path).ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
         let mut file = file.lock().unwrap_or_else(|poison| poison.into_inner());
         let mut all = file.contents();
