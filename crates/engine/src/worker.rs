@@ -438,6 +438,7 @@ impl Worker {
     }
 
     /// Re-enters the suspended interactive transaction.
+    #[inline]
     fn resume(&mut self) -> Result<()> {
         match self.txn.status {
             Status::Idle => return Err(Error::NoTransaction),
@@ -445,14 +446,21 @@ impl Worker {
             _ => {}
         }
         if self.shared.epochs.resume(self.slot, self.txn.pinned_at).is_err() {
-            // The ticker gave up on this transaction: what it read may have been freed.
-            // Pin afresh for the clean-up, which touches only heads this transaction owns.
-            self.txn.pinned_at = self.shared.epochs.repin_kicked(self.slot);
-            self.txn.interactive = false;
-            cc::abort_kicked(self);
+            self.abort_kicked();
             return Err(Error::Aborted(AbortReason::IdleTimeout));
         }
         Ok(())
+    }
+
+    /// Rolls back the transaction the ticker gave up on: what it read may have been freed, so
+    /// it pins afresh for the clean-up, which touches only heads the transaction owns. Out of
+    /// line, so that `resume` stays small enough to inline into every call.
+    #[cold]
+    #[inline(never)]
+    fn abort_kicked(&mut self) {
+        self.txn.pinned_at = self.shared.epochs.repin_kicked(self.slot);
+        self.txn.interactive = false;
+        cc::abort_kicked(self);
     }
 
     pub(crate) fn suspend(&mut self) {
@@ -688,9 +696,7 @@ impl Drop for Worker {
             if self.txn.interactive
                 && self.shared.epochs.resume(self.slot, self.txn.pinned_at).is_err()
             {
-                self.txn.pinned_at = self.shared.epochs.repin_kicked(self.slot);
-                self.txn.interactive = false;
-                cc::abort_kicked(self);
+                self.abort_kicked();
             } else {
                 cc::abort(self, None);
             }

@@ -743,6 +743,11 @@ impl Session {
             Ok(())
         };
         match (&result, commit) {
+            // A transaction without DDL or sequence reservations (the common case) has no
+            // catalog rows to log and no engine tables to drop.
+            (Ok(()), true) if self.catalog_rows.is_empty() && self.drop_at_commit.is_empty() => {
+                self.undo.clear();
+            }
             (Ok(()), true) => {
                 self.undo.clear();
                 // With durability off, the catalog rows it wrote go to the catalog log now:
