@@ -210,21 +210,25 @@ fn balance(expr: &mut sp::Expr) {
         }
     }
     rights.reverse();
-    let count = rights.len();
-    *expr = build(&op, &mut rights.into_iter(), count);
+    let join = |left, right| sp::Expr::BinaryOp {
+        left: Box::new(left),
+        op: op.clone(),
+        right: Box::new(right),
+    };
+    *expr = balanced(rights, &join).expect("a chain has terms");
 }
 
-/// The balanced tree of the next `count` terms (at least one), recursing log2(count) deep.
-fn build(
-    op: &sp::BinaryOperator,
-    terms: &mut std::vec::IntoIter<sp::Expr>,
-    count: usize,
-) -> sp::Expr {
-    if count == 1 {
-        return terms.next().expect("as many terms as counted");
+/// `terms` in their order, joined two by two by `join` into a balanced tree (`None` when
+/// there are none): a chain of n terms nests log2(n) deep, and so does the recursion here.
+pub(crate) fn balanced<T>(terms: Vec<T>, join: &dyn Fn(T, T) -> T) -> Option<T> {
+    fn build<T>(terms: &mut std::vec::IntoIter<T>, count: usize, join: &dyn Fn(T, T) -> T) -> T {
+        if count == 1 {
+            return terms.next().expect("as many terms as counted");
+        }
+        let left = build(terms, count / 2, join);
+        let right = build(terms, count - count / 2, join);
+        join(left, right)
     }
-    let half = count / 2;
-    let left = build(op, terms, half);
-    let right = build(op, terms, count - half);
-    sp::Expr::BinaryOp { left: Box::new(left), op: op.clone(), right: Box::new(right) }
+    let count = terms.len();
+    (count > 0).then(|| build(&mut terms.into_iter(), count, join))
 }

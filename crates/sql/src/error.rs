@@ -57,6 +57,11 @@ impl SqlError {
         SqlError::new("42883", message)
     }
 
+    /// A write (`command`: PostgreSQL's name of it) in a read-only transaction.
+    pub fn read_only_transaction(command: &str) -> Self {
+        SqlError::new("25006", format!("cannot execute {command} in a read-only transaction"))
+    }
+
     pub fn in_failed_transaction() -> Self {
         SqlError::new(
             "25P02",

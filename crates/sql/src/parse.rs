@@ -83,7 +83,7 @@ fn split_utilities(sql: &str) -> Vec<Piece<'_>> {
     };
     let is_utility = |text: &str| {
         matches!(first_word(text).as_str(), "VACUUM" | "ANALYZE" | "CHECKPOINT" | "COPY")
-            || transaction_statement(text).is_some()
+            || starts_transaction_statement(text)
     };
     if !sql.split(';').any(is_utility) {
         return vec![Piece::Sql(sql)];
@@ -303,15 +303,29 @@ fn transaction_modes(
     Ok((isolation, read_only))
 }
 
+/// Whether `text` starts like a statement [`transaction_statement`] parses (`BEGIN`, `START`,
+/// `SET TRANSACTION`, `SET SESSION`): a test without allocating, for every piece of every
+/// string.
+fn starts_transaction_statement(text: &str) -> bool {
+    let starts = |text: &str, word: &str| {
+        text.len() >= word.len()
+            && text.as_bytes()[..word.len()].eq_ignore_ascii_case(word.as_bytes())
+    };
+    let text = text.trim_start();
+    if starts(text, "BEGIN") || starts(text, "START") {
+        return true;
+    }
+    starts(text, "SET") && {
+        let rest = text[3..].trim_start();
+        starts(rest, "TRANSACTION") || starts(rest, "SESSION")
+    }
+}
+
 /// `BEGIN`, `START TRANSACTION`, `SET TRANSACTION` and `SET SESSION CHARACTERISTICS AS
 /// TRANSACTION` with PostgreSQL's modes, which sqlparser does not all take (`DEFERRABLE`);
 /// `None` when `text` is none of these.
 fn transaction_statement(text: &str) -> Option<SqlResult<Statement>> {
-    let head = text.trim_start().as_bytes();
-    let starts = |word: &str| {
-        head.len() >= word.len() && head[..word.len()].eq_ignore_ascii_case(word.as_bytes())
-    };
-    if !(starts("BEGIN") || starts("START") || starts("SET")) {
+    if !starts_transaction_statement(text) {
         return None;
     }
     let upper = text.trim().trim_end_matches(';').to_ascii_uppercase();

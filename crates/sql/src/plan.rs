@@ -330,16 +330,7 @@ fn split_conjuncts(expr: BExpr, out: &mut Vec<BExpr>) {
 /// The conjunction of `conjuncts` in their order, bracketed as a balanced tree (a WHERE of
 /// thousands of ANDs nests a dozen levels deep, `depth.rs`).
 fn join_conjuncts(conjuncts: Vec<BExpr>) -> Option<BExpr> {
-    fn build(conjuncts: &mut std::vec::IntoIter<BExpr>, count: usize) -> BExpr {
-        if count == 1 {
-            return conjuncts.next().expect("as many conjuncts as counted");
-        }
-        let left = build(conjuncts, count / 2);
-        let right = build(conjuncts, count - count / 2);
-        BExpr::And(Box::new(left), Box::new(right))
-    }
-    let count = conjuncts.len();
-    (count > 0).then(|| build(&mut conjuncts.into_iter(), count))
+    depth::balanced(conjuncts, &|left, right| BExpr::And(Box::new(left), Box::new(right)))
 }
 
 /// Whether a value of type `from` can be converted to key column type `to` without changing
@@ -426,13 +417,17 @@ impl<'a> Binder<'a> {
         if from != Type::Unknown || to == Type::Unknown {
             return Ok((expr, from));
         }
-        match expr {
-            BExpr::Const(ref value) => Ok((BExpr::Const(cast(value.clone(), to, false)?), to)),
+        let mut expr = expr;
+        match &mut expr {
+            BExpr::Const(value) => {
+                Ok((BExpr::Const(cast(std::mem::replace(value, Value::Null), to, false)?), to))
+            }
             BExpr::Param(at) => {
+                let at = *at;
                 self.note_param(at, to);
                 Ok((BExpr::Param(at), to))
             }
-            other => Ok((BExpr::Cast { expr: Box::new(other), ty: to }, to)),
+            _ => Ok((BExpr::Cast { expr: Box::new(expr), ty: to }, to)),
         }
     }
 

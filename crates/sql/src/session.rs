@@ -241,8 +241,11 @@ pub struct Session {
     /// the catalog log at commit (`SqlDb::log_catalog_rows`).
     pub(crate) catalog_rows: Vec<(Vec<u8>, Option<Vec<u8>>)>,
     pub(crate) notices: Vec<String>,
-    /// Wait for the commit's epoch to be durable before COMMIT returns.
+    /// Wait for the commit's epoch to be durable before COMMIT returns: the embedder's choice
+    /// (`set_wait_durable`; a server waits asynchronously instead).
     wait_durable: bool,
+    /// The `synchronous_commit` setting: with it off, COMMIT does not wait at all.
+    synchronous_commit: bool,
     last_commit: CommitInfo,
     /// When the open transaction began: `now()` (PostgreSQL's transaction timestamp).
     txn_started: i64,
@@ -361,6 +364,7 @@ impl Session {
             catalog_rows: Vec::new(),
             notices: Vec::new(),
             wait_durable: true,
+            synchronous_commit: true,
             last_commit: CommitInfo::NOTHING,
             txn_started: 0,
             statement_timeout: None,
@@ -466,10 +470,7 @@ impl Session {
     /// was idle) and COPY commits it.
     pub(crate) fn begin_copy_transaction(&mut self) -> SqlResult<bool> {
         if self.read_only() {
-            return Err(SqlError::new(
-                "25006",
-                "cannot execute COPY FROM in a read-only transaction",
-            ));
+            return Err(SqlError::read_only_transaction("COPY FROM"));
         }
         let own = self.status == TransactionStatus::Idle;
         self.ensure_transaction()?;
@@ -776,7 +777,12 @@ impl Session {
         self.txn_isolation = None;
         self.read_only = None;
         self.locking_read = false;
-        if result.is_ok() && commit && self.wait_durable && self.last_commit.epoch.0 > 0 {
+        if result.is_ok()
+            && commit
+            && self.wait_durable
+            && self.synchronous_commit
+            && self.last_commit.epoch.0 > 0
+        {
             self.worker.wait_durable()?;
         }
         result
@@ -1063,7 +1069,7 @@ impl Session {
                 self.default_isolation = Isolation::ReadCommitted;
                 self.default_read_only = false;
                 self.statement_timeout = None;
-                self.wait_durable = true;
+                self.synchronous_commit = true;
                 self.settings = default_settings();
             }
             "transaction_read_only" => {
@@ -1117,7 +1123,7 @@ impl Session {
                     value.map(str::to_ascii_lowercase).as_deref(),
                     Some("off" | "false" | "0" | "local")
                 );
-                self.wait_durable = on;
+                self.synchronous_commit = on;
                 self.settings.insert(name, if on { "on" } else { "off" }.into());
             }
             _ => match value {
@@ -1238,10 +1244,7 @@ impl Session {
         }
         let writes = !matches!(plan.as_ref(), Plan::Query(q) if !q.for_update);
         if writes && self.read_only() {
-            return Err(SqlError::new(
-                "25006",
-                format!("cannot execute {} in a read-only transaction", statement.command_name()),
-            ));
+            return Err(SqlError::read_only_transaction(statement.command_name()));
         }
         let db = Arc::clone(&self.db);
         let reserve =
@@ -1296,10 +1299,7 @@ impl Session {
 
     fn ddl_statement(&mut self, statement: &Statement) -> SqlResult<Outcome> {
         if self.read_only() {
-            return self.fail(SqlError::new(
-                "25006",
-                format!("cannot execute {} in a read-only transaction", statement.command_name()),
-            ));
+            return self.fail(SqlError::read_only_transaction(statement.command_name()));
         }
         let autocommit = self.status == TransactionStatus::Idle;
         let result = self.ensure_transaction().and_then(|()| {
