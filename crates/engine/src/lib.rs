@@ -77,7 +77,7 @@ pub mod trace;
 pub mod wal;
 pub mod worker;
 
-pub use cc::{Isolation, Protocol, Recompute, Txn};
+pub use cc::{Isolation, Protocol, Recompute, StatementCheck, Txn};
 pub use db::{Config, Database, Stats};
 pub use error::{AbortReason, Error, Result};
 pub use gc::Gc;

@@ -195,6 +195,25 @@ impl SqlDb {
         &self.db
     }
 
+    /// The engine level a SQL transaction at `level` runs at. PostgreSQL's REPEATABLE READ is
+    /// snapshot isolation: no phantoms, and an absent key read stays absent. Silo's and
+    /// MV2PL's repeatable-read re-check records but not ranges, so there it runs as
+    /// serializable, which is stronger (docs/isolation.md, "Through SQL").
+    pub fn engine_isolation(&self, level: Isolation) -> Isolation {
+        let protocol = self.db.config().protocol;
+        match level {
+            Isolation::RepeatableRead
+                if matches!(
+                    protocol,
+                    engram_engine::Protocol::Silo | engram_engine::Protocol::Mv2pl
+                ) =>
+            {
+                Isolation::Serializable
+            }
+            level => level,
+        }
+    }
+
     /// A new session with its own engine worker.
     /// The committed catalog's tables, sorted by name (what catalog views show).
     pub fn tables(&self) -> Vec<Arc<TableInfo>> {

@@ -10,7 +10,7 @@ use crate::exec::{Env, Produced, run_insert, run_modify, run_query};
 use crate::parse::parse;
 use crate::plan::{Binder, OutputColumn, Plan, explain};
 use crate::types::{Type, Value, cast, conforms, now_micros};
-use engram_engine::{CommitInfo, Isolation, Worker};
+use engram_engine::{CommitInfo, Isolation, StatementCheck, Worker};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -268,6 +268,10 @@ impl std::fmt::Debug for Session {
 /// Autocommit statements aborted by concurrency control are run again this many times.
 const AUTOCOMMIT_RETRIES: u32 = 10;
 
+/// How many times a statement that read a changing state runs (the last attempt reads at a
+/// snapshot when the transaction has written nothing), before its transaction aborts (40001).
+const STATEMENT_ATTEMPTS: u32 = 16;
+
 fn default_settings() -> BTreeMap<String, String> {
     [
         ("server_version", "15.0"),
@@ -479,7 +483,7 @@ impl Session {
 
     /// Inserts one COPY record inside the COPY's transaction.
     pub(crate) fn copy_row(&mut self, insert: &Prepared, values: &[Value]) -> SqlResult<()> {
-        self.data_attempt(&insert.statement, values, 0, Some(insert)).map(|_| ())
+        self.data_attempt(&insert.statement, values, 0, Some(insert), false).map(|_| ())
     }
 
     /// Ends a COPY: commits or rolls back its own transaction; a failed COPY inside a block
@@ -718,7 +722,7 @@ impl Session {
             self.holds_shared = true;
         }
         if !self.engine_open {
-            self.worker.begin(self.isolation())?;
+            self.worker.begin(self.db.engine_isolation(self.isolation()))?;
             self.engine_open = true;
             self.txn_started = now_micros();
         }
@@ -1189,7 +1193,7 @@ impl Session {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let result = self.data_attempt(statement, params, max_rows, prepared);
+            let result = self.data_attempt(statement, params, max_rows, prepared, autocommit);
             match result {
                 Ok(outcome) => {
                     if autocommit {
@@ -1223,6 +1227,7 @@ impl Session {
         params: &[Value],
         max_rows: usize,
         prepared: Option<&Prepared>,
+        autocommit: bool,
     ) -> SqlResult<Outcome> {
         self.ensure_transaction()?;
         let (CachedPlan { plan, columns, .. }, inferred) =
@@ -1272,10 +1277,52 @@ impl Session {
         let mut txn = self.worker.txn()?;
         // A snapshot per statement at READ COMMITTED under a multi-version protocol.
         txn.next_statement()?;
-        let produced: Produced = match plan.as_ref() {
-            Plan::Query(query) => run_query(&mut txn, query, &env)?,
-            Plan::Insert(insert) => run_insert(&mut txn, insert, &env)?,
-            Plan::Modify(modify) => run_modify(&mut txn, modify, &env)?,
+        // Under Silo a statement is checked to have read one state (`cc/txn/statement.rs`):
+        // queries at every level, and everything at REPEATABLE READ and SERIALIZABLE. A READ
+        // COMMITTED UPDATE or DELETE reads each row it changes again for update and tests it
+        // there, as PostgreSQL's re-evaluates the newest version of a row it waited for.
+        let isolation = txn.isolation();
+        let watch =
+            matches!(plan.as_ref(), Plan::Query(_)) || isolation != Isolation::ReadCommitted;
+        // An autocommit statement at REPEATABLE READ or SERIALIZABLE that succeeds is checked
+        // by its commit, which comes next, before any of its rows leave.
+        let commit_checks = autocommit && isolation != Isolation::ReadCommitted;
+        let mut attempts = 0;
+        let produced: Produced = loop {
+            if watch {
+                txn.watch_statement()?;
+            }
+            let result = match plan.as_ref() {
+                Plan::Query(query) => run_query(&mut txn, query, &env),
+                Plan::Insert(insert) => run_insert(&mut txn, insert, &env),
+                Plan::Modify(modify) => run_modify(&mut txn, modify, &env),
+            };
+            if !watch || txn.is_aborted() || (commit_checks && result.is_ok()) {
+                txn.end_statement();
+                break result?;
+            }
+            // A statement that failed may have failed on what it should never have seen (a
+            // division by zero over half a transfer): the check decides which error it gets.
+            attempts += 1;
+            match txn.check_statement(attempts < STATEMENT_ATTEMPTS) {
+                Ok(StatementCheck::Consistent) => {
+                    txn.end_statement();
+                    break result?;
+                }
+                Ok(StatementCheck::Retry) => {
+                    if attempts + 1 == STATEMENT_ATTEMPTS && txn.snapshot_statement()? {
+                        continue;
+                    }
+                    txn.restart_statement()?;
+                    if attempts > 2 {
+                        std::thread::yield_now();
+                    }
+                }
+                Err(error) => {
+                    txn.end_statement();
+                    return Err(error.into());
+                }
+            }
         };
         drop(txn);
         converted.clear();

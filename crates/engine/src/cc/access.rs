@@ -186,6 +186,13 @@ pub(crate) struct AccessSet {
     /// validates: READ COMMITTED, multi-version reads at a timestamp). A read-only commit
     /// waits for it to be durable, as for its entries' epochs (`commit::read_epoch`).
     pub unrecorded_epoch: Epoch,
+    /// A statement is watched (`cc/txn/statement.rs`): reads nothing else records are kept
+    /// in `statement_reads`, and scans and failed lookups record their leaves.
+    pub watching: bool,
+    /// The watched statement's reads that no entry records: (record, word read).
+    pub statement_reads: Vec<(*mut Head, TidWord)>,
+    /// The number of entries when the watched statement began.
+    pub statement_mark: usize,
 }
 
 #[inline]
@@ -204,6 +211,26 @@ impl AccessSet {
         self.bytes.clear();
         self.lookup.clear();
         self.unrecorded_epoch = Epoch::NEVER;
+        self.watching = false;
+        self.statement_reads.clear();
+        self.statement_mark = 0;
+    }
+
+    /// Forgets the entries from `len` on (reads of a statement that runs again).
+    pub fn truncate(&mut self, len: usize) {
+        if len < self.entries.len() {
+            self.entries.truncate(len);
+            // The filter keeps its bits (false positives only cost a lookup).
+            self.lookup.clear();
+        }
+    }
+
+    /// Keeps `(head, word)` as a read of the watched statement.
+    #[inline]
+    pub fn note_statement_read(&mut self, head: *mut Head, word: TidWord) {
+        if self.watching {
+            self.statement_reads.push((head, word));
+        }
     }
 
     /// Notes the epoch of a committed state read without an entry that records it.
@@ -260,10 +287,13 @@ pub(crate) struct NodeSet {
     /// serial safety net reads their pstamps at commit (`cc/ssn.rs`).
     pub track_changes: bool,
     pub changed: Vec<LeafVersion>,
+    /// The number of entries when the watched statement began (`cc/statement.rs`).
+    pub statement_mark: usize,
 }
 
 impl NodeSet {
     pub fn clear(&mut self) {
+        self.statement_mark = 0;
         self.entries.clear();
         self.recording_always = false;
         self.changed.clear();

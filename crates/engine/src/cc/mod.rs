@@ -44,7 +44,7 @@ pub(crate) use commit::{abort, abort_kicked, commit};
 pub use mv::Protocol;
 pub(crate) use mv::Rules;
 pub(crate) use secondary::{EntryScratch, InsertedEntry};
-pub use txn::{Recompute, Txn};
+pub use txn::{Recompute, StatementCheck, Txn};
 pub(crate) use txn::{Recomputes, bytes_writable};
 
 /// The isolation level of a transaction.

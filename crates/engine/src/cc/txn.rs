@@ -46,6 +46,9 @@ impl Drop for Txn<'_> {
 }
 
 mod attributes;
+mod statement;
+
+pub use statement::StatementCheck;
 
 /// Refuses a write of row bytes to a table of non-inline attributes, whose rows only
 /// `Txn::insert_attributes` and `Txn::update_attribute` make.
@@ -289,6 +292,7 @@ pub(crate) fn observe(
             entry.prior = word;
         } else if !entry.validate {
             access.note_unrecorded(word.tid().epoch());
+            access.note_statement_read(head, word);
         }
         return Ok(Seen::Current(word));
     }
@@ -296,6 +300,9 @@ pub(crate) fn observe(
         access.push(Access::read(head, table, word, true));
     } else {
         access.note_unrecorded(word.tid().epoch());
+        if word.is_latest() {
+            access.note_statement_read(head, word);
+        }
     }
     Ok(Seen::Current(word))
 }
@@ -425,7 +432,7 @@ fn trace_probe(key: &[u8], probe: &Probe, why: u8) -> crate::trace::Ev {
 /// record sees its word change when it leaves.
 #[inline]
 fn absent_record_leaf(state: &mut TxnState, probe: Probe) {
-    if state.rules.validate_nodes {
+    if state.rules.validate_nodes || state.access.watching {
         state.nodes.push(probe.leaf, false);
     }
 }
@@ -634,7 +641,7 @@ impl<'w> Txn<'w> {
             }
             trace_ev!(trace_probe(key, &probe, 0));
             let Some(raw) = probe.value else {
-                if for_update || state.rules.validate_nodes {
+                if for_update || state.rules.validate_nodes || state.access.watching {
                     state.nodes.push(probe.leaf, for_update);
                 }
                 return Ok(Found::None);
@@ -1356,6 +1363,7 @@ impl<'w> Txn<'w> {
         let TxnState {
             access, nodes, read_buffer, scan_buffer, rules, snapshot, statement, ..
         } = state;
+        let watching = access.watching;
         let current = std::cell::Cell::new(std::ptr::null_mut());
         let mut forward = |key: &[u8], row: &[u8]| visit(current.get(), key, row);
         let mut visitor = RowVisitor {
@@ -1367,7 +1375,7 @@ impl<'w> Txn<'w> {
             mode,
             statement,
             validate_reads: rules.validate_reads,
-            validate_nodes: rules.validate_nodes,
+            validate_nodes: rules.validate_nodes || watching,
             skip_deleted: true,
             visit: &mut forward,
             count: 0,
@@ -1463,6 +1471,7 @@ impl<'w> Txn<'w> {
             candidates,
             ..
         } = state;
+        let watching = access.watching;
         let mut visitor = IndexVisitor {
             rows: RowVisitor {
                 access,
@@ -1473,7 +1482,7 @@ impl<'w> Txn<'w> {
                 mode,
                 statement,
                 validate_reads: rules.validate_reads,
-                validate_nodes: rules.validate_nodes,
+                validate_nodes: rules.validate_nodes || watching,
                 // A deleted record's old secondary entries stay until it is unlinked, and an
                 // insert that brings it back with the same secondary key changes no secondary
                 // leaf: secondary scans keep recording what they pass over.
