@@ -439,7 +439,7 @@ impl Worker {
 
     /// Re-enters the suspended interactive transaction.
     #[inline]
-    fn resume(&mut self) -> Result<()> {
+    pub(crate) fn resume(&mut self) -> Result<()> {
         match self.txn.status {
             Status::Idle => return Err(Error::NoTransaction),
             _ if !self.txn.interactive => return Ok(()),

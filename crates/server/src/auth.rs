@@ -152,6 +152,7 @@ pub(crate) async fn startup(wire: &mut Wire, shared: &Arc<Shared>) -> io::Result
     let cancel = Arc::new(AtomicBool::new(false));
     session.set_cancel_flag(Arc::clone(&cancel));
     session.set_long_statement_hook(crate::conn::LONG_STATEMENT, crate::conn::hand_off_event_loop);
+    session.set_blocking(crate::conn::block_here);
     shared.cancels.lock().insert(pid, (secret, Arc::clone(&cancel)));
     Ok(Some(Started { session, pid, secret, cancel, startup, user, slot }))
 }

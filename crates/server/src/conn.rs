@@ -8,7 +8,8 @@
 //!
 //! Statement execution runs on the event-loop thread: engine calls take microseconds and
 //! never wait, except DDL (and statements that meet a running DDL transaction), which may
-//! wait for the schema lock and run under `block_in_place`.
+//! wait for the schema lock and run under `block_in_place`, and row-lock waits
+//! (`block_here`), which hand the thread's other work away first the same way.
 
 use crate::Shared;
 use crate::auth;
@@ -64,6 +65,18 @@ pub(crate) fn hand_off_event_loop() {
     {
         handle.spawn(async {});
         handle.spawn(async {});
+    }
+}
+
+/// Runs a row-lock wait on this thread: on the multi-threaded runtime after handing the
+/// thread's other connections to another worker (`block_in_place`), so that they go on while
+/// this one waits; elsewhere (a current-thread runtime, no runtime) as it is.
+pub(crate) fn block_here(wait: &mut dyn FnMut()) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(wait)
+        }
+        _ => wait(),
     }
 }
 
@@ -394,11 +407,13 @@ impl Connection {
     async fn send_error(&mut self, error: &SqlError) -> io::Result<()> {
         self.shared.metrics.error(error);
         self.wire
-            .feed(B::ErrorResponse(ErrorResponse::new(error_fields(
-                "ERROR",
-                error.code,
-                &error.message,
-            ))))
+            .feed(B::ErrorResponse(ErrorResponse::new({
+                let mut fields = error_fields("ERROR", error.code, &error.message);
+                if let Some(detail) = &error.detail {
+                    fields.push((b'D', detail.clone()));
+                }
+                fields
+            })))
             .await
     }
 

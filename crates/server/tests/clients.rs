@@ -799,3 +799,66 @@ async fn a_string_of_statements_is_one_transaction_and_options_take_escapes() {
     let error = escaped.execute("INSERT INTO m VALUES (3)", &[]).await.unwrap_err();
     assert_eq!(code(&error), "25006");
 }
+
+/// Row locks over the wire: FOR UPDATE increments from four connections wait for each other
+/// and lose nothing, with no error; NOWAIT is 55P03; a deadlock is 40P01 with a DETAIL; and
+/// every other connection keeps being served while some wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn row_locks_wait_and_exclude_over_the_wire() {
+    let (server, _db) = start(ServerConfig::default());
+    let setup = connect(&server).await;
+    setup
+        .batch_execute(
+            "CREATE TABLE c (id INT PRIMARY KEY, n INT); INSERT INTO c VALUES (1, 0), (2, 0)",
+        )
+        .await
+        .unwrap();
+    let mut tasks = Vec::new();
+    for _ in 0..4 {
+        let client = connect(&server).await;
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..50 {
+                client.batch_execute("BEGIN").await.unwrap();
+                let n: i32 = client
+                    .query_one("SELECT n FROM c WHERE id = 1 FOR UPDATE", &[])
+                    .await
+                    .unwrap()
+                    .get(0);
+                client.execute("UPDATE c SET n = $1 WHERE id = 1", &[&(n + 1)]).await.unwrap();
+                client.batch_execute("COMMIT").await.unwrap();
+            }
+        }));
+    }
+    // Served while the others queue for the row.
+    for _ in 0..20 {
+        setup.query_one("SELECT n FROM c WHERE id = 2", &[]).await.unwrap();
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let n: i32 = setup.query_one("SELECT n FROM c WHERE id = 1", &[]).await.unwrap().get(0);
+    assert_eq!(n, 200, "increments lost");
+
+    let a = connect(&server).await;
+    let b = connect(&server).await;
+    a.batch_execute("BEGIN; SELECT n FROM c WHERE id = 1 FOR UPDATE").await.unwrap();
+    b.batch_execute("BEGIN; SELECT n FROM c WHERE id = 2 FOR UPDATE").await.unwrap();
+    let error =
+        b.batch_execute("SELECT n FROM c WHERE id = 1 FOR UPDATE NOWAIT").await.unwrap_err();
+    assert_eq!(code(&error), "55P03");
+    b.batch_execute("ROLLBACK; BEGIN; SELECT n FROM c WHERE id = 2 FOR UPDATE").await.unwrap();
+    let waiting = tokio::spawn(async move {
+        let result = a.batch_execute("SELECT n FROM c WHERE id = 2 FOR UPDATE").await;
+        let _ = a.batch_execute("ROLLBACK").await;
+        result
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mine = b.batch_execute("SELECT n FROM c WHERE id = 1 FOR UPDATE").await;
+    let _ = b.batch_execute("ROLLBACK").await;
+    let theirs = waiting.await.unwrap();
+    let failed: Vec<_> = [mine, theirs].into_iter().filter_map(Result::err).collect();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    let db_error = failed[0].as_db_error().expect("a server error");
+    assert_eq!(db_error.code().code(), "40P01");
+    assert!(db_error.detail().is_some_and(|d| d.contains("relation \"c\"")), "{db_error:?}");
+}

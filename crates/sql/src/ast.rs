@@ -115,6 +115,8 @@ pub struct Query {
     pub limit: Option<Expr>,
     pub offset: Option<Expr>,
     pub for_update: bool,
+    /// The row lock a locking read takes (`FOR UPDATE` ...), and what it does at a held row.
+    pub lock: (crate::locks::RowLockMode, crate::locks::WaitPolicy),
 }
 
 #[derive(Debug, Clone)]

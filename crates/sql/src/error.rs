@@ -11,13 +11,20 @@ pub struct SqlError {
     /// Why concurrency control aborted the transaction, when it did (SQLSTATE 40001 from the
     /// engine).
     pub abort: Option<engram_engine::AbortReason>,
+    /// PostgreSQL's DETAIL: more on what happened (the rows of a deadlock, ...).
+    pub detail: Option<String>,
 }
 
 pub type SqlResult<T> = Result<T, SqlError>;
 
 impl SqlError {
     pub fn new(code: &'static str, message: impl Into<String>) -> Self {
-        SqlError { code, message: message.into(), abort: None }
+        SqlError { code, message: message.into(), abort: None, detail: None }
+    }
+
+    pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
+        self.detail = Some(detail.into());
+        self
     }
 
     pub fn syntax(message: impl Into<String>) -> Self {

@@ -41,6 +41,8 @@ pub struct Env<'a> {
     /// SHARE`, whose values it may have computed the update from (then a concurrent change
     /// aborts it with 40001, so that no increment made through such a read is lost).
     pub reapply: bool,
+    /// How the statement locks rows.
+    pub locks: Option<&'a crate::locks::Locker<'a>>,
 }
 
 /// Buffers an INSERT, UPDATE or DELETE works in, kept by the session across statements. A
@@ -471,13 +473,13 @@ fn visit(
     let (low, high, index, descending, wanted) = match target {
         Target::Empty => return Ok(()),
         Target::Key(key) => {
-            lookup(txn, access, &key, for_update, decoded, sink)?;
+            lookup(txn, access, cx, &key, for_update, decoded, sink)?;
             lent.key = key;
             return Ok(());
         }
         Target::Keys(keys) => {
             for span in &keys.spans {
-                if !lookup(txn, access, keys.key(*span), for_update, decoded, sink)? {
+                if !lookup(txn, access, cx, keys.key(*span), for_update, decoded, sink)? {
                     break;
                 }
             }
@@ -533,10 +535,27 @@ fn visit(
     let direction = if descending { Direction::Reverse } else { Direction::Forward };
     let mut failure = None;
     let mut keys: Vec<Vec<u8>> = Vec::new();
+    // A locking scan takes each row's lock before the row counts, and cannot wait inside
+    // the engine's scan (`locks::lock_row`).
+    let locker = cx.locks.filter(|_| for_update && table.system.is_none());
+    let limit = if locker.is_some() { usize::MAX } else { limit };
     let mut step = |key: &[u8], bytes: &[u8]| -> bool {
         if let Err(error) = cx.interrupt.tick() {
             failure = Some(error);
             return false;
+        }
+        if let Some(locker) = locker {
+            let (mode, policy) = locker.query_lock.get();
+            let take =
+                crate::locks::lock_row(None, locker, cx.interrupt, table, key, mode, policy, false);
+            match take {
+                Ok(true) => {}
+                Ok(false) => return true,
+                Err(error) => {
+                    failure = Some(error);
+                    return false;
+                }
+            }
         }
         if let Err(error) = decode_row(bytes, types, wanted, decoded) {
             failure = Some(error);
@@ -553,6 +572,9 @@ fn visit(
             }
         }
     };
+    if let Some(locker) = cx.locks {
+        locker.scanning.set(locker.scanning.get() + 1);
+    }
     let scanned = match (&table.system, index) {
         (Some(rows), _) => {
             // A system view: its rows are in memory, keyed as stored rows are.
@@ -569,8 +591,18 @@ fn visit(
             txn.scan_index(&table.engine, i, low, high, direction, limit, &mut step).map(|_| ())
         }
     };
+    if let Some(locker) = cx.locks {
+        locker.scanning.set(locker.scanning.get() - 1);
+    }
     scanned.map_err(|e| engine_error(e, table))?;
     if let Some(error) = failure {
+        if let Some(locker) = locker
+            && error.code == crate::locks::RESTART
+            && locker.scanning.get() == 0
+        {
+            // Outside every scan now: wait for the row, then the statement runs again.
+            crate::locks::wait_deferred(txn, locker, cx.interrupt, &table.schema.name)?;
+        }
         return Err(error);
     }
     if table.system.is_none() {
@@ -586,12 +618,32 @@ fn visit(
 fn lookup(
     txn: &mut Txn<'_>,
     access: &Access,
+    cx: &Context<'_>,
     key: &[u8],
     for_update: bool,
     decoded: &mut Vec<Value>,
     sink: &mut Sink<'_>,
 ) -> SqlResult<bool> {
     let table = &access.table;
+    if for_update
+        && table.system.is_none()
+        && let Some(locker) = cx.locks
+    {
+        let (mode, policy) = locker.query_lock.get();
+        let take = crate::locks::lock_row(
+            Some(txn),
+            locker,
+            cx.interrupt,
+            table,
+            key,
+            mode,
+            policy,
+            false,
+        )?;
+        if !take {
+            return Ok(true);
+        }
+    }
     let found = match &table.system {
         Some(rows) => rows.get(key).map(Vec::as_slice),
         None if for_update => {
@@ -804,6 +856,7 @@ pub fn run_query(txn: &mut Txn<'_>, plan: &QueryPlan, env: &Env<'_>) -> SqlResul
         now: env.now,
         reserve: env.reserve,
         interrupt: env.interrupt,
+        locks: env.locks,
     };
     let limit = count_value(&plan.limit, &cx)?;
     let offset = count_value(&plan.offset, &cx)?.unwrap_or(0);
@@ -1084,6 +1137,7 @@ pub fn run_insert(txn: &mut Txn<'_>, plan: &InsertPlan, env: &Env<'_>) -> SqlRes
         now: env.now,
         reserve: env.reserve,
         interrupt: env.interrupt,
+        locks: env.locks,
     };
     let table = &plan.table;
     let width = table.types.len();
@@ -1207,6 +1261,22 @@ fn insert_row(
                     })?
                 }
             };
+            if let Some(locker) = cx.locks {
+                // ON CONFLICT DO UPDATE changes the row: its lock, where row locks are used.
+                let mode = crate::locks::RowLockMode::NoKeyUpdate;
+                let policy = crate::locks::WaitPolicy::Block;
+                let txn = Some(&mut *txn);
+                crate::locks::lock_row(
+                    txn,
+                    locker,
+                    cx.interrupt,
+                    table,
+                    &existing_key,
+                    mode,
+                    policy,
+                    true,
+                )?;
+            }
             let Some(old) = txn
                 .get_for_update(&table.engine, &existing_key)
                 .map_err(|e| engine_error(e, table))?
@@ -1289,6 +1359,7 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
         now: env.now,
         reserve: env.reserve,
         interrupt: env.interrupt,
+        locks: env.locks,
     };
     let table = &plan.access.table;
     if let Some(produced) = update_in_one_pass(txn, plan, &cx)? {
@@ -1321,6 +1392,26 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
         returning(&plan.returning, &plan.returning_moves, values, &cx, rows)
     };
     for key in single.into_iter().chain(targets.iter().map(Vec::as_slice)) {
+        if let Some(locker) = cx.locks {
+            // The row's lock, where row locks are used: taken before the row is read for
+            // update, so that after a wait the newest row is the one tested and changed.
+            let mode = if plan.delete || plan.changes_key {
+                crate::locks::RowLockMode::Update
+            } else {
+                crate::locks::RowLockMode::NoKeyUpdate
+            };
+            let policy = crate::locks::WaitPolicy::Block;
+            crate::locks::lock_row(
+                Some(&mut *txn),
+                locker,
+                cx.interrupt,
+                table,
+                key,
+                mode,
+                policy,
+                true,
+            )?;
+        }
         let Some(current) =
             txn.get_for_update(&table.engine, key).map_err(|e| engine_error(e, table))?
         else {
@@ -1387,6 +1478,7 @@ fn update_in_one_pass(
         || plan.changes_key
         || !matches!(plan.access.path, Path::Range { index: None, .. })
         || txn.isolation() != Isolation::Serializable
+        || cx.locks.is_some_and(|locker| locker.locks.used(crate::locks::table_number(table)))
     {
         return Ok(None);
     }
@@ -1506,6 +1598,7 @@ impl Recompute for Reapply {
             now: self.now,
             reserve: &no_sequences,
             interrupt: &interrupt,
+            locks: None,
         };
         let (mut values, mut starts) = (Vec::new(), Vec::new());
         decode_row_noting(current, &self.table.types, &self.decode, &mut values, &mut starts)

@@ -184,6 +184,8 @@ pub struct Context<'a> {
     pub reserve: &'a dyn Fn(&Sequence, i64) -> SqlResult<()>,
     /// Checked every few thousand rows a scan visits (statement timeout, cancel).
     pub interrupt: &'a crate::exec::Interrupt,
+    /// How the statement locks rows (`None`: it locks none, e.g. evaluating at commit).
+    pub locks: Option<&'a crate::locks::Locker<'a>>,
 }
 
 impl BExpr {

@@ -31,6 +31,7 @@ pub mod error;
 pub mod exec;
 pub mod expr;
 pub mod fuzzing;
+pub mod locks;
 pub mod parse;
 pub mod plan;
 pub mod session;
@@ -62,6 +63,8 @@ pub struct SqlDb {
     /// execution (the schema lock a session holds keeps it from changing under a statement).
     catalog_version: AtomicU64,
     schema_lock: SchemaLock,
+    /// Row locks of locking reads, and of writes to the tables they are used on (`locks.rs`).
+    pub(crate) row_locks: locks::RowLocks,
     catalog_table: TableRef,
     /// A worker for the database's own small transactions (sequence reservations).
     system: Mutex<Worker>,
@@ -185,6 +188,7 @@ impl SqlDb {
             catalog_version: AtomicU64::new(catalog.version),
             catalog: RwLock::new(catalog),
             schema_lock: SchemaLock::default(),
+            row_locks: locks::RowLocks::default(),
             catalog_table,
             system: Mutex::new(system),
             next_session: AtomicU64::new(1),
@@ -193,6 +197,11 @@ impl SqlDb {
 
     pub fn database(&self) -> &Arc<Database> {
         &self.db
+    }
+
+    /// How many rows row locks hold now (`locks.rs`).
+    pub fn locked_rows(&self) -> usize {
+        self.row_locks.locked_rows()
     }
 
     /// The engine level a SQL transaction at `level` runs at. PostgreSQL's REPEATABLE READ is

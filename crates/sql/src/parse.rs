@@ -4,6 +4,7 @@
 use crate::ast::*;
 use crate::depth;
 use crate::error::{SqlError, SqlResult};
+use crate::locks::{RowLockMode, WaitPolicy};
 use crate::types::{NUMERIC_PRECISION_MAX, Type};
 use engram_engine::Isolation;
 use sqlparser::ast as sp;
@@ -18,16 +19,23 @@ pub fn parse(sql: &str) -> SqlResult<Vec<Statement>> {
             Piece::Utility(statement) => statements.push(statement),
             Piece::Error(error) => return Err(error),
             Piece::Sql(text) => {
-                let mut parsed = parser(text)
-                    .and_then(|mut parser| parser.parse_statements())
-                    .map_err(parse_error)?;
+                let (parser, weaker) = match weaker_locks(text) {
+                    Some((parser, weaker)) => (Ok(parser), weaker),
+                    None => (parser(text), Weaker::default()),
+                };
+                let mut parsed =
+                    parser.and_then(|mut parser| parser.parse_statements()).map_err(parse_error)?;
                 if text.len() > depth::NORMALIZE_MIN_BYTES {
                     parsed = depth::normalize(parsed)?;
                 }
                 // On its own stack segment if need be, with what is left after an error.
                 depth::grow(|| {
                     for statement in parsed {
-                        statements.push(statement_from(statement)?);
+                        let mut statement = statement_from(statement)?;
+                        if let Statement::Query(query) = &mut statement {
+                            weaker.apply(&mut query.lock.0);
+                        }
+                        statements.push(statement);
                     }
                     Ok::<_, SqlError>(())
                 })?;
@@ -42,6 +50,92 @@ pub fn parse_expr(sql: &str) -> SqlResult<Expr> {
     let expr = parser(sql).and_then(|mut parser| parser.parse_expr()).map_err(parse_error)?;
     let expr = if sql.len() > depth::NORMALIZE_MIN_BYTES { depth::normalize(expr)? } else { expr };
     depth::grow(|| expr_from(expr))
+}
+
+/// Which lock clauses of a piece of SQL were PostgreSQL's weaker forms, which sqlparser does
+/// not parse: `FOR NO KEY UPDATE` and `FOR KEY SHARE` reach it as `FOR UPDATE` and `FOR SHARE`.
+#[derive(Debug, Default, Clone, Copy)]
+struct Weaker {
+    /// (clauses of the weaker form, clauses of the stronger one) for UPDATE, then SHARE.
+    update: (u32, u32),
+    share: (u32, u32),
+}
+
+impl Weaker {
+    /// A query's lock of the stronger form is the weaker one when every such clause was.
+    fn apply(&self, mode: &mut RowLockMode) {
+        match mode {
+            RowLockMode::Update if self.update.0 > 0 && self.update.1 == 0 => {
+                *mode = RowLockMode::NoKeyUpdate;
+            }
+            RowLockMode::Share if self.share.0 > 0 && self.share.1 == 0 => {
+                *mode = RowLockMode::KeyShare;
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A parser over `sql` with `FOR NO KEY UPDATE` and `FOR KEY SHARE` written as `FOR UPDATE`
+/// and `FOR SHARE`, and which clauses were which; `None` when `sql` has no `KEY` word at all.
+fn weaker_locks(sql: &str) -> Option<(Parser<'static>, Weaker)> {
+    use sqlparser::keywords::Keyword;
+    use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Whitespace};
+    if !sql.as_bytes().windows(3).any(|w| w.eq_ignore_ascii_case(b"key")) {
+        return None;
+    }
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize_with_location().ok()?;
+    let word = |token: &Token| match token {
+        Token::Word(word) if word.quote_style.is_none() => Some(word.keyword),
+        _ => None,
+    };
+    let mut weaker = Weaker::default();
+    let mut kept = Vec::with_capacity(tokens.len());
+    let mut index = 0;
+    while index < tokens.len() {
+        kept.push(tokens[index].clone());
+        if word(&tokens[index].token) != Some(Keyword::FOR) {
+            index += 1;
+            continue;
+        }
+        // The words after FOR, past whitespace.
+        let next: Vec<usize> = (index + 1..tokens.len())
+            .filter(|&at| !matches!(tokens[at].token, Token::Whitespace(_)))
+            .take(3)
+            .collect();
+        let at = |n: usize| next.get(n).and_then(|&i| word(&tokens[i].token));
+        // Where the clause's UPDATE or SHARE is, when the words between go.
+        let resume = match (at(0), at(1), at(2)) {
+            (Some(Keyword::NO), Some(Keyword::KEY), Some(Keyword::UPDATE)) => {
+                weaker.update.0 += 1;
+                Some(next[2])
+            }
+            (Some(Keyword::KEY), Some(Keyword::SHARE), _) => {
+                weaker.share.0 += 1;
+                Some(next[1])
+            }
+            (Some(Keyword::UPDATE), ..) => {
+                weaker.update.1 += 1;
+                None
+            }
+            (Some(Keyword::SHARE), ..) => {
+                weaker.share.1 += 1;
+                None
+            }
+            _ => None,
+        };
+        match resume {
+            Some(at) => {
+                kept.push(TokenWithSpan::wrap(Token::Whitespace(Whitespace::Space)));
+                index = at;
+            }
+            None => index += 1,
+        }
+    }
+    let parser = Parser::new(&PostgreSqlDialect {})
+        .with_recursion_limit(depth::PARSER_RECURSION_MAX)
+        .with_tokens_with_locations(kept);
+    Some((parser, weaker))
 }
 
 /// sqlparser's parser over `sql`, its recursion bounded (`depth.rs`).
@@ -601,9 +695,22 @@ fn query_from(query: sp::Query) -> SqlResult<Query> {
         return Err(SqlError::unsupported("FETCH FIRST"));
     }
     let mut for_update = false;
-    for lock in &query.locks {
-        if lock.nonblock.is_some() {
-            return Err(SqlError::unsupported("NOWAIT / SKIP LOCKED"));
+    let mut lock = (RowLockMode::KeyShare, WaitPolicy::Block);
+    for clause in &query.locks {
+        if clause.of.is_some() {
+            return Err(SqlError::unsupported("FOR UPDATE OF (a lock on some of the tables)"));
+        }
+        // Several clauses: the strongest mode, and the first that does not wait.
+        lock.0 = lock.0.max(match clause.lock_type {
+            sp::LockType::Update => RowLockMode::Update,
+            sp::LockType::Share => RowLockMode::Share,
+        });
+        if lock.1 == WaitPolicy::Block {
+            lock.1 = match clause.nonblock {
+                None => WaitPolicy::Block,
+                Some(sp::NonBlock::Nowait) => WaitPolicy::NoWait,
+                Some(sp::NonBlock::SkipLocked) => WaitPolicy::SkipLocked,
+            };
         }
         for_update = true;
     }
@@ -659,7 +766,7 @@ fn query_from(query: sp::Query) -> SqlResult<Query> {
         }
     };
     // `LIMIT ALL` parses as no limit.
-    Ok(Query { body, order_by, limit, offset, for_update })
+    Ok(Query { body, order_by, limit, offset, for_update, lock })
 }
 
 fn select_from(select: sp::Select) -> SqlResult<Select> {

@@ -101,6 +101,8 @@ pub struct QueryPlan {
     pub limit: Option<BExpr>,
     pub offset: Option<BExpr>,
     pub for_update: bool,
+    /// The row lock a locking read takes, and what it does at a held row.
+    pub lock: (crate::locks::RowLockMode, crate::locks::WaitPolicy),
     pub width: usize,
     /// Uncorrelated subqueries, run once before the query.
     pub subqueries: Vec<QueryPlan>,
@@ -1305,6 +1307,7 @@ impl<'a> Binder<'a> {
             limit,
             offset,
             for_update: query.for_update,
+            lock: query.lock,
             width,
             subqueries: std::mem::replace(&mut self.subqueries, saved_subqueries),
             moves: Vec::new(),
@@ -1402,6 +1405,7 @@ impl<'a> Binder<'a> {
             limit: query.limit.as_ref().map(|e| self.bind_count(e)).transpose()?,
             offset: query.offset.as_ref().map(|e| self.bind_count(e)).transpose()?,
             for_update: false,
+            lock: Default::default(),
             subqueries: std::mem::take(&mut self.subqueries),
             moves: Vec::new(),
         })

@@ -251,6 +251,12 @@ pub struct Session {
     txn_started: i64,
     /// `statement_timeout` (None: off).
     statement_timeout: Option<std::time::Duration>,
+    /// `lock_timeout`: how long one row-lock wait may last (None: off).
+    lock_timeout: Option<std::time::Duration>,
+    /// The row locks the transaction holds (`locks.rs`), released when it ends.
+    row_locks_held: std::cell::RefCell<Vec<crate::locks::RowKey>>,
+    /// Runs a row-lock wait (`set_blocking`).
+    blocking: fn(&mut dyn FnMut()),
     /// The running statement's deadline and the client's cancel flag.
     interrupt: crate::exec::Interrupt,
     /// The current statement's parameters converted to their types; its memory is reused.
@@ -285,6 +291,7 @@ fn default_settings() -> BTreeMap<String, String> {
         ("search_path", "public"),
         ("synchronous_commit", "on"),
         ("statement_timeout", "0"),
+        ("lock_timeout", "0"),
         ("extra_float_digits", "1"),
         ("client_min_messages", "notice"),
     ]
@@ -372,6 +379,9 @@ impl Session {
             last_commit: CommitInfo::NOTHING,
             txn_started: 0,
             statement_timeout: None,
+            lock_timeout: None,
+            row_locks_held: Default::default(),
+            blocking: |wait| wait(),
             interrupt: crate::exec::Interrupt::default(),
             converted: Vec::new(),
             scratch: Default::default(),
@@ -396,6 +406,12 @@ impl Session {
     /// A flag another thread sets to cancel the running statement (a server's cancel key).
     pub fn set_cancel_flag(&mut self, flag: Arc<std::sync::atomic::AtomicBool>) {
         self.interrupt.cancel = Some(flag);
+    }
+
+    /// How a row-lock wait runs: `block(wait)` must call `wait`, on a thread where blocking is
+    /// allowed (a server on a tokio runtime hands the thread's other work away first).
+    pub fn set_blocking(&mut self, block: fn(&mut dyn FnMut())) {
+        self.blocking = block;
     }
 
     /// Calls `hook` once in a statement that has run for `after` (checked as scans go).
@@ -635,6 +651,10 @@ impl Session {
     }
 
     fn release_locks(&mut self) {
+        let held = self.row_locks_held.get_mut();
+        if !held.is_empty() {
+            self.db.row_locks.release_all(self.id, held);
+        }
         if self.holds_exclusive {
             self.db.schema_lock.unlock_exclusive(self.id);
             self.holds_exclusive = false;
@@ -1073,6 +1093,7 @@ impl Session {
                 self.default_isolation = Isolation::ReadCommitted;
                 self.default_read_only = false;
                 self.statement_timeout = None;
+                self.lock_timeout = None;
                 self.synchronous_commit = true;
                 self.settings = default_settings();
             }
@@ -1116,6 +1137,19 @@ impl Session {
                             format!(
                                 "invalid value for parameter \"statement_timeout\": \"{text}\""
                             ),
+                        )
+                    })?
+                    .filter(|ms| *ms > 0)
+                    .map(std::time::Duration::from_millis);
+                self.settings.insert(name, text.to_string());
+            }
+            "lock_timeout" => {
+                let text = value.unwrap_or("0");
+                self.lock_timeout = parse_duration_ms(text)
+                    .ok_or_else(|| {
+                        SqlError::new(
+                            "22023",
+                            format!("invalid value for parameter \"lock_timeout\": \"{text}\""),
                         )
                     })?
                     .filter(|ms| *ms > 0)
@@ -1251,6 +1285,19 @@ impl Session {
         if writes && self.read_only() {
             return Err(SqlError::read_only_transaction(statement.command_name()));
         }
+        let locker = crate::locks::Locker {
+            locks: &self.db.row_locks,
+            session: self.id,
+            held: &self.row_locks_held,
+            lock_timeout: self.lock_timeout,
+            block: self.blocking,
+            deferred: Default::default(),
+            query_lock: std::cell::Cell::new(match plan.as_ref() {
+                Plan::Query(query) => query.lock,
+                _ => Default::default(),
+            }),
+            scanning: Default::default(),
+        };
         let db = Arc::clone(&self.db);
         let reserve =
             move |sequence: &crate::catalog::Sequence, limit: i64| db.reserve(sequence, limit);
@@ -1270,6 +1317,7 @@ impl Session {
             interrupt: &self.interrupt,
             scratch: &self.scratch,
             reapply: !self.locking_read,
+            locks: Some(&locker),
         };
         if matches!(plan.as_ref(), Plan::Query(q) if q.for_update) {
             self.locking_read = true;
@@ -1297,6 +1345,15 @@ impl Session {
                 Plan::Insert(insert) => run_insert(&mut txn, insert, &env),
                 Plan::Modify(modify) => run_modify(&mut txn, modify, &env),
             };
+            if let Err(error) = &result
+                && error.code == crate::locks::RESTART
+                && !txn.is_aborted()
+            {
+                // A locking scan waited for a row: what it read before may be stale, so it
+                // runs again, holding the locks it has.
+                txn.restart_statement()?;
+                continue;
+            }
             if !watch || txn.is_aborted() || (commit_checks && result.is_ok()) {
                 txn.end_statement();
                 break result?;

@@ -548,6 +548,21 @@ impl<'w> Txn<'w> {
         Ok(())
     }
 
+    /// Runs `wait` with the transaction suspended, as between two calls of an interactive
+    /// transaction: the ticker may give up on it if the wait outlasts
+    /// `Config::idle_transaction_epochs_max`, and it then fails with `IdleTimeout` here, so a
+    /// long wait never holds back reclamation. For waits outside the engine (row locks).
+    pub fn pause<R>(&mut self, wait: impl FnOnce() -> R) -> Result<R> {
+        self.active()?;
+        if !self.interactive {
+            return Ok(wait());
+        }
+        self.worker.suspend();
+        let waited = wait();
+        self.worker.resume()?;
+        Ok(waited)
+    }
+
     /// How many records the transaction has recorded so far: each read it will validate and
     /// each write (its access set; what commit locks and checks).
     pub fn recorded(&self) -> usize {
