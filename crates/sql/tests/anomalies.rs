@@ -37,6 +37,9 @@ const STATEMENTS: [(&str, &str); 9] = [
 impl Client {
     fn new(db: &Arc<SqlDb>) -> Client {
         let mut session = db.session().expect("session");
+        // Steps run one at a time on one thread, so a row-lock wait could never end: it times
+        // out at once (55P03, `lock_wait`) where a client would wait (`locking_reads.rs`).
+        session.execute_one("SET lock_timeout = 1").expect("lock_timeout");
         let statements = STATEMENTS
             .iter()
             .map(|(name, sql)| (*name, session.prepare(sql, &[]).expect(sql)))
@@ -79,6 +82,7 @@ fn outcome_of(error: &SqlError) -> String {
         "40001" => format!("abort({})", error.abort.map_or("unknown", |reason| reason.name())),
         "23505" => "duplicate".into(),
         "25006" => "read-only".into(),
+        "55P03" => "abort(lock_wait)".into(),
         // The transaction already ended (aborted by an earlier step).
         "25P02" => "-".into(),
         other => format!("error({other}: {})", error.message),

@@ -10,8 +10,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 const ACCOUNTS: i64 = 32;
 const BALANCE: i64 = 100;
 
-fn setup() -> Arc<SqlDb> {
-    let db: Arc<SqlDb> = SqlDb::open(engram_engine::Config::default()).unwrap();
+/// A database of `ACCOUNTS` accounts; `epoch_ms`: the epoch interval (short ones make the
+/// statement check's epoch shortcut, `cc/txn/statement.rs`, apply to rows written moments ago).
+fn setup(epoch_ms: u64) -> Arc<SqlDb> {
+    let config =
+        engram_engine::Config { epoch_interval_ms: epoch_ms, ..engram_engine::Config::default() };
+    let db: Arc<SqlDb> = SqlDb::open(config).unwrap();
     let mut session = db.session().unwrap();
     session.execute_one("CREATE TABLE acct (id INT PRIMARY KEY, bal BIGINT NOT NULL)").unwrap();
     for id in 0..ACCOUNTS {
@@ -54,8 +58,8 @@ fn transfers(db: Arc<SqlDb>, stop: Arc<AtomicBool>, seed: u64) {
 }
 
 /// Runs `reader` on two threads while two threads transfer; returns (statements, wrong).
-fn under_transfers(reader: fn(&mut Session) -> (u64, u64)) -> (u64, u64) {
-    let db = setup();
+fn under_transfers(reader: fn(&mut Session) -> (u64, u64), epoch_ms: u64) -> (u64, u64) {
+    let db = setup(epoch_ms);
     let stop = Arc::new(AtomicBool::new(false));
     let writers: Vec<_> = (0..2)
         .map(|seed| {
@@ -107,9 +111,11 @@ fn sums(session: &mut Session) -> (u64, u64) {
 
 #[test]
 fn a_sum_under_transfers_is_never_off_at_any_level() {
-    let (statements, wrong) = under_transfers(sums);
-    assert!(statements > ROUNDS, "{statements} statements answered");
-    assert_eq!(wrong, 0, "{wrong} of {statements} sums were off");
+    for epoch_ms in [40, 1] {
+        let (statements, wrong) = under_transfers(sums, epoch_ms);
+        assert!(statements > ROUNDS, "{statements} statements answered");
+        assert_eq!(wrong, 0, "{wrong} of {statements} sums were off ({epoch_ms} ms epochs)");
+    }
 }
 
 /// Statements of one transaction at REPEATABLE READ or SERIALIZABLE: a scan of half the
@@ -142,16 +148,21 @@ fn pairs(session: &mut Session) -> (u64, u64) {
 
 #[test]
 fn statements_of_a_repeatable_read_transaction_never_show_two_states() {
-    let (transactions, wrong) = under_transfers(pairs);
-    assert!(transactions > 0, "no transaction got through");
-    assert_eq!(wrong, 0, "{wrong} of {transactions} transactions saw two states");
+    for epoch_ms in [40, 1] {
+        let (transactions, wrong) = under_transfers(pairs, epoch_ms);
+        assert!(transactions > 0, "no transaction got through");
+        assert_eq!(
+            wrong, 0,
+            "{wrong} of {transactions} transactions saw two states ({epoch_ms} ms epochs)"
+        );
+    }
 }
 
 /// PostgreSQL's REPEATABLE READ keeps an absent key absent: two transactions that both read
 /// a key as missing and then insert it cannot both commit, and neither sees the other's row.
 #[test]
 fn repeatable_read_protects_a_missing_key() {
-    let db = setup();
+    let db = setup(40);
     let mut a = db.session().unwrap();
     let mut b = db.session().unwrap();
     a.execute_one("CREATE TABLE kv (k INT PRIMARY KEY, v INT)").unwrap();

@@ -193,6 +193,13 @@ pub(crate) struct AccessSet {
     pub statement_reads: Vec<(*mut Head, TidWord)>,
     /// The number of entries when the watched statement began.
     pub statement_mark: usize,
+    /// The newest epoch among the committed states the watched statement observed without
+    /// adding an entry (its entries' words are read at the check).
+    pub statement_high: Epoch,
+    /// A global epoch read (then a fence) before every record the transaction has read was
+    /// last known unchanged: a commit that changed one of them since has an epoch at or
+    /// above it (`cc/txn/statement.rs`, the epoch shortcut). `None`: not known.
+    pub checked_at: Option<Epoch>,
 }
 
 #[inline]
@@ -214,6 +221,8 @@ impl AccessSet {
         self.watching = false;
         self.statement_reads.clear();
         self.statement_mark = 0;
+        self.statement_high = Epoch::NEVER;
+        self.checked_at = None;
     }
 
     /// Forgets the entries from `len` on (reads of a statement that runs again).
@@ -237,6 +246,9 @@ impl AccessSet {
     #[inline]
     pub fn note_unrecorded(&mut self, epoch: Epoch) {
         self.unrecorded_epoch = self.unrecorded_epoch.max(epoch);
+        if self.watching {
+            self.statement_high = self.statement_high.max(epoch);
+        }
     }
 
     #[inline]

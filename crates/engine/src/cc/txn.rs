@@ -286,6 +286,10 @@ pub(crate) fn observe(
             return Err(AbortReason::ReadValidation);
         }
         if validate && !entry.validate {
+            if access.watching {
+                // A new observation kept in an entry older than the watched statement.
+                access.statement_high = access.statement_high.max(word.tid().epoch());
+            }
             let entry = &mut access.entries[index];
             entry.validate = true;
             entry.observed = word;

@@ -19,6 +19,18 @@
 //!   changed at REPEATABLE READ or SERIALIZABLE) the transaction aborts with the validation
 //!   reason, SQLSTATE 40001, before anything the statement computed reaches the client.
 //!
+//! The epoch shortcut. Most statements need no pass over the reads at all. Before anything is
+//! read (and before each full check) the transaction reads the global epoch E and then fences
+//! (`AccessSet::checked_at`). A commit W that changes a record afterwards locks it after our
+//! read of it, fences and reads its epoch: the seq_cst fences order our fence before W's (else
+//! our read would have seen W's lock), so W's epoch is at least E. A transaction that depends on
+//! W, directly or through anti-dependencies, takes an epoch at least W's (Silo orders every edge
+//! by epoch: a later writer of a record W read locks it after W's validation, the same
+//! argument). So if everything the statement observed is from epochs below E, it reflects no
+//! commit that changed what the transaction read since E: the reads are one state, no check
+//! needed. Only a statement that saw something committed in or after E's epoch (40 ms by
+//! default) walks its reads.
+//!
 //! A statement that keeps meeting changes (a long scan of a table being updated) may read its
 //! rest at the newest stable snapshot epoch instead ([`Txn::snapshot_statement`]), when the
 //! transaction has written nothing it would then fail to see: one consistent state, at most
@@ -30,10 +42,13 @@
 
 use super::{Txn, pinned};
 use crate::cc::Isolation;
-use crate::cc::access::Kind;
+use crate::cc::access::{Held, Kind};
+use crate::cc::mv::Locking;
 use crate::error::{AbortReason, Result};
 use crate::storage::{Head, TidWord};
+use crate::sync::Epoch;
 use crate::worker::Status;
+use std::sync::atomic::{Ordering, fence};
 
 /// What [`Txn::check_statement`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,11 +88,27 @@ impl Txn<'_> {
     pub fn watch_statement(&mut self) -> Result<()> {
         self.active()?;
         let state = &mut self.worker.txn;
-        if state.begin.is_some() || state.snapshot.is_some() {
+        // MV2PL reads the current rows under read locks, which keep what was read from
+        // changing but not a gap from filling: its statements at repeatable-read and
+        // serializable are watched for phantoms (its read-committed ones read a snapshot).
+        let two_phase =
+            state.rules.locking == Locking::TwoPhase && state.isolation != Isolation::ReadCommitted;
+        if state.snapshot.is_some() || (state.begin.is_some() && !two_phase) {
             return Ok(());
         }
+        let fresh = state.access.entries.is_empty() && state.nodes.entries.is_empty();
+        if state.begin.is_some() {
+            // The epoch shortcut holds for Silo's epochs only.
+            state.access.checked_at = None;
+        } else if state.isolation == Isolation::ReadCommitted || fresh {
+            // Only this statement's reads count: they all come after this epoch and fence.
+            state.access.checked_at = Some(self.worker.shared.epochs.global());
+            fence(Ordering::SeqCst);
+        }
+        let state = &mut self.worker.txn;
         state.access.watching = true;
         state.access.statement_reads.clear();
+        state.access.statement_high = Epoch::NEVER;
         state.access.statement_mark = state.access.entries.len();
         state.nodes.statement_mark = state.nodes.entries.len();
         Ok(())
@@ -92,10 +123,32 @@ impl Txn<'_> {
         if !state.access.watching {
             return Ok(StatementCheck::Consistent);
         }
-        // SAFETY: a `Txn` exists only while its worker is pinned and in a call.
-        let pin = unsafe { pinned() };
         let whole = state.isolation != Isolation::ReadCommitted;
         let (mark, node_mark) = (state.access.statement_mark, state.nodes.statement_mark);
+        let access = &state.access;
+        if !whole
+            && access.statement_reads.len() <= 1
+            && access.entries.len() == mark
+            && state.nodes.entries.len() == node_mark
+        {
+            // One record read (or none): one state by Silo's read protocol.
+            self.settle_statement();
+            return Ok(StatementCheck::Consistent);
+        }
+        let high = access.entries[mark..]
+            .iter()
+            .map(|entry| entry.observed.tid().epoch())
+            .fold(access.statement_high, Epoch::max);
+        if state.begin.is_none() && access.checked_at.is_some_and(|at| high < at) {
+            // The epoch shortcut (module docs).
+            self.settle_statement();
+            return Ok(StatementCheck::Consistent);
+        }
+        let now = self.worker.shared.epochs.global();
+        fence(Ordering::SeqCst);
+        let state = &mut self.worker.txn;
+        // SAFETY: a `Txn` exists only while its worker is pinned and in a call.
+        let pin = unsafe { pinned() };
         let mut changed_here = None;
         let mut changed_before = None;
         for &(head, seen) in &state.access.statement_reads {
@@ -108,9 +161,11 @@ impl Txn<'_> {
         for (index, entry) in state.access.entries.iter().enumerate().skip(first) {
             // Inserts are of records this transaction made or claimed; a recomputed update
             // is applied to whatever row its commit finds (`Txn::update_recomputable`).
+            // A record under an MV2PL lock cannot change.
             if !entry.validate
                 || entry.recompute
                 || entry.fresh
+                || entry.held != Held::Nothing
                 || matches!(entry.kind, Kind::Insert | Kind::Nothing)
             {
                 continue;
@@ -135,14 +190,19 @@ impl Txn<'_> {
         }
         let reason = match (changed_before, changed_here) {
             (None, None) => {
+                if whole {
+                    // Everything read so far was unchanged after `now` was read.
+                    self.worker.txn.access.checked_at = Some(now);
+                }
                 self.settle_statement();
                 return Ok(StatementCheck::Consistent);
             }
             (Some(reason), _) => reason,
             (None, Some(reason)) => {
                 let state = &self.worker.txn;
-                let only_read =
-                    state.access.entries[mark..].iter().all(|entry| entry.kind == Kind::Read);
+                let only_read = state.access.entries[mark..]
+                    .iter()
+                    .all(|entry| entry.kind == Kind::Read && entry.held == Held::Nothing);
                 if only_read && may_retry {
                     return Ok(StatementCheck::Retry);
                 }
@@ -162,7 +222,11 @@ impl Txn<'_> {
         }
         let mark = state.access.statement_mark;
         debug_assert!(state.access.entries[mark..].iter().all(|entry| entry.kind == Kind::Read));
-        state.access.truncate(mark);
+        // Entries that hold an MV2PL read lock stay, so that the lock is released at the end;
+        // the statement finds them again as its own.
+        if state.access.entries[mark..].iter().all(|entry| entry.held == Held::Nothing) {
+            state.access.truncate(mark);
+        }
         state.access.statement_reads.clear();
         state.nodes.entries.truncate(state.nodes.statement_mark);
         state.last_lookup.forget();
@@ -176,7 +240,10 @@ impl Txn<'_> {
     pub fn snapshot_statement(&mut self) -> Result<bool> {
         self.active()?;
         let state = &mut self.worker.txn;
-        if !state.access.watching || state.access.entries.iter().any(|e| e.kind != Kind::Read) {
+        if !state.access.watching
+            || state.begin.is_some()
+            || state.access.entries.iter().any(|e| e.kind != Kind::Read)
+        {
             return Ok(false);
         }
         self.restart_statement()?;
