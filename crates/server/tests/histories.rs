@@ -68,7 +68,8 @@ async fn client(client: Client, level: &'static str, number: u64) -> Outcome {
         .await
         .unwrap();
     let statement_level = level == "READ COMMITTED";
-    let mut random = Random(0x9E37_79B9_7F4A_7C15 ^ ((number + 1) * 0x2545_F491_4F6C_DD1D));
+    let mut random =
+        Random(0x9E37_79B9_7F4A_7C15 ^ (number + 1).wrapping_mul(0x2545_F491_4F6C_DD1D));
     let mut outcome = Outcome::default();
     for n in 0..TRANSACTIONS / CLIENTS {
         let id = number * 1_000_000 + n + 1;

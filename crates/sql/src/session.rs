@@ -1367,7 +1367,9 @@ impl Session {
                     break result?;
                 }
                 Ok(StatementCheck::Retry) => {
-                    if attempts + 1 == STATEMENT_ATTEMPTS && txn.snapshot_statement()? {
+                    // A locking read reads for update, which a snapshot cannot.
+                    let locking = matches!(plan.as_ref(), Plan::Query(q) if q.for_update);
+                    if attempts + 1 == STATEMENT_ATTEMPTS && !locking && txn.snapshot_statement()? {
                         continue;
                     }
                     txn.restart_statement()?;
