@@ -56,14 +56,15 @@ fn main() {
     let sql_cpu = cpu_seconds() - cpu;
     assert_eq!(found, executions);
     // The same lookups through the engine (a stored procedure reading the row).
-    let table = db.database().table(&db.table_schema("sbtest").unwrap().engine_name).unwrap();
+    let schema = db.table_schema("sbtest").unwrap();
+    let table = db.database().table(&schema.engine_name).unwrap();
     let mut worker = db.database().worker().unwrap();
     let (cpu, start) = (cpu_seconds(), Instant::now());
     let mut bytes = 0usize;
     for _ in 0..executions {
-        let id = next() as i32;
-        // The SQL key encoding of an INT: big-endian with the sign bit flipped.
-        let key = ((id as u32) ^ 0x8000_0000).to_be_bytes();
+        // The key as the SQL layer encodes it (`codec::encode_key`, the table's key format).
+        let mut key = Vec::with_capacity(8);
+        engram_sql::codec::encode_key(schema.key_format, Type::Int4, &Value::Int(next()), &mut key);
         bytes += worker
             .transaction(Isolation::ReadCommitted, |txn| {
                 Ok(txn.get(&table, &key)?.map_or(0, <[u8]>::len))

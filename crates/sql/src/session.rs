@@ -1285,18 +1285,27 @@ impl Session {
         if writes && self.read_only() {
             return Err(SqlError::read_only_transaction(statement.command_name()));
         }
-        let locker = crate::locks::Locker {
-            locks: &self.db.row_locks,
-            session: self.id,
-            held: &self.row_locks_held,
-            lock_timeout: self.lock_timeout,
-            block: self.blocking,
-            deferred: Default::default(),
-            query_lock: std::cell::Cell::new(match plan.as_ref() {
-                Plan::Query(query) => query.lock,
-                _ => Default::default(),
-            }),
-            scanning: Default::default(),
+        // Row locks: taken by locking reads, and by writes in tables where those ran; a plain
+        // query takes none.
+        let locker;
+        let locks = match plan.as_ref() {
+            Plan::Query(query) if !query.for_update => None,
+            plan => {
+                locker = crate::locks::Locker {
+                    locks: &self.db.row_locks,
+                    session: self.id,
+                    held: &self.row_locks_held,
+                    lock_timeout: self.lock_timeout,
+                    block: self.blocking,
+                    deferred: Default::default(),
+                    query_lock: std::cell::Cell::new(match plan {
+                        Plan::Query(query) => query.lock,
+                        _ => Default::default(),
+                    }),
+                    scanning: Default::default(),
+                };
+                Some(&locker)
+            }
         };
         let db = Arc::clone(&self.db);
         let reserve =
@@ -1317,7 +1326,7 @@ impl Session {
             interrupt: &self.interrupt,
             scratch: &self.scratch,
             reapply: !self.locking_read,
-            locks: Some(&locker),
+            locks,
         };
         if matches!(plan.as_ref(), Plan::Query(q) if q.for_update) {
             self.locking_read = true;

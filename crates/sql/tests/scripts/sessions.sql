@@ -53,11 +53,11 @@ ok UPDATE 1
 
 UPDATE acct SET balance = balance + 1 WHERE id = 2
 ----
-ok UPDATE 1
+error 40001
 
 COMMIT
 ----
-error 40001
+ok ROLLBACK
 
 SELECT balance FROM acct ORDER BY id
 ----

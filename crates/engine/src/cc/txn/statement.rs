@@ -29,7 +29,9 @@
 //! argument). So if everything the statement observed is from epochs below E, it reflects no
 //! commit that changed what the transaction read since E: the reads are one state, no check
 //! needed. Only a statement that saw something committed in or after E's epoch (40 ms by
-//! default) walks its reads.
+//! default) walks its reads. The shortcut serves repeatable-read and serializable, whose checks
+//! walk every read of the transaction; a read-committed check walks only its own statement's
+//! reads, and reads no epoch (a fence per statement would cost more than it saves there).
 //!
 //! A statement that keeps meeting changes (a long scan of a table being updated) may read its
 //! rest at the newest stable snapshot epoch instead ([`Txn::snapshot_statement`]), when the
@@ -85,6 +87,7 @@ impl Txn<'_> {
     /// Starts watching the next statement. Does nothing (and the checks below always pass)
     /// under the multi-version protocols and in snapshot transactions, whose statements read
     /// one state by construction.
+    #[inline]
     pub fn watch_statement(&mut self) -> Result<()> {
         self.active()?;
         let state = &mut self.worker.txn;
@@ -97,11 +100,13 @@ impl Txn<'_> {
             return Ok(());
         }
         let fresh = state.access.entries.is_empty() && state.nodes.entries.is_empty();
-        if state.begin.is_some() {
-            // The epoch shortcut holds for Silo's epochs only.
+        if state.begin.is_some() || state.isolation == Isolation::ReadCommitted {
+            // The epoch shortcut holds for Silo's epochs only, and is not taken at
+            // read-committed, where a check walks only the statement's own reads (which it
+            // recorded anyway): no epoch read and fence on every statement.
             state.access.checked_at = None;
-        } else if state.isolation == Isolation::ReadCommitted || fresh {
-            // Only this statement's reads count: they all come after this epoch and fence.
+        } else if fresh {
+            // Every read of the transaction comes after this epoch and fence.
             state.access.checked_at = Some(self.worker.shared.epochs.global());
             fence(Ordering::SeqCst);
         }
@@ -117,24 +122,35 @@ impl Txn<'_> {
     /// Whether the watched statement read one state. On a change it cannot run again from
     /// (it wrote, an earlier statement's read changed where the level re-checks reads, or
     /// `may_retry` is false), the transaction is aborted and the error returned.
+    #[inline]
     pub fn check_statement(&mut self, may_retry: bool) -> Result<StatementCheck> {
         self.active()?;
         let state = &mut self.worker.txn;
         if !state.access.watching {
             return Ok(StatementCheck::Consistent);
         }
+        let access = &mut state.access;
+        if state.isolation == Isolation::ReadCommitted
+            && access.statement_reads.len() <= 1
+            && access.entries.len() == access.statement_mark
+            && state.nodes.entries.len() == state.nodes.statement_mark
+        {
+            // One record read (or none): one state by Silo's read protocol, and nothing to
+            // settle but the flag.
+            access.watching = false;
+            access.statement_reads.clear();
+            return Ok(StatementCheck::Consistent);
+        }
+        self.check_statement_reads(may_retry)
+    }
+
+    /// [`Txn::check_statement`] past its one-read case.
+    #[inline(never)]
+    fn check_statement_reads(&mut self, may_retry: bool) -> Result<StatementCheck> {
+        let state = &mut self.worker.txn;
         let whole = state.isolation != Isolation::ReadCommitted;
         let (mark, node_mark) = (state.access.statement_mark, state.nodes.statement_mark);
         let access = &state.access;
-        if !whole
-            && access.statement_reads.len() <= 1
-            && access.entries.len() == mark
-            && state.nodes.entries.len() == node_mark
-        {
-            // One record read (or none): one state by Silo's read protocol.
-            self.settle_statement();
-            return Ok(StatementCheck::Consistent);
-        }
         let high = access.entries[mark..]
             .iter()
             .map(|entry| entry.observed.tid().epoch())
@@ -255,11 +271,18 @@ impl Txn<'_> {
 
     /// Ends the watched statement (after its check, or when it failed): a statement read at
     /// a snapshot goes back to reading current values.
+    #[inline]
     pub fn end_statement(&mut self) {
-        let state = &mut self.worker.txn;
-        if state.status == Status::Idle {
+        let state = &self.worker.txn;
+        if state.status == Status::Idle || !(state.access.watching || state.snapshot.is_some()) {
             return;
         }
+        self.end_watched_statement();
+    }
+
+    #[inline(never)]
+    fn end_watched_statement(&mut self) {
+        let state = &mut self.worker.txn;
         if state.begin.is_none()
             && state.snapshot.is_some()
             && state.isolation != Isolation::Snapshot
