@@ -77,6 +77,45 @@ impl AbortReason {
     }
 }
 
+impl AbortReason {
+    /// What happened, in a sentence for a client (PostgreSQL's DETAIL of a 40001).
+    pub fn explain(self) -> &'static str {
+        match self {
+            AbortReason::ReadValidation => {
+                "A row this transaction read was changed by a transaction that committed after the read."
+            }
+            AbortReason::ReadLocked => {
+                "A row this transaction read was being changed by a committing transaction."
+            }
+            AbortReason::NodeValidation => {
+                "A range this transaction scanned, or a key it found absent, gained or lost a row (a phantom)."
+            }
+            AbortReason::WriteConflict => {
+                "A row this transaction writes was changed or deleted by a transaction that committed first."
+            }
+            AbortReason::InsertConflict => "Another transaction is inserting the same key.",
+            AbortReason::RecordBusy => {
+                "A row stayed locked by a committing transaction longer than this one waits."
+            }
+            AbortReason::SequenceExhausted => {
+                "Too many dependent commits in one epoch: the epoch's commit numbers ran out."
+            }
+            AbortReason::IdleTimeout => {
+                "The transaction stayed idle (or waited) longer than the idle transaction limit and was given up."
+            }
+            AbortReason::Exclusion => {
+                "A transaction this one must follow committed after one it must precede (the serial safety net)."
+            }
+            AbortReason::LockConflict => {
+                "Another transaction holds a lock on a row this one needs, and the protocol does not wait."
+            }
+            AbortReason::TimestampOrder => {
+                "A transaction with a later timestamp already read or scanned what this one would write."
+            }
+        }
+    }
+}
+
 impl fmt::Display for AbortReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

@@ -154,6 +154,9 @@ async fn serialization_failures_are_40001_and_a_retry_succeeds() {
     a.batch_execute("COMMIT").await.unwrap();
     let error = b.batch_execute("COMMIT").await.unwrap_err();
     assert_eq!(error.code(), Some(&SqlState::T_R_SERIALIZATION_FAILURE), "{error}");
+    // Its DETAIL says why.
+    let detail = error.as_db_error().and_then(|e| e.detail()).unwrap_or_default();
+    assert!(detail.contains("committed") && detail.contains("read_validation"), "{detail}");
     // The retry sees the first commit.
     b.batch_execute("BEGIN ISOLATION LEVEL SERIALIZABLE").await.unwrap();
     let n: i32 = b.query_one("SELECT n FROM c WHERE id = 1", &[]).await.unwrap().get(0);

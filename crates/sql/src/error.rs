@@ -96,6 +96,7 @@ impl From<engram_engine::Error> for SqlError {
             engram_engine::Error::Aborted(reason) => Some(reason),
             _ => None,
         };
-        SqlError { abort, ..SqlError::new(error.sqlstate(), error.to_string()) }
+        let detail = abort.map(|reason| format!("{} ({reason})", reason.explain()));
+        SqlError { abort, detail, ..SqlError::new(error.sqlstate(), error.to_string()) }
     }
 }

@@ -1388,7 +1388,13 @@ impl Session {
                 }
                 Err(error) => {
                     txn.end_statement();
-                    return Err(error.into());
+                    let error = SqlError::from(error);
+                    let detail = format!(
+                        "{} Found when the statement ended, before its result was returned \
+                         (each statement reads one state).",
+                        error.detail.as_deref().unwrap_or_default()
+                    );
+                    return Err(error.with_detail(detail));
                 }
             }
         };
