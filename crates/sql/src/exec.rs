@@ -536,7 +536,7 @@ fn visit(
     let mut failure = None;
     let mut keys: Vec<Vec<u8>> = Vec::new();
     // A locking scan takes each row's lock before the row counts, and cannot wait inside
-    // the engine's scan (`locks::lock_row`).
+    // the engine's scan (`Locker::lock_read`).
     let locker = cx.locks.filter(|_| for_update && table.system.is_none());
     let limit = if locker.is_some() { usize::MAX } else { limit };
     let mut step = |key: &[u8], bytes: &[u8]| -> bool {
@@ -545,10 +545,7 @@ fn visit(
             return false;
         }
         if let Some(locker) = locker {
-            let (mode, policy) = locker.query_lock.get();
-            let take =
-                crate::locks::lock_row(None, locker, cx.interrupt, table, key, mode, policy, false);
-            match take {
+            match locker.lock_read(None, table, key) {
                 Ok(true) => {}
                 Ok(false) => return true,
                 Err(error) => {
@@ -601,7 +598,7 @@ fn visit(
             && locker.scanning.get() == 0
         {
             // Outside every scan now: wait for the row, then the statement runs again.
-            crate::locks::wait_deferred(txn, locker, cx.interrupt, &table.schema.name)?;
+            locker.wait_deferred(txn, &table.schema.name)?;
         }
         return Err(error);
     }
@@ -628,21 +625,9 @@ fn lookup(
     if for_update
         && table.system.is_none()
         && let Some(locker) = cx.locks
+        && !locker.lock_read(Some(txn), table, key)?
     {
-        let (mode, policy) = locker.query_lock.get();
-        let take = crate::locks::lock_row(
-            Some(txn),
-            locker,
-            cx.interrupt,
-            table,
-            key,
-            mode,
-            policy,
-            false,
-        )?;
-        if !take {
-            return Ok(true);
-        }
+        return Ok(true);
     }
     let found = match &table.system {
         Some(rows) => rows.get(key).map(Vec::as_slice),
@@ -1264,18 +1249,7 @@ fn insert_row(
             if let Some(locker) = cx.locks {
                 // ON CONFLICT DO UPDATE changes the row: its lock, where row locks are used.
                 let mode = crate::locks::RowLockMode::NoKeyUpdate;
-                let policy = crate::locks::WaitPolicy::Block;
-                let txn = Some(&mut *txn);
-                crate::locks::lock_row(
-                    txn,
-                    locker,
-                    cx.interrupt,
-                    table,
-                    &existing_key,
-                    mode,
-                    policy,
-                    true,
-                )?;
+                locker.lock_write(txn, table, &existing_key, mode)?;
             }
             let Some(old) = txn
                 .get_for_update(&table.engine, &existing_key)
@@ -1400,17 +1374,7 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
             } else {
                 crate::locks::RowLockMode::NoKeyUpdate
             };
-            let policy = crate::locks::WaitPolicy::Block;
-            crate::locks::lock_row(
-                Some(&mut *txn),
-                locker,
-                cx.interrupt,
-                table,
-                key,
-                mode,
-                policy,
-                true,
-            )?;
+            locker.lock_write(txn, table, key, mode)?;
         }
         let Some(current) =
             txn.get_for_update(&table.engine, key).map_err(|e| engine_error(e, table))?

@@ -79,11 +79,9 @@ const SHARDS: usize = 64;
 /// How long a waiter sleeps before it looks at its cancel flag and deadline again.
 const WAIT_SLICE: Duration = Duration::from_millis(50);
 
-type Key = (u64, Box<[u8]>);
-
 #[derive(Debug, Default)]
 struct Shard {
-    rows: Mutex<HashMap<Key, Vec<(u64, RowLockMode)>>>,
+    rows: Mutex<HashMap<RowKey, Vec<(u64, RowLockMode)>>>,
     released: Condvar,
 }
 
@@ -154,7 +152,7 @@ impl RowLocks {
         table: u64,
         key: &[u8],
         mode: RowLockMode,
-        held: &mut Vec<Key>,
+        held: &mut Vec<RowKey>,
     ) -> TryLock {
         let shard = self.shard(table, key);
         let mut rows = shard.rows.lock();
@@ -162,12 +160,12 @@ impl RowLocks {
     }
 
     fn grant(
-        rows: &mut HashMap<Key, Vec<(u64, RowLockMode)>>,
+        rows: &mut HashMap<RowKey, Vec<(u64, RowLockMode)>>,
         session: u64,
         table: u64,
         key: &[u8],
         mode: RowLockMode,
-        held: &mut Vec<Key>,
+        held: &mut Vec<RowKey>,
     ) -> TryLock {
         let row = (table, Box::<[u8]>::from(key));
         let holders = rows.entry(row).or_default();
@@ -193,7 +191,7 @@ impl RowLocks {
         table: u64,
         key: &[u8],
         mode: RowLockMode,
-        held: &mut Vec<Key>,
+        held: &mut Vec<RowKey>,
         limits: &WaitLimits<'_>,
         relation: &str,
     ) -> SqlResult<()> {
@@ -282,7 +280,7 @@ impl RowLocks {
     }
 
     /// Releases every row lock in `held` (the transaction ended) and wakes their waiters.
-    pub fn release_all(&self, session: u64, held: &mut Vec<Key>) {
+    pub fn release_all(&self, session: u64, held: &mut Vec<RowKey>) {
         for (table, key) in held.drain(..) {
             let shard = self.shard(table, &key);
             let mut rows = shard.rows.lock();
@@ -323,6 +321,8 @@ pub struct Locker<'a> {
     pub session: u64,
     pub held: &'a std::cell::RefCell<Vec<RowKey>>,
     pub lock_timeout: Option<Duration>,
+    /// The statement's timeout and cancel flag, which bound a wait.
+    pub interrupt: &'a crate::exec::Interrupt,
     /// Runs a wait where blocking the thread is allowed (a server's runtime thread hands its
     /// other work away first: `Session::set_blocking`).
     pub block: fn(&mut dyn FnMut()),
@@ -354,87 +354,95 @@ pub fn table_number(table: &crate::catalog::TableInfo) -> u64 {
     u64::from(table.engine.id().0)
 }
 
-/// Whether `txn` should go on with the row `key` of `table` after taking its lock in `mode`:
-/// `false` to leave it out (SKIP LOCKED). A locking read (`write` false) marks the table and
-/// follows `policy`; a write locks only in marked tables and always waits. Inside an engine
-/// scan (`txn` is `None` there, or a scan is running) nothing may wait: a read that must is deferred (the statement then waits and runs
-/// again, `RESTART`), a write goes on unlocked (its read for update is checked at commit).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn lock_row(
-    txn: Option<&mut engram_engine::Txn<'_>>,
-    locker: &Locker<'_>,
-    interrupt: &crate::exec::Interrupt,
-    table: &crate::catalog::TableInfo,
-    key: &[u8],
-    mode: RowLockMode,
-    policy: WaitPolicy,
-    write: bool,
-) -> SqlResult<bool> {
-    let number = table_number(table);
-    if write {
-        if !locker.locks.used(number) {
+impl Locker<'_> {
+    /// A locking read of the row `key` of `table` (the query's lock clause): marks the table,
+    /// takes the row's lock, and returns whether to go on with the row (`false`: SKIP LOCKED
+    /// leaves it out). Inside an engine scan (`txn` is `None` there, or a scan is running)
+    /// nothing may wait: a read that must is deferred, and the statement waits and runs again
+    /// (`RESTART`).
+    pub(crate) fn lock_read(
+        &self,
+        txn: Option<&mut engram_engine::Txn<'_>>,
+        table: &crate::catalog::TableInfo,
+        key: &[u8],
+    ) -> SqlResult<bool> {
+        let number = table_number(table);
+        if !self.locks.used(number) {
+            self.locks.mark_used(number);
+        }
+        let (mode, policy) = self.query_lock.get();
+        if self.try_lock(number, key, mode) {
             return Ok(true);
         }
-    } else if !locker.locks.used(number) {
-        locker.locks.mark_used(number);
-    }
-    let busy = {
-        let mut held = locker.held.borrow_mut();
-        locker.locks.try_lock(locker.session, number, key, mode, &mut held) == TryLock::Busy
-    };
-    if !busy {
-        return Ok(true);
-    }
-    let relation = &table.schema.name;
-    let txn = txn.filter(|_| locker.scanning.get() == 0);
-    match (policy, txn) {
-        (WaitPolicy::NoWait, _) => Err(not_available(relation)),
-        (WaitPolicy::SkipLocked, _) => Ok(false),
-        (WaitPolicy::Block, Some(txn)) => {
-            wait(txn, locker, interrupt, number, key, mode, relation)?;
-            Ok(true)
-        }
-        (WaitPolicy::Block, None) if write => Ok(true),
-        (WaitPolicy::Block, None) => {
-            *locker.deferred.borrow_mut() = Some((number, key.into(), mode));
-            Err(restart())
+        let relation = &table.schema.name;
+        match (policy, txn.filter(|_| self.scanning.get() == 0)) {
+            (WaitPolicy::NoWait, _) => Err(not_available(relation)),
+            (WaitPolicy::SkipLocked, _) => Ok(false),
+            (WaitPolicy::Block, Some(txn)) => {
+                self.wait(txn, number, key, mode, relation).map(|_| true)
+            }
+            (WaitPolicy::Block, None) => {
+                *self.deferred.borrow_mut() = Some((number, key.into(), mode));
+                Err(restart())
+            }
         }
     }
-}
 
-/// Waits for the row lock a locking scan deferred, if it deferred one.
-pub(crate) fn wait_deferred(
-    txn: &mut engram_engine::Txn<'_>,
-    locker: &Locker<'_>,
-    interrupt: &crate::exec::Interrupt,
-    relation: &str,
-) -> SqlResult<()> {
-    let deferred = locker.deferred.borrow_mut().take();
-    match deferred {
-        Some((number, key, mode)) => wait(txn, locker, interrupt, number, &key, mode, relation),
-        None => Ok(()),
+    /// The lock an UPDATE, DELETE or upsert takes on the row it changes, in `mode`, in tables
+    /// where locking reads ran; waited for. Inside an engine scan the write goes on unlocked
+    /// (its read for update is checked at commit).
+    pub(crate) fn lock_write(
+        &self,
+        txn: &mut engram_engine::Txn<'_>,
+        table: &crate::catalog::TableInfo,
+        key: &[u8],
+        mode: RowLockMode,
+    ) -> SqlResult<()> {
+        let number = table_number(table);
+        if !self.locks.used(number) || self.try_lock(number, key, mode) || self.scanning.get() > 0 {
+            return Ok(());
+        }
+        self.wait(txn, number, key, mode, &table.schema.name)
     }
-}
 
-/// Waits for the lock with the transaction suspended (`Txn::pause`), on a thread where
-/// blocking is allowed.
-fn wait(
-    txn: &mut engram_engine::Txn<'_>,
-    locker: &Locker<'_>,
-    interrupt: &crate::exec::Interrupt,
-    number: u64,
-    key: &[u8],
-    mode: RowLockMode,
-    relation: &str,
-) -> SqlResult<()> {
-    let limits = WaitLimits { interrupt, lock_timeout: locker.lock_timeout };
-    let mut result = Ok(());
-    txn.pause(|| {
-        (locker.block)(&mut || {
-            let mut held = locker.held.borrow_mut();
-            result =
-                locker.locks.lock(locker.session, number, key, mode, &mut held, &limits, relation);
-        })
-    })?;
-    result
+    /// Takes the lock if no other session holds the row in a conflicting mode.
+    fn try_lock(&self, number: u64, key: &[u8], mode: RowLockMode) -> bool {
+        let mut held = self.held.borrow_mut();
+        self.locks.try_lock(self.session, number, key, mode, &mut held) == TryLock::Granted
+    }
+
+    /// Waits for the row lock a locking scan deferred, if it deferred one.
+    pub(crate) fn wait_deferred(
+        &self,
+        txn: &mut engram_engine::Txn<'_>,
+        relation: &str,
+    ) -> SqlResult<()> {
+        let deferred = self.deferred.borrow_mut().take();
+        match deferred {
+            Some((number, key, mode)) => self.wait(txn, number, &key, mode, relation),
+            None => Ok(()),
+        }
+    }
+
+    /// Waits for the lock with the transaction suspended (`Txn::pause`), on a thread where
+    /// blocking is allowed.
+    fn wait(
+        &self,
+        txn: &mut engram_engine::Txn<'_>,
+        number: u64,
+        key: &[u8],
+        mode: RowLockMode,
+        relation: &str,
+    ) -> SqlResult<()> {
+        let limits = WaitLimits { interrupt: self.interrupt, lock_timeout: self.lock_timeout };
+        let mut result = Ok(());
+        txn.pause(|| {
+            (self.block)(&mut || {
+                let mut held = self.held.borrow_mut();
+                result =
+                    self.locks.lock(self.session, number, key, mode, &mut held, &limits, relation);
+            })
+        })?;
+        result
+    }
 }

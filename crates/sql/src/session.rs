@@ -1285,28 +1285,6 @@ impl Session {
         if writes && self.read_only() {
             return Err(SqlError::read_only_transaction(statement.command_name()));
         }
-        // Row locks: taken by locking reads, and by writes in tables where those ran; a plain
-        // query takes none.
-        let locker;
-        let locks = match plan.as_ref() {
-            Plan::Query(query) if !query.for_update => None,
-            plan => {
-                locker = crate::locks::Locker {
-                    locks: &self.db.row_locks,
-                    session: self.id,
-                    held: &self.row_locks_held,
-                    lock_timeout: self.lock_timeout,
-                    block: self.blocking,
-                    deferred: Default::default(),
-                    query_lock: std::cell::Cell::new(match plan {
-                        Plan::Query(query) => query.lock,
-                        _ => Default::default(),
-                    }),
-                    scanning: Default::default(),
-                };
-                Some(&locker)
-            }
-        };
         let db = Arc::clone(&self.db);
         let reserve =
             move |sequence: &crate::catalog::Sequence, limit: i64| db.reserve(sequence, limit);
@@ -1318,6 +1296,29 @@ impl Session {
         } else {
             self.interrupt.deadline = None;
         }
+        // Row locks: taken by locking reads, and by writes in tables where those ran; a plain
+        // query takes none.
+        let locker;
+        let locks = match plan.as_ref() {
+            Plan::Query(query) if !query.for_update => None,
+            plan => {
+                locker = crate::locks::Locker {
+                    locks: &self.db.row_locks,
+                    session: self.id,
+                    held: &self.row_locks_held,
+                    lock_timeout: self.lock_timeout,
+                    interrupt: &self.interrupt,
+                    block: self.blocking,
+                    deferred: Default::default(),
+                    query_lock: std::cell::Cell::new(match plan {
+                        Plan::Query(query) => query.lock,
+                        _ => Default::default(),
+                    }),
+                    scanning: Default::default(),
+                };
+                Some(&locker)
+            }
+        };
         let env = Env {
             params: if as_given { params } else { &converted },
             now: self.txn_started,
