@@ -1,6 +1,7 @@
 //! The database: configuration, the catalog of tables, the epoch ticker, per-worker counters,
 //! and what departing workers leave behind.
 
+use crate::cc::conflict::{ConflictStats, ConflictTally, RowKeys, RowKeysSlot};
 use crate::cc::{Isolation, Protocol, Rules};
 use crate::error::{AbortReason, Error, Result};
 use crate::gc::tasks::Tasks;
@@ -279,6 +280,9 @@ impl Config {
 pub(crate) struct Counters {
     pub commits: AtomicU64,
     pub aborts: [AtomicU64; AbortReason::ALL.len()],
+    /// Where the slot's aborts happened (`cc/conflict.rs`): locked by its worker only when it
+    /// aborts, and by readers of the statistics.
+    pub conflicts: Mutex<ConflictTally>,
 }
 
 impl Counters {
@@ -338,9 +342,16 @@ pub(crate) struct Shared {
     /// What the vacuum (`Gc::TupleVacuum`) or the readers' cleaning (`Gc::TupleCooperative`)
     /// did.
     pub vacuum: VacuumCounters,
+    /// The application's row-to-key function for abort diagnostics (`Database::set_row_keys`).
+    row_keys: RowKeysSlot,
 }
 
 impl Shared {
+    /// The row-to-key function, if the application set one.
+    pub fn row_keys(&self) -> Option<RowKeys> {
+        self.row_keys.get()
+    }
+
     /// Whether the database is closing (background threads end).
     pub fn stopping(&self) -> bool {
         self.stop.load(Ordering::Acquire)
@@ -566,6 +577,7 @@ impl Database {
             data,
             spaces: (0..config.memory_spaces).map(|_| new_space()).collect(),
             vacuum: VacuumCounters::default(),
+            row_keys: RowKeysSlot::default(),
         });
         for mut garbage in recovered_garbage {
             garbage.seal(&shared.epochs);
@@ -879,6 +891,27 @@ impl Database {
             }
         }
         stats
+    }
+
+    /// Where aborts happened, summed over all workers, past and present: counts per table,
+    /// index and reason, and the most contended keys (`cc/conflict.rs`).
+    pub fn conflict_stats(&self) -> ConflictStats {
+        ConflictStats::merge(
+            self.shared.counters.iter().map(|counters| {
+                counters.conflicts.lock().unwrap_or_else(|e| e.into_inner()).clone()
+            }),
+        )
+    }
+
+    /// The name of the table with id `id`, if it still exists.
+    pub fn table_name(&self, id: TableId) -> Option<String> {
+        self.shared.table_by_id(id).map(|table| table.name().to_string())
+    }
+
+    /// Sets how abort diagnostics find the primary key of a row they read, for the records a
+    /// transaction read without keeping their keys (`cc/conflict.rs`).
+    pub fn set_row_keys(&self, row_keys: RowKeys) {
+        self.shared.row_keys.set(row_keys);
     }
 }
 

@@ -77,7 +77,10 @@ pub mod trace;
 pub mod wal;
 pub mod worker;
 
-pub use cc::{Isolation, Protocol, Recompute, StatementCheck, Txn};
+pub use cc::{
+    Conflict, ConflictSite, ConflictStats, HotKey, Isolation, Protocol, Recompute, RowKeys,
+    StatementCheck, Txn,
+};
 pub use db::{Config, Database, Stats};
 pub use error::{AbortReason, Error, Result};
 pub use gc::Gc;

@@ -156,6 +156,10 @@ pub(crate) struct TxnState {
     /// (`storage::shared`): handed to versions at install (the entry becomes 0), the rest
     /// released when the transaction ends.
     pub retained: Vec<u64>,
+    /// The record an abort happened on, left for the diagnostics (`cc/conflict.rs`), and its
+    /// key (empty when not at hand).
+    pub site: Option<cc::conflict::Site>,
+    pub site_key: Vec<u8>,
 }
 
 impl Default for TxnState {
@@ -198,6 +202,8 @@ impl Default for TxnState {
             last_written: 0,
             recomputing: false,
             retained: Vec::new(),
+            site: None,
+            site_key: Vec::new(),
         }
     }
 }
@@ -220,6 +226,7 @@ impl TxnState {
         self.dropped.reset(false);
         self.noted.clear();
         self.recomputes.0.clear();
+        self.site = None;
     }
 }
 
@@ -238,6 +245,9 @@ pub struct Worker {
     pub(crate) random: u64,
     pub(crate) transactions_ended: u64,
     pub(crate) last_commit: CommitInfo,
+    /// Where the last transaction that aborted for a reason did (`cc/conflict.rs`), with the
+    /// number of transactions that had ended before it.
+    pub(crate) last_conflict: Option<(u64, cc::Conflict)>,
 }
 
 // SAFETY: the raw pointers in the worker's sets point into shared, epoch-protected memory and
@@ -271,6 +281,7 @@ impl Worker {
             random: seed | 1,
             transactions_ended: 0,
             last_commit: CommitInfo::NOTHING,
+            last_conflict: None,
         })
     }
 
@@ -283,6 +294,20 @@ impl Worker {
     /// durable after [`Worker::transaction`], which returns the body's value).
     pub fn last_commit(&self) -> CommitInfo {
         self.last_commit
+    }
+
+    /// Where the worker's last transaction aborted, when it was aborted by the engine (not
+    /// rolled back at will) and no transaction has begun since: the table, index and key, and
+    /// the commit that caused it, as far as the engine could tell (`cc/conflict.rs`).
+    pub fn last_conflict(&self) -> Option<&cc::Conflict> {
+        match &self.last_conflict {
+            Some((ended, conflict))
+                if ended + 1 == self.transactions_ended && self.txn.status == Status::Idle =>
+            {
+                Some(conflict)
+            }
+            _ => None,
+        }
     }
 
     /// Blocks until this worker's last commit is durable (see [`CommitInfo::epoch`]).

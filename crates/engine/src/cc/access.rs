@@ -190,7 +190,7 @@ pub(crate) struct AccessSet {
     /// in `statement_reads`, and scans and failed lookups record their leaves.
     pub watching: bool,
     /// The watched statement's reads that no entry records: (record, word read).
-    pub statement_reads: Vec<(*mut Head, TidWord)>,
+    pub statement_reads: Vec<(*mut Head, TidWord, TableId)>,
     /// The number of entries when the watched statement began.
     pub statement_mark: usize,
     /// The newest epoch among the committed states the watched statement observed without
@@ -236,9 +236,9 @@ impl AccessSet {
 
     /// Keeps `(head, word)` as a read of the watched statement.
     #[inline]
-    pub fn note_statement_read(&mut self, head: *mut Head, word: TidWord) {
+    pub fn note_statement_read(&mut self, head: *mut Head, word: TidWord, table: TableId) {
         if self.watching {
-            self.statement_reads.push((head, word));
+            self.statement_reads.push((head, word, table));
         }
     }
 
@@ -287,6 +287,38 @@ pub(crate) struct NodeEntry {
     pub leaf: LeafVersion,
     /// Validated at every isolation level (a uniqueness check's scan).
     pub always: bool,
+    /// The index the leaf belongs to (abort diagnostics only).
+    pub owner: LeafOwner,
+}
+
+/// The table and index a recorded leaf belongs to, packed into the node entry's padding: abort
+/// diagnostics name them when the leaf fails validation (`cc/conflict.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LeafOwner {
+    table: u32,
+    /// 0 the primary index, `n + 1` secondary index `n`.
+    index: u16,
+}
+
+impl LeafOwner {
+    #[inline]
+    pub fn primary(table: TableId) -> LeafOwner {
+        LeafOwner { table: table.0, index: 0 }
+    }
+
+    #[inline]
+    pub fn secondary(table: TableId, index: usize) -> LeafOwner {
+        LeafOwner { table: table.0, index: u16::try_from(index + 1).unwrap_or(u16::MAX) }
+    }
+
+    pub fn table(self) -> TableId {
+        TableId(self.table)
+    }
+
+    /// `None` for the primary index, else the secondary index's number.
+    pub fn index(self) -> Option<u32> {
+        (self.index > 0).then(|| u32::from(self.index) - 1)
+    }
 }
 
 /// The node set, which also keeps itself valid across the transaction's own inserts.
@@ -311,8 +343,9 @@ impl NodeSet {
         self.changed.clear();
     }
 
-    pub fn push(&mut self, leaf: LeafVersion, always: bool) {
-        self.entries.push(NodeEntry { leaf, always });
+    #[inline]
+    pub fn push(&mut self, leaf: LeafVersion, always: bool, owner: LeafOwner) {
+        self.entries.push(NodeEntry { leaf, always, owner });
     }
 
     /// Gives every leaf in the set `stamp` as its pstamp (fetch-max, then a fence), before the
@@ -383,7 +416,7 @@ impl LeafObserver for NodeSet {
                 // own change is the only one: the successors now stand for what it saw.
                 self.entries[index].leaf = after[0];
                 for extra in &after[1..] {
-                    self.entries.push(NodeEntry { leaf: *extra, always: entry.always });
+                    self.entries.push(NodeEntry { leaf: *extra, ..entry });
                 }
             }
             index += 1;

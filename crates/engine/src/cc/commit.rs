@@ -2,6 +2,7 @@
 //! of every transaction.
 
 use super::access::{AccessSet, Held, Kind, Span};
+use super::conflict;
 use super::mv::{self, Mv, READERS_REFRESH_COMMITS};
 use super::mvto;
 use super::secondary;
@@ -476,6 +477,11 @@ pub(crate) fn abort(worker: &mut Worker, reason: Option<AbortReason>) {
         return;
     }
     trace_ev!(crate::trace::Ev::Abort { reason: reason.map_or(255, |r| r as u8) });
+    // A transaction poisoned by an operation and then rolled back aborted for that reason.
+    let reason = match (reason, worker.txn.status) {
+        (None, Status::Poisoned(reason)) => Some(reason),
+        _ => reason,
+    };
     if worker.txn.rules.ssn {
         ssn::release(&mut worker.txn, None);
     }
@@ -491,6 +497,9 @@ pub(crate) fn abort(worker: &mut Worker, reason: Option<AbortReason>) {
             unsafe { (*entry.head).unlock_to(entry.prior) };
             entry.locked = false;
         }
+        if let Some(reason) = reason {
+            note_conflict(worker, reason);
+        }
         for position in 0..worker.txn.access.entries.len() {
             if matches!(worker.txn.access.entries[position].kind, Kind::Insert | Kind::Nothing) {
                 release_insert(worker, position);
@@ -502,6 +511,16 @@ pub(crate) fn abort(worker: &mut Worker, reason: Option<AbortReason>) {
     }
     worker.shared.epochs.leave_commit(worker.slot);
     finish(worker);
+}
+
+/// Works out and counts where the abort happened (`cc/conflict.rs`).
+#[cold]
+#[inline(never)]
+fn note_conflict(worker: &mut Worker, reason: AbortReason) {
+    let conflict = conflict::diagnose(worker, reason);
+    let counters = worker.shared.counters(worker.slot);
+    counters.conflicts.lock().unwrap_or_else(|e| e.into_inner()).note(&conflict);
+    worker.last_conflict = Some((worker.transactions_ended, conflict));
 }
 
 /// Rolls back a transaction the ticker gave up on. Its reads may point at freed memory, so only

@@ -31,6 +31,7 @@
 
 mod access;
 mod commit;
+pub mod conflict;
 mod mv;
 mod mv2pl;
 mod mvto;
@@ -41,6 +42,7 @@ mod txn;
 
 pub(crate) use access::{AccessSet, NodeSet, Span};
 pub(crate) use commit::{abort, abort_kicked, commit};
+pub use conflict::{Conflict, ConflictSite, ConflictStats, HotKey, RowKeys};
 pub use mv::Protocol;
 pub(crate) use mv::Rules;
 pub(crate) use secondary::{EntryScratch, InsertedEntry};

@@ -16,7 +16,8 @@
 //! finds (validated at commit at every isolation level), and records the leaves it scanned in
 //! the node set with `always`, so a concurrent insert of the same key is caught at commit.
 
-use super::access::{Access, Kind};
+use super::access::{Access, Kind, LeafOwner};
+use super::conflict::Site;
 use super::mv::Locking;
 use super::silo::{Hooks, Silo};
 use super::txn::{duplicate, pinned, poison};
@@ -138,7 +139,12 @@ fn insert_entry(
         Err(existing) if existing == head as u64 => Ok(()),
         // An entry with this key and primary key for another head: the key's previous head is
         // being unlinked right now.
-        Err(_) => Err(poison(state, AbortReason::InsertConflict)),
+        Err(_) => {
+            let site = Site { table: table.id(), head, observed: None, index: Some(number as u32) };
+            state.site = Some(site);
+            state.site_key.clear();
+            Err(poison(state, AbortReason::InsertConflict))
+        }
     }
 }
 
@@ -214,6 +220,8 @@ fn unique_check(
         table: table.id(),
         conflict: false,
         error: None,
+        failed: std::ptr::null_mut(),
+        owner: LeafOwner::secondary(table.id(), number),
     };
     index.tree.scan(
         Bound::Included(prefix),
@@ -223,9 +231,13 @@ fn unique_check(
         scan_buffer,
         &mut visitor,
     );
-    let (conflict, error) = (visitor.conflict, visitor.error);
+    let (conflict, error, failed) = (visitor.conflict, visitor.error, visitor.failed);
     state.scratch_high = high;
     if let Some(reason) = error {
+        let site =
+            Site { table: table.id(), head: failed, observed: None, index: Some(number as u32) };
+        state.site = Some(site);
+        state.site_key.clear();
         return Err(poison(state, reason));
     }
     if conflict {
@@ -246,6 +258,9 @@ struct UniqueVisitor<'a> {
     table: TableId,
     conflict: bool,
     error: Option<AbortReason>,
+    /// The record `error` happened on.
+    failed: *mut Head,
+    owner: LeafOwner,
 }
 
 /// Whether `row` has secondary key `prefix` (encoded) in `index`.
@@ -262,7 +277,7 @@ fn has_key(
 
 impl ScanVisitor for UniqueVisitor<'_> {
     fn leaf(&mut self, leaf: LeafVersion) {
-        self.nodes.push(leaf, true);
+        self.nodes.push(leaf, true, self.owner);
     }
 
     fn entry(&mut self, _entry: &[u8], value: u64) -> bool {
@@ -288,6 +303,7 @@ impl ScanVisitor for UniqueVisitor<'_> {
             Ok(word) => word,
             Err(reason) => {
                 self.error = Some(reason);
+                self.failed = head;
                 return false;
             }
         };
@@ -296,6 +312,7 @@ impl ScanVisitor for UniqueVisitor<'_> {
                 let access = &mut self.access.entries[position];
                 if access.validate && access.observed != word {
                     self.error = Some(AbortReason::ReadValidation);
+                    self.failed = head;
                     return false;
                 }
                 access.validate = true;

@@ -110,7 +110,7 @@ impl Hooks for Silo {
             }
         }
         let nodes_too = state.rules.validate_nodes;
-        for &NodeEntry { leaf, always } in &state.nodes.entries {
+        for &NodeEntry { leaf, always, .. } in &state.nodes.entries {
             if (nodes_too || always) && !leaf.is_current(pin) {
                 return Err(AbortReason::NodeValidation);
             }

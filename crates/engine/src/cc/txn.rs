@@ -9,7 +9,8 @@
 //! its head is installed at commit.
 
 use super::Isolation;
-use super::access::{Access, AccessSet, Held, Kind, NodeSet, Span};
+use super::access::{Access, AccessSet, Held, Kind, LeafOwner, NodeSet, Span};
+use super::conflict::Site;
 use super::mv::{self, Locking, ReadMode};
 use super::secondary;
 use super::silo::{Hooks, Silo};
@@ -111,6 +112,24 @@ pub(crate) fn poison(state: &mut TxnState, reason: AbortReason) -> Error {
     // whose records are still in the index until the rollback gives them up (`Keep`).
     release_locks(state, Keep::Inserts);
     Error::Aborted(reason)
+}
+
+/// [`poison`], leaving the record the abort happened on for the diagnostics
+/// (`cc/conflict.rs`): its table, its head (null when none), its primary key (empty when not at
+/// hand).
+#[cold]
+#[inline(never)]
+pub(crate) fn poison_at(
+    state: &mut TxnState,
+    reason: AbortReason,
+    table: TableId,
+    head: *mut Head,
+    key: &[u8],
+) -> Error {
+    state.site = Some(Site { table, head, observed: None, index: None });
+    state.site_key.clear();
+    state.site_key.extend_from_slice(key);
+    poison(state, reason)
 }
 
 /// The locks [`release_locks`] leaves held: those on the records of the transaction's own
@@ -296,7 +315,7 @@ pub(crate) fn observe(
             entry.prior = word;
         } else if !entry.validate {
             access.note_unrecorded(word.tid().epoch());
-            access.note_statement_read(head, word);
+            access.note_statement_read(head, word, table);
         }
         return Ok(Seen::Current(word));
     }
@@ -305,7 +324,7 @@ pub(crate) fn observe(
     } else {
         access.note_unrecorded(word.tid().epoch());
         if word.is_latest() {
-            access.note_statement_read(head, word);
+            access.note_statement_read(head, word, table);
         }
     }
     Ok(Seen::Current(word))
@@ -435,9 +454,9 @@ fn trace_probe(key: &[u8], probe: &Probe, why: u8) -> crate::trace::Ev {
 /// nodes are not validated, neither are phantoms; a validated read (`get_for_update`) of the
 /// record sees its word change when it leaves.
 #[inline]
-fn absent_record_leaf(state: &mut TxnState, probe: Probe) {
+fn absent_record_leaf(state: &mut TxnState, probe: Probe, table: TableId) {
     if state.rules.validate_nodes || state.access.watching {
-        state.nodes.push(probe.leaf, false);
+        state.nodes.push(probe.leaf, false, LeafOwner::primary(table));
     }
 }
 
@@ -661,7 +680,7 @@ impl<'w> Txn<'w> {
             trace_ev!(trace_probe(key, &probe, 0));
             let Some(raw) = probe.value else {
                 if for_update || state.rules.validate_nodes || state.access.watching {
-                    state.nodes.push(probe.leaf, for_update);
+                    state.nodes.push(probe.leaf, for_update, LeafOwner::primary(table_id));
                 }
                 return Ok(Found::None);
             };
@@ -674,7 +693,7 @@ impl<'w> Txn<'w> {
                 mode,
                 &state.statement,
             )
-            .map_err(|reason| poison(state, reason))?;
+            .map_err(|reason| poison_at(state, reason, table_id, raw as *mut Head, key))?;
             match seen {
                 Seen::Own(index) => {
                     return Ok(own_row(&state.access, index).map_or(Found::None, Found::Own));
@@ -682,11 +701,11 @@ impl<'w> Txn<'w> {
                 Seen::Current(word) if !word.is_latest() => continue,
                 Seen::AsOf(seen) if !seen.current.is_latest() => continue,
                 Seen::Current(word) if word.is_absent() => {
-                    absent_record_leaf(state, probe);
+                    absent_record_leaf(state, probe, table_id);
                     return Ok(Found::None);
                 }
                 Seen::AsOf(seen) if !seen.present => {
-                    absent_record_leaf(state, probe);
+                    absent_record_leaf(state, probe, table_id);
                     return Ok(Found::None);
                 }
                 Seen::Current(_) | Seen::AsOf(_) => {
@@ -696,7 +715,7 @@ impl<'w> Txn<'w> {
                 }
             }
         }
-        Err(poison(state, AbortReason::ReadValidation))
+        Err(poison_at(state, AbortReason::ReadValidation, table_id, std::ptr::null_mut(), key))
     }
 
     /// Looks `keys` up a group at a time (`BTree::get_group`, which overlaps their cache
@@ -824,7 +843,8 @@ impl<'w> Txn<'w> {
                 return Ok(());
             }
         }
-        Err(poison(&mut self.worker.txn, AbortReason::InsertConflict))
+        let state = &mut self.worker.txn;
+        Err(poison_at(state, AbortReason::InsertConflict, table_id, std::ptr::null_mut(), key))
     }
 
     /// Insert where the index already has a head for the key. Returns `false` to look again.
@@ -872,9 +892,14 @@ impl<'w> Txn<'w> {
         let state = &mut worker.txn;
         let own = match state.rules.locking {
             Locking::None => own,
-            _ => Some(lock_for_write(state, head, table_id, own).map_err(|r| poison(state, r))?),
+            _ => Some(
+                lock_for_write(state, head, table_id, own)
+                    .map_err(|r| poison_at(state, r, table_id, head, key))?,
+            ),
         };
-        let word = head_ref.stable_word().map_err(|Busy| poison(state, AbortReason::RecordBusy))?;
+        let word = head_ref
+            .stable_word()
+            .map_err(|Busy| poison_at(state, AbortReason::RecordBusy, table_id, head, key))?;
         if !word.is_latest() {
             if let Some(index) = own {
                 // An unlinked record's memory may be reclaimed once this transaction is kicked.
@@ -884,12 +909,12 @@ impl<'w> Txn<'w> {
         }
         if mv::write_conflicts(state, word) {
             // Inserted or deleted since the read timestamp: first committer wins.
-            return Err(poison(state, AbortReason::WriteConflict));
+            return Err(poison_at(state, AbortReason::WriteConflict, table_id, head, key));
         }
         if let Some(index) = own {
             let entry = state.access.entries[index];
             if entry.validate && entry.observed != word {
-                return Err(poison(state, AbortReason::ReadValidation));
+                return Err(poison_at(state, AbortReason::ReadValidation, table_id, head, key));
             }
         }
         if !word.is_absent() {
@@ -907,7 +932,7 @@ impl<'w> Txn<'w> {
             return Err(duplicate(table, None));
         }
         if word.is_claimed() {
-            return Err(poison(state, AbortReason::InsertConflict));
+            return Err(poison_at(state, AbortReason::InsertConflict, table_id, head, key));
         }
         if !head_ref.claim(word) {
             return Ok(false);
@@ -1122,7 +1147,9 @@ impl<'w> Txn<'w> {
                 other => return other,
             }
         }
-        Err(poison(&mut self.worker.txn, AbortReason::InsertConflict))
+        let state = &mut self.worker.txn;
+        let null = std::ptr::null_mut();
+        Err(poison_at(state, AbortReason::InsertConflict, table.id(), null, key))
     }
 
     /// `same_keys`: see [`Txn::update_same_keys`].
@@ -1153,7 +1180,7 @@ impl<'w> Txn<'w> {
             let Some(raw) = probe.value else {
                 let state = &mut self.worker.txn;
                 if state.rules.validate_nodes {
-                    state.nodes.push(probe.leaf, false);
+                    state.nodes.push(probe.leaf, false, LeafOwner::primary(table_id));
                 }
                 return Ok(false);
             };
@@ -1161,12 +1188,13 @@ impl<'w> Txn<'w> {
                 self.write_existing(table, table_id, raw as *mut Head, key, value, same_keys)?
             {
                 if !found {
-                    absent_record_leaf(&mut self.worker.txn, probe);
+                    absent_record_leaf(&mut self.worker.txn, probe, table_id);
                 }
                 return Ok(found);
             }
         }
-        Err(poison(&mut self.worker.txn, AbortReason::ReadValidation))
+        let state = &mut self.worker.txn;
+        Err(poison_at(state, AbortReason::ReadValidation, table_id, std::ptr::null_mut(), key))
     }
 
     /// Update or delete of a key the index has. `None` means look again.
@@ -1238,12 +1266,15 @@ impl<'w> Txn<'w> {
         let state = &mut worker.txn;
         let own = match state.rules.locking {
             Locking::None => own,
-            _ => Some(lock_for_write(state, head, table_id, own).map_err(|r| poison(state, r))?),
+            _ => Some(
+                lock_for_write(state, head, table_id, own)
+                    .map_err(|r| poison_at(state, r, table_id, head, key))?,
+            ),
         };
         // SAFETY: reached through the index while pinned.
         let word = unsafe { &*head }
             .stable_word()
-            .map_err(|Busy| poison(state, AbortReason::RecordBusy))?;
+            .map_err(|Busy| poison_at(state, AbortReason::RecordBusy, table_id, head, key))?;
         if !word.is_latest() {
             if let Some(index) = own {
                 // An unlinked record's memory may be reclaimed once this transaction is kicked.
@@ -1253,12 +1284,12 @@ impl<'w> Txn<'w> {
         }
         if mv::write_conflicts(state, word) {
             // Changed (or deleted) since the read timestamp: first committer wins.
-            return Err(poison(state, AbortReason::WriteConflict));
+            return Err(poison_at(state, AbortReason::WriteConflict, table_id, head, key));
         }
         if let Some(index) = own {
             let entry = state.access.entries[index];
             if entry.validate && entry.observed != word && !state.recomputing {
-                return Err(poison(state, AbortReason::ReadValidation));
+                return Err(poison_at(state, AbortReason::ReadValidation, table_id, head, key));
             }
         }
         if word.is_absent() {
@@ -1400,6 +1431,8 @@ impl<'w> Txn<'w> {
             count: 0,
             limit,
             error: None,
+            failed: std::ptr::null_mut(),
+            owner: LeafOwner::primary(table_id),
         };
         let mut with_heads = HeadVisitor { rows: &mut visitor, current: &current };
         if limit > 0 {
@@ -1413,9 +1446,9 @@ impl<'w> Txn<'w> {
                 &mut with_heads,
             );
         }
-        let (count, error) = (visitor.count, visitor.error);
+        let (count, error, failed) = (visitor.count, visitor.error, visitor.failed);
         match error {
-            Some(reason) => Err(poison(state, reason)),
+            Some(reason) => Err(poison_at(state, reason, table_id, failed, &[])),
             None => Ok(count),
         }
     }
@@ -1510,6 +1543,8 @@ impl<'w> Txn<'w> {
                 count: 0,
                 limit,
                 error: None,
+                failed: std::ptr::null_mut(),
+                owner: LeafOwner::secondary(table_id, index),
             },
             index: secondary_index,
             prefix: scratch_key,
@@ -1538,10 +1573,10 @@ impl<'w> Txn<'w> {
         if going {
             visitor.emit_candidates_before(None);
         }
-        let (count, error) = (visitor.rows.count, visitor.rows.error);
+        let (count, error, failed) = (visitor.rows.count, visitor.rows.error, visitor.rows.failed);
         state.candidates.clear();
         match error {
-            Some(reason) => Err(poison(state, reason)),
+            Some(reason) => Err(poison_at(state, reason, table_id, failed, &[])),
             None => Ok(count),
         }
     }
@@ -1566,6 +1601,10 @@ struct RowVisitor<'a, F> {
     count: usize,
     limit: usize,
     error: Option<AbortReason>,
+    /// The record `error` happened on.
+    failed: *mut Head,
+    /// The index scanned.
+    owner: LeafOwner,
 }
 
 impl<F: FnMut(&[u8], &[u8]) -> bool> RowVisitor<'_, F> {
@@ -1584,6 +1623,7 @@ impl<F: FnMut(&[u8], &[u8]) -> bool> RowVisitor<'_, F> {
         match observe(self.access, self.buffer, self.table, head, validate, mode, self.statement) {
             Err(reason) => {
                 self.error = Some(reason);
+                self.failed = head;
                 None
             }
             Ok(Seen::Own(index)) => own_row(self.access, index).map(Found::Own),
@@ -1619,7 +1659,7 @@ impl<F: FnMut(&[u8], &[u8]) -> bool> ScanVisitor for RowVisitor<'_, F> {
             ver: leaf.version(),
         });
         if self.validate_nodes {
-            self.nodes.push(leaf, false);
+            self.nodes.push(leaf, false, self.owner);
         }
     }
 

@@ -167,7 +167,7 @@ impl Txn<'_> {
         let pin = unsafe { pinned() };
         let mut changed_here = None;
         let mut changed_before = None;
-        for &(head, seen) in &state.access.statement_reads {
+        for &(head, seen, _) in &state.access.statement_reads {
             if settled_word(head) != Some(seen) {
                 changed_here = Some(AbortReason::ReadValidation);
                 break;
