@@ -20,7 +20,7 @@ use engram_engine::Epoch;
 use engram_sql::ast::Statement;
 use engram_sql::copy::CopyFrom;
 use engram_sql::{
-    Outcome, OutputColumn, Prepared, Session, SqlError, TransactionStatus, Type, Value,
+    Notice, Outcome, OutputColumn, Prepared, Session, SqlError, TransactionStatus, Type, Value,
 };
 use futures::future::FusedFuture;
 use futures::{FutureExt, SinkExt, StreamExt};
@@ -146,6 +146,7 @@ pub(crate) async fn serve(stream: Accepted, shared: Arc<Shared>, shutdown: watch
         unnamed: None,
         portals: HashMap::new(),
         skip_until_sync: false,
+        implicit_until_sync: false,
         durable_wait: Epoch::NEVER,
         cancel: started.cancel,
         stop: FutureExt::fuse(Box::pin(crate::stopped(shutdown)) as StopFuture),
@@ -184,6 +185,9 @@ pub(crate) struct Connection {
     portals: HashMap<String, Portal>,
     /// An extended-protocol error: discard messages until Sync.
     skip_until_sync: bool,
+    /// The statements executed since the last Sync run in one implicit transaction, which the
+    /// Sync commits (or rolls back after an error), as PostgreSQL runs a pipeline.
+    implicit_until_sync: bool,
     /// The newest commit epoch not yet known durable; replies wait for it.
     durable_wait: Epoch,
     cancel: Arc<std::sync::atomic::AtomicBool>,
@@ -289,6 +293,15 @@ impl Connection {
                 F::Flush(_) => self.flush().await?,
                 F::Sync(_) => {
                     self.skip_until_sync = false;
+                    if self.implicit_until_sync {
+                        self.implicit_until_sync = false;
+                        let ended = self.on_session(false, |session| session.end_string());
+                        self.note_commit();
+                        self.send_notices().await?;
+                        if let Err(error) = ended {
+                            self.send_error(&error).await?;
+                        }
+                    }
                     if self.session.status() == TransactionStatus::Idle {
                         self.portals.clear();
                     }
@@ -392,12 +405,14 @@ impl Connection {
     }
 
     async fn send_notices(&mut self) -> io::Result<()> {
-        let mut notices = std::mem::take(&mut self.pending_notices);
+        let mut notices: Vec<Notice> = self.pending_notices.drain(..).map(Notice::info).collect();
         notices.extend(self.session.take_notices());
         for notice in notices {
             self.wire
                 .feed(B::NoticeResponse(NoticeResponse::new(error_fields(
-                    "NOTICE", "00000", &notice,
+                    notice.severity,
+                    notice.code,
+                    &notice.message,
                 ))))
                 .await?;
         }
@@ -639,6 +654,12 @@ impl Connection {
         }
     }
 
+    /// Whether the next message the client sent, already read, is a Sync.
+    fn sync_is_next(&self) -> bool {
+        const SYNC: [u8; 5] = [b'S', 0, 0, 0, 4];
+        self.wire.read_buffer().starts_with(&SYNC)
+    }
+
     /// An extended-protocol step's reply, or its error (then skip to Sync).
     async fn extended_reply(&mut self, result: Result<(), SqlError>, reply: B) -> io::Result<()> {
         match result {
@@ -783,6 +804,16 @@ impl Connection {
         }
         if portal.pending.is_none() {
             self.cancel.store(false, std::sync::atomic::Ordering::Relaxed);
+            if !self.implicit_until_sync
+                && self.session.status() == TransactionStatus::Idle
+                && !self.sync_is_next()
+            {
+                // More of the pipeline may follow before its Sync: one implicit transaction.
+                // An Execute followed at once by Sync commits on its own, as before (and so
+                // keeps the session's retries of a single statement).
+                self.session.begin_string(2);
+                self.implicit_until_sync = true;
+            }
             let started = Instant::now();
             let ddl = portal.prepared.statement().is_ddl();
             let (prepared, params) = (&portal.prepared, &portal.params);

@@ -157,6 +157,7 @@ async fn serialization_failures_are_40001_and_a_retry_succeeds() {
     // Its DETAIL says why.
     let detail = error.as_db_error().and_then(|e| e.detail()).unwrap_or_default();
     assert!(detail.contains("committed") && detail.contains("read_validation"), "{detail}");
+    assert!(detail.contains("On relation \"c\", key (id)=(1)"), "{detail}");
     // The retry sees the first commit.
     b.batch_execute("BEGIN ISOLATION LEVEL SERIALIZABLE").await.unwrap();
     let n: i32 = b.query_one("SELECT n FROM c WHERE id = 1", &[]).await.unwrap().get(0);
@@ -864,4 +865,129 @@ async fn row_locks_wait_and_exclude_over_the_wire() {
     let db_error = failed[0].as_db_error().expect("a server error");
     assert_eq!(db_error.code().code(), "40P01");
     assert!(db_error.detail().is_some_and(|d| d.contains("relation \"c\"")), "{db_error:?}");
+}
+
+/// COMMIT and ROLLBACK outside a transaction, and BEGIN inside one, are warnings with
+/// PostgreSQL's SQLSTATEs (25P01, 25001), not errors.
+#[tokio::test]
+async fn transaction_control_out_of_place_is_a_warning() {
+    let (server, _db) = start(ServerConfig::default());
+    let mut config = tokio_postgres::Config::new();
+    config.host("127.0.0.1").port(server.addr.port()).user("postgres").dbname("engram");
+    let (client, mut connection) = config.connect(NoTls).await.unwrap();
+    let (sender, mut notices) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(Ok(message)) = futures::StreamExt::next(&mut messages).await {
+            if let tokio_postgres::AsyncMessage::Notice(notice) = message {
+                let _ = sender.send(notice);
+            }
+        }
+    });
+    client.batch_execute("COMMIT").await.unwrap();
+    client.batch_execute("BEGIN; BEGIN").await.unwrap();
+    client.batch_execute("ROLLBACK").await.unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        let notice = notices.recv().await.unwrap();
+        seen.push((notice.severity().to_string(), notice.code().code().to_string()));
+    }
+    assert_eq!(seen, [("WARNING".into(), "25P01".into()), ("WARNING".into(), "25001".into())]);
+}
+
+/// A raw protocol message: its type byte and body.
+fn message(kind: u8, body: &[u8]) -> Vec<u8> {
+    let mut out = vec![kind];
+    out.extend_from_slice(&(body.len() as u32 + 4).to_be_bytes());
+    out.extend_from_slice(body);
+    out
+}
+
+/// Reads messages until ReadyForQuery; returns their type bytes and the SQLSTATEs of errors.
+fn read_until_ready(stream: &mut std::net::TcpStream) -> (Vec<u8>, Vec<String>) {
+    use std::io::Read;
+    let (mut kinds, mut codes) = (Vec::new(), Vec::new());
+    loop {
+        let mut head = [0u8; 5];
+        stream.read_exact(&mut head).unwrap();
+        let len = u32::from_be_bytes(head[1..5].try_into().unwrap()) as usize - 4;
+        let mut body = vec![0u8; len];
+        stream.read_exact(&mut body).unwrap();
+        kinds.push(head[0]);
+        if head[0] == b'E' {
+            for field in body.split(|b| *b == 0) {
+                if let Some((b'C', code)) = field.split_first() {
+                    codes.push(String::from_utf8_lossy(code).into_owned());
+                }
+            }
+        }
+        if head[0] == b'Z' {
+            return (kinds, codes);
+        }
+    }
+}
+
+/// Executes between two Syncs are one implicit transaction, as in PostgreSQL: a failing
+/// Execute rolls back the ones before it in the pipeline; an Execute followed by its own Sync
+/// commits by itself.
+#[test]
+fn a_pipeline_between_syncs_is_one_transaction() {
+    use std::io::Write;
+    let (server, db) = start(ServerConfig::default());
+    let mut stream = std::net::TcpStream::connect(server.addr).unwrap();
+    let mut startup = Vec::new();
+    startup.extend_from_slice(&196_608u32.to_be_bytes());
+    startup.extend_from_slice(b"user\0postgres\0database\0engram\0\0");
+    let mut packet = ((startup.len() + 4) as u32).to_be_bytes().to_vec();
+    packet.extend_from_slice(&startup);
+    stream.write_all(&packet).unwrap();
+    read_until_ready(&mut stream);
+    stream.write_all(&message(b'Q', b"CREATE TABLE p (id INT PRIMARY KEY)\0")).unwrap();
+    read_until_ready(&mut stream);
+    let parse = message(b'P', b"ins\0INSERT INTO p VALUES ($1)\0\0\0");
+    let bind = |value: &str| {
+        let mut body = b"\0ins\0\0\0\0\x01".to_vec();
+        body.extend_from_slice(&(value.len() as u32).to_be_bytes());
+        body.extend_from_slice(value.as_bytes());
+        body.extend_from_slice(&[0, 0]);
+        message(b'B', &body)
+    };
+    let execute = message(b'E', b"\0\0\0\0\0");
+    let sync = message(b'S', b"");
+    // 1, 2, then 1 again: the duplicate fails and takes 1 and 2 with it.
+    let mut pipeline = parse.clone();
+    for value in ["1", "2", "1"] {
+        pipeline.extend_from_slice(&bind(value));
+        pipeline.extend_from_slice(&execute);
+    }
+    pipeline.extend_from_slice(&sync);
+    stream.write_all(&pipeline).unwrap();
+    let (_, codes) = read_until_ready(&mut stream);
+    assert_eq!(codes, ["23505"]);
+    let mut session = db.session().unwrap();
+    let count = |session: &mut engram_sql::Session| {
+        session.execute_one("SELECT count(*) FROM p").unwrap().text_rows()[0][0].clone()
+    };
+    assert_eq!(count(&mut session).as_deref(), Some("0"));
+    // Each Execute with its own Sync stands alone.
+    let mut separate = Vec::new();
+    for value in ["1", "2", "1"] {
+        separate.extend_from_slice(&bind(value));
+        separate.extend_from_slice(&execute);
+        separate.extend_from_slice(&sync);
+    }
+    stream.write_all(&separate).unwrap();
+    let codes: Vec<Vec<String>> = (0..3).map(|_| read_until_ready(&mut stream).1).collect();
+    assert_eq!(codes, [vec![], vec![], vec!["23505".to_string()]]);
+    assert_eq!(count(&mut session).as_deref(), Some("2"));
+    // A pipeline that succeeds commits at its Sync.
+    let mut pipeline = Vec::new();
+    for value in ["3", "4"] {
+        pipeline.extend_from_slice(&bind(value));
+        pipeline.extend_from_slice(&execute);
+    }
+    pipeline.extend_from_slice(&sync);
+    stream.write_all(&pipeline).unwrap();
+    assert_eq!(read_until_ready(&mut stream).1, Vec::<String>::new());
+    assert_eq!(count(&mut session).as_deref(), Some("4"));
 }

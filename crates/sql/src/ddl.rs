@@ -141,7 +141,7 @@ impl Session {
     }
 
     fn notice(&mut self, message: String) {
-        self.notices.push(message);
+        self.notices.push(crate::error::Notice::info(message));
     }
 
     fn relation_exists(&self, name: &str) -> bool {

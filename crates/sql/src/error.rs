@@ -100,3 +100,27 @@ impl From<engram_engine::Error> for SqlError {
         SqlError { abort, detail, ..SqlError::new(error.sqlstate(), error.to_string()) }
     }
 }
+
+/// A message for the client that is not an error: PostgreSQL's NoticeResponse, with its
+/// severity (`NOTICE`, `WARNING`) and SQLSTATE.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    pub severity: &'static str,
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl Notice {
+    pub fn info(message: impl Into<String>) -> Notice {
+        Notice { severity: "NOTICE", code: "00000", message: message.into() }
+    }
+
+    pub fn warning(code: &'static str, message: impl Into<String>) -> Notice {
+        Notice { severity: "WARNING", code, message: message.into() }
+    }
+
+    /// COMMIT, ROLLBACK or SET TRANSACTION outside a transaction block (25P01).
+    pub fn no_transaction(message: impl Into<String>) -> Notice {
+        Notice::warning("25P01", message)
+    }
+}

@@ -598,7 +598,7 @@ fn visit(
             && locker.scanning.get() == 0
         {
             // Outside every scan now: wait for the row, then the statement runs again.
-            locker.wait_deferred(txn, &table.schema.name)?;
+            locker.wait_deferred(txn, table)?;
         }
         return Err(error);
     }

@@ -24,6 +24,7 @@
 pub mod ast;
 pub mod catalog;
 pub mod codec;
+mod conflicts;
 pub mod copy;
 mod ddl;
 pub mod depth;
@@ -38,7 +39,7 @@ pub mod session;
 pub mod system;
 pub mod types;
 
-pub use error::{SqlError, SqlResult};
+pub use error::{Notice, SqlError, SqlResult};
 pub use plan::OutputColumn;
 /// NUMERIC values are `rust_decimal` decimals ([`Value::Numeric`]).
 pub use rust_decimal::Decimal;
@@ -183,7 +184,7 @@ impl SqlDb {
                 }
             }
         }
-        Ok(Arc::new(SqlDb {
+        let sql = Arc::new(SqlDb {
             db,
             catalog_version: AtomicU64::new(catalog.version),
             catalog: RwLock::new(catalog),
@@ -192,7 +193,9 @@ impl SqlDb {
             catalog_table,
             system: Mutex::new(system),
             next_session: AtomicU64::new(1),
-        }))
+        });
+        sql.db.set_row_keys(conflicts::row_keys(Arc::downgrade(&sql)));
+        Ok(sql)
     }
 
     pub fn database(&self) -> &Arc<Database> {

@@ -374,12 +374,11 @@ impl Locker<'_> {
         if self.try_lock(number, key, mode) {
             return Ok(true);
         }
-        let relation = &table.schema.name;
         match (policy, txn.filter(|_| self.scanning.get() == 0)) {
-            (WaitPolicy::NoWait, _) => Err(not_available(relation)),
+            (WaitPolicy::NoWait, _) => Err(not_available(&table.schema.name)),
             (WaitPolicy::SkipLocked, _) => Ok(false),
             (WaitPolicy::Block, Some(txn)) => {
-                self.wait(txn, number, key, mode, relation).map(|_| true)
+                self.wait(txn, number, key, mode, table).map(|_| true)
             }
             (WaitPolicy::Block, None) => {
                 *self.deferred.borrow_mut() = Some((number, key.into(), mode));
@@ -402,7 +401,7 @@ impl Locker<'_> {
         if !self.locks.used(number) || self.try_lock(number, key, mode) || self.scanning.get() > 0 {
             return Ok(());
         }
-        self.wait(txn, number, key, mode, &table.schema.name)
+        self.wait(txn, number, key, mode, table)
     }
 
     /// Takes the lock if no other session holds the row in a conflicting mode.
@@ -415,25 +414,26 @@ impl Locker<'_> {
     pub(crate) fn wait_deferred(
         &self,
         txn: &mut engram_engine::Txn<'_>,
-        relation: &str,
+        table: &crate::catalog::TableInfo,
     ) -> SqlResult<()> {
         let deferred = self.deferred.borrow_mut().take();
         match deferred {
-            Some((number, key, mode)) => self.wait(txn, number, &key, mode, relation),
+            Some((number, key, mode)) => self.wait(txn, number, &key, mode, table),
             None => Ok(()),
         }
     }
 
     /// Waits for the lock with the transaction suspended (`Txn::pause`), on a thread where
-    /// blocking is allowed.
+    /// blocking is allowed. A deadlock's DETAIL names the row's key.
     fn wait(
         &self,
         txn: &mut engram_engine::Txn<'_>,
         number: u64,
         key: &[u8],
         mode: RowLockMode,
-        relation: &str,
+        table: &crate::catalog::TableInfo,
     ) -> SqlResult<()> {
+        let relation = table.schema.name.as_str();
         let limits = WaitLimits { interrupt: self.interrupt, lock_timeout: self.lock_timeout };
         let mut result = Ok(());
         txn.pause(|| {
@@ -443,6 +443,14 @@ impl Locker<'_> {
                     self.locks.lock(self.session, number, key, mode, &mut held, &limits, relation);
             })
         })?;
-        result
+        result.map_err(|mut error| {
+            if error.code == "40P01"
+                && let Some(key) = crate::conflicts::key_text(table, key)
+            {
+                let detail = error.detail.take().unwrap_or_default();
+                error.detail = Some(format!("{detail} The row's key: {key}."));
+            }
+            error
+        })
     }
 }

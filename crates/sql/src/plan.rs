@@ -276,6 +276,8 @@ pub struct Binder<'a> {
     catalog: &'a Catalog,
     /// The session's settings, for the `pg_settings` view.
     settings: Option<&'a std::collections::BTreeMap<String, String>>,
+    /// The engine, for the views of its statistics (`engram_stat_conflicts`).
+    engine: Option<&'a engram_engine::Database>,
     /// Parameter types, inferred from their use (`Unknown` until decided).
     pub params: Vec<Type>,
     subqueries: Vec<QueryPlan>,
@@ -370,6 +372,7 @@ impl<'a> Binder<'a> {
         Binder {
             catalog,
             settings: None,
+            engine: None,
             params: param_types.to_vec(),
             subqueries: Vec::new(),
             volatile: false,
@@ -385,9 +388,15 @@ impl<'a> Binder<'a> {
         self
     }
 
+    /// The engine whose statistics views show.
+    pub fn with_engine(mut self, engine: &'a engram_engine::Database) -> Self {
+        self.engine = Some(engine);
+        self
+    }
+
     /// The table a query reads: a system view (made now) or a table of the catalog.
     fn read_table(&mut self, name: &str) -> SqlResult<Arc<TableInfo>> {
-        if let Some(view) = crate::system::view(name, self.catalog, self.settings) {
+        if let Some(view) = crate::system::view(name, self.catalog, self.settings, self.engine) {
             self.volatile = true;
             return Ok(view);
         }

@@ -5,7 +5,7 @@ use crate::SqlDb;
 use crate::ast::Statement;
 use crate::catalog::TableInfo;
 use crate::copy::{CopyFrom, CopyIn};
-use crate::error::{SqlError, SqlResult};
+use crate::error::{Notice, SqlError, SqlResult};
 use crate::exec::{Env, Produced, run_insert, run_modify, run_query};
 use crate::parse::parse;
 use crate::plan::{Binder, OutputColumn, Plan, explain};
@@ -240,7 +240,7 @@ pub struct Session {
     /// The catalog rows the transaction wrote (keys and values, `None` for a deletion), for
     /// the catalog log at commit (`SqlDb::log_catalog_rows`).
     pub(crate) catalog_rows: Vec<(Vec<u8>, Option<Vec<u8>>)>,
-    pub(crate) notices: Vec<String>,
+    pub(crate) notices: Vec<Notice>,
     /// Wait for the commit's epoch to be durable before COMMIT returns: the embedder's choice
     /// (`set_wait_durable`; a server waits asynchronously instead).
     wait_durable: bool,
@@ -421,7 +421,7 @@ impl Session {
     }
 
     /// Notices raised since the last call (e.g. "there is no transaction in progress").
-    pub fn take_notices(&mut self) -> Vec<String> {
+    pub fn take_notices(&mut self) -> Vec<Notice> {
         std::mem::take(&mut self.notices)
     }
 
@@ -552,7 +552,9 @@ impl Session {
         );
         let (param_types, columns, plan) = if plannable {
             let (version, plan, params, volatile) = self.with_catalog(|catalog| {
-                let binder = Binder::new(catalog, param_types).with_settings(&self.settings);
+                let binder = Binder::new(catalog, param_types)
+                    .with_settings(&self.settings)
+                    .with_engine(self.db.database());
                 let (plan, params, volatile) = binder.statement_volatile(&statement)?;
                 Ok((catalog.version, plan, params, volatile))
             })?;
@@ -732,7 +734,7 @@ impl Session {
         self.implicit = false;
         let commit = self.status == TransactionStatus::InBlock;
         self.status = TransactionStatus::Idle;
-        self.finish(commit)
+        self.finish(commit).map_err(|error| self.located(error))
     }
 
     /// Opens the engine transaction (and takes the schema lock) if not open yet.
@@ -819,6 +821,41 @@ impl Session {
         max_rows: usize,
         prepared: Option<&Prepared>,
     ) -> SqlResult<Outcome> {
+        self.run_statement(statement, params, max_rows, prepared).map_err(|e| self.located(e))
+    }
+
+    /// Adds to an abort's DETAIL where it happened: the relation, the key, the commit that
+    /// caused it (`conflicts.rs`), once the engine transaction has ended.
+    #[cold]
+    fn located(&self, mut error: SqlError) -> SqlError {
+        let Some(reason) = error.abort else { return error };
+        let Some(conflict) = self.worker.last_conflict() else { return error };
+        if conflict.reason != reason {
+            return error;
+        }
+        let place = crate::conflicts::describe(&self.db, conflict);
+        if place.is_empty() {
+            return error;
+        }
+        // After the engine's sentence, before the reason's name and what follows.
+        let base = format!("{} ({reason})", reason.explain());
+        error.detail = Some(match error.detail.take() {
+            Some(detail) => match detail.strip_prefix(&base) {
+                Some(rest) => format!("{} {place} ({reason}){rest}", reason.explain()),
+                None => format!("{detail} {place}"),
+            },
+            None => place,
+        });
+        error
+    }
+
+    fn run_statement(
+        &mut self,
+        statement: &Statement,
+        params: &[Value],
+        max_rows: usize,
+        prepared: Option<&Prepared>,
+    ) -> SqlResult<Outcome> {
         if self.status == TransactionStatus::Failed
             && !matches!(statement, Statement::Rollback | Statement::Commit)
         {
@@ -840,7 +877,10 @@ impl Session {
                     }
                     self.read_only = read_only.or(self.read_only);
                 } else if self.status != TransactionStatus::Idle {
-                    self.notices.push("there is already a transaction in progress".into());
+                    self.notices.push(Notice::warning(
+                        "25001",
+                        "there is already a transaction in progress",
+                    ));
                 } else {
                     self.status = TransactionStatus::InBlock;
                     self.txn_isolation = *isolation;
@@ -852,7 +892,7 @@ impl Session {
                 // As PostgreSQL: the string's statements so far end, with a warning; the
                 // statements after open another implicit transaction.
                 self.implicit = false;
-                self.notices.push("there is no transaction in progress".into());
+                self.notices.push(Notice::no_transaction("there is no transaction in progress"));
                 let commit = matches!(statement, Statement::Commit)
                     && self.status == TransactionStatus::InBlock;
                 self.status = TransactionStatus::Idle;
@@ -866,7 +906,8 @@ impl Session {
                 self.status = TransactionStatus::Idle;
                 match status {
                     TransactionStatus::Idle => {
-                        self.notices.push("there is no transaction in progress".into());
+                        self.notices
+                            .push(Notice::no_transaction("there is no transaction in progress"));
                         Ok(Outcome::Command { tag: "COMMIT".into() })
                     }
                     TransactionStatus::Failed => {
@@ -881,7 +922,8 @@ impl Session {
             }
             Statement::Rollback => {
                 if self.status == TransactionStatus::Idle {
-                    self.notices.push("there is no transaction in progress".into());
+                    self.notices
+                        .push(Notice::no_transaction("there is no transaction in progress"));
                 }
                 self.status = TransactionStatus::Idle;
                 self.finish(false)?;
@@ -898,8 +940,9 @@ impl Session {
                     return Ok(Outcome::Command { tag: "SET".into() });
                 }
                 if self.status == TransactionStatus::Idle {
-                    self.notices
-                        .push("SET TRANSACTION can only be used in transaction blocks".into());
+                    self.notices.push(Notice::no_transaction(
+                        "SET TRANSACTION can only be used in transaction blocks",
+                    ));
                     return Ok(Outcome::Command { tag: "SET".into() });
                 }
                 if let Some(level) = isolation {
@@ -1038,8 +1081,10 @@ impl Session {
             )),
             Statement::Explain(inner) => {
                 let lines = match self.with_catalog(|catalog| {
-                    let (plan, _) =
-                        Binder::new(catalog, &[]).with_settings(&self.settings).statement(inner)?;
+                    let (plan, _) = Binder::new(catalog, &[])
+                        .with_settings(&self.settings)
+                        .with_engine(self.db.database())
+                        .statement(inner)?;
                     Ok(explain(&plan))
                 }) {
                     Ok(lines) => lines,
@@ -1207,7 +1252,9 @@ impl Session {
             |p| p.param_types.clone(),
         );
         let catalog = self.db.catalog.read();
-        let binder = Binder::new(&catalog, &given).with_settings(&self.settings);
+        let binder = Binder::new(&catalog, &given)
+            .with_settings(&self.settings)
+            .with_engine(self.db.database());
         let (plan, types, volatile) = binder.statement_volatile(statement)?;
         let cached = CachedPlan::new(catalog.version, plan, volatile);
         if let Some(prepared) = prepared {

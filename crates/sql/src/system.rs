@@ -113,6 +113,8 @@ pub fn column_list(table: &TableInfo, columns: &[usize]) -> String {
 struct Sources<'a> {
     tables: Vec<Arc<TableInfo>>,
     settings: Option<&'a BTreeMap<String, String>>,
+    catalog: &'a Catalog,
+    engine: Option<&'a engram_engine::Database>,
 }
 
 /// A view's shape: its name, columns, how many leading columns form its key, its rows.
@@ -282,6 +284,35 @@ const VIEWS: &[ViewDefinition] = &[
         rows: settings,
     },
     ViewDefinition {
+        schema: "pg_catalog",
+        name: "engram_stat_conflicts",
+        columns: &[
+            ("rank", INT),
+            ("relation", TEXT),
+            ("index", TEXT),
+            ("reason", TEXT),
+            ("conflicts", BIG),
+            ("hottest_key", TEXT),
+            ("hottest_key_conflicts", BIG),
+        ],
+        key_columns: 1,
+        rows: conflict_sites,
+    },
+    ViewDefinition {
+        schema: "pg_catalog",
+        name: "engram_stat_conflict_keys",
+        columns: &[
+            ("rank", INT),
+            ("relation", TEXT),
+            ("index", TEXT),
+            ("reason", TEXT),
+            ("key", TEXT),
+            ("conflicts", BIG),
+        ],
+        key_columns: 1,
+        rows: conflict_keys,
+    },
+    ViewDefinition {
         schema: "information_schema",
         name: "schemata",
         columns: &[("catalog_name", TEXT), ("schema_name", TEXT), ("schema_owner", TEXT)],
@@ -328,7 +359,7 @@ const VIEWS: &[ViewDefinition] = &[
 /// the others.
 fn definition(name: &str) -> Option<&'static ViewDefinition> {
     // Most names are user tables: those are passed over without a comparison per view.
-    if !name.starts_with("pg_") && !name.contains('.') {
+    if !name.starts_with("pg_") && !name.starts_with("engram_") && !name.contains('.') {
         return None;
     }
     let (schema, bare) = match name.split_once('.') {
@@ -355,12 +386,13 @@ pub fn view(
     name: &str,
     catalog: &Catalog,
     settings: Option<&BTreeMap<String, String>>,
+    database: Option<&engram_engine::Database>,
 ) -> Option<Arc<TableInfo>> {
     let definition = definition(name)?;
     let engine = catalog.system_table.clone()?;
     let mut tables: Vec<Arc<TableInfo>> = catalog.tables.values().cloned().collect();
     tables.sort_by(|a, b| a.schema.name.cmp(&b.schema.name));
-    let sources = Sources { tables, settings };
+    let sources = Sources { tables, settings, catalog, engine: database };
     let columns: Vec<ColumnSchema> = definition
         .columns
         .iter()
@@ -621,6 +653,16 @@ fn settings(sources: &Sources<'_>) -> Vec<Vec<Value>> {
             ]
         })
         .collect()
+}
+
+fn conflict_sites(sources: &Sources<'_>) -> Vec<Vec<Value>> {
+    let Some(engine) = sources.engine else { return Vec::new() };
+    crate::conflicts::site_rows(sources.catalog, &engine.conflict_stats())
+}
+
+fn conflict_keys(sources: &Sources<'_>) -> Vec<Vec<Value>> {
+    let Some(engine) = sources.engine else { return Vec::new() };
+    crate::conflicts::key_rows(sources.catalog, &engine.conflict_stats())
 }
 
 fn schemata(_: &Sources<'_>) -> Vec<Vec<Value>> {

@@ -168,16 +168,23 @@ fn a_deadlock_ends_one_transaction_with_40p01_and_lock_timeout_ends_a_wait() {
             std::thread::sleep(std::time::Duration::from_millis(200));
             let result = b.execute_one("SELECT n FROM q WHERE id = 1 FOR UPDATE");
             let _ = b.execute_one("ROLLBACK");
-            result.map(|_| ()).map_err(|error| error.code)
+            result.map(|_| ()).map_err(|error| (error.code, error.detail))
         })
     };
     std::thread::sleep(std::time::Duration::from_millis(100));
     let mine = a.execute_one("SELECT n FROM q WHERE id = 2 FOR UPDATE").map(|_| ());
-    let mine = mine.map_err(|error| error.code);
+    let mine = mine.map_err(|error| (error.code, error.detail));
     let _ = a.execute_one("ROLLBACK");
     let theirs = other.join().unwrap();
+    // The chosen one's DETAIL names the row it waited for.
+    for (outcome, row) in [(&mine, "(id)=(2)"), (&theirs, "(id)=(1)")] {
+        if let Err((_, detail)) = outcome {
+            let detail = detail.as_deref().unwrap_or_default();
+            assert!(detail.contains(row) && detail.contains("relation \"q\""), "{detail}");
+        }
+    }
     // Exactly one of the two is chosen; the other gets its row.
-    let outcomes = [mine, theirs];
+    let outcomes = [mine, theirs].map(|outcome| outcome.map_err(|(code, _)| code));
     assert_eq!(outcomes.iter().filter(|o| **o == Err("40P01")).count(), 1, "{outcomes:?}");
     assert_eq!(outcomes.iter().filter(|o| o.is_ok()).count(), 1, "{outcomes:?}");
     // lock_timeout bounds a wait.
