@@ -242,3 +242,66 @@ mod tests {
         }
     }
 }
+
+/// A key that aborted transactions during a measurement (`engram_engine::ConflictStats`).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ContendedKey {
+    pub table: String,
+    pub key: String,
+    pub reason: String,
+    pub aborts: u64,
+}
+
+/// Contended keys a report lists.
+pub const CONTENDED_KEYS_SHOWN: usize = 5;
+
+/// Aborts per (table, key, reason) counted between two looks at an engine's conflict
+/// statistics, added to `into`, each key written by `render`.
+pub fn note_contention(
+    db: &engram_engine::Database,
+    before: &engram_engine::ConflictStats,
+    render: fn(&[u8]) -> String,
+    into: &mut std::collections::BTreeMap<(String, String, String), u64>,
+) {
+    let during = db.conflict_stats().since(before);
+    for hot in during.hot_keys {
+        let table = hot.site.table.and_then(|table| db.table_name(table)).unwrap_or_default();
+        let key = (hot.key, hot.site.reason.name().to_string());
+        *into.entry((table, render(&key.0), key.1)).or_default() += hot.count;
+    }
+}
+
+/// A key as hex bytes.
+pub fn hex_key(key: &[u8]) -> String {
+    key.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// The most counted of `tally`'s keys, most first.
+pub fn contended_keys(
+    tally: &std::collections::BTreeMap<(String, String, String), u64>,
+) -> Vec<ContendedKey> {
+    let mut keys: Vec<ContendedKey> = tally
+        .iter()
+        .map(|((table, key, reason), aborts)| ContendedKey {
+            table: table.clone(),
+            key: key.clone(),
+            reason: reason.clone(),
+            aborts: *aborts,
+        })
+        .collect();
+    keys.sort_by_key(|key| std::cmp::Reverse(key.aborts));
+    keys.truncate(CONTENDED_KEYS_SHOWN);
+    keys
+}
+
+/// `table[key] reason=aborts, ...` for a report line; "-" when none.
+pub fn contended_line(keys: &[ContendedKey]) -> String {
+    if keys.is_empty() {
+        return "-".to_string();
+    }
+    let shown: Vec<String> = keys
+        .iter()
+        .map(|key| format!("{}[{}] {}={}", key.table, key.key, key.reason, key.aborts))
+        .collect();
+    shown.join(", ")
+}

@@ -402,6 +402,13 @@ impl EngramYcsb {
             spec.index(Self::index_spec(number, attributes))
         });
         let table = self.db.create_table(spec).map_err(|error| error.to_string())?;
+        // Abort diagnostics find a read row's key in its second attribute.
+        self.db.set_row_keys(Arc::new(|_, row: &[u8], out: &mut Vec<u8>| {
+            let Some(key) = row.get(8..16) else { return false };
+            let key = u64::from_le_bytes(key.try_into().expect("8 bytes"));
+            out.extend_from_slice(&key_bytes(key));
+            true
+        }));
         let indexed = self.secondary_indexes > 0;
         self.fill(table, rows, threads, || {
             let mut value = vec![0u8; value_bytes];
@@ -542,6 +549,8 @@ pub struct Report {
     pub committed: u64,
     pub aborted: u64,
     pub aborts_by_reason: BTreeMap<String, u64>,
+    /// The keys that aborted most transactions (Engram only).
+    pub contended_keys: Vec<crate::report::ContendedKey>,
     pub latency_us: Percentiles,
     pub latency_sampling: String,
     /// Throughput of each round, when the run alternated configurations in rounds.
@@ -555,6 +564,8 @@ pub struct Tally {
     pub committed: u64,
     pub aborted: u64,
     pub aborts_by_reason: BTreeMap<String, u64>,
+    /// Aborts per (table, key, reason), where the database reports them.
+    pub contended: BTreeMap<(String, String, String), u64>,
     pub latency: Latency,
     pub elapsed: Duration,
     /// Throughput of each merged measurement, in order.
@@ -567,6 +578,9 @@ impl Tally {
         self.aborted += other.aborted;
         for (reason, count) in &other.aborts_by_reason {
             *self.aborts_by_reason.entry(reason.clone()).or_default() += count;
+        }
+        for (key, count) in &other.contended {
+            *self.contended.entry(key.clone()).or_default() += count;
         }
         self.latency.merge(&other.latency);
         self.elapsed += other.elapsed;
@@ -751,6 +765,7 @@ pub fn report<D: Db>(db: &D, options: &Options, mode: Mode, tally: &Tally) -> Re
         committed: tally.committed,
         aborted: tally.aborted,
         aborts_by_reason: tally.aborts_by_reason.clone(),
+        contended_keys: crate::report::contended_keys(&tally.contended),
         latency_us: tally.latency.summary(),
         latency_sampling: format!("one transaction in {LATENCY_SAMPLE_EVERY}"),
         rounds_txn_per_s: if tally.rounds.len() > 1 { tally.rounds.clone() } else { Vec::new() },
@@ -811,7 +826,14 @@ pub fn run(
                 round + 1,
                 rounds
             );
-            let tally = measure(&engram.with_mode(mode), &configured(threads), per_round, &label)?;
+            let before = engram.db.conflict_stats();
+            let mut tally =
+                measure(&engram.with_mode(mode), &configured(threads), per_round, &label)?;
+            let render = |key: &[u8]| match <[u8; 8]>::try_from(key) {
+                Ok(bytes) => u64::from_be_bytes(bytes).to_string(),
+                Err(_) => crate::report::hex_key(key),
+            };
+            crate::report::note_contention(&engram.db, &before, render, &mut tally.contended);
             tallies[index].merge(&tally);
         }
     }

@@ -536,6 +536,14 @@ fn ycsb(args: YcsbArgs) -> Result<(), String> {
             if reasons.is_empty() { "-".to_string() } else { reasons.join(" ") }
         );
     }
+    for report in reports.iter().filter(|report| !report.contended_keys.is_empty()) {
+        println!(
+            "most contended keys ({} x{}): {}",
+            report.mode.name(),
+            report.threads,
+            engram_bench::report::contended_line(&report.contended_keys)
+        );
+    }
     let ratios = ratios(&reports);
     for line in &ratios.lines {
         println!("{line}");
@@ -916,6 +924,10 @@ fn print_tpcc(report: &tpcc::Report) {
             kind.latency_us.p99,
             if reasons.is_empty() { "-".to_string() } else { reasons.join(" ") }
         );
+    }
+    if !report.contended_keys.is_empty() {
+        let keys = engram_bench::report::contended_line(&report.contended_keys);
+        println!("most contended keys: {keys}");
     }
     if let Some(scan) = &report.stock_scan {
         println!(

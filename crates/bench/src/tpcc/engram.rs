@@ -495,6 +495,10 @@ impl load::Sink for Loader<'_> {
 }
 
 impl TpccDb for EngramTpcc {
+    fn engine(&self) -> Option<&Database> {
+        Some(&self.db)
+    }
+
     fn fill(&mut self, scale: &Scale, constants: &Constants, threads: usize) -> Result<(), String> {
         let tables = self.create_tables().map_err(|error| error.to_string())?;
         self.scale = *scale;

@@ -70,6 +70,10 @@ pub trait TpccDb: Db {
     fn settle(&self) -> Result<(), String> {
         Ok(())
     }
+    /// The Engram database underneath, whose conflict statistics a report shows.
+    fn engine(&self) -> Option<&engram_engine::Database> {
+        None
+    }
     /// [`TpccDb::fill`], then [`TpccDb::settle`].
     fn load(&mut self, scale: &Scale, constants: &Constants, threads: usize) -> Result<(), String> {
         self.fill(scale, constants, threads)?;
@@ -438,6 +442,8 @@ pub struct Tally {
     /// may be acknowledged), over every committed transaction.
     pub durable_latency: Latency,
     pub durable_commits: u64,
+    /// Aborts per (table, key, reason), where the database reports them.
+    pub contended: BTreeMap<(String, String, String), u64>,
     /// Throughput of each merged measurement, in order.
     pub rounds: Vec<f64>,
 }
@@ -456,6 +462,9 @@ impl Tally {
         self.stock_scan_latency.merge(&other.stock_scan_latency);
         self.durable_latency.merge(&other.durable_latency);
         self.durable_commits += other.durable_commits;
+        for (key, count) in &other.contended {
+            *self.contended.entry(key.clone()).or_default() += count;
+        }
         self.rounds.push(other.completed() as f64 / other.elapsed.as_secs_f64());
     }
 }
@@ -716,6 +725,8 @@ pub struct Report {
     pub rolled_back: u64,
     pub aborted: u64,
     pub per_type: BTreeMap<&'static str, TypeReport>,
+    /// The keys that aborted most transactions (Engram only).
+    pub contended_keys: Vec<crate::report::ContendedKey>,
     pub stock_scan: Option<StockScanReport>,
     /// With durability on: start of a transaction to its commit being durable, microseconds.
     pub durable_latency_us: Option<Percentiles>,
@@ -767,6 +778,7 @@ pub fn report<D: Db>(db: &D, options: &Options, tally: &Tally, violations: &[Str
         rolled_back: tally.types.values().map(|t| t.rolled_back).sum(),
         aborted: tally.types.values().map(|t| t.aborted).sum(),
         per_type,
+        contended_keys: crate::report::contended_keys(&tally.contended),
         durable_latency_us: (tally.durable_commits > 0).then(|| tally.durable_latency.summary()),
         stock_scan: (tally.stock_scans > 0).then(|| StockScanReport {
             scans: tally.stock_scans,
@@ -899,7 +911,12 @@ pub fn run_configured<D: TpccDb + Send>(
             }
             let db = &dbs[*db];
             let label = format!("tpcc {} x{} {}/{}", db.name(), options.threads, round + 1, rounds);
-            let tally = measure(db, options, &constants, per_round, &label)?;
+            let before = db.engine().map(|engine| engine.conflict_stats());
+            let mut tally = measure(db, options, &constants, per_round, &label)?;
+            if let (Some(engine), Some(before)) = (db.engine(), before) {
+                let render = crate::report::hex_key;
+                crate::report::note_contention(engine, &before, render, &mut tally.contended);
+            }
             tallies[index].merge(&tally);
         }
     }

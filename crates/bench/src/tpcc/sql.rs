@@ -857,6 +857,10 @@ macro_rules! sql_conn_transactions {
 pub(crate) use sql_conn_transactions;
 
 impl TpccDb for SqlTpcc {
+    fn engine(&self) -> Option<&engram_engine::Database> {
+        Some(self.db.database())
+    }
+
     fn fill(&mut self, scale: &Scale, constants: &Constants, threads: usize) -> Result<(), String> {
         let fail = |error: SqlError| error.to_string();
         self.scale = *scale;
