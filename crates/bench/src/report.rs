@@ -266,8 +266,18 @@ pub fn note_contention(
     let during = db.conflict_stats().since(before);
     for hot in during.hot_keys {
         let table = hot.site.table.and_then(|table| db.table_name(table)).unwrap_or_default();
-        let key = (hot.key, hot.site.reason.name().to_string());
-        *into.entry((table, render(&key.0), key.1)).or_default() += hot.count;
+        let reason = hot.site.reason.name().to_string();
+        *into.entry((table, render(&hot.key), reason)).or_default() += hot.count;
+    }
+}
+
+/// Adds one measurement's contended keys (`note_contention`) to another's.
+pub fn merge_contention(
+    into: &mut std::collections::BTreeMap<(String, String, String), u64>,
+    from: &std::collections::BTreeMap<(String, String, String), u64>,
+) {
+    for (key, count) in from {
+        *into.entry(key.clone()).or_default() += count;
     }
 }
 

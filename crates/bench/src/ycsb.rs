@@ -579,9 +579,7 @@ impl Tally {
         for (reason, count) in &other.aborts_by_reason {
             *self.aborts_by_reason.entry(reason.clone()).or_default() += count;
         }
-        for (key, count) in &other.contended {
-            *self.contended.entry(key.clone()).or_default() += count;
-        }
+        crate::report::merge_contention(&mut self.contended, &other.contended);
         self.latency.merge(&other.latency);
         self.elapsed += other.elapsed;
         self.rounds.push(other.committed as f64 / other.elapsed.as_secs_f64());

@@ -343,15 +343,10 @@ pub(crate) struct Shared {
     /// did.
     pub vacuum: VacuumCounters,
     /// The application's row-to-key function for abort diagnostics (`Database::set_row_keys`).
-    row_keys: RowKeysSlot,
+    pub row_keys: RowKeysSlot,
 }
 
 impl Shared {
-    /// The row-to-key function, if the application set one.
-    pub fn row_keys(&self) -> Option<RowKeys> {
-        self.row_keys.get()
-    }
-
     /// Whether the database is closing (background threads end).
     pub fn stopping(&self) -> bool {
         self.stop.load(Ordering::Acquire)

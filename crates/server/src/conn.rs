@@ -811,7 +811,7 @@ impl Connection {
                 // More of the pipeline may follow before its Sync: one implicit transaction.
                 // An Execute followed at once by Sync commits on its own, as before (and so
                 // keeps the session's retries of a single statement).
-                self.session.begin_string(2);
+                self.session.begin_pipeline();
                 self.implicit_until_sync = true;
             }
             let started = Instant::now();

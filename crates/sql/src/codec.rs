@@ -701,15 +701,14 @@ fn decode_escaped(bytes: &[u8]) -> Option<(Vec<u8>, usize)> {
     let mut out = Vec::new();
     let mut at = 0;
     loop {
-        match *bytes.get(at)? {
-            0 => match *bytes.get(at + 1)? {
-                0xFF => out.push(0),
-                0x01 => return Some((out, at + 2)),
-                _ => return None,
-            },
-            byte => out.push(byte),
-        }
-        at += if bytes[at] == 0 { 2 } else { 1 };
+        let (byte, width) = match (*bytes.get(at)?, bytes.get(at + 1)) {
+            (0, Some(0xFF)) => (0, 2),
+            (0, Some(0x01)) => return Some((out, at + 2)),
+            (0, _) => return None,
+            (byte, _) => (byte, 1),
+        };
+        out.push(byte);
+        at += width;
     }
 }
 

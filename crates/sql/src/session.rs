@@ -310,6 +310,14 @@ pub fn isolation_sql(level: Isolation) -> &'static str {
     }
 }
 
+/// A timeout setting's value (`None`: off, as 0 is), or 22023 naming the setting.
+fn parse_timeout(name: &str, text: &str) -> SqlResult<Option<std::time::Duration>> {
+    let ms = parse_duration_ms(text).ok_or_else(|| {
+        SqlError::new("22023", format!("invalid value for parameter \"{name}\": \"{text}\""))
+    })?;
+    Ok(ms.filter(|ms| *ms > 0).map(std::time::Duration::from_millis))
+}
+
 /// A PostgreSQL time setting in milliseconds: `500`, `500ms`, `2s`, `1min`, `1h`.
 fn parse_duration_ms(text: &str) -> Option<Option<u64>> {
     let text = text.trim().trim_matches('\'').to_ascii_lowercase();
@@ -724,6 +732,12 @@ impl Session {
         self.in_string = statements > 1;
     }
 
+    /// Starts an extended-protocol pipeline whose statements, up to its Sync, run in one
+    /// implicit transaction as a string's do; [`Session::end_string`] ends it at the Sync.
+    pub fn begin_pipeline(&mut self) {
+        self.in_string = true;
+    }
+
     /// Ends a string begun with [`Session::begin_string`]: commits its implicit transaction,
     /// or rolls it back if a statement failed (the string stops at its first error).
     pub fn end_string(&mut self) -> SqlResult<()> {
@@ -834,18 +848,12 @@ impl Session {
             return error;
         }
         let place = crate::conflicts::describe(&self.db, conflict);
-        if place.is_empty() {
-            return error;
+        if !place.is_empty() {
+            error.detail = Some(match error.detail.take() {
+                Some(detail) => format!("{detail} {place}"),
+                None => place,
+            });
         }
-        // After the engine's sentence, before the reason's name and what follows.
-        let base = format!("{} ({reason})", reason.explain());
-        error.detail = Some(match error.detail.take() {
-            Some(detail) => match detail.strip_prefix(&base) {
-                Some(rest) => format!("{} {place} ({reason}){rest}", reason.explain()),
-                None => format!("{detail} {place}"),
-            },
-            None => place,
-        });
         error
     }
 
@@ -1173,32 +1181,13 @@ impl Session {
                     })?,
                 };
             }
-            "statement_timeout" => {
+            "statement_timeout" | "lock_timeout" => {
                 let text = value.unwrap_or("0");
-                self.statement_timeout = parse_duration_ms(text)
-                    .ok_or_else(|| {
-                        SqlError::new(
-                            "22023",
-                            format!(
-                                "invalid value for parameter \"statement_timeout\": \"{text}\""
-                            ),
-                        )
-                    })?
-                    .filter(|ms| *ms > 0)
-                    .map(std::time::Duration::from_millis);
-                self.settings.insert(name, text.to_string());
-            }
-            "lock_timeout" => {
-                let text = value.unwrap_or("0");
-                self.lock_timeout = parse_duration_ms(text)
-                    .ok_or_else(|| {
-                        SqlError::new(
-                            "22023",
-                            format!("invalid value for parameter \"lock_timeout\": \"{text}\""),
-                        )
-                    })?
-                    .filter(|ms| *ms > 0)
-                    .map(std::time::Duration::from_millis);
+                let limit = parse_timeout(&name, text)?;
+                match name.as_str() {
+                    "statement_timeout" => self.statement_timeout = limit,
+                    _ => self.lock_timeout = limit,
+                }
                 self.settings.insert(name, text.to_string());
             }
             "synchronous_commit" => {

@@ -462,9 +462,7 @@ impl Tally {
         self.stock_scan_latency.merge(&other.stock_scan_latency);
         self.durable_latency.merge(&other.durable_latency);
         self.durable_commits += other.durable_commits;
-        for (key, count) in &other.contended {
-            *self.contended.entry(key.clone()).or_default() += count;
-        }
+        crate::report::merge_contention(&mut self.contended, &other.contended);
         self.rounds.push(other.completed() as f64 / other.elapsed.as_secs_f64());
     }
 }

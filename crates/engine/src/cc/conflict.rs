@@ -72,6 +72,23 @@ pub(crate) struct Site {
     pub index: Option<u32>,
 }
 
+impl Site {
+    /// A record of `table`.
+    pub fn record(table: TableId, head: *mut Head) -> Site {
+        Site { table, head, observed: None, index: None }
+    }
+
+    /// A key of `table` whose record the operation did not have in hand.
+    pub fn key_of(table: TableId) -> Site {
+        Site::record(table, std::ptr::null_mut())
+    }
+
+    /// A record met in secondary index `number` of `table`.
+    pub fn in_index(table: TableId, head: *mut Head, number: usize) -> Site {
+        Site { table, head, observed: None, index: Some(number as u32) }
+    }
+}
+
 /// Keys each worker remembers as the most contended (the Space-Saving sketch: a new key
 /// replaces the least counted one and inherits its count, so a count may be too high by at
 /// most the replaced count, and a key conflicting often is never lost).
@@ -239,7 +256,7 @@ pub(crate) fn diagnose(worker: &mut Worker, reason: AbortReason) -> Conflict {
         && entry.key.len > 0
     {
         conflict.key.extend_from_slice(state.access.slice(entry.key));
-    } else if let Some(row_keys) = worker.shared.row_keys() {
+    } else if let Some(row_keys) = worker.shared.row_keys.get() {
         let mut row = Vec::new();
         if head.read(&mut row).is_ok_and(|word| !word.is_absent()) {
             let mut key = Vec::new();

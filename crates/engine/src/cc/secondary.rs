@@ -20,7 +20,7 @@ use super::access::{Access, Kind, LeafOwner};
 use super::conflict::Site;
 use super::mv::Locking;
 use super::silo::{Hooks, Silo};
-use super::txn::{duplicate, pinned, poison};
+use super::txn::{duplicate, pinned, poison_at};
 use crate::error::{AbortReason, Result};
 use crate::gc::Garbage;
 use crate::index::{Direction, LeafVersion, ScanVisitor};
@@ -140,10 +140,8 @@ fn insert_entry(
         // An entry with this key and primary key for another head: the key's previous head is
         // being unlinked right now.
         Err(_) => {
-            let site = Site { table: table.id(), head, observed: None, index: Some(number as u32) };
-            state.site = Some(site);
-            state.site_key.clear();
-            Err(poison(state, AbortReason::InsertConflict))
+            let site = Site::in_index(table.id(), head, number);
+            Err(poison_at(state, AbortReason::InsertConflict, site, &[]))
         }
     }
 }
@@ -234,11 +232,7 @@ fn unique_check(
     let (conflict, error, failed) = (visitor.conflict, visitor.error, visitor.failed);
     state.scratch_high = high;
     if let Some(reason) = error {
-        let site =
-            Site { table: table.id(), head: failed, observed: None, index: Some(number as u32) };
-        state.site = Some(site);
-        state.site_key.clear();
-        return Err(poison(state, reason));
+        return Err(poison_at(state, reason, Site::in_index(table.id(), failed, number), &[]));
     }
     if conflict {
         return Err(duplicate(table, Some(index)));

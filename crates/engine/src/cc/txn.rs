@@ -114,19 +114,17 @@ pub(crate) fn poison(state: &mut TxnState, reason: AbortReason) -> Error {
     Error::Aborted(reason)
 }
 
-/// [`poison`], leaving the record the abort happened on for the diagnostics
-/// (`cc/conflict.rs`): its table, its head (null when none), its primary key (empty when not at
-/// hand).
+/// [`poison`], leaving where the abort happened for the diagnostics (`cc/conflict.rs`): the
+/// site and the record's primary key (empty when not at hand).
 #[cold]
 #[inline(never)]
 pub(crate) fn poison_at(
     state: &mut TxnState,
     reason: AbortReason,
-    table: TableId,
-    head: *mut Head,
+    site: Site,
     key: &[u8],
 ) -> Error {
-    state.site = Some(Site { table, head, observed: None, index: None });
+    state.site = Some(site);
     state.site_key.clear();
     state.site_key.extend_from_slice(key);
     poison(state, reason)
@@ -693,7 +691,9 @@ impl<'w> Txn<'w> {
                 mode,
                 &state.statement,
             )
-            .map_err(|reason| poison_at(state, reason, table_id, raw as *mut Head, key))?;
+            .map_err(|reason| {
+                poison_at(state, reason, Site::record(table_id, raw as *mut Head), key)
+            })?;
             match seen {
                 Seen::Own(index) => {
                     return Ok(own_row(&state.access, index).map_or(Found::None, Found::Own));
@@ -715,7 +715,7 @@ impl<'w> Txn<'w> {
                 }
             }
         }
-        Err(poison_at(state, AbortReason::ReadValidation, table_id, std::ptr::null_mut(), key))
+        Err(poison_at(state, AbortReason::ReadValidation, Site::key_of(table_id), key))
     }
 
     /// Looks `keys` up a group at a time (`BTree::get_group`, which overlaps their cache
@@ -844,7 +844,7 @@ impl<'w> Txn<'w> {
             }
         }
         let state = &mut self.worker.txn;
-        Err(poison_at(state, AbortReason::InsertConflict, table_id, std::ptr::null_mut(), key))
+        Err(poison_at(state, AbortReason::InsertConflict, Site::key_of(table_id), key))
     }
 
     /// Insert where the index already has a head for the key. Returns `false` to look again.
@@ -890,16 +890,17 @@ impl<'w> Txn<'w> {
         // SAFETY: reached through the index while pinned.
         let head_ref = unsafe { &*head };
         let state = &mut worker.txn;
+        let site = Site::record(table_id, head);
         let own = match state.rules.locking {
             Locking::None => own,
             _ => Some(
                 lock_for_write(state, head, table_id, own)
-                    .map_err(|r| poison_at(state, r, table_id, head, key))?,
+                    .map_err(|r| poison_at(state, r, site, key))?,
             ),
         };
         let word = head_ref
             .stable_word()
-            .map_err(|Busy| poison_at(state, AbortReason::RecordBusy, table_id, head, key))?;
+            .map_err(|Busy| poison_at(state, AbortReason::RecordBusy, site, key))?;
         if !word.is_latest() {
             if let Some(index) = own {
                 // An unlinked record's memory may be reclaimed once this transaction is kicked.
@@ -909,12 +910,12 @@ impl<'w> Txn<'w> {
         }
         if mv::write_conflicts(state, word) {
             // Inserted or deleted since the read timestamp: first committer wins.
-            return Err(poison_at(state, AbortReason::WriteConflict, table_id, head, key));
+            return Err(poison_at(state, AbortReason::WriteConflict, site, key));
         }
         if let Some(index) = own {
             let entry = state.access.entries[index];
             if entry.validate && entry.observed != word {
-                return Err(poison_at(state, AbortReason::ReadValidation, table_id, head, key));
+                return Err(poison_at(state, AbortReason::ReadValidation, site, key));
             }
         }
         if !word.is_absent() {
@@ -932,7 +933,7 @@ impl<'w> Txn<'w> {
             return Err(duplicate(table, None));
         }
         if word.is_claimed() {
-            return Err(poison_at(state, AbortReason::InsertConflict, table_id, head, key));
+            return Err(poison_at(state, AbortReason::InsertConflict, site, key));
         }
         if !head_ref.claim(word) {
             return Ok(false);
@@ -1148,8 +1149,7 @@ impl<'w> Txn<'w> {
             }
         }
         let state = &mut self.worker.txn;
-        let null = std::ptr::null_mut();
-        Err(poison_at(state, AbortReason::InsertConflict, table.id(), null, key))
+        Err(poison_at(state, AbortReason::InsertConflict, Site::key_of(table.id()), key))
     }
 
     /// `same_keys`: see [`Txn::update_same_keys`].
@@ -1194,7 +1194,7 @@ impl<'w> Txn<'w> {
             }
         }
         let state = &mut self.worker.txn;
-        Err(poison_at(state, AbortReason::ReadValidation, table_id, std::ptr::null_mut(), key))
+        Err(poison_at(state, AbortReason::ReadValidation, Site::key_of(table_id), key))
     }
 
     /// Update or delete of a key the index has. `None` means look again.
@@ -1264,17 +1264,18 @@ impl<'w> Txn<'w> {
             }
         }
         let state = &mut worker.txn;
+        let site = Site::record(table_id, head);
         let own = match state.rules.locking {
             Locking::None => own,
             _ => Some(
                 lock_for_write(state, head, table_id, own)
-                    .map_err(|r| poison_at(state, r, table_id, head, key))?,
+                    .map_err(|r| poison_at(state, r, site, key))?,
             ),
         };
         // SAFETY: reached through the index while pinned.
         let word = unsafe { &*head }
             .stable_word()
-            .map_err(|Busy| poison_at(state, AbortReason::RecordBusy, table_id, head, key))?;
+            .map_err(|Busy| poison_at(state, AbortReason::RecordBusy, site, key))?;
         if !word.is_latest() {
             if let Some(index) = own {
                 // An unlinked record's memory may be reclaimed once this transaction is kicked.
@@ -1284,12 +1285,12 @@ impl<'w> Txn<'w> {
         }
         if mv::write_conflicts(state, word) {
             // Changed (or deleted) since the read timestamp: first committer wins.
-            return Err(poison_at(state, AbortReason::WriteConflict, table_id, head, key));
+            return Err(poison_at(state, AbortReason::WriteConflict, site, key));
         }
         if let Some(index) = own {
             let entry = state.access.entries[index];
             if entry.validate && entry.observed != word && !state.recomputing {
-                return Err(poison_at(state, AbortReason::ReadValidation, table_id, head, key));
+                return Err(poison_at(state, AbortReason::ReadValidation, site, key));
             }
         }
         if word.is_absent() {
@@ -1448,7 +1449,7 @@ impl<'w> Txn<'w> {
         }
         let (count, error, failed) = (visitor.count, visitor.error, visitor.failed);
         match error {
-            Some(reason) => Err(poison_at(state, reason, table_id, failed, &[])),
+            Some(reason) => Err(poison_at(state, reason, Site::record(table_id, failed), &[])),
             None => Ok(count),
         }
     }
@@ -1576,7 +1577,7 @@ impl<'w> Txn<'w> {
         let (count, error, failed) = (visitor.rows.count, visitor.rows.error, visitor.rows.failed);
         state.candidates.clear();
         match error {
-            Some(reason) => Err(poison_at(state, reason, table_id, failed, &[])),
+            Some(reason) => Err(poison_at(state, reason, Site::record(table_id, failed), &[])),
             None => Ok(count),
         }
     }
