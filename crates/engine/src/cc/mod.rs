@@ -15,8 +15,9 @@
 //! A protocol supplies the hooks through the `Hooks` trait (`silo.rs`; the multi-version
 //! protocols' in `mv.rs`, with the serial safety net's extra steps in `ssn.rs`); the skeleton
 //! is generic over it, so the default path has no dynamic dispatch.
-//! `txn.rs` holds the operations a transaction runs before commit; `secondary.rs` keeps
-//! secondary indexes in step with rows; `access.rs` is the access and node sets.
+//! `txn.rs` (with `txn/`: inserts, scans, statements, attributes) holds the operations a
+//! transaction runs before commit; `secondary.rs` keeps secondary indexes in step with rows;
+//! `access.rs` is the access and node sets; `conflict.rs` works out where an abort happened.
 //!
 //! ISOLATION LEVELS (the full anomaly table is docs/isolation.md)
 //!
