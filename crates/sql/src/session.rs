@@ -1,5 +1,6 @@
 //! Sessions: transaction state (idle, in a block, failed), isolation levels, autocommit,
-//! settings and prepared statements with cached plans.
+//! and prepared statements with cached plans. `session/settings.rs` holds SET, RESET and
+//! SHOW; `session/outcome.rs` what a statement returns.
 
 use crate::SqlDb;
 use crate::ast::Statement;
@@ -15,144 +16,12 @@ use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-/// What a statement returned.
-#[derive(Debug, Clone)]
-pub enum Outcome {
-    Rows { columns: Arc<[OutputColumn]>, rows: Vec<Vec<Value>>, tag: Tag },
-    Command { tag: Tag },
-}
+mod outcome;
+mod settings;
 
-/// Bytes a [`Tag`] holds without allocating: every tag Engram produces fits.
-const TAG_INLINE_MAX: usize = 30;
-
-/// A command tag ("UPDATE 1", "COMMIT", "SELECT 42"), read as a `&str`. Held inline, so that a
-/// statement does not allocate one; a longer tag is kept on the heap.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Tag(TagText);
-
-#[derive(Clone, PartialEq, Eq)]
-enum TagText {
-    Inline { len: u8, bytes: [u8; TAG_INLINE_MAX] },
-    Heap(String),
-}
-
-impl Tag {
-    /// `verb` followed by `count` in decimal, written without the formatting machinery.
-    pub fn counted(verb: &str, count: u64) -> Tag {
-        let mut digits = [0u8; 20];
-        let mut at = digits.len();
-        let mut rest = count;
-        loop {
-            at -= 1;
-            digits[at] = b'0' + (rest % 10) as u8;
-            rest /= 10;
-            if rest == 0 {
-                break;
-            }
-        }
-        let digits = &digits[at..];
-        let len = verb.len() + digits.len();
-        if len > TAG_INLINE_MAX {
-            // The digits are ASCII.
-            return Tag(TagText::Heap(format!("{verb}{}", String::from_utf8_lossy(digits))));
-        }
-        let mut bytes = [0u8; TAG_INLINE_MAX];
-        bytes[..verb.len()].copy_from_slice(verb.as_bytes());
-        bytes[verb.len()..len].copy_from_slice(digits);
-        Tag(TagText::Inline { len: len as u8, bytes })
-    }
-
-    pub fn as_str(&self) -> &str {
-        match &self.0 {
-            // Whole `str`s and ASCII digits went in: always valid.
-            TagText::Inline { len, bytes } => {
-                std::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or_default()
-            }
-            TagText::Heap(text) => text,
-        }
-    }
-}
-
-impl From<&str> for Tag {
-    fn from(text: &str) -> Tag {
-        if text.len() > TAG_INLINE_MAX {
-            return Tag(TagText::Heap(text.to_owned()));
-        }
-        let mut bytes = [0u8; TAG_INLINE_MAX];
-        bytes[..text.len()].copy_from_slice(text.as_bytes());
-        Tag(TagText::Inline { len: text.len() as u8, bytes })
-    }
-}
-
-impl From<String> for Tag {
-    fn from(text: String) -> Tag {
-        Tag::from(text.as_str())
-    }
-}
-
-impl From<Tag> for String {
-    fn from(tag: Tag) -> String {
-        tag.as_str().to_owned()
-    }
-}
-
-impl std::ops::Deref for Tag {
-    type Target = str;
-    fn deref(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl std::fmt::Display for Tag {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self)
-    }
-}
-
-impl std::fmt::Debug for Tag {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Debug::fmt(self.as_str(), f)
-    }
-}
-
-impl PartialEq<str> for Tag {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
-    }
-}
-
-impl PartialEq<&str> for Tag {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
-
-impl Outcome {
-    pub fn tag(&self) -> &str {
-        match self {
-            Outcome::Rows { tag, .. } | Outcome::Command { tag } => tag,
-        }
-    }
-
-    pub fn rows(&self) -> &[Vec<Value>] {
-        match self {
-            Outcome::Rows { rows, .. } => rows,
-            Outcome::Command { .. } => &[],
-        }
-    }
-
-    /// The rows in PostgreSQL's text format (what psql prints, and the wire protocol's text
-    /// results); `None` is NULL.
-    pub fn text_rows(&self) -> Vec<Vec<Option<String>>> {
-        match self {
-            Outcome::Rows { columns, rows, .. } => rows
-                .iter()
-                .map(|row| row.iter().zip(columns.iter()).map(|(v, c)| v.to_text(c.ty)).collect())
-                .collect(),
-            Outcome::Command { .. } => Vec::new(),
-        }
-    }
-}
+pub use outcome::{Outcome, Tag};
+use settings::default_settings;
+pub use settings::isolation_sql;
 
 /// The transaction state a client sees (PostgreSQL's ReadyForQuery status).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -277,87 +146,6 @@ const AUTOCOMMIT_RETRIES: u32 = 10;
 /// How many times a statement that read a changing state runs (the last attempt reads at a
 /// snapshot when the transaction has written nothing), before its transaction aborts (40001).
 const STATEMENT_ATTEMPTS: u32 = 16;
-
-fn default_settings() -> BTreeMap<String, String> {
-    [
-        ("server_version", "15.0"),
-        ("server_encoding", "UTF8"),
-        ("client_encoding", "UTF8"),
-        ("datestyle", "ISO, MDY"),
-        ("timezone", "UTC"),
-        ("integer_datetimes", "on"),
-        ("standard_conforming_strings", "on"),
-        ("application_name", ""),
-        ("search_path", "public"),
-        ("synchronous_commit", "on"),
-        ("statement_timeout", "0"),
-        ("lock_timeout", "0"),
-        ("extra_float_digits", "1"),
-        ("client_min_messages", "notice"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect()
-}
-
-/// The SQL name of an isolation level, as `BEGIN ISOLATION LEVEL` and `SHOW` spell it.
-pub fn isolation_sql(level: Isolation) -> &'static str {
-    match level {
-        Isolation::ReadCommitted => "read committed",
-        Isolation::RepeatableRead => "repeatable read",
-        Isolation::Serializable => "serializable",
-        Isolation::Snapshot => "snapshot",
-    }
-}
-
-/// A timeout setting's value (`None`: off, as 0 is), or 22023 naming the setting.
-fn parse_timeout(name: &str, text: &str) -> SqlResult<Option<std::time::Duration>> {
-    let ms = parse_duration_ms(text).ok_or_else(|| {
-        SqlError::new("22023", format!("invalid value for parameter \"{name}\": \"{text}\""))
-    })?;
-    Ok(ms.filter(|ms| *ms > 0).map(std::time::Duration::from_millis))
-}
-
-/// A PostgreSQL time setting in milliseconds: `500`, `500ms`, `2s`, `1min`, `1h`.
-fn parse_duration_ms(text: &str) -> Option<Option<u64>> {
-    let text = text.trim().trim_matches('\'').to_ascii_lowercase();
-    let digits: String = text.chars().take_while(char::is_ascii_digit).collect();
-    let number: u64 = digits.parse().ok()?;
-    let unit = text[digits.len()..].trim();
-    let factor = match unit {
-        "" | "ms" => 1,
-        "s" => 1_000,
-        "min" => 60_000,
-        "h" => 3_600_000,
-        "d" => 86_400_000,
-        _ => return None,
-    };
-    Some(Some(number.checked_mul(factor)?))
-}
-
-fn parse_isolation(text: &str) -> Option<Isolation> {
-    match text.trim().to_ascii_lowercase().replace('-', " ").as_str() {
-        "read committed" | "read uncommitted" => Some(Isolation::ReadCommitted),
-        "repeatable read" => Some(Isolation::RepeatableRead),
-        "serializable" => Some(Isolation::Serializable),
-        "snapshot" => Some(Isolation::Snapshot),
-        _ => None,
-    }
-}
-
-/// A Boolean setting's value as PostgreSQL takes it (`on`, `true`, `yes`, `1` and prefixes).
-fn parse_bool(text: &str) -> Option<bool> {
-    let text = text.trim().to_ascii_lowercase();
-    match text.as_str() {
-        "on" | "true" | "yes" | "1" | "t" | "y" | "tr" | "tru" | "ye" => Some(true),
-        "off" | "false" | "no" | "0" | "f" | "n" | "of" | "fa" | "fal" | "fals" => Some(false),
-        _ => None,
-    }
-}
-
-fn on_off(value: bool) -> &'static str {
-    if value { "on" } else { "off" }
-}
 
 impl Session {
     pub(crate) fn new(db: Arc<SqlDb>, worker: Worker, id: u64) -> Self {
@@ -975,48 +763,7 @@ impl Session {
                 self.set(name, value.as_deref())?;
                 Ok(Outcome::Command { tag: "SET".into() })
             }
-            Statement::Show { name } => {
-                let name = name.to_ascii_lowercase();
-                let value = match name.as_str() {
-                    "transaction isolation level" | "transaction_isolation" => {
-                        isolation_sql(self.isolation()).to_string()
-                    }
-                    "default_transaction_isolation" => {
-                        isolation_sql(self.default_isolation).to_string()
-                    }
-                    "transaction_read_only" => on_off(self.read_only()).to_string(),
-                    "default_transaction_read_only" => on_off(self.default_read_only).to_string(),
-                    "all" => {
-                        let rows = self
-                            .settings
-                            .iter()
-                            .map(|(k, v)| {
-                                vec![Value::Text(k.clone().into()), Value::Text(v.clone().into())]
-                            })
-                            .collect::<Vec<_>>();
-                        return Ok(Outcome::Rows {
-                            columns: Arc::new([
-                                OutputColumn { name: "name".into(), ty: Type::Text },
-                                OutputColumn { name: "setting".into(), ty: Type::Text },
-                            ]),
-                            tag: Tag::counted("SHOW ", rows.len() as u64),
-                            rows,
-                        });
-                    }
-                    other => self.settings.get(other).cloned().ok_or_else(|| {
-                        SqlError::new(
-                            "42704",
-                            format!("unrecognized configuration parameter \"{other}\""),
-                        )
-                    })?,
-                };
-                let column = name.replace(' ', "_");
-                Ok(Outcome::Rows {
-                    columns: Arc::new([OutputColumn { name: column, ty: Type::Text }]),
-                    rows: vec![vec![Value::Text(value.into())]],
-                    tag: "SHOW".into(),
-                })
-            }
+            Statement::Show { name } => self.show(name),
             Statement::Prepare { name, types, statement } => {
                 if self.prepared.contains_key(name) {
                     return self.fail(SqlError::new(
@@ -1130,92 +877,6 @@ impl Session {
     fn fail<T>(&mut self, error: SqlError) -> SqlResult<T> {
         self.fail_block();
         Err(error)
-    }
-
-    fn set(&mut self, name: &str, value: Option<&str>) -> SqlResult<()> {
-        let name = name.to_ascii_lowercase();
-        match name.as_str() {
-            "transaction_isolation" => {
-                let level = value.and_then(parse_isolation).ok_or_else(|| {
-                    SqlError::new("22023", "invalid value for transaction_isolation")
-                })?;
-                self.txn_isolation = Some(level);
-            }
-            "all" if value.is_none() => {
-                // RESET ALL.
-                self.default_isolation = Isolation::ReadCommitted;
-                self.default_read_only = false;
-                self.statement_timeout = None;
-                self.lock_timeout = None;
-                self.synchronous_commit = true;
-                self.settings = default_settings();
-            }
-            "transaction_read_only" => {
-                let read_only =
-                    value.map_or(Some(self.default_read_only), parse_bool).ok_or_else(|| {
-                        SqlError::new(
-                            "22023",
-                            "invalid value for parameter \"transaction_read_only\"",
-                        )
-                    })?;
-                if self.status == TransactionStatus::Idle {
-                    // Outside a transaction block the setting lasts for no statement.
-                    return Ok(());
-                }
-                self.set_transaction_read_only(read_only)?;
-            }
-            "default_transaction_read_only" => {
-                self.default_read_only =
-                    value.map_or(Some(false), parse_bool).ok_or_else(|| {
-                        SqlError::new(
-                            "22023",
-                            "parameter \"default_transaction_read_only\" requires a Boolean value",
-                        )
-                    })?;
-            }
-            "default_transaction_isolation" => {
-                self.default_isolation = match value {
-                    None => Isolation::ReadCommitted,
-                    Some(text) => parse_isolation(text).ok_or_else(|| {
-                        SqlError::new("22023", format!("invalid value for parameter \"default_transaction_isolation\": \"{text}\""))
-                    })?,
-                };
-            }
-            "statement_timeout" | "lock_timeout" => {
-                let text = value.unwrap_or("0");
-                let limit = parse_timeout(&name, text)?;
-                match name.as_str() {
-                    "statement_timeout" => self.statement_timeout = limit,
-                    _ => self.lock_timeout = limit,
-                }
-                self.settings.insert(name, text.to_string());
-            }
-            "synchronous_commit" => {
-                let on = !matches!(
-                    value.map(str::to_ascii_lowercase).as_deref(),
-                    Some("off" | "false" | "0" | "local")
-                );
-                self.synchronous_commit = on;
-                self.settings.insert(name, if on { "on" } else { "off" }.into());
-            }
-            _ => match value {
-                Some(value) => {
-                    self.settings.insert(name, value.to_string());
-                }
-                None => {
-                    let default = default_settings().remove(&name);
-                    match default {
-                        Some(default) => {
-                            self.settings.insert(name, default);
-                        }
-                        None => {
-                            self.settings.remove(&name);
-                        }
-                    }
-                }
-            },
-        }
-        Ok(())
     }
 
     /// The plan of a statement: a prepared statement's cached one while the catalog has not
@@ -1487,28 +1148,5 @@ impl Drop for Session {
     fn drop(&mut self) {
         // A client that goes away mid-transaction is rolled back.
         self.abandon();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Tag;
-
-    #[test]
-    fn tags_read_as_the_text_they_were_made_from() {
-        for (verb, count) in
-            [("UPDATE ", 0), ("INSERT 0 ", 1), ("SELECT ", u64::MAX), ("SHOW ", 42)]
-        {
-            let tag = Tag::counted(verb, count);
-            assert_eq!(tag.as_str(), format!("{verb}{count}"));
-            assert_eq!(String::from(tag.clone()), format!("{verb}{count}"));
-        }
-        // A count that makes the tag longer than the inline room goes to the heap.
-        let long = Tag::counted("A VERY LONG COMMAND TAG ", u64::MAX);
-        assert_eq!(long, format!("A VERY LONG COMMAND TAG {}", u64::MAX).as_str());
-        let text = "ALTER DEFAULT PRIVILEGES IN SCHEMA";
-        assert_eq!(Tag::from(text), text);
-        assert_eq!(Tag::from("COMMIT"), "COMMIT");
-        assert_eq!(format!("{} {:?}", Tag::from("BEGIN"), Tag::from("BEGIN")), "BEGIN \"BEGIN\"");
     }
 }
