@@ -1,0 +1,589 @@
+//! Binding expressions: names to columns, types checked and coerced, parameters typed by
+//! their use, operators, functions and aggregates.
+
+use super::{AggFunc, Aggregate, Binder, GroupBinding, Scope, contains_aggregate, is_aggregate};
+use crate::ast::{BinaryOp, Expr, Literal};
+use crate::depth;
+use crate::error::{SqlError, SqlResult};
+use crate::expr::{BExpr, Func};
+use crate::types::{Type, Value, cast, parse_text};
+
+impl Binder<'_> {
+    pub(super) fn bind(&mut self, expr: &Expr, scope: &Scope) -> SqlResult<(BExpr, Type)> {
+        self.bind_in(expr, scope, &mut None)
+    }
+
+    pub(super) fn bind_in(
+        &mut self,
+        expr: &Expr,
+        scope: &Scope,
+        group: &mut Option<GroupBinding>,
+    ) -> SqlResult<(BExpr, Type)> {
+        depth::grow(|| self.bind_node(expr, scope, group))
+    }
+
+    fn bind_node(
+        &mut self,
+        expr: &Expr,
+        scope: &Scope,
+        group: &mut Option<GroupBinding>,
+    ) -> SqlResult<(BExpr, Type)> {
+        if group.is_some() {
+            if let Expr::Function { name, .. } = expr
+                && is_aggregate(name)
+            {
+                return self.bind_aggregate(expr, scope, group);
+            }
+            if !contains_aggregate(expr) {
+                // An expression that is a GROUP BY key reads the key.
+                let mut none = None;
+                if let Ok((bound, ty)) = self.bind_in(expr, scope, &mut none) {
+                    let text = format!("{bound:?}");
+                    let keys =
+                        &group.as_ref().map(|g| &g.keys).into_iter().flatten().collect::<Vec<_>>();
+                    if let Some(at) = keys.iter().position(|key| format!("{key:?}") == text) {
+                        let key_type = group.as_ref().map_or(ty, |g| g.key_types[at]);
+                        return Ok((BExpr::Column(at), key_type));
+                    }
+                    if bound.column_bound() == 0 {
+                        return Ok((bound, ty));
+                    }
+                }
+                if let Expr::Column { name, .. } = expr {
+                    return Err(SqlError::new(
+                        "42803",
+                        format!(
+                            "column \"{name}\" must appear in the GROUP BY clause or be used in an aggregate function"
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(match expr {
+            Expr::Column { table, name } => {
+                let (at, ty) = scope.resolve(table.as_deref(), name)?;
+                (BExpr::Column(at), ty)
+            }
+            Expr::Literal(literal) => match literal {
+                Literal::Null => (BExpr::Const(Value::Null), Type::Unknown),
+                Literal::Bool(b) => (BExpr::Const(Value::Bool(*b)), Type::Bool),
+                Literal::String(s) => (BExpr::Const(Value::Text(s.clone().into())), Type::Unknown),
+                Literal::Number(text) => {
+                    if text.contains(['.', 'e', 'E']) {
+                        let ty = Type::Numeric { precision: 0, scale: 0 };
+                        (BExpr::Const(parse_text(text, ty)?), ty)
+                    } else {
+                        match text.parse::<i64>() {
+                            Ok(v) if i32::try_from(v).is_ok() => {
+                                (BExpr::Const(Value::Int(v)), Type::Int4)
+                            }
+                            Ok(v) => (BExpr::Const(Value::Int(v)), Type::Int8),
+                            Err(_) => {
+                                let ty = Type::Numeric { precision: 0, scale: 0 };
+                                (BExpr::Const(parse_text(text, ty)?), ty)
+                            }
+                        }
+                    }
+                }
+            },
+            Expr::Param(n) => {
+                let at = n - 1;
+                self.note_param(at, Type::Unknown);
+                (BExpr::Param(at), self.params[at])
+            }
+            Expr::Negate(inner) => {
+                let (inner, ty) = self.bind_in(inner, scope, group)?;
+                if !ty.is_numeric() && ty != Type::Unknown {
+                    return Err(SqlError::undefined_function(format!(
+                        "operator does not exist: - {}",
+                        ty.name()
+                    )));
+                }
+                (BExpr::Negate(Box::new(inner), ty), ty)
+            }
+            Expr::Not(inner) => {
+                let (inner, ty) = self.bind_in(inner, scope, group)?;
+                let (inner, _) = self.expect_bool(inner, ty, "NOT")?;
+                (BExpr::Not(Box::new(inner)), Type::Bool)
+            }
+            Expr::Binary { op, left, right } => {
+                let (l, lt) = self.bind_in(left, scope, group)?;
+                let (r, rt) = self.bind_in(right, scope, group)?;
+                self.binary(*op, l, lt, r, rt)?
+            }
+            Expr::IsNull { expr, negated } => {
+                let (inner, _) = self.bind_in(expr, scope, group)?;
+                (BExpr::IsNull { expr: Box::new(inner), negated: *negated }, Type::Bool)
+            }
+            Expr::IsBool { expr, value, negated } => {
+                let (inner, ty) = self.bind_in(expr, scope, group)?;
+                let (inner, _) = self.expect_bool(inner, ty, "IS TRUE / IS FALSE")?;
+                (
+                    BExpr::IsBool { expr: Box::new(inner), value: *value, negated: *negated },
+                    Type::Bool,
+                )
+            }
+            Expr::InList { expr, list, negated } => {
+                let (inner, inner_ty) = self.bind_in(expr, scope, group)?;
+                let mut ty = inner_ty;
+                let mut items = Vec::new();
+                let mut types = Vec::new();
+                for item in list {
+                    let (bound, item_ty) = self.bind_in(item, scope, group)?;
+                    ty = Type::common(ty, item_ty).ok_or_else(|| {
+                        SqlError::mismatch(format!(
+                            "IN types {} and {} cannot be matched",
+                            ty.name(),
+                            item_ty.name()
+                        ))
+                    })?;
+                    items.push(bound);
+                    types.push(item_ty);
+                }
+                let (inner, _) = self.coerce(inner, inner_ty, ty)?;
+                let mut coerced = Vec::new();
+                for (item, item_ty) in items.into_iter().zip(types) {
+                    coerced.push(self.coerce(item, item_ty, ty)?.0);
+                }
+                (
+                    BExpr::InList { expr: Box::new(inner), list: coerced, negated: *negated },
+                    Type::Bool,
+                )
+            }
+            Expr::InSubquery { expr, query, negated } => {
+                let (inner, ty) = self.bind_in(expr, scope, group)?;
+                let (index, sub_ty) = self.subquery(query)?;
+                let (inner, _) = self.coerce(inner, ty, sub_ty)?;
+                (
+                    BExpr::InSubquery { expr: Box::new(inner), subquery: index, negated: *negated },
+                    Type::Bool,
+                )
+            }
+            Expr::Exists { query, negated } => {
+                let (index, _) = self.subquery(query)?;
+                (BExpr::Exists { subquery: index, negated: *negated }, Type::Bool)
+            }
+            Expr::Subquery(query) => {
+                let (index, ty) = self.subquery(query)?;
+                (BExpr::Subquery(index), ty)
+            }
+            Expr::Between { expr, low, high, negated } => {
+                let (e, et) = self.bind_in(expr, scope, group)?;
+                let (lo, lot) = self.bind_in(low, scope, group)?;
+                let (hi, hit) = self.bind_in(high, scope, group)?;
+                let (ge, _) = self.binary(BinaryOp::GtEq, e.clone(), et, lo, lot)?;
+                let (le, _) = self.binary(BinaryOp::LtEq, e, et, hi, hit)?;
+                let both = BExpr::And(Box::new(ge), Box::new(le));
+                (if *negated { BExpr::Not(Box::new(both)) } else { both }, Type::Bool)
+            }
+            Expr::Like { expr, pattern, negated, case_insensitive } => {
+                let (e, et) = self.bind_in(expr, scope, group)?;
+                let (p, pt) = self.bind_in(pattern, scope, group)?;
+                let (e, et) = self.coerce(e, et, Type::Text)?;
+                let (p, pt) = self.coerce(p, pt, Type::Text)?;
+                if !et.is_text() || !pt.is_text() {
+                    return Err(SqlError::undefined_function(format!(
+                        "operator does not exist: {} ~~ {}",
+                        et.name(),
+                        pt.name()
+                    )));
+                }
+                (
+                    BExpr::Like {
+                        expr: Box::new(e),
+                        pattern: Box::new(p),
+                        negated: *negated,
+                        case_insensitive: *case_insensitive,
+                    },
+                    Type::Bool,
+                )
+            }
+            Expr::Cast { expr, ty } => {
+                let (inner, from) = self.bind_in(expr, scope, group)?;
+                if let BExpr::Param(at) = inner {
+                    self.note_param(at, *ty);
+                    return Ok((BExpr::Cast { expr: Box::new(inner), ty: *ty }, *ty));
+                }
+                if let BExpr::Const(value) = &inner {
+                    return Ok((BExpr::Const(cast(value.clone(), *ty, true)?), *ty));
+                }
+                let _ = from;
+                (BExpr::Cast { expr: Box::new(inner), ty: *ty }, *ty)
+            }
+            Expr::Function { name, args, distinct, star } => {
+                if is_aggregate(name) {
+                    return Err(SqlError::new(
+                        "42803",
+                        format!("aggregate function {name} is not allowed here"),
+                    ));
+                }
+                if *distinct || *star {
+                    return Err(SqlError::syntax(format!(
+                        "{name}(DISTINCT ...) or {name}(*) is only valid for aggregates"
+                    )));
+                }
+                self.function(name, args, scope, group)?
+            }
+            Expr::Case { operand, whens, otherwise } => {
+                let operand = match operand {
+                    Some(o) => Some(self.bind_in(o, scope, group)?),
+                    None => None,
+                };
+                let mut result_ty = Type::Unknown;
+                let mut bound_whens = Vec::new();
+                for (when, then) in whens {
+                    let (w, wt) = self.bind_in(when, scope, group)?;
+                    let w = match &operand {
+                        Some((_, ot)) => self.coerce(w, wt, *ot)?.0,
+                        None => self.expect_bool(w, wt, "CASE WHEN")?.0,
+                    };
+                    let (t, tt) = self.bind_in(then, scope, group)?;
+                    result_ty = Type::common(result_ty, tt).ok_or_else(|| {
+                        SqlError::mismatch(format!(
+                            "CASE types {} and {} cannot be matched",
+                            result_ty.name(),
+                            tt.name()
+                        ))
+                    })?;
+                    bound_whens.push((w, t));
+                }
+                let otherwise = match otherwise {
+                    Some(o) => {
+                        let (e, et) = self.bind_in(o, scope, group)?;
+                        result_ty = Type::common(result_ty, et).ok_or_else(|| {
+                            SqlError::mismatch(format!(
+                                "CASE types {} and {} cannot be matched",
+                                result_ty.name(),
+                                et.name()
+                            ))
+                        })?;
+                        Some(Box::new(e))
+                    }
+                    None => None,
+                };
+                (
+                    BExpr::Case {
+                        operand: operand.map(|(o, _)| Box::new(o)),
+                        whens: bound_whens,
+                        otherwise,
+                    },
+                    if result_ty == Type::Unknown { Type::Text } else { result_ty },
+                )
+            }
+            Expr::Default => {
+                return Err(SqlError::syntax("DEFAULT is not allowed in this context"));
+            }
+        })
+    }
+
+    pub(super) fn expect_bool(
+        &mut self,
+        expr: BExpr,
+        ty: Type,
+        what: &str,
+    ) -> SqlResult<(BExpr, Type)> {
+        let (expr, ty) = self.coerce(expr, ty, Type::Bool)?;
+        if ty != Type::Bool {
+            return Err(SqlError::mismatch(format!(
+                "argument of {what} must be type boolean, not type {}",
+                ty.name()
+            )));
+        }
+        Ok((expr, ty))
+    }
+
+    fn binary(
+        &mut self,
+        op: BinaryOp,
+        l: BExpr,
+        lt: Type,
+        r: BExpr,
+        rt: Type,
+    ) -> SqlResult<(BExpr, Type)> {
+        match op {
+            BinaryOp::And | BinaryOp::Or => {
+                let (l, _) = self.expect_bool(l, lt, op.symbol())?;
+                let (r, _) = self.expect_bool(r, rt, op.symbol())?;
+                let bound = if op == BinaryOp::And {
+                    BExpr::And(Box::new(l), Box::new(r))
+                } else {
+                    BExpr::Or(Box::new(l), Box::new(r))
+                };
+                Ok((bound, Type::Bool))
+            }
+            BinaryOp::Concat => {
+                let (l, _) = self.coerce(l, lt, Type::Text)?;
+                let (r, _) = self.coerce(r, rt, Type::Text)?;
+                Ok((
+                    BExpr::Arith { op, left: Box::new(l), right: Box::new(r), ty: Type::Text },
+                    Type::Text,
+                ))
+            }
+            op if op.is_comparison() => {
+                let (l, lt) = self.coerce(l, lt, rt)?;
+                let (r, rt) = self.coerce(r, rt, lt)?;
+                let (l, lt) = self.coerce(l, lt, Type::Text)?;
+                let (r, rt) = self.coerce(r, rt, Type::Text)?;
+                if Type::common(lt, rt).is_none() {
+                    return Err(SqlError::undefined_function(format!(
+                        "operator does not exist: {} {} {}",
+                        lt.name(),
+                        op.symbol(),
+                        rt.name()
+                    )));
+                }
+                Ok((BExpr::Compare { op, left: Box::new(l), right: Box::new(r) }, Type::Bool))
+            }
+            op => {
+                // Arithmetic: an untyped operand takes the other's type.
+                let (l, lt) = self.coerce(l, lt, rt)?;
+                let (r, rt) = self.coerce(r, rt, lt)?;
+                let date_math = matches!((lt, rt), (Type::Date, t) | (t, Type::Date) if t.is_integer())
+                    || (lt == rt
+                        && matches!(lt, Type::Date | Type::Timestamp)
+                        && op == BinaryOp::Subtract);
+                if date_math {
+                    let ty = if lt == Type::Timestamp {
+                        Type::Float8
+                    } else if lt == rt {
+                        Type::Int4
+                    } else {
+                        Type::Date
+                    };
+                    return Ok((
+                        BExpr::Arith { op, left: Box::new(l), right: Box::new(r), ty },
+                        ty,
+                    ));
+                }
+                let (l, lt) = self.coerce(l, lt, Type::Numeric { precision: 0, scale: 0 })?;
+                let (r, rt) = self.coerce(r, rt, Type::Numeric { precision: 0, scale: 0 })?;
+                let ty = match Type::common(lt, rt) {
+                    Some(ty) if ty.is_numeric() => match ty {
+                        Type::Int2 => Type::Int4,
+                        Type::Numeric { .. } => Type::Numeric { precision: 0, scale: 0 },
+                        other => other,
+                    },
+                    _ => {
+                        return Err(SqlError::undefined_function(format!(
+                            "operator does not exist: {} {} {}",
+                            lt.name(),
+                            op.symbol(),
+                            rt.name()
+                        )));
+                    }
+                };
+                Ok((BExpr::Arith { op, left: Box::new(l), right: Box::new(r), ty }, ty))
+            }
+        }
+    }
+
+    pub(super) fn function(
+        &mut self,
+        name: &str,
+        args: &[Expr],
+        scope: &Scope,
+        group: &mut Option<GroupBinding>,
+    ) -> SqlResult<(BExpr, Type)> {
+        let mut bound = Vec::new();
+        for arg in args {
+            bound.push(self.bind_in(arg, scope, group)?);
+        }
+        let arity = |min: usize, max: usize| -> SqlResult<()> {
+            if bound.len() < min || bound.len() > max {
+                Err(SqlError::undefined_function(format!(
+                    "function {name} with {} arguments does not exist",
+                    bound.len()
+                )))
+            } else {
+                Ok(())
+            }
+        };
+        let (func, ty) = match name {
+            "lower" | "upper" | "btrim" | "trim" => {
+                arity(1, 1)?;
+                let func = match name {
+                    "lower" => Func::Lower,
+                    "upper" => Func::Upper,
+                    _ => Func::Trim,
+                };
+                (func, Type::Text)
+            }
+            "length" | "char_length" | "character_length" => {
+                arity(1, 1)?;
+                (Func::Length, Type::Int4)
+            }
+            "substr" | "substring" => {
+                arity(2, 3)?;
+                (Func::Substr, Type::Text)
+            }
+            "concat" => (Func::Concat, Type::Text),
+            "repeat" => {
+                arity(2, 2)?;
+                (Func::Repeat, Type::Text)
+            }
+            "replace" => {
+                arity(3, 3)?;
+                (Func::Replace, Type::Text)
+            }
+            "left" | "right" => {
+                arity(2, 2)?;
+                (if name == "left" { Func::Left } else { Func::Right }, Type::Text)
+            }
+            "lpad" | "rpad" => {
+                arity(2, 3)?;
+                (if name == "lpad" { Func::Lpad } else { Func::Rpad }, Type::Text)
+            }
+            "strpos" => {
+                arity(2, 2)?;
+                (Func::Strpos, Type::Int4)
+            }
+            "coalesce" | "greatest" | "least" => {
+                arity(1, 100)?;
+                let mut ty = Type::Unknown;
+                for (_, t) in &bound {
+                    ty = Type::common(ty, *t).ok_or_else(|| {
+                        SqlError::mismatch(format!("{name} types cannot be matched"))
+                    })?;
+                }
+                let ty = if ty == Type::Unknown { Type::Text } else { ty };
+                let func = match name {
+                    "coalesce" => Func::Coalesce,
+                    "greatest" => Func::Greatest,
+                    _ => Func::Least,
+                };
+                (func, ty)
+            }
+            "nullif" => {
+                arity(2, 2)?;
+                (Func::Nullif, bound[0].1)
+            }
+            "abs" => {
+                arity(1, 1)?;
+                (Func::Abs, bound[0].1)
+            }
+            "round" => {
+                arity(1, 2)?;
+                (Func::Round, bound[0].1)
+            }
+            "floor" | "ceil" | "ceiling" => {
+                arity(1, 1)?;
+                (if name == "floor" { Func::Floor } else { Func::Ceil }, bound[0].1)
+            }
+            "mod" => {
+                arity(2, 2)?;
+                (Func::Mod, Type::common(bound[0].1, bound[1].1).unwrap_or(Type::Int8))
+            }
+            "now"
+            | "current_timestamp"
+            | "localtimestamp"
+            | "transaction_timestamp"
+            | "statement_timestamp" => {
+                arity(0, 0)?;
+                (Func::Now, Type::Timestamp)
+            }
+            "current_date" => (Func::CurrentDate, Type::Date),
+            "version" => (Func::Version, Type::Text),
+            "current_database" => (Func::CurrentDatabase, Type::Text),
+            "current_schema" => (Func::CurrentSchema, Type::Text),
+            "current_user" | "session_user" | "user" => (Func::CurrentUser, Type::Text),
+            "random" => (Func::Random, Type::Float8),
+            "pg_sleep" => {
+                arity(1, 1)?;
+                (Func::PgSleep, Type::Float8)
+            }
+            "nextval" => {
+                return Err(SqlError::unsupported("nextval() outside a SERIAL column's default"));
+            }
+            _ => {
+                return Err(SqlError::undefined_function(format!(
+                    "function {name} does not exist"
+                )));
+            }
+        };
+        let mut args = Vec::new();
+        for (expr, t) in bound {
+            let target = match func {
+                Func::Lower
+                | Func::Upper
+                | Func::Length
+                | Func::Trim
+                | Func::Concat
+                | Func::Replace
+                | Func::Strpos => Type::Text,
+                Func::Substr
+                | Func::Repeat
+                | Func::Left
+                | Func::Right
+                | Func::Lpad
+                | Func::Rpad
+                    if args.is_empty() =>
+                {
+                    Type::Text
+                }
+                Func::Lpad | Func::Rpad if args.len() == 2 => Type::Text,
+                Func::Substr
+                | Func::Repeat
+                | Func::Left
+                | Func::Right
+                | Func::Lpad
+                | Func::Rpad => Type::Int8,
+                _ => ty,
+            };
+            args.push(self.coerce(expr, t, target)?.0);
+        }
+        Ok((BExpr::Call { func, args, ty }, ty))
+    }
+
+    fn bind_aggregate(
+        &mut self,
+        expr: &Expr,
+        scope: &Scope,
+        group: &mut Option<GroupBinding>,
+    ) -> SqlResult<(BExpr, Type)> {
+        let Expr::Function { name, args, distinct, star } = expr else {
+            unreachable!("checked by the caller")
+        };
+        let (func, arg, ty) = if *star {
+            if name != "count" {
+                return Err(SqlError::syntax(format!("{name}(*) is not valid; only count(*)")));
+            }
+            (AggFunc::CountStar, None, Type::Int8)
+        } else {
+            let [arg] = args.as_slice() else {
+                return Err(SqlError::undefined_function(format!(
+                    "function {name} takes one argument"
+                )));
+            };
+            if contains_aggregate(arg) {
+                return Err(SqlError::new("42803", "aggregate function calls cannot be nested"));
+            }
+            let (bound, arg_ty) = self.bind(arg, scope)?;
+            let (bound, arg_ty) = self.coerce(bound, arg_ty, Type::Text)?;
+            let (func, ty) = match name.as_str() {
+                "count" => (AggFunc::Count, Type::Int8),
+                "min" | "max" => (if name == "min" { AggFunc::Min } else { AggFunc::Max }, arg_ty),
+                "sum" | "avg" => {
+                    if !arg_ty.is_numeric() {
+                        return Err(SqlError::undefined_function(format!(
+                            "function {name}({}) does not exist",
+                            arg_ty.name()
+                        )));
+                    }
+                    let ty = match (name.as_str(), arg_ty) {
+                        ("sum", Type::Int2 | Type::Int4) => Type::Int8,
+                        (_, Type::Float4 | Type::Float8) => Type::Float8,
+                        _ => Type::Numeric { precision: 0, scale: 0 },
+                    };
+                    (if name == "sum" { AggFunc::Sum } else { AggFunc::Avg }, ty)
+                }
+                _ => unreachable!("is_aggregate"),
+            };
+            (func, Some(bound), ty)
+        };
+        let binding = group
+            .as_mut()
+            .ok_or_else(|| SqlError::new("42803", "aggregate functions are not allowed here"))?;
+        binding.aggregates.push(Aggregate { func, arg, distinct: *distinct, ty });
+        Ok((BExpr::Column(binding.keys.len() + binding.aggregates.len() - 1), ty))
+    }
+}
