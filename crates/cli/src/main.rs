@@ -340,8 +340,7 @@ const TPCC_GROWTH_MIB_PER_THREAD_SECOND: f64 = 200.0;
 /// The thread-seconds a TPC-C run measures, which its reserve is sized by: every
 /// configuration (each thread count, or each of `databases_compared` databases, modes or
 /// protocols at one thread count) runs for the whole duration, its rounds splitting it, and
-/// all of them grow into one reserve. Dividing by the configurations, as this did until
-/// 2026-11-27, reserved half of what two databases side by side add: the second one's last
+/// all of them grow into one reserve. Dividing by the configurations reserved half of what two databases side by side add: the second one's last
 /// round, with the reserve used up, ran up to 20% slower while the kernel faulted pages in
 /// (`--durability off,off` measured 0.93-0.95 instead of 0.99-1.00).
 fn tpcc_thread_seconds(thread_counts: &[usize], duration: f64, databases_compared: usize) -> f64 {
@@ -352,7 +351,7 @@ fn tpcc_thread_seconds(thread_counts: &[usize], duration: f64, databases_compare
 /// available now (the rest is for the loaded tables and everything else on the machine).
 fn default_tpcc_reserve_mib(thread_seconds: f64) -> usize {
     let wanted = (thread_seconds * TPCC_GROWTH_MIB_PER_THREAD_SECOND).ceil() as usize;
-    let available_mib = engram_engine::storage::chunks::available_bytes().map(|bytes| bytes >> 20);
+    let available_mib = engram_engine::mem::chunks::available_bytes().map(|bytes| bytes >> 20);
     available_mib.map_or(wanted, |available| wanted.min(available / 4 * 3))
 }
 

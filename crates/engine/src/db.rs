@@ -1,296 +1,32 @@
 //! The database: configuration, the catalog of tables, the epoch ticker, per-worker counters,
 //! and what departing workers leave behind.
 
-use crate::cc::conflict::{ConflictStats, ConflictTally, RowKeys, RowKeysSlot};
-use crate::cc::{Isolation, Protocol, Rules};
+use crate::cc::conflict::{ConflictStats, RowKeys, RowKeysSlot};
+use crate::cc::{Isolation, Protocol};
+use crate::config::Config;
 use crate::error::{AbortReason, Error, Result};
 use crate::gc::tasks::Tasks;
-use crate::gc::vacuum::{self, VacuumCounters, VacuumStats};
-use crate::gc::{Garbage, Gc};
-use crate::limits::{SECONDARY_INDEXES_MAX, TABLES_MAX, WORKERS_MAX};
-use crate::storage::arena::{Arena, Space, new_space};
-use crate::storage::record::HeadShape;
+use crate::gc::vacuum;
+use crate::gc::{VacuumCounters, VacuumStats};
+use crate::limits::{SECONDARY_INDEXES_MAX, TABLES_MAX};
+use crate::mem::arena::new_space;
+use crate::state::{Catalog, Counters, Orphans, Shared};
 use crate::storage::shared::{ATTRIBUTES_MAX, NonInline};
-use crate::storage::{IndexPointers, Table, TableId, TableSpec, VersionStorage};
+use crate::storage::{Table, TableId, TableSpec};
 use crate::sync::Epoch;
 use crate::sync::EpochManager;
 use crate::wal::format::{CatalogRecord, IndexRecord};
 use crate::wal::log::{self, Log, Segment};
 use crate::wal::{
-    CatalogFileState, CatalogLog, CheckpointReport, DataDir, DirStorage, Durability,
-    DurabilityWatcher, IndexKeys, RecoveryReport, Storage, WriteFailure, checkpoint, recovery,
+    CatalogFileState, CatalogLog, CheckpointReport, DataDir, Durability, DurabilityWatcher,
+    RecoveryReport, Storage, WriteFailure, checkpoint, recovery, report,
 };
 use crate::worker::{CommitInfo, TableRef, Worker};
 use crossbeam_utils::CachePadded;
-use std::collections::HashMap;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
-
-/// How a database behaves. `Config::default()` is what a server would run with.
-#[derive(Debug, Clone)]
-pub struct Config {
-    /// Interval of the global epoch ticker (Silo: 40 ms). 0 disables the ticker; epochs then
-    /// advance only through [`Database::advance_epoch`] (deterministic tests).
-    pub epoch_interval_ms: u64,
-    /// Epochs on demand (`wal::log`): while a commit waits for durability, the ticker ends
-    /// the epoch once it is this many microseconds old rather than at the interval. 0: epochs
-    /// end only at the interval (Silo's behaviour, the default). Settings counted in epochs
-    /// (`snapshot_interval_epochs`, `idle_transaction_epochs_max`) then pass sooner under load.
-    pub epoch_min_us: u64,
-    /// Snapshot transactions read at multiples of this many epochs (Silo: 25, one second).
-    /// Smaller gives fresher snapshots and keeps more old versions.
-    pub snapshot_interval_epochs: u64,
-    /// Epochs an interactive transaction may sit idle between calls before it is aborted so
-    /// that it stops holding garbage collection back (250 x 40 ms = 10 s).
-    pub idle_transaction_epochs_max: u64,
-    /// Worker slots (concurrently open transactions).
-    pub workers_max: usize,
-    /// Attempts [`Worker::transaction`] makes before it returns an abort.
-    pub transaction_retries_max: u32,
-    /// Memory mapped and faulted in at open for records and index nodes to grow into, so that
-    /// a run takes no page faults (`storage::chunks`). The reserve is
-    /// shared by every database of the process. 0 reserves nothing.
-    pub reserved_memory_bytes: usize,
-    /// The data directory (log, checkpoints, catalog). `None`: a purely in-memory database.
-    pub data_dir: Option<PathBuf>,
-    /// Files for the data directory other than the file system (tests inject faults with
-    /// [`crate::wal::FaultyStorage`]). Takes precedence over `data_dir`.
-    pub storage: Option<Arc<dyn Storage>>,
-    /// When commits are acknowledged (with a data directory).
-    pub durability: Durability,
-    /// Logger threads; worker slot `i` is logged by logger `i % loggers`.
-    pub loggers: usize,
-    /// LZ4-compress log blocks.
-    pub log_compression: bool,
-    /// Log an update that keeps its row's length as the bytes it changed (a patch, format 4)
-    /// where that takes at most half the row, instead of the whole new row. Recovery then
-    /// applies each row's patches in TID order on top of its newest whole image
-    /// (`wal::recovery`). Off by default (Silo's value logging of whole rows): on the
-    /// two-core machine TPC-C wrote 2.36 times fewer log bytes with it but ran no faster, the
-    /// comparison costing more CPU than the bytes it saves (docs/performance.md, "Patches");
-    /// it is for machines whose log device, not their cores, limits commits.
-    pub log_patches: bool,
-    /// LZ4-compress checkpoint blocks.
-    pub checkpoint_compression: bool,
-    /// A logger starts a new segment file after this many bytes.
-    pub segment_bytes: u64,
-    /// Segments that a checkpoint supersedes are kept as spare files, for new segments to take
-    /// over, while the spares hold no more than that checkpoint superseded (the log written
-    /// since the one before, which the log should write again before the next) and no more
-    /// than this many bytes (whole segments); the rest are removed. Writing over a file costs
-    /// less than filling fresh space, and renaming one less than removing it (`wal::log`,
-    /// SPARE SEGMENTS). Default 8 GiB; 0 removes them all (but the reserve,
-    /// `log_reserve_bytes`, is always kept).
-    pub log_spare_bytes: u64,
-    /// At open, spare segments of zeros are written until the spares hold this many bytes, so
-    /// that a new database's log writes over written blocks from the start, as a long-running
-    /// one's does. Default 0: a server that expects to log gigabytes soon after start (a
-    /// benchmark) sets it, as it reserves memory (`reserved_memory_bytes`).
-    pub log_reserve_bytes: u64,
-    /// A background checkpoint starts after this many log bytes since the last one began (or
-    /// more, see `checkpoint_log_ratio`); 0 takes checkpoints only when
-    /// [`Database::checkpoint`] is called.
-    pub checkpoint_log_bytes: u64,
-    /// ...and only once the log since the last checkpoint began is at least this many times
-    /// the size a checkpoint would have now (default 8), estimated from the last one's bytes
-    /// per primary-index leaf: a checkpoint costs in proportion to the database and saves
-    /// replaying the log since the one before, so checkpoints then write at most 1/ratio of
-    /// what the log writes, whatever the database's size, and recovery replays at most about
-    /// `ratio` databases' worth of log (plus what was logged while the last checkpoint ran).
-    /// A database growing by more than 1/ratio of its log's bytes is therefore not
-    /// checkpointed until its growth slows; all the while, the log to replay stays below
-    /// `ratio` times its size. 0 leaves `checkpoint_log_bytes` alone to decide.
-    pub checkpoint_log_ratio: u64,
-    /// Threads a checkpoint copies tables with (its impact on foreground work is bounded by
-    /// this).
-    pub checkpoint_threads: usize,
-    /// Rows per checkpoint file: a checkpoint splits a table that the one before found larger
-    /// into key ranges of about this many rows, each its own file, which the checkpoint's
-    /// threads write and recovery's threads load in parallel. 0 keeps a file per table.
-    pub checkpoint_part_rows: u64,
-    /// Threads recovery replays with; 0 uses every core.
-    pub recovery_threads: usize,
-    /// Rebuilds secondary-index key extractors at recovery.
-    pub index_keys: Option<IndexKeys>,
-    /// The concurrency-control protocol (`cc::mv`): Silo by default.
-    pub protocol: Protocol,
-    /// Memory spaces the workers allocate records and versions from. 0 (the default): each
-    /// worker has its own and allocates without a lock. `n` > 0: worker slot `i` allocates
-    /// from space `i % n` under that space's lock (Wu et al.'s Fig. 16 experiment).
-    pub memory_spaces: usize,
-    /// How superseded versions are removed (`gc::Gc`): by the writing transactions (the
-    /// default), by a background vacuum thread, or not at all. The vacuum takes one of the
-    /// `workers_max` slots for itself.
-    pub gc: Gc,
-    /// Where record versions are kept (`storage::record::VersionStorage`): time-travel (the
-    /// default: the newest version in place), append-only chains newest or oldest first, or
-    /// delta records behind the newest version in place.
-    pub version_storage: VersionStorage,
-    /// What secondary index entries name (`storage::table::IndexPointers`): records (the
-    /// default) or versions, every new version then added to every secondary index. Physical
-    /// pointers need an append-only `version_storage`.
-    pub index_pointers: IndexPointers,
-    /// Under `Gc::TupleVacuum`, the pause between two passes of the vacuum.
-    pub vacuum_interval_ms: u64,
-    /// Under `Gc::TupleCooperative`, the pause between two sweeps of the vacuum over the
-    /// records readers do not clean (Hekaton's "dusty corners"); 0: no sweep, no thread.
-    pub cooperative_sweep_interval_ms: u64,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            epoch_interval_ms: 40,
-            epoch_min_us: 0,
-            snapshot_interval_epochs: 25,
-            idle_transaction_epochs_max: 250,
-            workers_max: WORKERS_MAX,
-            transaction_retries_max: 100,
-            reserved_memory_bytes: 0,
-            data_dir: None,
-            storage: None,
-            durability: Durability::Epoch,
-            loggers: 1,
-            log_compression: false,
-            log_patches: false,
-            checkpoint_compression: false,
-            segment_bytes: 64 << 20,
-            log_spare_bytes: 8 << 30,
-            log_reserve_bytes: 0,
-            checkpoint_log_bytes: 1 << 30,
-            checkpoint_log_ratio: 8,
-            checkpoint_threads: 1,
-            checkpoint_part_rows: 1 << 20,
-            recovery_threads: 0,
-            index_keys: None,
-            protocol: Protocol::Silo,
-            memory_spaces: 0,
-            gc: Gc::Transaction,
-            version_storage: VersionStorage::TimeTravel,
-            index_pointers: IndexPointers::Logical,
-            vacuum_interval_ms: 50,
-            cooperative_sweep_interval_ms: 1_000,
-        }
-    }
-}
-
-impl Config {
-    /// What new record heads are made of: the protocol's words and the storage's layout.
-    pub(crate) fn head_shape(&self) -> HeadShape {
-        HeadShape {
-            words: self.protocol.head_words(),
-            storage: self.version_storage,
-            shared_values: false,
-        }
-    }
-
-    /// The pause between the vacuum's passes, if the GC mode runs a vacuum thread.
-    pub(crate) fn vacuum_interval(&self) -> Option<std::time::Duration> {
-        let ms = match self.gc {
-            Gc::TupleVacuum => self.vacuum_interval_ms,
-            Gc::TupleCooperative if self.cooperative_sweep_interval_ms > 0 => {
-                self.cooperative_sweep_interval_ms
-            }
-            _ => return None,
-        };
-        Some(std::time::Duration::from_millis(ms.max(1)))
-    }
-
-    fn validate(&self) -> Result<()> {
-        if self.snapshot_interval_epochs == 0 {
-            return Err(Error::InvalidConfig("snapshot_interval_epochs must be at least 1".into()));
-        }
-        if self.idle_transaction_epochs_max < 2 {
-            return Err(Error::InvalidConfig(
-                "idle_transaction_epochs_max must be at least 2".into(),
-            ));
-        }
-        if self.workers_max == 0 || self.workers_max > WORKERS_MAX {
-            return Err(Error::InvalidConfig(format!("workers_max must be in 1..={WORKERS_MAX}")));
-        }
-        if self.vacuum_interval().is_some() && self.workers_max < 2 {
-            return Err(Error::InvalidConfig(format!(
-                "gc {} needs workers_max of at least 2: the vacuum takes a worker slot",
-                self.gc
-            )));
-        }
-        if self.gc == Gc::TupleCooperative && !self.version_storage.oldest_first() {
-            return Err(Error::InvalidConfig(format!(
-                "gc tuple-cooperative needs version_storage append-o2n, not {}: cooperative \
-                 cleaning removes the expired versions a reader passes on its way along a \
-                 chain, and only an oldest-to-newest chain puts them in its way (readers of a \
-                 newest-to-oldest chain stop before its expired tail); use tuple-vacuum or \
-                 transaction with {}",
-                self.version_storage, self.version_storage
-            )));
-        }
-        if self.index_pointers == IndexPointers::Physical && !self.version_storage.append_only() {
-            return Err(Error::InvalidConfig(format!(
-                "index_pointers physical needs version_storage append-n2o or append-o2n, not {}: \
-                 a physical pointer names one version, and only append-only storage keeps every \
-                 version as its own block; {} overwrites the newest version in place",
-                self.version_storage, self.version_storage
-            )));
-        }
-        if self.memory_spaces > WORKERS_MAX {
-            return Err(Error::InvalidConfig(format!(
-                "memory_spaces must be in 0..={WORKERS_MAX} (0: one per worker)"
-            )));
-        }
-        if self.loggers == 0 || self.loggers > 64 {
-            return Err(Error::InvalidConfig("loggers must be in 1..=64".into()));
-        }
-        if self.segment_bytes < 4096 {
-            return Err(Error::InvalidConfig("segment_bytes must be at least 4096".into()));
-        }
-        Ok(())
-    }
-
-    /// The data directory's files, if the configuration has any.
-    fn open_storage(&self) -> Result<Option<Arc<dyn Storage>>> {
-        if let Some(storage) = &self.storage {
-            return Ok(Some(Arc::clone(storage)));
-        }
-        let Some(dir) = &self.data_dir else { return Ok(None) };
-        match DirStorage::open(dir) {
-            Ok(storage) => Ok(Some(Arc::new(storage))),
-            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
-                Err(Error::DataDirInUse(error.to_string()))
-            }
-            Err(error) => {
-                Err(Error::Io(format!("cannot open data directory {}: {error}", dir.display())))
-            }
-        }
-    }
-
-    fn recovery_threads(&self) -> usize {
-        if self.recovery_threads > 0 {
-            return self.recovery_threads;
-        }
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    }
-}
-
-/// Commit and abort counts of one worker slot. Written only by the slot's worker (plain
-/// load-and-store, no read-modify-write), read by anyone.
-#[derive(Debug, Default)]
-pub(crate) struct Counters {
-    pub commits: AtomicU64,
-    pub aborts: [AtomicU64; AbortReason::ALL.len()],
-    /// Where the slot's aborts happened (`cc/conflict.rs`): locked by its worker only when it
-    /// aborts, and by readers of the statistics.
-    pub conflicts: Mutex<ConflictTally>,
-}
-
-impl Counters {
-    #[inline]
-    pub fn bump(counter: &AtomicU64) {
-        counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-    }
-}
 
 /// Totals over all workers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -307,106 +43,6 @@ impl Stats {
 
     pub fn aborts_for(&self, reason: AbortReason) -> u64 {
         self.aborts.iter().find(|(r, _)| *r == reason).map_or(0, |(_, count)| *count)
-    }
-}
-
-#[derive(Debug, Default)]
-struct Catalog {
-    tables: Vec<Option<TableRef>>,
-    by_name: HashMap<String, TableId>,
-}
-
-#[derive(Debug, Default)]
-struct Orphans {
-    garbage: Garbage,
-    tasks: Tasks,
-}
-
-#[derive(Debug)]
-pub(crate) struct Shared {
-    pub epochs: EpochManager,
-    pub config: Config,
-    /// The protocol's rules at each isolation level (`Isolation::index`), worked out once.
-    pub rules: [Rules; 4],
-    pub counters: Box<[CachePadded<Counters>]>,
-    catalog: RwLock<Catalog>,
-    orphans: Mutex<Orphans>,
-    orphans_waiting: AtomicBool,
-    stop: AtomicBool,
-    /// Background checkpoints wait while set (`Database::pause_checkpoints`).
-    pub checkpoints_paused: AtomicBool,
-    pub log: Option<Arc<Log>>,
-    pub data: Option<DataDir>,
-    /// Shared memory spaces (`Config::memory_spaces`); empty: one arena per worker.
-    pub spaces: Vec<Space>,
-    /// What the vacuum (`Gc::TupleVacuum`) or the readers' cleaning (`Gc::TupleCooperative`)
-    /// did.
-    pub vacuum: VacuumCounters,
-    /// The application's row-to-key function for abort diagnostics (`Database::set_row_keys`).
-    pub row_keys: RowKeysSlot,
-}
-
-impl Shared {
-    /// Whether the database is closing (background threads end).
-    pub fn stopping(&self) -> bool {
-        self.stop.load(Ordering::Acquire)
-    }
-
-    /// The arena of a worker in `slot`: its own, or one drawing from its memory space.
-    pub fn arena_for(&self, slot: crate::sync::SlotId) -> Arena {
-        match self.spaces.len() {
-            0 => Arena::new(),
-            spaces => Arena::in_space(Arc::clone(&self.spaces[slot.index() % spaces])),
-        }
-    }
-
-    /// Every table in the catalog.
-    pub fn tables(&self) -> Vec<TableRef> {
-        let catalog = self.catalog.read().unwrap_or_else(|poison| poison.into_inner());
-        catalog.tables.iter().flatten().cloned().collect()
-    }
-
-    /// Takes a departing worker's garbage and tasks.
-    pub fn adopt_from(&self, garbage: &mut Garbage, tasks: &mut Tasks) {
-        if garbage.is_empty() && tasks.is_empty() {
-            return;
-        }
-        let mut orphans = self.orphans.lock().unwrap_or_else(|poison| poison.into_inner());
-        garbage.append_to(&mut orphans.garbage, &self.epochs);
-        tasks.append_to(&mut orphans.tasks);
-        self.orphans_waiting.store(true, Ordering::Release);
-    }
-
-    /// Hands orphaned garbage and tasks to a live worker, if any are waiting.
-    pub fn hand_over(&self, garbage: &mut Garbage, tasks: &mut Tasks) {
-        if !self.orphans_waiting.load(Ordering::Acquire) {
-            return;
-        }
-        if let Ok(mut orphans) = self.orphans.try_lock() {
-            orphans.garbage.append_to(garbage, &self.epochs);
-            orphans.tasks.append_to(tasks);
-            self.orphans_waiting.store(false, Ordering::Release);
-        }
-    }
-
-    /// A table by id, if it is still in the catalog.
-    pub fn table_by_id(&self, id: TableId) -> Option<TableRef> {
-        let catalog = self.catalog.read().unwrap_or_else(|poison| poison.into_inner());
-        catalog.tables.get(id.index()).cloned().flatten()
-    }
-
-    pub fn counters(&self, slot: crate::sync::SlotId) -> &Counters {
-        &self.counters[slot.index()]
-    }
-}
-
-impl Drop for Shared {
-    fn drop(&mut self) {
-        let orphans = self.orphans.get_mut().unwrap_or_else(|poison| poison.into_inner());
-        let mut arena = Arena::new();
-        // SAFETY: the last reference to the database is going away: no worker exists, so
-        // nothing can reach retired memory. Tasks only refer to memory the tables own.
-        unsafe { orphans.garbage.free_all(&mut arena) };
     }
 }
 
@@ -544,13 +180,13 @@ impl Database {
                     config.checkpoint_part_rows,
                 )),
                 compress_checkpoints: config.checkpoint_compression,
-                last_checkpoint: Mutex::new(checkpoint::LastCheckpoint {
+                last_checkpoint: Mutex::new(report::LastCheckpoint {
                     report: recovered.report.checkpoint_epoch.map(|epoch| {
-                        checkpoint::CheckpointReport {
+                        report::CheckpointReport {
                             epoch,
                             bytes: recovered.report.checkpoint_bytes,
                             leaves: recovered.report.checkpoint_leaves,
-                            ..checkpoint::CheckpointReport::default()
+                            ..report::CheckpointReport::default()
                         }
                     }),
                     log_position: 0,
@@ -965,12 +601,12 @@ fn run_ticker(shared: &Shared, loggers: &[Thread], interval: Duration, shortest:
 /// `Config::checkpoint_log_bytes`, or `checkpoint_log_ratio` times the size a checkpoint would
 /// have now, if that is more. The size is estimated from the last checkpoint (`last`): its
 /// bytes per leaf of the primary indexes, times `leaves_now`, the leaves they have now. The
-/// last checkpoint's own size, used until 2026-11-27, was too small for a growing database:
-/// TPC-C's doubled between checkpoints, which then wrote a quarter of the log's bytes rather
-/// than an eighth (docs/performance.md, "Checkpoints at the database's size").
+/// last checkpoint's own size would be too small for a growing database: TPC-C's doubled
+/// between checkpoints, which then wrote a quarter of the log's bytes rather
+/// than an eighth (bench/results/history.md, "Checkpoints at the database's size").
 fn checkpoint_due_after(
     config: &Config,
-    last: Option<&checkpoint::CheckpointReport>,
+    last: Option<&report::CheckpointReport>,
     leaves_now: u64,
 ) -> u64 {
     let estimate = last.map_or(0, |last| estimated_checkpoint_bytes(last, leaves_now));
@@ -979,7 +615,7 @@ fn checkpoint_due_after(
 
 /// The bytes a checkpoint of tables with `leaves_now` primary-index leaves would write, at
 /// `last`'s bytes per leaf.
-fn estimated_checkpoint_bytes(last: &checkpoint::CheckpointReport, leaves_now: u64) -> u64 {
+fn estimated_checkpoint_bytes(last: &report::CheckpointReport, leaves_now: u64) -> u64 {
     if last.leaves == 0 {
         return last.bytes;
     }
@@ -1040,7 +676,7 @@ fn run_checkpointer(shared: &Arc<Shared>) {
 
 /// The catalog as its log records it: per table id, the live table's name and indexes, or
 /// `None` for a dropped one.
-fn catalog_state(catalog: &Catalog) -> recovery::CatalogState {
+fn catalog_state(catalog: &Catalog) -> report::CatalogState {
     catalog
         .tables
         .iter()
@@ -1127,7 +763,7 @@ fn index_records(table: &Table) -> Vec<IndexRecord> {
 }
 
 fn reserve(bytes: usize) -> Result<usize> {
-    crate::storage::chunks::reserve(bytes).map_err(|failed| Error::OutOfMemory {
+    crate::mem::chunks::reserve(bytes).map_err(|failed| Error::OutOfMemory {
         requested: failed.requested,
         available: failed.available,
     })
@@ -1137,8 +773,8 @@ fn reserve(bytes: usize) -> Result<usize> {
 mod tests {
     use super::*;
 
-    fn report(bytes: u64, leaves: u64) -> checkpoint::CheckpointReport {
-        checkpoint::CheckpointReport { bytes, leaves, ..checkpoint::CheckpointReport::default() }
+    fn report(bytes: u64, leaves: u64) -> report::CheckpointReport {
+        report::CheckpointReport { bytes, leaves, ..report::CheckpointReport::default() }
     }
 
     /// The next checkpoint is due at `ratio` times the last one's bytes per leaf times the

@@ -14,6 +14,7 @@
 //! | `wal`     | data directory, epoch group-commit log, checkpoints, parallel recovery    |
 //! | `sync`    | the version latch, epochs, bounded backoff, the std/shuttle shim          |
 //! | `limits`  | every limit, named                                                        |
+//! | `mem`     | huge-page chunks and per-worker arenas (beneath everything)               |
 //!
 //! THE LIFE OF A TRANSACTION (the functions named are the real ones)
 //!
@@ -65,11 +66,14 @@ macro_rules! trace_ev {
 }
 
 pub mod cc;
+pub mod config;
 pub mod db;
 pub mod error;
 pub mod gc;
 pub mod index;
 pub mod limits;
+pub mod mem;
+pub mod state;
 pub mod storage;
 pub mod sync;
 #[cfg(feature = "ssn-trace")]
@@ -81,10 +85,11 @@ pub use cc::{
     Conflict, ConflictSite, ConflictStats, HotKey, Isolation, Protocol, Recompute, RowKeys,
     StatementCheck, Txn,
 };
-pub use db::{Config, Database, Stats};
+pub use config::Config;
+pub use db::{Database, Stats};
 pub use error::{AbortReason, Error, Result};
 pub use gc::Gc;
-pub use gc::vacuum::VacuumStats;
+pub use gc::VacuumStats;
 pub use index::Direction;
 pub use index::key::KeyBuilder;
 pub use storage::{

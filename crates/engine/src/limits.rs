@@ -8,9 +8,12 @@ pub const KEY_BYTES_MAX: usize = 256;
 /// Longest index entry key: a secondary entry is the order-preserving encoding of the
 /// secondary key (at most 9/8 of it plus a group) followed by the primary key and, under
 /// physical index pointers, the version it names.
-pub const INDEX_KEY_BYTES_MAX: usize = crate::index::key::encoded_bytes_len(KEY_BYTES_MAX)
-    + KEY_BYTES_MAX
-    + crate::storage::table::VERSION_SUFFIX_BYTES;
+pub const INDEX_KEY_BYTES_MAX: usize =
+    crate::index::key::encoded_bytes_len(KEY_BYTES_MAX) + KEY_BYTES_MAX + VERSION_SUFFIX_BYTES;
+
+/// Under physical index pointers (`storage::table`), the bytes at the end of an entry key that
+/// name its version.
+pub const VERSION_SUFFIX_BYTES: usize = 8;
 
 /// Longest value. Larger rows belong in a blob store, not in an OLTP record.
 pub const VALUE_BYTES_MAX: usize = 1 << 20;

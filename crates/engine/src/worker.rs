@@ -16,16 +16,16 @@
 //!   gives up on it; its next call gets `Aborted(IdleTimeout)`.
 
 use crate::cc::{self, AccessSet, Isolation, NodeSet, Rules, Txn};
-use crate::db::Shared;
 use crate::error::{AbortReason, Error, Result};
-use crate::gc::Garbage;
 use crate::gc::tasks::Tasks;
 use crate::index::ScanBuffer;
 use crate::limits::VALUE_BYTES_MAX;
-use crate::storage::arena::Arena;
+use crate::mem::arena::Arena;
+use crate::state::Shared;
 use crate::storage::record::Busy;
 use crate::storage::record::Dropped;
 use crate::storage::{Head, Table, TableId, Tid, TidWord};
+use crate::sync::Garbage;
 use crate::sync::{Epoch, Pin, SlotId, StatementSnapshot};
 use std::sync::Arc;
 
@@ -132,7 +132,7 @@ pub(crate) struct TxnState {
     /// Versions dropped by installs, examined for secondary entries.
     pub dropped: Dropped,
     /// What cooperative cleaning (`gc::cooperative`) reuses, and the records it noted.
-    pub prune: crate::gc::vacuum::PruneBuffers,
+    pub prune: crate::gc::cooperative::PruneBuffers,
     pub noted: crate::gc::cooperative::Noted,
     pub last_lookup: LastLookup,
     /// Rows `update_range` will write: (head, start, key length, row length) in `pending_bytes`.
@@ -674,8 +674,7 @@ impl Raw<'_> {
         };
         worker.last_tid = tid;
         let gc = worker.shared.config.gc;
-        let retention =
-            crate::storage::record::Retention { prune: gc.writers_prune(), ..epochs.retention() };
+        let retention = crate::sync::Retention { prune: gc.writers_prune(), ..epochs.retention() };
         let new_word = TidWord::new(tid, TidWord::LATEST);
         worker.txn.dropped.reset(false);
         let kept = head.install(

@@ -678,9 +678,9 @@ fn reader_of_a_lost_commit_waits(protocol: engram_engine::Protocol) {
         assert!(!found.unwrap(), "{protocol:?} {isolation:?}: the delete is seen");
         assert!(reader.wait_durable().is_err(), "{protocol:?} {isolation:?}: the delete");
         // What was durable still is: a reader of the first row alone is acknowledged, a
-        // snapshot reader too, though its snapshot epoch is the lost commit's or later (it
-        // waited for that epoch until 2026-11-28, so after a log failure every snapshot
-        // reader was refused).
+        // snapshot reader too, though its snapshot epoch is the lost commit's or later (were
+        // it to wait for that epoch, every snapshot reader would be refused after a log
+        // failure).
         reader.transaction(isolation, |txn| txn.get(&table, &key(1)).map(|_| ())).unwrap();
         let durable = reader.wait_durable();
         assert!(durable.is_ok(), "{protocol:?} {isolation:?}: {durable:?}");
@@ -1791,7 +1791,7 @@ fn background_checkpoints_wait_for_the_log_to_outgrow_the_last_one() {
 /// A database that grows as fast as its log is not checkpointed again: the next checkpoint
 /// waits for `checkpoint_log_ratio` times the size a checkpoint would have now (estimated from
 /// the last one's bytes per index leaf), which such a log never reaches. Measured against the
-/// last checkpoint's size instead, as until 2026-11-27, the 200 rows here doubling at each
+/// last checkpoint's size instead, the 200 rows here doubling at each
 /// checkpoint took one about every doubling of the table (four in the run, when tried), each
 /// writing about half as much as the log had since the one before.
 #[test]
@@ -2248,7 +2248,7 @@ fn patches_replay_exactly_under_every_protocol_and_version_storage() {
         let report = db.recovery_report().unwrap().clone();
         let what = format!("{protocol} {version_storage:?}");
         // Append-only storages keep the current row in a version, not in the record head,
-        // and log whole rows (`Head::diff_locked` compares only inline rows).
+        // and log whole rows (`Head::value_in_place_locked` gives only inline rows).
         if version_storage.is_none_or(|storage| !storage.append_only()) {
             assert!(report.log_patches >= 6 * 38, "{what}: {report:?}");
         }
@@ -2321,8 +2321,8 @@ fn superseded_segments_are_spares_that_new_segments_take_over_across_crashes() {
 /// A checkpoint keeps as spares as many segments as it superseded (the log written since the
 /// checkpoint before, what the log should write again before the next), within
 /// `log_spare_bytes`: after a burst every superseded segment is kept, and a later checkpoint
-/// that superseded fewer segments than the spares already hold keeps none of its own. (Until
-/// 2026-11-28 spares were kept up to `log_spare_bytes` whatever a checkpoint superseded.)
+/// that superseded fewer segments than the spares already hold keeps none of its own (rather
+/// than keeping spares up to `log_spare_bytes` whatever a checkpoint superseded).
 #[test]
 fn a_checkpoint_keeps_as_many_spares_as_it_superseded() {
     const SEGMENT: u64 = 8 << 10;

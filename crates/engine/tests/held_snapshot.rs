@@ -2,7 +2,7 @@
 //! the engine's blocks in use (`chunks::in_use_bytes`), which every database in the process
 //! shares.
 
-use engram_engine::storage::chunks::in_use_bytes;
+use engram_engine::mem::chunks::in_use_bytes;
 use engram_engine::{Config, Database, Isolation, KeyBuilder, TableSpec};
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,7 @@
 //! Memory faulted in ahead of need on an idle-class thread (`chunks::Prefault`, used by
 //! recovery). (Its own test binary: the reserve is process-wide.)
 
-use engram_engine::storage::chunks::{self, CHUNK_BYTES, PREFAULT_AHEAD_MIN, Prefault};
+use engram_engine::mem::chunks::{self, CHUNK_BYTES, PREFAULT_AHEAD_MIN, Prefault};
 use std::time::{Duration, Instant};
 
 /// The process's resident memory, from `/proc/self/status`.

@@ -9,7 +9,7 @@
 //! which grows along every record's history) is its row, or its absence; a scan shows each key
 //! once; the secondary index holds exactly the rows' entries (`Table::check_entries`). Debug
 //! builds also check, whenever a record head's memory is freed, that no protocol lock is held
-//! on it (`gc::reclaim`).
+//! on it (`sync::reclaim`).
 //!
 //! Epochs advance only when the threads advance them, so a transaction that means to be kicked
 //! is: it advances the epoch past the idle limit while it is suspended, and its next call must

@@ -611,7 +611,7 @@ fn statement_snapshots_see_a_writer_whole_and_keep_what_they_read() {
 /// COMMITTED statement takes its snapshot meanwhile. Whatever it leaves out, it leaves out
 /// every later writer of the chain too: it never takes a writer without the one it read from.
 /// Reading every slot once, a statement read the first writer's slot still set, stopped, and
-/// read the second's already cleared (the review of 2026-11-29); leaving out what either of two
+/// read the second's already cleared; leaving out what either of two
 /// passes saw fails with a third writer, which the first pass reads still set and the second
 /// already cleared, after the second writer.
 fn dependent_writers_scenario(chain: usize) {

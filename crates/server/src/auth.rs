@@ -1,14 +1,16 @@
 //! Startup: protocol version, the connection limit, authentication (trust or SCRAM-SHA-256
 //! with pgwire's SCRAM state machine), the session, the cancel key.
 
-use crate::Shared;
+use crate::codec::{Wire, error_fields};
 use crate::config::{AuthMethod, User};
-use crate::conn::{Started, Wire, error_fields, protocol};
+use crate::shared::Shared;
 use base64::Engine as _;
 use bytes::Bytes;
+use engram_sql::Session;
 use futures::{SinkExt, StreamExt};
 use pgwire::api::auth::sasl::scram::{ScramSecret, ScramServerAuth, gen_salted_password};
 use pgwire::messages::response::{ErrorResponse, SslResponse};
+use pgwire::messages::startup::Startup;
 use pgwire::messages::startup::{Authentication, NegotiateProtocolVersion};
 use pgwire::messages::{
     PgWireBackendMessage as B, PgWireFrontendMessage as F, ProtocolVersion,
@@ -151,8 +153,6 @@ pub(crate) async fn startup(wire: &mut Wire, shared: &Arc<Shared>) -> io::Result
     let secret: i32 = rand::random();
     let cancel = Arc::new(AtomicBool::new(false));
     session.set_cancel_flag(Arc::clone(&cancel));
-    session.set_long_statement_hook(crate::conn::LONG_STATEMENT, crate::conn::hand_off_event_loop);
-    session.set_blocking(crate::conn::block_here);
     shared.cancels.lock().insert(pid, (secret, Arc::clone(&cancel)));
     Ok(Some(Started { session, pid, secret, cancel, startup, user, slot }))
 }
@@ -184,4 +184,23 @@ async fn scram(wire: &mut Wire, shared: &Shared, user: &str) -> io::Result<bool>
         }
         Err(_) => Ok(false),
     }
+}
+
+/// What startup produced.
+pub(crate) struct Started {
+    pub(crate) session: Session,
+    pub(crate) pid: i32,
+    pub(crate) secret: i32,
+    pub(crate) cancel: Arc<std::sync::atomic::AtomicBool>,
+    pub(crate) startup: Startup,
+    pub(crate) user: String,
+    /// Counts the connection against `max_connections` while it lives.
+    pub(crate) slot: crate::metrics::Slot,
+}
+
+pub(crate) fn protocol(startup: &Startup) -> Option<ProtocolVersion> {
+    ProtocolVersion::from_version_number(
+        startup.protocol_number_major,
+        startup.protocol_number_minor,
+    )
 }

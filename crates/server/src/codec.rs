@@ -89,6 +89,19 @@ impl Encoder<PgWireBackendMessage> for Codec {
     }
 }
 
+/// A client connection, framed.
+pub(crate) type Wire = tokio_util::codec::Framed<pgwire::tokio::server::MaybeTls, Codec>;
+
+/// The fields of an ErrorResponse or NoticeResponse.
+pub(crate) fn error_fields(severity: &str, code: &str, message: &str) -> Vec<(u8, String)> {
+    vec![
+        (b'S', severity.to_string()),
+        (b'V', severity.to_string()),
+        (b'C', code.to_string()),
+        (b'M', message.to_string()),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

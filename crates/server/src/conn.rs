@@ -11,9 +11,9 @@
 //! wait for the schema lock and run under `block_in_place`, and row-lock waits
 //! (`block_here`), which hand the thread's other work away first the same way.
 
-use crate::Shared;
-use crate::auth;
-use crate::codec::{Codec, protocol_error};
+use crate::auth::{self, Started};
+use crate::codec::{Codec, Wire, error_fields, protocol_error};
+use crate::shared::Shared;
 use crate::wire::{decode_param, put_field, result_oid};
 use bytes::BytesMut;
 use engram_engine::Epoch;
@@ -37,7 +37,7 @@ use pgwire::messages::response::{
     TransactionStatus as WireStatus,
 };
 use pgwire::messages::startup::{BackendKeyData, ParameterStatus, SecretKey, Startup};
-use pgwire::messages::{PgWireBackendMessage as B, PgWireFrontendMessage as F, ProtocolVersion};
+use pgwire::messages::{PgWireBackendMessage as B, PgWireFrontendMessage as F};
 use pgwire::tokio::server::MaybeTls;
 use std::collections::HashMap;
 use std::io;
@@ -46,8 +46,6 @@ use std::time::Instant;
 use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::watch;
 use tokio_util::codec::{Framed, FramedParts};
-
-pub(crate) type Wire = Framed<MaybeTls, Codec>;
 
 type StopFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
@@ -127,7 +125,7 @@ pub(crate) async fn serve(stream: Accepted, shared: Arc<Shared>, shutdown: watch
         auth::startup(&mut wire, &shared).await.map(|started| started.map(|s| (wire, s)))
     })
     .await;
-    let (wire, started) = match startup {
+    let (wire, mut started) = match startup {
         Ok(Ok(Some(started))) => started,
         Ok(Ok(None)) => return,
         Ok(Err(error)) => {
@@ -139,6 +137,8 @@ pub(crate) async fn serve(stream: Accepted, shared: Arc<Shared>, shutdown: watch
             return;
         }
     };
+    started.session.set_long_statement_hook(LONG_STATEMENT, hand_off_event_loop);
+    started.session.set_blocking(block_here);
     let mut connection = Connection {
         wire,
         session: started.session,
@@ -149,7 +149,7 @@ pub(crate) async fn serve(stream: Accepted, shared: Arc<Shared>, shutdown: watch
         implicit_until_sync: false,
         durable_wait: Epoch::NEVER,
         cancel: started.cancel,
-        stop: FutureExt::fuse(Box::pin(crate::stopped(shutdown)) as StopFuture),
+        stop: FutureExt::fuse(Box::pin(crate::shared::stopped(shutdown)) as StopFuture),
         pending_notices: Vec::new(),
         text: String::new(),
     };
@@ -161,18 +161,6 @@ pub(crate) async fn serve(stream: Accepted, shared: Arc<Shared>, shutdown: watch
     shared.cancels.lock().remove(&pid);
     drop(slot);
     // Dropping the session rolls back an open transaction.
-}
-
-/// What startup produced.
-pub(crate) struct Started {
-    pub(crate) session: Session,
-    pub(crate) pid: i32,
-    pub(crate) secret: i32,
-    pub(crate) cancel: Arc<std::sync::atomic::AtomicBool>,
-    pub(crate) startup: Startup,
-    pub(crate) user: String,
-    /// Counts the connection against `max_connections` while it lives.
-    pub(crate) slot: crate::metrics::Slot,
 }
 
 pub(crate) struct Connection {
@@ -220,15 +208,6 @@ fn option_words(value: &str) -> Vec<String> {
         words.push(word);
     }
     words
-}
-
-pub(crate) fn error_fields(severity: &str, code: &str, message: &str) -> Vec<(u8, String)> {
-    vec![
-        (b'S', severity.to_string()),
-        (b'V', severity.to_string()),
-        (b'C', code.to_string()),
-        (b'M', message.to_string()),
-    ]
 }
 
 fn wire_status(status: TransactionStatus) -> WireStatus {
@@ -930,11 +909,4 @@ pub(crate) fn parameter_statuses(session: &Session, user: &str) -> Vec<B> {
 
 pub(crate) fn backend_key(pid: i32, secret: i32) -> B {
     B::BackendKeyData(BackendKeyData::new(pid, SecretKey::I32(secret)))
-}
-
-pub(crate) fn protocol(startup: &Startup) -> Option<ProtocolVersion> {
-    ProtocolVersion::from_version_number(
-        startup.protocol_number_major,
-        startup.protocol_number_minor,
-    )
 }

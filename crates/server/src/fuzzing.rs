@@ -10,7 +10,8 @@
 
 use crate::codec::Codec;
 use crate::conn::{self, Accepted};
-use crate::{Server, ServerConfig, Shared};
+use crate::shared::Shared;
+use crate::{Server, ServerConfig};
 use bytes::BytesMut;
 use engram_engine::{Config, Durability};
 use engram_sql::SqlDb;

@@ -66,7 +66,7 @@ pub enum Statement {
     },
     Explain(Box<Statement>),
     /// `COPY table FROM STDIN`: the data comes through [`crate::Session::copy_in`].
-    Copy(Box<crate::copy::CopyFrom>),
+    Copy(Box<CopyFrom>),
     /// A statement Engram accepts and does nothing for (`VACUUM`, `ANALYZE`, `CHECKPOINT`
     /// runs a checkpoint): the command tag to answer.
     Utility {
@@ -116,7 +116,7 @@ pub struct Query {
     pub offset: Option<Expr>,
     pub for_update: bool,
     /// The row lock a locking read takes (`FOR UPDATE` ...), and what it does at a held row.
-    pub lock: (crate::locks::RowLockMode, crate::locks::WaitPolicy),
+    pub lock: (RowLockMode, WaitPolicy),
 }
 
 #[derive(Debug, Clone)]
@@ -520,4 +520,94 @@ pub struct CreateIndex {
     pub columns: Vec<String>,
     pub unique: bool,
     pub if_not_exists: bool,
+}
+
+/// A parsed `COPY ... FROM STDIN`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CopyFrom {
+    pub table: String,
+    /// Empty: every column in table order.
+    pub columns: Vec<String>,
+    pub options: CopyOptions,
+}
+
+/// The format options PostgreSQL's COPY takes (those that change how data is read).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CopyOptions {
+    pub csv: bool,
+    pub delimiter: u8,
+    /// The string that stands for NULL (`\N` in text, the empty unquoted string in CSV).
+    pub null: String,
+    /// CSV: the first line is a header and is skipped.
+    pub header: bool,
+    pub quote: u8,
+    pub escape: u8,
+}
+
+impl CopyOptions {
+    /// CSV format, with CSV's delimiter and NULL unless they were set.
+    pub(crate) fn set_csv(&mut self) {
+        if !self.csv {
+            self.csv = true;
+            if self.delimiter == b'\t' {
+                self.delimiter = b',';
+            }
+            if self.null == "\\N" {
+                self.null = String::new();
+            }
+        }
+    }
+
+    pub(crate) fn text() -> Self {
+        CopyOptions {
+            csv: false,
+            delimiter: b'\t',
+            null: "\\N".into(),
+            header: false,
+            quote: b'"',
+            escape: b'"',
+        }
+    }
+}
+
+/// PostgreSQL's four row-lock strengths, weakest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum RowLockMode {
+    KeyShare,
+    Share,
+    NoKeyUpdate,
+    #[default]
+    Update,
+}
+
+impl RowLockMode {
+    /// PostgreSQL's conflict table for row locks.
+    pub fn conflicts(self, other: RowLockMode) -> bool {
+        use RowLockMode::*;
+        matches!(
+            (self, other),
+            (Update, _) | (_, Update) | (NoKeyUpdate, NoKeyUpdate | Share) | (Share, NoKeyUpdate)
+        )
+    }
+
+    pub fn sql(self) -> &'static str {
+        match self {
+            RowLockMode::KeyShare => "FOR KEY SHARE",
+            RowLockMode::Share => "FOR SHARE",
+            RowLockMode::NoKeyUpdate => "FOR NO KEY UPDATE",
+            RowLockMode::Update => "FOR UPDATE",
+        }
+    }
+}
+
+/// What a locking read does at a row another transaction holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum WaitPolicy {
+    /// Wait until it is released.
+    #[default]
+    Block,
+    /// Fail with 55P03.
+    NoWait,
+    /// Leave the row out.
+    SkipLocked,
 }

@@ -179,7 +179,7 @@ pub struct TableInfo {
     pub sequences: Vec<Option<Arc<Sequence>>>,
     /// A system view's rows (`system.rs`): the executor reads these instead of `engine`,
     /// which is then an engine table that stays empty.
-    pub system: Option<Arc<crate::system::SystemRows>>,
+    pub system: Option<Arc<SystemRows>>,
 }
 
 impl TableInfo {
@@ -304,5 +304,16 @@ impl SchemaLock {
             self.writer_present.store(false, std::sync::atomic::Ordering::Release);
             self.changed.notify_all();
         }
+    }
+}
+
+/// A system view's rows: primary key to encoded row, in key order.
+pub type SystemRows = std::collections::BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// Encodes the primary key of a full row.
+pub fn primary_key(table: &TableInfo, values: &[Value], out: &mut Vec<u8>) {
+    out.clear();
+    for &column in &table.schema.primary_key {
+        encode_key(table.schema.key_format, table.types[column], &values[column], out);
     }
 }

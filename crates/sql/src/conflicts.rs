@@ -7,35 +7,15 @@
 //!
 //! Everything here runs only after an abort, or when a view is read.
 
-use crate::SqlDb;
 use crate::catalog::{Catalog, TableInfo};
-use crate::codec::{Wanted, decode_key, decode_row};
+use crate::codec::decode_key;
 use crate::types::{Type, Value};
 use engram_engine::storage::TableId;
-use engram_engine::{Conflict, ConflictSite, ConflictStats, RowKeys};
-use std::sync::{Arc, Weak};
-
-/// The engine's row-to-key hook for the tables of `db`. It gives up (the key stays unknown)
-/// rather than wait for the catalog, which the aborting session may be changing.
-pub(crate) fn row_keys(db: Weak<SqlDb>) -> RowKeys {
-    Arc::new(move |table: TableId, row: &[u8], out: &mut Vec<u8>| {
-        let Some(db) = db.upgrade() else { return false };
-        let Some(catalog) = db.catalog.try_read() else { return false };
-        let Some(info) = table_of(&catalog, table) else { return false };
-        if info.schema.primary_key.is_empty() {
-            return false;
-        }
-        let mut values = Vec::new();
-        if decode_row(row, &info.types, &Wanted::ALL, &mut values).is_err() {
-            return false;
-        }
-        crate::exec::primary_key(&info, &values, out);
-        true
-    })
-}
+use engram_engine::{Conflict, ConflictSite, ConflictStats};
+use std::sync::Arc;
 
 /// The SQL table whose rows engine table `table` holds.
-fn table_of(catalog: &Catalog, table: TableId) -> Option<Arc<TableInfo>> {
+pub(crate) fn table_of(catalog: &Catalog, table: TableId) -> Option<Arc<TableInfo>> {
     catalog.tables.values().find(|info| info.engine.id() == table).cloned()
 }
 
@@ -74,10 +54,9 @@ pub(crate) fn key_text(info: &TableInfo, key: &[u8]) -> Option<String> {
 
 /// Where the abort happened, in a sentence for a DETAIL: `On relation "t", key (id)=(7); the
 /// change committed as TID 12.5.` Empty when the engine could not tell the table.
-pub(crate) fn describe(db: &SqlDb, conflict: &Conflict) -> String {
+pub(crate) fn describe(catalog: &Catalog, conflict: &Conflict) -> String {
     let Some(table) = conflict.table else { return String::new() };
-    let catalog = db.catalog.read();
-    let Some(info) = table_of(&catalog, table) else { return String::new() };
+    let Some(info) = table_of(catalog, table) else { return String::new() };
     let mut out = format!("On relation \"{}\"", info.schema.name);
     let key = key_text(&info, &conflict.key);
     match (conflict.index, &key) {

@@ -6,6 +6,7 @@ use crate::catalog::{Sequence, TableInfo};
 use crate::codec::{KeyFormat, Wanted, decode_row, encode_key};
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{BExpr, Context};
+pub use crate::interrupt::{INTERRUPT_CHECK_ROWS, Interrupt};
 use crate::plan::{Access, AggFunc, Aggregate, Path, QueryPlan};
 use crate::types::{DistinctValue, GroupHasher, GroupKey, Type, Value, cast};
 use engram_engine::{Direction, Error, Txn};
@@ -84,61 +85,6 @@ impl Env<'_> {
     }
 }
 
-/// Why a running statement should stop: `statement_timeout` passed, or the client asked to
-/// cancel. Scans count the rows they visit here and check every [`INTERRUPT_CHECK_ROWS`] rows
-/// of the statement, whichever scans the rows come from: a join that runs a million inner scans
-/// of twenty rows each is stopped as surely as one long scan.
-///
-/// A server also learns here that a statement runs long: past `long_after`, `on_long` is
-/// called once (Engram's server hands its event loop to another thread then, so that one long
-/// statement does not hold up other clients).
-#[derive(Debug, Default)]
-pub struct Interrupt {
-    pub deadline: Option<std::time::Instant>,
-    pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
-    /// When the running statement started (set only when `on_long` is).
-    pub started: Option<std::time::Instant>,
-    pub long_after: std::time::Duration,
-    pub on_long: Option<fn()>,
-    pub(crate) reported_long: std::cell::Cell<bool>,
-    /// Rows the running statement's scans have visited (wrapping).
-    pub(crate) visited: std::cell::Cell<u32>,
-}
-
-/// Rows a scan visits between two interruption checks (a clock read each).
-pub const INTERRUPT_CHECK_ROWS: u32 = 1024;
-
-impl Interrupt {
-    /// Counts one visited row, and checks every [`INTERRUPT_CHECK_ROWS`] rows.
-    #[inline]
-    pub fn tick(&self) -> SqlResult<()> {
-        let visited = self.visited.get().wrapping_add(1);
-        self.visited.set(visited);
-        if visited.is_multiple_of(INTERRUPT_CHECK_ROWS) { self.check() } else { Ok(()) }
-    }
-
-    pub fn check(&self) -> SqlResult<()> {
-        if let Some(cancel) = &self.cancel
-            && cancel.load(std::sync::atomic::Ordering::Relaxed)
-        {
-            return Err(SqlError::new("57014", "canceling statement due to user request"));
-        }
-        if let Some(deadline) = self.deadline
-            && std::time::Instant::now() >= deadline
-        {
-            return Err(SqlError::new("57014", "canceling statement due to statement timeout"));
-        }
-        if let (Some(on_long), Some(started)) = (self.on_long, self.started)
-            && !self.reported_long.get()
-            && started.elapsed() >= self.long_after
-        {
-            self.reported_long.set(true);
-            on_long();
-        }
-        Ok(())
-    }
-}
-
 fn engine_error(error: Error, table: &TableInfo) -> SqlError {
     match error {
         Error::DuplicateKey { index, .. } => {
@@ -183,14 +129,6 @@ fn run_subqueries(
         results.push(rows.into_iter().map(|mut row| row.swap_remove(0)).collect());
     }
     Ok(results)
-}
-
-/// Encodes the primary key of a full row.
-pub fn primary_key(table: &TableInfo, values: &[Value], out: &mut Vec<u8>) {
-    out.clear();
-    for &column in &table.schema.primary_key {
-        encode_key(table.schema.key_format, table.types[column], &values[column], out);
-    }
 }
 
 fn successor(mut bytes: Vec<u8>) -> Option<Vec<u8>> {

@@ -183,7 +183,7 @@ pub struct Context<'a> {
     pub now: i64,
     pub reserve: &'a dyn Fn(&Sequence, i64) -> SqlResult<()>,
     /// Checked every few thousand rows a scan visits (statement timeout, cancel).
-    pub interrupt: &'a crate::exec::Interrupt,
+    pub interrupt: &'a crate::interrupt::Interrupt,
     /// How the statement locks rows (`None`: it locks none, e.g. evaluating at commit).
     pub locks: Option<&'a crate::locks::Locker<'a>>,
 }

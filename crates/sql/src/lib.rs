@@ -32,6 +32,7 @@ pub mod error;
 pub mod exec;
 pub mod expr;
 pub mod fuzzing;
+pub mod interrupt;
 pub mod locks;
 pub mod parse;
 pub mod plan;
@@ -53,8 +54,8 @@ use engram_engine::{
 };
 use parking_lot::{Mutex, RwLock};
 use std::ops::Bound;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64};
+use std::sync::{Arc, Weak};
 
 /// A database with SQL: the engine, the catalog and the schema lock.
 pub struct SqlDb {
@@ -194,7 +195,7 @@ impl SqlDb {
             system: Mutex::new(system),
             next_session: AtomicU64::new(1),
         });
-        sql.db.set_row_keys(conflicts::row_keys(Arc::downgrade(&sql)));
+        sql.db.set_row_keys(row_keys(Arc::downgrade(&sql)));
         Ok(sql)
     }
 
@@ -312,4 +313,23 @@ fn max_rowid(worker: &mut Worker, table: &TableRef, format: KeyFormat) -> SqlRes
         Ok(())
     })?;
     Ok(max)
+}
+
+/// The engine's row-to-key hook for the tables of `db`. It gives up (the key stays unknown)
+/// rather than wait for the catalog, which the aborting session may be changing.
+fn row_keys(db: Weak<SqlDb>) -> engram_engine::RowKeys {
+    Arc::new(move |table: engram_engine::TableId, row: &[u8], out: &mut Vec<u8>| {
+        let Some(db) = db.upgrade() else { return false };
+        let Some(catalog) = db.catalog.try_read() else { return false };
+        let Some(info) = conflicts::table_of(&catalog, table) else { return false };
+        if info.schema.primary_key.is_empty() {
+            return false;
+        }
+        let mut values = Vec::new();
+        if codec::decode_row(row, &info.types, &codec::Wanted::ALL, &mut values).is_err() {
+            return false;
+        }
+        catalog::primary_key(&info, &values, out);
+        true
+    })
 }

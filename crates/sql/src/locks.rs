@@ -17,54 +17,13 @@
 //! lock; a locking reader then does not wait for it, and the engine's commit-time check of the
 //! reader's FOR UPDATE read turns the race into 40001, never a lost update.
 
+pub use crate::ast::{RowLockMode, WaitPolicy};
 use crate::error::{SqlError, SqlResult};
 use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-
-/// PostgreSQL's four row-lock strengths, weakest first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub enum RowLockMode {
-    KeyShare,
-    Share,
-    NoKeyUpdate,
-    #[default]
-    Update,
-}
-
-impl RowLockMode {
-    /// PostgreSQL's conflict table for row locks.
-    pub fn conflicts(self, other: RowLockMode) -> bool {
-        use RowLockMode::*;
-        matches!(
-            (self, other),
-            (Update, _) | (_, Update) | (NoKeyUpdate, NoKeyUpdate | Share) | (Share, NoKeyUpdate)
-        )
-    }
-
-    pub fn sql(self) -> &'static str {
-        match self {
-            RowLockMode::KeyShare => "FOR KEY SHARE",
-            RowLockMode::Share => "FOR SHARE",
-            RowLockMode::NoKeyUpdate => "FOR NO KEY UPDATE",
-            RowLockMode::Update => "FOR UPDATE",
-        }
-    }
-}
-
-/// What a locking read does at a row another transaction holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum WaitPolicy {
-    /// Wait until it is released.
-    #[default]
-    Block,
-    /// Fail with 55P03.
-    NoWait,
-    /// Leave the row out.
-    SkipLocked,
-}
 
 /// What [`RowLocks::try_lock`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,7 +72,7 @@ impl Default for RowLocks {
 /// The limits a wait runs under.
 #[derive(Debug)]
 pub struct WaitLimits<'a> {
-    pub interrupt: &'a crate::exec::Interrupt,
+    pub interrupt: &'a crate::interrupt::Interrupt,
     /// `lock_timeout`: how long one wait may last (`None`: no limit).
     pub lock_timeout: Option<Duration>,
 }
@@ -322,7 +281,7 @@ pub struct Locker<'a> {
     pub held: &'a std::cell::RefCell<Vec<RowKey>>,
     pub lock_timeout: Option<Duration>,
     /// The statement's timeout and cancel flag, which bound a wait.
-    pub interrupt: &'a crate::exec::Interrupt,
+    pub interrupt: &'a crate::interrupt::Interrupt,
     /// Runs a wait where blocking the thread is allowed (a server's runtime thread hands its
     /// other work away first: `Session::set_blocking`).
     pub block: fn(&mut dyn FnMut()),

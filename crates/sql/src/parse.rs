@@ -4,12 +4,14 @@
 use crate::ast::*;
 use crate::depth;
 use crate::error::{SqlError, SqlResult};
-use crate::locks::{RowLockMode, WaitPolicy};
+
 use crate::types::{NUMERIC_PRECISION_MAX, Type};
 use engram_engine::Isolation;
 use sqlparser::ast as sp;
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
+
+mod copy;
 
 /// Parses a string of one or more statements separated by semicolons.
 pub fn parse(sql: &str) -> SqlResult<Vec<Statement>> {
@@ -209,7 +211,7 @@ fn split_utilities(sql: &str) -> Vec<Piece<'_>> {
                     Piece::Utility(Statement::Utility { tag: word, checkpoint: false })
                 }
                 "CHECKPOINT" => Piece::Utility(Statement::Utility { tag: word, checkpoint: true }),
-                "COPY" => match crate::copy::parse_copy(piece) {
+                "COPY" => match copy::parse_copy(piece) {
                     Ok(statement) => Piece::Utility(statement),
                     Err(error) => Piece::Error(error),
                 },
@@ -1173,30 +1175,4 @@ fn function_from(function: sp::Function) -> SqlResult<Expr> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rejects_unsupported_with_0a000() {
-        for sql in [
-            "SELECT * FROM a UNION SELECT * FROM b",
-            "WITH x AS (SELECT 1) SELECT * FROM x",
-            "SELECT rank() OVER () FROM t",
-            "CREATE TEMPORARY TABLE t (a int)",
-            "SAVEPOINT s",
-        ] {
-            let error = parse(sql).unwrap_err();
-            assert_eq!(error.code, "0A000", "{sql}: {error}");
-            assert!(error.message.contains("not supported"), "{}", error.message);
-        }
-        assert_eq!(parse("SELEC 1").unwrap_err().code, "42601");
-    }
-
-    #[test]
-    fn utilities_and_multiple_statements() {
-        let statements = parse("vacuum analyze pgbench_accounts; SELECT 1; ANALYZE").unwrap();
-        assert_eq!(statements.len(), 3);
-        assert!(matches!(statements[0], Statement::Utility { .. }));
-        assert!(matches!(statements[1], Statement::Query(_)));
-    }
-}
+mod tests;

@@ -111,7 +111,7 @@ pub struct QueryPlan {
     pub offset: Option<BExpr>,
     pub for_update: bool,
     /// The row lock a locking read takes, and what it does at a held row.
-    pub lock: (crate::locks::RowLockMode, crate::locks::WaitPolicy),
+    pub lock: (crate::ast::RowLockMode, crate::ast::WaitPolicy),
     pub width: usize,
     /// Uncorrelated subqueries, run once before the query.
     pub subqueries: Vec<QueryPlan>,

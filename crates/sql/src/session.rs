@@ -127,7 +127,7 @@ pub struct Session {
     /// Runs a row-lock wait (`set_blocking`).
     blocking: fn(&mut dyn FnMut()),
     /// The running statement's deadline and the client's cancel flag.
-    interrupt: crate::exec::Interrupt,
+    interrupt: crate::interrupt::Interrupt,
     /// The current statement's parameters converted to their types; its memory is reused.
     converted: Vec<Value>,
     /// Buffers lent to each statement's execution (`exec::Scratch`).
@@ -178,7 +178,7 @@ impl Session {
             lock_timeout: None,
             row_locks_held: Default::default(),
             blocking: |wait| wait(),
-            interrupt: crate::exec::Interrupt::default(),
+            interrupt: crate::interrupt::Interrupt::default(),
             converted: Vec::new(),
             scratch: Default::default(),
         }
@@ -635,7 +635,7 @@ impl Session {
         if conflict.reason != reason {
             return error;
         }
-        let place = crate::conflicts::describe(&self.db, conflict);
+        let place = crate::conflicts::describe(&self.db.catalog.read(), conflict);
         if !place.is_empty() {
             error.detail = Some(match error.detail.take() {
                 Some(detail) => format!("{detail} {place}"),

@@ -16,7 +16,7 @@
 //! (`engram-server`'s `pg_catalog.rs`) number them. Such ids change when a table whose name
 //! sorts earlier is created or dropped.
 
-use crate::catalog::{Catalog, ColumnSchema, TableInfo, TableSchema};
+use crate::catalog::{Catalog, ColumnSchema, SystemRows, TableInfo, TableSchema};
 use crate::codec::{KeyFormat, encode_key, encode_row};
 use crate::types::{Type, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -38,9 +38,6 @@ pub const DATABASE_NAME: &str = "engram";
 
 /// The engine table every system view names as its own: it never holds a row.
 pub const SYSTEM_TABLE: &str = "_engram_system_views";
-
-/// A system view's rows: primary key to encoded row, in key order.
-pub type SystemRows = BTreeMap<Vec<u8>, Vec<u8>>;
 
 /// A relation as `pg_class` lists it: a user table or one of its indexes.
 #[derive(Debug)]

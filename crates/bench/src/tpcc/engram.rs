@@ -202,11 +202,6 @@ pub fn settle_after_load(db: &Database, reserve_bytes: usize) -> Result<(), Stri
     Ok(())
 }
 
-/// The seed of warehouse `w`'s data (0: the items), the same for every adapter.
-pub fn load_seed(constants: &Constants, w: u32) -> u64 {
-    (u64::from(constants.c_last_load) << 32 | u64::from(w)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
-}
-
 impl EngramTpcc {
     /// A fresh database. After loading, `reserve_bytes` of memory are mapped and faulted in
     /// for the run to grow into (`Database::reserve_memory`): page faults are not what the

@@ -1,7 +1,6 @@
 //! The initial population (clause 4.3.3.1), generated once and handed to an adapter's sink, so
 //! that every database under test gets the same rules (and, for one seed, the same data).
 
-use super::engram::load_seed;
 use super::schema::*;
 use super::spec::{
     Constants, DISTRICTS, Scale, astring, data_string, last_name, nstring, nurand, state, zip,
@@ -250,4 +249,9 @@ pub fn warehouse<S: Sink>(
         }
     }
     Ok(())
+}
+
+/// The seed of warehouse `w`'s data (0: the items), the same for every adapter.
+pub fn load_seed(constants: &Constants, w: u32) -> u64 {
+    (u64::from(constants.c_last_load) << 32 | u64::from(w)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }

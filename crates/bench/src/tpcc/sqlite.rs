@@ -419,9 +419,7 @@ impl TpccDb for SqliteTpcc {
             body().map_err(|error| error.to_string())?;
             connection.execute_batch("COMMIT").map_err(|error| error.to_string())
         };
-        step(&connection, &mut || {
-            load::items(scale, super::engram::load_seed(constants, 0), &mut loader)
-        })?;
+        step(&connection, &mut || load::items(scale, load::load_seed(constants, 0), &mut loader))?;
         for w in 1..=scale.warehouses {
             let mut loader = Loader { connection: &connection };
             step(&connection, &mut || {
@@ -429,7 +427,7 @@ impl TpccDb for SqliteTpcc {
                     scale,
                     constants,
                     w,
-                    super::engram::load_seed(constants, u32::from(w)),
+                    load::load_seed(constants, u32::from(w)),
                     now,
                     &mut loader,
                 )

@@ -9,12 +9,13 @@ use super::secondary;
 use super::silo::{Hooks, Silo};
 use super::ssn;
 use super::txn::{Keep, pinned, release_locks, unlock};
-use crate::db::Counters;
 use crate::error::{AbortReason, Error, Result};
 use crate::gc::cooperative;
-use crate::storage::record::{Busy, Retention};
+use crate::state::Counters;
+use crate::storage::record::Busy;
 use crate::storage::{Head, IndexPointers, Table, Tid, TidWord, shared};
 use crate::sync::Epoch;
+use crate::sync::Retention;
 use crate::wal::format;
 use crate::wal::log::Log;
 use crate::worker::{CommitInfo, Status, TxnState, Worker};
@@ -344,10 +345,13 @@ fn install_write_set(worker: &mut Worker, tid: Tid, low: Option<Tid>) {
                 Some(span) if entry.kind == Kind::Update && table.non_inline.is_none() => {
                     let start = txn.patch_edits.len();
                     let new_row = txn.access.slice(span);
-                    head.diff_locked(new_row, &mut txn.patch_edits).map(|body| {
-                        let count = txn.patch_edits.len() - start;
-                        (start as u32, count as u32, body as u32)
-                    })
+                    let old_row = head.value_in_place_locked(new_row.len());
+                    old_row
+                        .and_then(|old| format::diff_rows(old, new_row, &mut txn.patch_edits))
+                        .map(|body| {
+                            let count = txn.patch_edits.len() - start;
+                            (start as u32, count as u32, body as u32)
+                        })
                 }
                 _ => None,
             };

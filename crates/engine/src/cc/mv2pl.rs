@@ -66,7 +66,7 @@
 //!   transaction releases its other locks at once but keeps its inserts' until its rollback
 //!   (`txn::Keep`). A transaction that locks a record and then finds it unlinked lets go in the
 //!   same call (`read_locked`, `write_existing`, `insert_existing`). Debug builds check, when a
-//!   head's memory is freed, that no lock is held on it (`gc::reclaim`).
+//!   head's memory is freed, that no lock is held on it (`sync::reclaim`).
 
 use super::access::{Access, AccessSet, Held};
 use crate::error::AbortReason;

@@ -125,7 +125,7 @@
 //!   keeps its inserts' records until its rollback, `txn::Keep`); a transaction that takes a
 //!   record and then finds it unlinked lets go in the same call (`read_ordered`,
 //!   `write_existing`, `insert_existing`). Debug builds check, when a head's memory is freed,
-//!   that nobody owns it (`gc::reclaim`).
+//!   that nobody owns it (`sync::reclaim`).
 //! - A READ COMMITTED statement at S sees a transaction with T_id <= S whole or not at all: it
 //!   leaves it out exactly when the transaction's commit had not yet locked its writes at one
 //!   instant while the snapshot was taken, and a record it reads is then either not yet
@@ -246,7 +246,7 @@ mod tests {
     /// which shows W still to install, while W commits and U, which reads W's write, commits
     /// too (or, in the second case, while only W commits). Reading the slots once, the
     /// statement then found U's slot cleared and took U without W: balances 100, 100, 110, a
-    /// total of 310 (the review of 2026-11-29). Its rounds find W's slot cleared in turn.
+    /// total of 310. Its rounds find W's slot cleared in turn.
     #[test]
     fn a_statement_never_takes_a_transaction_without_one_it_read_from() {
         for u_commits in [true, false] {

@@ -10,7 +10,7 @@
 //! them, notes the record (at most [`NOTED_RECORDS_MAX`] per transaction). When the transaction ends,
 //! committed or not and still pinned (commit step 7, `finish`), its worker cleans what it
 //! noted: it tries each record's lock without waiting (`Head::try_lock`), prunes the chain as
-//! the vacuum does (`vacuum::prune_locked`: every expired version, and the secondary entries
+//! the vacuum does (`prune_locked`: every expired version, and the secondary entries
 //! only they produced), and unlocks the record to the word it had. A record someone else holds
 //! is left for the next reader. A transaction the ticker kicked cleans nothing: it stopped
 //! holding reclamation back while it sat idle, so a record it noted may have been unlinked and
@@ -37,9 +37,11 @@
 //!   between boundaries: a 1-second sawtooth in Fig. 19.)
 
 use super::Gc;
-use super::vacuum::prune_locked;
-use crate::storage::{Head, TableId};
-use crate::sync::Pin;
+use crate::cc::secondary::{self, EntryScratch};
+use crate::mem::arena::Arena;
+use crate::storage::record::Dropped;
+use crate::storage::{Head, Table, TableId};
+use crate::sync::{Garbage, Pin, Retention};
 use crate::worker::Worker;
 use std::sync::atomic::Ordering;
 
@@ -122,4 +124,51 @@ pub(crate) fn clean_noted(worker: &mut Worker, pin: &Pin<'_>) {
     }
     noted.clear();
     txn.noted = noted;
+}
+
+/// What pruning a record reuses: the versions dropped, the record's row, and the secondary
+/// entry keys compared.
+#[derive(Debug, Default)]
+pub(crate) struct PruneBuffers {
+    dropped: Dropped,
+    row: Vec<u8>,
+    entries: EntryScratch,
+}
+
+/// Prunes the chain of `head`, which this thread has locked (record `key` of `table`), as a
+/// writer's install would, and removes the secondary entries that only the dropped versions
+/// produced. Returns how many versions it dropped. The vacuum and cooperative cleaning
+/// (`gc::cooperative`) share it.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn prune_locked(
+    table: &Table,
+    head: *mut Head,
+    key: &[u8],
+    retention: Retention,
+    buffers: &mut PruneBuffers,
+    pin: &Pin<'_>,
+    arena: &mut Arena,
+    garbage: &mut Garbage,
+) -> usize {
+    let PruneBuffers { dropped, row, entries } = buffers;
+    // SAFETY: the caller holds the record's lock, so the head is linked and allocated.
+    let head_ref = unsafe { &*head };
+    let secondaries = table.has_secondaries();
+    dropped.reset(secondaries);
+    let pruned = head_ref.vacuum_locked(retention, arena, garbage, dropped);
+    if pruned > 0 && secondaries {
+        let has_row = head_ref.value_locked(row);
+        secondary::after_install(
+            table,
+            entries,
+            head,
+            key,
+            None,
+            has_row.then_some(&row[..]),
+            dropped,
+            pin,
+            garbage,
+        );
+    }
+    pruned
 }

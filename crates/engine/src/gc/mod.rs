@@ -1,9 +1,9 @@
 //! Garbage collection: what may be freed, and when.
 //!
-//! - [`reclaim`]: epoch-based reclamation. Memory unlinked from a shared structure (an index
-//!   node replaced by a split, a superseded record version, the head of a deleted record) is
-//!   retired into the worker's [`Garbage`] list, tagged with the epoch after the unlink, and
-//!   freed once the epoch manager's reclaim bound passes the tag (`sync::epoch`).
+//! Memory unlinked from a shared structure (an index node replaced by a split, a superseded
+//! record version, the head of a deleted record) is freed by epoch-based reclamation
+//! (`sync::reclaim`), beneath this module. Here:
+//!
 //! - [`tasks`]: deferred logical clean-up. A deleted record must stay in its indexes while a
 //!   snapshot may still read its older versions, and while its delete is not durable (a
 //!   reader must find the delete's epoch to wait for it); the deleting worker queues a task
@@ -21,12 +21,10 @@
 //! only), or nobody (`none`, an experiment's baseline).
 
 pub(crate) mod cooperative;
-pub mod reclaim;
 pub(crate) mod tasks;
 pub mod vacuum;
 
-pub use reclaim::Garbage;
-pub(crate) use reclaim::Retired;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// How superseded versions are found and removed (`--gc`, Wu et al. §5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -92,6 +90,44 @@ impl std::str::FromStr for Gc {
             other => Err(format!(
                 "unknown gc \"{other}\": use transaction, tuple-vacuum, tuple-cooperative or none"
             )),
+        }
+    }
+}
+
+/// What the tuple-level GC has done since the database opened: the vacuum
+/// (`Gc::TupleVacuum`), or the readers' cooperative cleaning (`Gc::TupleCooperative`, which
+/// makes no passes and visits no tables).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VacuumStats {
+    /// Completed passes over the dirty tables.
+    pub passes: u64,
+    /// Tables visited (dirty when a pass came).
+    pub tables: u64,
+    /// Records visited (cooperative: records a reader locked to prune).
+    pub records: u64,
+    /// Versions pruned from chains.
+    pub versions: u64,
+    /// Records skipped because their lock could not be taken.
+    pub busy: u64,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct VacuumCounters {
+    passes: AtomicU64,
+    tables: AtomicU64,
+    pub(crate) records: AtomicU64,
+    pub(crate) versions: AtomicU64,
+    pub(crate) busy: AtomicU64,
+}
+
+impl VacuumCounters {
+    pub fn stats(&self) -> VacuumStats {
+        VacuumStats {
+            passes: self.passes.load(Ordering::Relaxed),
+            tables: self.tables.load(Ordering::Relaxed),
+            records: self.records.load(Ordering::Relaxed),
+            versions: self.versions.load(Ordering::Relaxed),
+            busy: self.busy.load(Ordering::Relaxed),
         }
     }
 }

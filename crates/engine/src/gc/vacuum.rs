@@ -26,60 +26,19 @@
 //! every record of the others. That is the cost the paper measures: a vacuum's work grows with
 //! the table, not with the garbage.
 
-use crate::cc::secondary::{self, EntryScratch};
-use crate::db::Shared;
-use crate::gc::Garbage;
+use crate::gc::cooperative::{PruneBuffers, prune_locked};
 use crate::index::{Direction, LeafVersion, ScanBuffer, ScanVisitor};
-use crate::storage::arena::Arena;
-use crate::storage::record::{Dropped, Retention};
+use crate::state::Shared;
 use crate::storage::{Head, Table};
-use crate::sync::Pin;
+use crate::sync::Retention;
 use crate::worker::Worker;
 use std::ops::Bound;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 /// Records visited under one pin: small enough that a pass never holds the epoch back for
 /// long, large enough that pinning costs nothing next to the visits.
 const BATCH_RECORDS: usize = 256;
-
-/// What the tuple-level GC has done since the database opened: the vacuum
-/// (`Gc::TupleVacuum`), or the readers' cooperative cleaning (`Gc::TupleCooperative`, which
-/// makes no passes and visits no tables).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct VacuumStats {
-    /// Completed passes over the dirty tables.
-    pub passes: u64,
-    /// Tables visited (dirty when a pass came).
-    pub tables: u64,
-    /// Records visited (cooperative: records a reader locked to prune).
-    pub records: u64,
-    /// Versions pruned from chains.
-    pub versions: u64,
-    /// Records skipped because their lock could not be taken.
-    pub busy: u64,
-}
-
-#[derive(Debug, Default)]
-pub(crate) struct VacuumCounters {
-    passes: AtomicU64,
-    tables: AtomicU64,
-    pub(crate) records: AtomicU64,
-    pub(crate) versions: AtomicU64,
-    pub(crate) busy: AtomicU64,
-}
-
-impl VacuumCounters {
-    pub fn stats(&self) -> VacuumStats {
-        VacuumStats {
-            passes: self.passes.load(Ordering::Relaxed),
-            tables: self.tables.load(Ordering::Relaxed),
-            records: self.records.load(Ordering::Relaxed),
-            versions: self.versions.load(Ordering::Relaxed),
-            busy: self.busy.load(Ordering::Relaxed),
-        }
-    }
-}
 
 /// The vacuum thread's body: a pass after every interval until the database closes.
 pub(crate) fn run(shared: Arc<Shared>) {
@@ -109,53 +68,6 @@ struct Buffers {
     batch: Vec<(u32, u32, u64)>,
     resume: Vec<u8>,
     prune: PruneBuffers,
-}
-
-/// What pruning a record reuses: the versions dropped, the record's row, and the secondary
-/// entry keys compared.
-#[derive(Debug, Default)]
-pub(crate) struct PruneBuffers {
-    dropped: Dropped,
-    row: Vec<u8>,
-    entries: EntryScratch,
-}
-
-/// Prunes the chain of `head`, which this thread has locked (record `key` of `table`), as a
-/// writer's install would, and removes the secondary entries that only the dropped versions
-/// produced. Returns how many versions it dropped. The vacuum and cooperative cleaning
-/// (`gc::cooperative`) share it.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn prune_locked(
-    table: &Table,
-    head: *mut Head,
-    key: &[u8],
-    retention: Retention,
-    buffers: &mut PruneBuffers,
-    pin: &Pin<'_>,
-    arena: &mut Arena,
-    garbage: &mut Garbage,
-) -> usize {
-    let PruneBuffers { dropped, row, entries } = buffers;
-    // SAFETY: the caller holds the record's lock, so the head is linked and allocated.
-    let head_ref = unsafe { &*head };
-    let secondaries = table.has_secondaries();
-    dropped.reset(secondaries);
-    let pruned = head_ref.vacuum_locked(retention, arena, garbage, dropped);
-    if pruned > 0 && secondaries {
-        let has_row = head_ref.value_locked(row);
-        secondary::after_install(
-            table,
-            entries,
-            head,
-            key,
-            None,
-            has_row.then_some(&row[..]),
-            dropped,
-            pin,
-            garbage,
-        );
-    }
-    pruned
 }
 
 /// One pass: every table whose dirty flag is set, visited whole.

@@ -3,14 +3,10 @@
 //! - [`record`]: the record head (MOT's sentinel), its TID word, the inline newest version and
 //!   the chain of older versions;
 //! - [`table`]: primary and secondary indexes over record heads;
-//! - [`arena`]: per-worker block caches for heads and versions;
-//! - [`chunks`]: huge-page chunks carved into blocks, under arenas and index nodes;
 //! - [`delta`]: the delta records of `delta` version storage;
 //! - [`shared`]: non-inline attributes, each its own value, shared between versions by
 //!   reference count or copied.
 
-pub mod arena;
-pub mod chunks;
 pub mod delta;
 pub mod record;
 pub mod shared;

@@ -31,7 +31,7 @@ use super::record::Head;
 use super::shared::NonInline;
 use crate::index::BTree;
 use crate::index::key::encode_bytes;
-use crate::storage::arena::Arena;
+use crate::mem::arena::Arena;
 use crate::sync::Pin;
 use std::fmt;
 use std::ops::Bound;
@@ -152,8 +152,7 @@ impl std::str::FromStr for IndexPointers {
     }
 }
 
-/// Under physical pointers, the bytes at the end of an entry key that name its version.
-pub const VERSION_SUFFIX_BYTES: usize = 8;
+pub use crate::limits::VERSION_SUFFIX_BYTES;
 
 /// The version suffix of an entry added before its version has a TID (no TID is this high:
 /// epochs have 38 bits).

@@ -8,16 +8,24 @@
 //!   in one word) that index nodes use for optimistic lock coupling;
 //! - [`epoch`] is Silo's global epoch with per-worker local epochs, which drive commit TIDs,
 //!   snapshot epochs and epoch-based reclamation;
+//! - [`reclaim`] is epoch-based reclamation: per-worker lists of unlinked memory, freed once
+//!   no pinned thread can reach it;
 //! - [`lockword`] is the no-wait lock words of the pessimistic multi-version protocols (`mvto`,
 //!   `mv2pl`), kept in record heads;
-//! - [`backoff`] bounds every spin loop: spin, then yield, then give up.
+//! - [`backoff`] bounds every spin loop: spin, then yield, then give up;
+//! - [`tid`] is Silo's transaction identifier, the TID word of a record head, and the
+//!   retention bounds that say which superseded versions readers may still need.
 
 pub mod backoff;
 pub mod epoch;
 pub mod latch;
 pub mod lockword;
+pub mod reclaim;
 pub mod shim;
+pub mod tid;
 
 pub use backoff::Backoff;
 pub use epoch::{Epoch, EpochManager, Pin, SlotId, StatementSnapshot};
 pub use latch::{Restart, VersionLatch};
+pub use reclaim::{Garbage, Retired};
+pub use tid::{Retention, Tid, TidWord};

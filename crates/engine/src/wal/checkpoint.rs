@@ -14,14 +14,14 @@
 
 use super::format::{self, BlockKind, FileHeader, FileKind};
 use super::log::SegmentInfo;
+use super::report::{CheckpointReport, LastCheckpoint, Splits};
 use super::{DataDir, WriteFailure, io_error};
 use crate::cc::{self, Txn};
-use crate::db::Shared;
 use crate::error::Result;
 use crate::index::Direction;
+use crate::state::Shared;
 use crate::sync::Epoch;
 use crate::worker::{TableRef, Worker};
-use std::collections::HashMap;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -37,10 +37,6 @@ const BLOCK_BYTES: usize = 1 << 20;
 /// fsync waited behind it for 107 ms (docs/performance.md).
 const WRITE_BACK_BYTES: u64 = 8 << 20;
 
-/// Where each table's parts begin, by table id, in key order (`splits_from`). A table with none
-/// is one part.
-pub(crate) type Splits = HashMap<u32, Vec<Vec<u8>>>;
-
 /// One file of a checkpoint: the rows of `tables[table]` from `low` (included) to `high`
 /// (excluded); `None` is the table's end.
 struct Part<'a> {
@@ -48,33 +44,6 @@ struct Part<'a> {
     number: usize,
     low: Option<&'a [u8]>,
     high: Option<&'a [u8]>,
-}
-
-/// What a checkpoint wrote.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct CheckpointReport {
-    pub epoch: u64,
-    pub files: usize,
-    pub rows: u64,
-    pub bytes: u64,
-    pub seconds: f64,
-    /// Log segments removed because the checkpoint covers them.
-    pub segments_removed: usize,
-    /// Leaves of the tables' primary indexes when the checkpoint began (`BTree::leaves`): with
-    /// `bytes`, what the background checkpointer estimates the next checkpoint's size from.
-    pub leaves: u64,
-}
-
-/// The last checkpoint of a data directory, for the background checkpointer to decide when
-/// the next is due.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct LastCheckpoint {
-    /// What it wrote (`None`: none yet). After recovery, the loaded checkpoint's bytes and
-    /// leaves.
-    pub report: Option<CheckpointReport>,
-    /// The log bytes written before it began, counting those recovery replayed
-    /// (`log_position`); 0 for the checkpoint recovery loaded, older than all of them.
-    pub log_position: u64,
 }
 
 /// Log bytes since the last checkpoint recovery loaded (or since the database was made): the

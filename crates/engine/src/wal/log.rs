@@ -135,7 +135,7 @@ impl LogChunk {
         let start = std::ptr::NonNull::new(start)
             .unwrap_or_else(|| std::alloc::handle_alloc_error(Self::layout(capacity)));
         if capacity.is_multiple_of(CHUNK_CAPACITY) {
-            crate::storage::chunks::advise_huge_pages_inside(start.as_ptr(), capacity);
+            crate::mem::chunks::advise_huge_pages_inside(start.as_ptr(), capacity);
         }
         // Zeroed after the advice, so that the first touch takes the huge page: `claim` hands
         // out initialized bytes. Chunks are reused (`SlotBuffers::free`), so this is rare.
@@ -424,7 +424,7 @@ impl Log {
     /// write again until the next one (as PostgreSQL recycles the WAL it expects to need until
     /// its next checkpoint); within `spare_bytes_max`, and never less than the reserve. So the
     /// spares hold no more than the log held just before the checkpoint: after the first
-    /// checkpoint a steady log writes nearly every segment over a spare (docs/performance.md,
+    /// checkpoint a steady log writes nearly every segment over a spare (bench/results/history.md,
     /// "As many spares as a checkpoint superseded"), and disk use stays at its peak rather than
     /// falling and growing again.
     pub(crate) fn spare_limit(&self, superseded: usize) -> u64 {
@@ -1123,57 +1123,7 @@ pub(crate) fn run_logger(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn append(chunk: &mut LogChunk, record: &[u8]) {
-        let before = chunk.records().len();
-        chunk.put(record);
-        chunk.checksum_from(before);
-    }
-
-    #[test]
-    fn chunks_are_aligned_huge_pages_full_at_half_that_grow_past_a_record_that_does_not_fit() {
-        let mut chunk = new_chunk();
-        assert_eq!(chunk.capacity, CHUNK_CAPACITY);
-        assert!((chunk.start.as_ptr() as usize).is_multiple_of(CHUNK_CAPACITY));
-        let small: Vec<u8> = (0..3_000u32).map(|i| (i * 7) as u8).collect();
-        let mut expected = Vec::new();
-        while !chunk.is_full() {
-            append(&mut chunk, &small);
-            expected.extend_from_slice(&small);
-        }
-        assert!(chunk.records().len() >= (1 << 20) - LogChunk::HEADER);
-        assert_eq!(chunk.capacity, CHUNK_CAPACITY, "a full chunk's records fit without growing");
-        // A record bigger than the room left: the chunk grows, keeping records and checksum.
-        let big: Vec<u8> = (0..1_500_000u32).map(|i| (i * 13 + 1) as u8).collect();
-        append(&mut chunk, &big);
-        expected.extend_from_slice(&big);
-        assert_eq!(chunk.capacity, 2 * CHUNK_CAPACITY);
-        assert!((chunk.start.as_ptr() as usize).is_multiple_of(CHUNK_CAPACITY));
-        assert_eq!(chunk.records(), &expected[..]);
-        assert_eq!(chunk.crc, format::crc32c(&expected));
-        let header = chunk.block_header(0, 7, 0);
-        assert_eq!(header, format::block_header(BlockKind::Log, 7, &expected));
-        let salted = chunk.block_header(0, 7, 0x1234_5678);
-        assert_eq!(salted, format::salted(header, 0x1234_5678));
-        assert_ne!(salted, header);
-        chunk.seal(header);
-        assert!(chunk.sealed().len().is_multiple_of(format::PAGE_BYTES));
-        assert_eq!(&chunk.sealed()[..LogChunk::HEADER], &header[..]);
-        assert_eq!(&chunk.sealed()[LogChunk::HEADER..][..expected.len()], &expected[..]);
-        assert!(chunk.sealed()[LogChunk::HEADER + expected.len()..].iter().all(|&byte| byte == 0));
-        // A slot's first chunk, and the one replacing a chunk taken before it filled, is small
-        // and of ordinary pages.
-        let first = small_chunk();
-        assert_eq!(first.capacity, SMALL_CHUNK_CAPACITY);
-        assert_eq!(SlotBuffers::default().current.capacity, SMALL_CHUNK_CAPACITY);
-        // Cleared, it is reused at its size.
-        chunk.clear();
-        assert!(chunk.is_empty());
-        assert_eq!(chunk.crc, 0);
-    }
-}
+mod tests;
 
 /// Randomized schedules (shuttle) of the group commit: workers that commit as `cc::commit`
 /// does (announce the commit, take the global epoch, append the record, leave), the epoch
@@ -1188,251 +1138,9 @@ mod tests {
 ///   left asleep fails the run: as a deadlock in `hand_off`, and in `group_commit`, where the
 ///   ticker and the loggers keep running, as a run past shuttle's step bound.
 ///
-/// Each of these mutations of the code fails them (checked by hand, 2026-11-28): reading the
+/// Each of these mutations of the code fails them (checked by hand): reading the
 /// stable epoch after taking the buffers; publishing before the fsync; the maximum of the
 /// loggers' marks for the minimum; a blocking wait that does not check the durable epoch
 /// under its lock; a future that does not check again after parking its waker.
 #[cfg(all(test, feature = "shuttle"))]
-mod schedules {
-    use super::*;
-    use crate::storage::record::Tid;
-    use crate::sync::shim::fence;
-    use crate::wal::storage::FaultyStorage;
-    use shuttle::thread;
-    use std::collections::BTreeSet;
-
-    /// Every transaction that has left its commit, acknowledged or not yet: `(epoch, key)`.
-    type Committed = Arc<Mutex<Vec<(u64, Vec<u8>)>>>;
-
-    const WORKERS: usize = 2;
-    const COMMITS: u8 = 6;
-    const TABLE: u32 = 9;
-
-    /// What a crash now recovers for certain: the durable epoch recovery would compute, and
-    /// the keys of the records at or below it.
-    fn recoverable(storage: &FaultyStorage, loggers: usize) -> (u64, BTreeSet<Vec<u8>>) {
-        let mut durable = u64::MAX;
-        let mut records = Vec::new();
-        for logger in 0..loggers {
-            let mut segments: Vec<(u64, Vec<u8>)> = storage
-                .paths()
-                .into_iter()
-                .filter_map(|path| {
-                    let (_, of, sequence) = parse_segment_name(path.strip_prefix("wal/")?)?;
-                    let bytes = storage.durable_bytes(&path)?;
-                    (of == logger).then_some((sequence, bytes))
-                })
-                .collect();
-            segments.sort();
-            let mut last_mark = None;
-            for (_, data) in &segments {
-                let version = format::file_version(data);
-                let mut reader = format::BlockReader::segment(data);
-                while let Some(block) = reader.next_block().expect("synced blocks are whole") {
-                    last_mark = Some(block.mark);
-                    format::decode_log_payload(&block.payload, version, |tid, writes| {
-                        let epoch = Tid::from_u64(tid).epoch().0;
-                        records.extend(writes.iter().map(|write| (epoch, write.key.to_vec())));
-                    })
-                    .expect("logged records parse");
-                }
-            }
-            durable = durable.min(last_mark.expect("a logger's first segment holds a mark"));
-        }
-        let keys = records.into_iter().filter(|&(epoch, _)| epoch <= durable);
-        (durable, keys.map(|(_, key)| key).collect())
-    }
-
-    /// One run with `loggers` loggers and segments of two pages (so loggers move to new
-    /// segments as they go); with `fail_after`, the disk fails from that operation on.
-    fn group_commit(loggers: usize, fail_after: Option<u64>) {
-        let storage = FaultyStorage::new(7);
-        let manager = Arc::new(EpochManager::new(WORKERS, 1, 1_000));
-        let segment_bytes = 2 * format::PAGE_BYTES as u64;
-        let log = Arc::new(Log::new(
-            Arc::new(storage.clone()),
-            WORKERS,
-            loggers,
-            Epoch(0),
-            1,
-            false,
-            segment_bytes,
-        ));
-        let segments: Vec<Segment> = (0..loggers)
-            .map(|me| Segment::create(&log, me, loggers, 0, 0).expect("a first segment"))
-            .collect();
-        if let Some(operations) = fail_after {
-            storage.fail_after(operations);
-        }
-        let logger_threads: Vec<_> = segments
-            .into_iter()
-            .enumerate()
-            .map(|(me, segment)| {
-                let (log, manager) = (Arc::clone(&log), Arc::clone(&manager));
-                thread::spawn(move || {
-                    run_logger(&log, &manager, me, Some(segment), Duration::from_millis(1), &|| {
-                        Ok(())
-                    })
-                })
-            })
-            .collect();
-        let done = Arc::new(AtomicBool::new(false));
-        let committed: Committed = Arc::default();
-        let ticker = {
-            let (manager, done) = (Arc::clone(&manager), Arc::clone(&done));
-            thread::spawn(move || {
-                while !done.load(Ordering::SeqCst) {
-                    manager.advance();
-                    thread::yield_now();
-                }
-            })
-        };
-        let checker = {
-            let (log, storage, done) = (Arc::clone(&log), storage.clone(), Arc::clone(&done));
-            let committed = Arc::clone(&committed);
-            thread::spawn(move || {
-                while !done.load(Ordering::SeqCst) {
-                    let published = log.durable().0;
-                    // Commits of epochs up to `published` all left their commit before it
-                    // was published, whenever they were listed.
-                    let covered: Vec<(u64, Vec<u8>)> = lock(&committed)
-                        .iter()
-                        .filter(|(epoch, _)| *epoch <= published)
-                        .cloned()
-                        .collect();
-                    let (recovered, keys) = recoverable(&storage, loggers);
-                    assert!(
-                        recovered >= published,
-                        "the log published durable epoch {published}, a crash recovers {recovered}"
-                    );
-                    for (epoch, key) in covered {
-                        assert!(
-                            keys.contains(&key),
-                            "durable epoch {published} published, but a crash loses commit \
-                             {key:?} of epoch {epoch}"
-                        );
-                    }
-                    thread::yield_now();
-                }
-            })
-        };
-        let workers: Vec<_> = (0..WORKERS)
-            .map(|worker| {
-                let (log, manager, storage) =
-                    (Arc::clone(&log), Arc::clone(&manager), storage.clone());
-                let committed = Arc::clone(&committed);
-                thread::spawn(move || {
-                    let slot = manager.register().expect("a free slot");
-                    for commit in 0..COMMITS {
-                        if log.check().is_err() {
-                            break;
-                        }
-                        let pinned = manager.pin(slot);
-                        manager.enter_commit(slot, pinned);
-                        fence(Ordering::SeqCst);
-                        let epoch = manager.global();
-                        let key = vec![worker as u8, commit];
-                        let tid = Tid::new(epoch, u64::from(commit) + 1);
-                        log.append(slot.index(), |out| {
-                            format::encode_txn_head(out, tid.as_u64(), 1);
-                            format::encode_write(out, TABLE, &key, Some(b"row"));
-                        });
-                        manager.leave_commit(slot);
-                        manager.unpin(slot);
-                        lock(&committed).push((epoch.0, key.clone()));
-                        // One worker blocks, the other polls the future, as a server does.
-                        let waited = if worker == 0 {
-                            log.wait(epoch)
-                        } else {
-                            let watcher = DurabilityWatcher { log: Some(Arc::clone(&log)) };
-                            shuttle::future::block_on(watcher.durable_future(epoch))
-                        };
-                        if let Err(error) = waited {
-                            assert!(
-                                fail_after.is_some(),
-                                "the log failed on a sound disk: {error}"
-                            );
-                            break;
-                        }
-                        let (recovered, keys) = recoverable(&storage, loggers);
-                        assert!(
-                            recovered >= epoch.0 && keys.contains(&key),
-                            "commit {key:?} of epoch {epoch:?} acknowledged, but a crash now \
-                             recovers durable epoch {recovered} and {} records",
-                            keys.len()
-                        );
-                    }
-                })
-            })
-            .collect();
-        for worker in workers {
-            worker.join().expect("worker");
-        }
-        done.store(true, Ordering::SeqCst);
-        ticker.join().expect("ticker");
-        checker.join().expect("checker");
-        log.stop.store(true, Ordering::Release);
-        for logger in logger_threads {
-            logger.join().expect("logger");
-        }
-        if fail_after.is_none() {
-            assert!(log.check().is_ok());
-            assert!(log.durable().0 > 0, "the loggers published what the workers waited for");
-        }
-    }
-
-    /// One run of the hand-off alone: a blocking waiter and a polling one wait for epoch 1
-    /// while a logger publishes it (or the log fails). In the whole group commit above, a
-    /// later round's publication would wake a waiter that a lost wake-up left asleep; here
-    /// nothing else runs, so shuttle reports it as a deadlock.
-    fn hand_off(fails: bool) {
-        let storage = Arc::new(FaultyStorage::new(1));
-        let log = Arc::new(Log::new(storage, 1, 1, Epoch(0), 1, false, 1 << 20));
-        let blocking = {
-            let log = Arc::clone(&log);
-            thread::spawn(move || log.wait(Epoch(1)))
-        };
-        let polling = {
-            let watcher = DurabilityWatcher { log: Some(Arc::clone(&log)) };
-            thread::spawn(move || shuttle::future::block_on(watcher.durable_future(Epoch(1))))
-        };
-        if fails {
-            log.fail("no space left on device".into(), true);
-        } else {
-            log.publish(0, 1);
-        }
-        for waiter in [blocking, polling] {
-            let answer = waiter.join().expect("waiter");
-            assert_eq!(answer.is_err(), fails, "{answer:?}");
-        }
-    }
-
-    const ITERATIONS: usize = 1_000;
-
-    #[test]
-    fn a_waiter_is_woken_whether_it_waits_before_or_after_the_publication() {
-        for fails in [false, true] {
-            shuttle::check_random(move || hand_off(fails), ITERATIONS);
-            shuttle::check_pct(move || hand_off(fails), ITERATIONS, 3);
-        }
-    }
-
-    #[test]
-    fn one_logger_acknowledges_only_what_a_crash_recovers() {
-        shuttle::check_random(|| group_commit(1, None), ITERATIONS);
-        shuttle::check_pct(|| group_commit(1, None), ITERATIONS, 3);
-    }
-
-    #[test]
-    fn two_loggers_acknowledge_only_what_both_marks_cover() {
-        shuttle::check_random(|| group_commit(2, None), ITERATIONS);
-        shuttle::check_pct(|| group_commit(2, None), ITERATIONS, 3);
-    }
-
-    #[test]
-    fn a_failing_disk_answers_every_waiter_and_acknowledges_only_what_it_kept() {
-        for operations in [0, 1, 2, 4, 7] {
-            shuttle::check_random(move || group_commit(2, Some(operations)), ITERATIONS / 3);
-        }
-    }
-}
+mod schedules;

@@ -21,11 +21,12 @@ pub mod format;
 pub mod fuzzing;
 pub mod log;
 pub mod recovery;
+pub(crate) mod report;
 pub mod storage;
 
-pub use checkpoint::CheckpointReport;
 pub use log::{Durability, DurabilityWatcher, DurableFuture};
-pub use recovery::{RecoveryReport, check};
+pub use recovery::check;
+pub use report::{CheckpointReport, RecoveryReport};
 pub use storage::{DirStorage, FaultyStorage, Storage, StorageFile};
 
 use crate::error::{Error, Result};
@@ -79,12 +80,12 @@ pub(crate) struct DataDir {
     /// The catalog log and the rows it holds.
     pub catalog: Mutex<CatalogLog>,
     /// Held by the checkpoint under way (one at a time); the key ranges it splits tables into.
-    pub checkpointing: Mutex<checkpoint::Splits>,
+    pub checkpointing: Mutex<report::Splits>,
     pub compress_checkpoints: bool,
     pub report: RecoveryReport,
     /// The last checkpoint, asked for or taken in the background, and where the log stood
-    /// when it began: what the background checkpointer waits from (`checkpoint::LastCheckpoint`).
-    pub last_checkpoint: Mutex<checkpoint::LastCheckpoint>,
+    /// when it began: what the background checkpointer waits from (`report::LastCheckpoint`).
+    pub last_checkpoint: Mutex<report::LastCheckpoint>,
 }
 
 /// The catalog log open for appending, and the salt of its blocks (format 7,
@@ -181,15 +182,15 @@ impl DataDir {
     ) -> std::result::Result<(), WriteFailure> {
         let temporary = "MANIFEST.tmp";
         let what = "cannot write";
-        let written = |error| WriteFailure::written(storage, recovery::MANIFEST, what, error);
-        let synced = |error| WriteFailure::synced(storage, recovery::MANIFEST, what, error);
+        let written = |error| WriteFailure::written(storage, report::MANIFEST, what, error);
+        let synced = |error| WriteFailure::synced(storage, report::MANIFEST, what, error);
         let mut file = storage.create(temporary).map_err(written)?;
         if let Err(error) = file.append(manifest.encode().as_bytes()) {
             let _ = storage.remove(temporary);
             return Err(written(error));
         }
         file.sync().map_err(synced)?;
-        storage.rename(temporary, recovery::MANIFEST).map_err(synced)
+        storage.rename(temporary, report::MANIFEST).map_err(synced)
     }
 
     /// Writes the manifest now if the open could not (`manifest_unwritten`): before a run's
@@ -212,14 +213,14 @@ impl DataDir {
     /// appending. A failure before the rename leaves the old catalog whole.
     pub fn rewrite_catalog(
         storage: &dyn Storage,
-        catalog: &recovery::CatalogState,
+        catalog: &report::CatalogState,
         rows: &CatalogRows,
         epoch: u64,
     ) -> std::result::Result<CatalogFile, WriteFailure> {
         let temporary = "catalog.tmp";
         let what = "cannot write";
-        let written = |error| WriteFailure::written(storage, recovery::CATALOG, what, error);
-        let synced = |error| WriteFailure::synced(storage, recovery::CATALOG, what, error);
+        let written = |error| WriteFailure::written(storage, report::CATALOG, what, error);
+        let synced = |error| WriteFailure::synced(storage, report::CATALOG, what, error);
         let salt = format::fresh_salt(epoch);
         let header = FileHeader { a: 0, b: 0, c: 0 };
         let mut bytes = format::encode_salted_file_header(FileKind::Catalog, header, salt).to_vec();
@@ -250,7 +251,7 @@ impl DataDir {
             return Err(written(error));
         }
         file.sync().map_err(synced)?;
-        storage.rename(temporary, recovery::CATALOG).map_err(synced)?;
+        storage.rename(temporary, report::CATALOG).map_err(synced)?;
         Ok(CatalogFile { file, salt })
     }
 
@@ -263,7 +264,7 @@ impl DataDir {
         &self,
         record: &CatalogRecord,
         epoch: u64,
-        live: &dyn Fn() -> recovery::CatalogState,
+        live: &dyn Fn() -> report::CatalogState,
     ) -> Result<()> {
         let mut guard = self.catalog.lock().unwrap_or_else(|poison| poison.into_inner());
         let CatalogLog { file: state, rows } = &mut *guard;
@@ -288,7 +289,7 @@ impl DataDir {
         format::encode_salted_block(&mut bytes, BlockKind::Catalog, epoch, &payload, *salt);
         let what = "cannot write";
         if let Err(error) = file.append(&bytes) {
-            let failure = WriteFailure::written(&*self.storage, recovery::CATALOG, what, error);
+            let failure = WriteFailure::written(&*self.storage, report::CATALOG, what, error);
             *state = match &failure {
                 // Part of the block may be in the file: the next change rewrites it whole.
                 WriteFailure::Full(_) => CatalogFileState::Unwritten,
@@ -297,8 +298,7 @@ impl DataDir {
             return Err(failure.error());
         }
         if let Err(error) = file.sync() {
-            let error =
-                WriteFailure::synced(&*self.storage, recovery::CATALOG, what, error).error();
+            let error = WriteFailure::synced(&*self.storage, report::CATALOG, what, error).error();
             *state = CatalogFileState::Failed(catalog_failed(&error));
             return Err(error);
         }

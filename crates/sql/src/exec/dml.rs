@@ -3,9 +3,9 @@
 
 use super::{
     Env, Interrupt, Lent, PointKey, Produced, Scratch, Target, engine_error, fetch, key_into,
-    primary_key, resolve, run_query, run_subqueries, successor,
+    resolve, run_query, run_subqueries, successor,
 };
-use crate::catalog::{Sequence, TableInfo};
+use crate::catalog::{Sequence, TableInfo, primary_key};
 use crate::codec::{
     Wanted, decode_row, decode_row_noting, encode_key, encode_row, patch_row, row_version,
 };
@@ -192,7 +192,7 @@ fn insert_row(
             };
             if let Some(locker) = cx.locks {
                 // ON CONFLICT DO UPDATE changes the row: its lock, where row locks are used.
-                let mode = crate::locks::RowLockMode::NoKeyUpdate;
+                let mode = crate::ast::RowLockMode::NoKeyUpdate;
                 locker.lock_write(txn, table, &existing_key, mode)?;
             }
             let Some(old) = txn
@@ -314,9 +314,9 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
             // The row's lock, where row locks are used: taken before the row is read for
             // update, so that after a wait the newest row is the one tested and changed.
             let mode = if plan.delete || plan.changes_key {
-                crate::locks::RowLockMode::Update
+                crate::ast::RowLockMode::Update
             } else {
-                crate::locks::RowLockMode::NoKeyUpdate
+                crate::ast::RowLockMode::NoKeyUpdate
             };
             locker.lock_write(txn, table, key, mode)?;
         }

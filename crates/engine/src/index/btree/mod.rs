@@ -13,5 +13,4 @@ mod pool;
 mod tree;
 
 pub use iter::{Direction, SCAN_PREFETCH_DISTANCE, ScanBuffer, ScanVisitor};
-pub(crate) use node::Node;
 pub use tree::{BTree, Finger, GROUP_KEYS, LeafObserver, LeafVersion, Probe, TreeStats};

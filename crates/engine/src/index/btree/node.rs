@@ -162,6 +162,18 @@ impl Node {
         raw
     }
 
+    /// A node unlinked by a split, a merge or a root change, for the worker's garbage list.
+    pub(crate) fn retired(node: *mut Node) -> crate::sync::Retired {
+        crate::sync::Retired::new(node as *mut u8, 0, Node::free_retired)
+    }
+
+    /// # Safety
+    /// As [`Node::free`] (`sync::reclaim::Free`).
+    unsafe fn free_retired(node: *mut u8, _bytes: usize, _arena: &mut crate::mem::arena::Arena) {
+        // SAFETY: guaranteed by the caller.
+        unsafe { Node::free(node as *mut Node) }
+    }
+
     /// # Safety
     /// `node` came from [`Node::alloc`] and no thread can reach it any more.
     pub unsafe fn free(node: *mut Node) {
@@ -521,7 +533,7 @@ impl Node {
 
     /// Sets the count of a locked node. Only the latch holder writes the node, so a load and
     /// a store do: an atomic read-modify-write (a `lock`ed instruction on x86) waited for
-    /// every slot store before it (docs/performance.md, "Recovery frees what it replaces").
+    /// every slot store before it (bench/results/history.md, "Recovery frees what it replaces").
     #[inline]
     fn set_count(&self, count: usize) {
         self.count.store(count as u32, Relaxed);

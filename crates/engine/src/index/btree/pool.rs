@@ -1,7 +1,7 @@
-//! Memory for index nodes: blocks from the huge-page chunks of `storage::chunks`. Node
+//! Memory for index nodes: blocks from the huge-page chunks of `mem::chunks`. Node
 //! allocation happens only on splits and merges, so nodes take and give single blocks.
 
-use crate::storage::chunks;
+use crate::mem::chunks;
 
 /// An uninitialised, 64-byte-aligned block of `bytes` (a node size).
 pub(crate) fn alloc_node(bytes: usize) -> *mut u8 {

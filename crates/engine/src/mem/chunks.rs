@@ -6,7 +6,7 @@
 //! heads and versions into huge pages lets the TLB cover the whole database (the gain is
 //! measured in docs/performance.md). Each block size has a global free list behind a mutex;
 //! index nodes take and give single blocks (splits and merges are rare), and per-worker arenas
-//! (`storage::arena`) move blocks in batches, so the lock is taken once per many allocations.
+//! (`mem::arena`) move blocks in batches, so the lock is taken once per many allocations.
 //! Chunks are kept for the life of the process: freed blocks are reused, not returned.
 //!
 //! RESERVE. The first write to a fresh page costs a page fault and the kernel's zeroing of it

@@ -5,28 +5,52 @@
 //! moved to `tagged`, which is therefore ordered by tag. [`Garbage::collect`] frees from the
 //! front while the tag is below the published reclaim bound. Nothing is ever freed by another
 //! worker; a worker that goes away hands its list to the database's orphan list.
+//!
+//! The list knows nothing of what it holds: each [`Retired`] item carries the function that
+//! frees it, given by the layer that unlinked it (an index node from `index::btree`, a record
+//! head or version from `storage::record`, a plain arena block from here), so reclamation sits
+//! beneath the structures that retire into it.
 
-use crate::index::btree::Node;
-use crate::storage::Head;
-use crate::storage::arena::Arena;
-use crate::sync::{Epoch, EpochManager};
+use super::{Epoch, EpochManager};
+use crate::mem::arena::Arena;
 use std::collections::VecDeque;
+
+/// Frees a retired item: its address, its size in bytes, and the arena of the freeing worker.
+///
+/// # Safety
+/// Nothing can reach the item any more, it was retired exactly once, and it belongs to the
+/// function it was retired with.
+pub type Free = unsafe fn(*mut u8, usize, &mut Arena);
 
 /// Something unlinked from shared memory, waiting until no thread can hold a pointer to it.
 #[derive(Debug)]
-pub(crate) enum Retired {
-    /// An index node replaced by a split, a merge or a root change.
-    Node(*mut Node),
-    /// An arena block (a version) of the given size in bytes.
-    Block(*mut u8, usize),
-    /// A record head, an arena block of the given size in bytes.
-    Head(*mut Head, usize),
-    /// A version of a non-inline table: freeing it releases its values (`storage::shared`).
-    Handles(*mut u8),
+pub struct Retired {
+    item: *mut u8,
+    bytes: usize,
+    free: Free,
 }
 
 // SAFETY: a retired item is owned by the list it sits in; it is only dereferenced to free it.
 unsafe impl Send for Retired {}
+
+impl Retired {
+    /// An item that `free` releases once no thread can reach it.
+    pub fn new(item: *mut u8, bytes: usize, free: Free) -> Retired {
+        Retired { item, bytes, free }
+    }
+
+    /// An arena block of `bytes` bytes (a version, a delta).
+    pub fn block(item: *mut u8, bytes: usize) -> Retired {
+        Retired::new(item, bytes, free_block)
+    }
+}
+
+/// # Safety
+/// As [`Free`]: the block came from an arena of the same spaces as `arena`.
+unsafe fn free_block(block: *mut u8, bytes: usize, arena: &mut Arena) {
+    // SAFETY: guaranteed by the caller.
+    unsafe { arena.free(block, bytes) }
+}
 
 /// Items freed per [`Garbage::collect`] call at most, so that one transaction's end never pays
 /// for a long backlog at once. Retiring is bounded per transaction too, so the list drains.
@@ -45,12 +69,8 @@ impl Garbage {
     }
 
     #[inline]
-    pub(crate) fn retire(&mut self, item: Retired) {
+    pub fn retire(&mut self, item: Retired) {
         self.pending.push(item);
-    }
-
-    pub(crate) fn retire_node(&mut self, node: *mut Node) {
-        self.retire(Retired::Node(node));
     }
 
     /// Tags everything retired since the last call. Call after the unlinks, before unpinning.
@@ -128,26 +148,8 @@ impl Garbage {
 }
 
 /// # Safety
-/// Nothing can reach `item` any more.
+/// Nothing can reach `item` any more, and it was retired exactly once.
 unsafe fn free(item: Retired, arena: &mut Arena) {
-    match item {
-        // SAFETY: nodes are retired once, after they were unlinked and marked obsolete.
-        Retired::Node(node) => unsafe { Node::free(node) },
-        // SAFETY: blocks are retired once, by the worker that unlinked them.
-        Retired::Block(block, bytes) => unsafe { arena.free(block, bytes) },
-        Retired::Head(head, bytes) => {
-            // Nobody can reach the head to lock it any more, and a protocol lock (`mvto`,
-            // `mv2pl`) is never held on a record past its unlink but by a locker still in the
-            // call that found it (`cc::secondary::abandon_fresh`, `commit::run_ready_tasks`):
-            // one held now would be released into freed memory.
-            // SAFETY: as blocks; the head is intact until the arena hands its block out again.
-            debug_assert!(!unsafe { &*head }.is_lock_held(), "a lock outlived its record");
-            // SAFETY: as blocks.
-            unsafe { arena.free(head as *mut u8, bytes) }
-        }
-        // SAFETY: as blocks.
-        Retired::Handles(version) => unsafe {
-            crate::storage::record::Version::free(version as *mut _, arena)
-        },
-    }
+    // SAFETY: guaranteed by the caller; `item.free` is the function it was retired with.
+    unsafe { (item.free)(item.item, item.bytes, arena) }
 }

@@ -2,7 +2,7 @@
 //! allocator is a measured bottleneck).
 //!
 //! An `Arena` caches free blocks by size class in front of the huge-page chunks of
-//! `storage::chunks`. A worker allocates record heads and versions from its own arena and frees
+//! `mem::chunks`. A worker allocates record heads and versions from its own arena and frees
 //! what its garbage list releases into it, so in steady state (updates replacing versions of the
 //! same sizes) it takes no lock and the global allocator is not called at all: the commit path
 //! allocates nothing. An empty class refills a batch of blocks from the chunks; a class holding
