@@ -4,44 +4,11 @@
 use crate::ast::BinaryOp;
 use crate::catalog::{SEQUENCE_BLOCK, Sequence};
 use crate::error::{SqlError, SqlResult};
-use crate::types::{MICROS_PER_DAY, Text, Type, Value, cast, check_int, fit_numeric};
+use crate::functions::{Body, Function};
+use crate::types::{MICROS_PER_DAY, Type, Value, cast, check_int, fit_numeric};
 use rust_decimal::Decimal;
 use std::cmp::Ordering;
 use std::sync::Arc;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Func {
-    Lower,
-    Upper,
-    Length,
-    Substr,
-    Coalesce,
-    Nullif,
-    Abs,
-    Round,
-    Trim,
-    Concat,
-    Now,
-    CurrentDate,
-    Greatest,
-    Least,
-    Mod,
-    Version,
-    CurrentDatabase,
-    CurrentSchema,
-    CurrentUser,
-    Floor,
-    Ceil,
-    Random,
-    Repeat,
-    Replace,
-    Left,
-    Right,
-    Lpad,
-    Rpad,
-    Strpos,
-    PgSleep,
-}
 
 #[derive(Debug, Clone)]
 pub enum BExpr {
@@ -102,8 +69,9 @@ pub enum BExpr {
         expr: Box<BExpr>,
         ty: Type,
     },
+    /// A scalar function of the registry (`functions`).
     Call {
-        func: Func,
+        func: &'static Function,
         args: Vec<BExpr>,
         ty: Type,
     },
@@ -410,7 +378,7 @@ impl BExpr {
                 Value::Bool(matched != *negated)
             }
             BExpr::Cast { expr, ty } => cast(expr.eval(row, cx)?, *ty, true)?,
-            BExpr::Call { func, args, ty } => call(*func, args, *ty, row, cx)?,
+            BExpr::Call { func, args, ty } => call(func, args, *ty, row, cx)?,
             BExpr::Case { operand, whens, otherwise } => {
                 let subject = operand.as_ref().map(|o| o.eval(row, cx)).transpose()?;
                 for (when, then) in whens {
@@ -710,7 +678,7 @@ fn division_scale(quotient: Decimal, operand_scale: u32) -> u32 {
 pub const TEXT_BYTES_MAX: usize = 64 << 20;
 
 /// Fails with 54000 if a text of `len` bytes would be longer than [`TEXT_BYTES_MAX`].
-fn check_text_len(len: usize) -> SqlResult<()> {
+pub(crate) fn check_text_len(len: usize) -> SqlResult<()> {
     if len > TEXT_BYTES_MAX {
         return Err(SqlError::new(
             "54000",
@@ -720,246 +688,28 @@ fn check_text_len(len: usize) -> SqlResult<()> {
     Ok(())
 }
 
-/// `lpad` / `rpad`: `text` cut or filled with `fill` to `len` characters.
-fn pad(text: &str, len: i64, fill: &str, left: bool) -> SqlResult<String> {
-    let len = len.max(0) as usize;
-    let chars = text.chars().count();
-    if chars >= len {
-        return Ok(text.chars().take(len).collect());
-    }
-    if fill.is_empty() {
-        return Ok(text.to_string());
-    }
-    let missing = len - chars;
-    let fill_bytes = fill.len().div_ceil(fill.chars().count()) * missing;
-    check_text_len(text.len().saturating_add(fill_bytes))?;
-    let filler: String = fill.chars().cycle().take(missing).collect();
-    Ok(if left { filler + text } else { text.to_string() + &filler })
-}
-
-/// `left` / `right`: the first (last) `n` characters, or all but the last (first) `-n`.
-fn take_chars(text: &str, n: i64, from_left: bool) -> String {
-    let chars = text.chars().count() as i64;
-    let keep = if n >= 0 { n.min(chars) } else { (chars + n).max(0) } as usize;
-    if from_left {
-        text.chars().take(keep).collect()
-    } else {
-        text.chars().skip(chars as usize - keep).collect()
-    }
-}
-
-fn call(func: Func, args: &[BExpr], ty: Type, row: &[Value], cx: &Context<'_>) -> SqlResult<Value> {
-    // Functions that do not evaluate all their arguments first.
-    match func {
-        Func::Coalesce => {
-            for arg in args {
-                let value = arg.eval(row, cx)?;
-                if !value.is_null() {
-                    return cast(value, ty, false);
-                }
-            }
-            return Ok(Value::Null);
-        }
-        Func::Now => return Ok(Value::Timestamp(cx.now)),
-        Func::CurrentDate => return Ok(Value::Date(cx.now.div_euclid(MICROS_PER_DAY) as i32)),
-        Func::Version => {
-            return Ok(Value::Text(
-                format!(
-                    "PostgreSQL 15.0 (Engram {}) on x86_64, an in-memory OLTP engine",
-                    env!("CARGO_PKG_VERSION")
-                )
-                .into(),
-            ));
-        }
-        Func::CurrentDatabase => return Ok(Value::Text("engram".into())),
-        Func::CurrentSchema => return Ok(Value::Text("public".into())),
-        Func::CurrentUser => return Ok(Value::Text("engram".into())),
-        Func::Random => {
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap_or_default()
-                .subsec_nanos();
-            let mixed = u64::from(nanos).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 11;
-            return Ok(Value::Float(mixed as f64 / (1u64 << 53) as f64));
-        }
-        _ => {}
-    }
+/// Calls a scalar function (`functions`): its arguments are evaluated first unless its body
+/// is lazy, and a strict body is not called when one of them is NULL.
+fn call(
+    func: &Function,
+    args: &[BExpr],
+    ty: Type,
+    row: &[Value],
+    cx: &Context<'_>,
+) -> SqlResult<Value> {
+    let (body, strict) = match func.body {
+        Body::Lazy(body) => return body(args, row, ty, cx),
+        Body::Strict(body) => (body, true),
+        Body::Nulls(body) => (body, false),
+    };
     let mut values = Vec::with_capacity(args.len());
     for arg in args {
         values.push(arg.eval(row, cx)?);
     }
-    if func != Func::Concat
-        && values.iter().any(Value::is_null)
-        && !matches!(func, Func::Greatest | Func::Least)
-    {
+    if strict && values.iter().any(Value::is_null) {
         return Ok(Value::Null);
     }
-    let text = |at: usize| values[at].to_text(Type::Text).unwrap_or_default();
-    Ok(match func {
-        Func::Lower => Value::Text(text(0).to_lowercase().into()),
-        Func::Upper => Value::Text(text(0).to_uppercase().into()),
-        Func::Length => Value::Int(text(0).chars().count() as i64),
-        Func::Trim => Value::Text(text(0).trim_matches(' ').into()),
-        Func::Substr => {
-            // Text is read where it is; another value in its text form.
-            let owned;
-            let source = match values[0].as_str() {
-                Some(source) => source,
-                None => {
-                    owned = text(0);
-                    owned.as_str()
-                }
-            };
-            let start = values[1].as_int().unwrap_or(1);
-            let end = match values.get(2) {
-                Some(length) => {
-                    let length = length.as_int().unwrap_or(0);
-                    if length < 0 {
-                        return Err(SqlError::new(
-                            "22011",
-                            "negative substring length not allowed",
-                        ));
-                    }
-                    start.saturating_add(length)
-                }
-                None => i64::MAX,
-            };
-            // Characters `from..to` (counted from 0), as byte offsets into the source.
-            let (from, to) = ((start.max(1) - 1) as usize, (end.max(1) - 1) as usize);
-            let ascii = source.is_ascii();
-            let byte = |chars: usize| match ascii {
-                true => chars.min(source.len()),
-                false => source.char_indices().nth(chars).map_or(source.len(), |(at, _)| at),
-            };
-            Value::Text(if from >= to {
-                Text::default()
-            } else {
-                Text::from(&source[byte(from)..byte(to)])
-            })
-        }
-        Func::Concat => {
-            let out: String = values.iter().filter_map(|v| v.to_text(Type::Text)).collect();
-            check_text_len(out.len())?;
-            Value::Text(out.into())
-        }
-        Func::Repeat => {
-            let source = text(0);
-            let count = values[1].as_int().unwrap_or(0).max(0) as usize;
-            check_text_len(source.len().saturating_mul(count))?;
-            Value::Text(source.repeat(count).into())
-        }
-        Func::Replace => {
-            let (source, from, to) = (text(0), text(1), text(2));
-            if from.is_empty() {
-                Value::Text(source.into())
-            } else {
-                let matches = source.matches(from.as_str()).count();
-                let grown = to.len().saturating_sub(from.len()).saturating_mul(matches);
-                check_text_len(source.len().saturating_add(grown))?;
-                Value::Text(source.replace(from.as_str(), &to).into())
-            }
-        }
-        Func::Left | Func::Right => Value::Text(
-            take_chars(&text(0), values[1].as_int().unwrap_or(0), func == Func::Left).into(),
-        ),
-        Func::Lpad | Func::Rpad => {
-            let fill = if values.len() > 2 { text(2) } else { " ".to_string() };
-            let len = values[1].as_int().unwrap_or(0);
-            Value::Text(pad(&text(0), len, &fill, func == Func::Lpad)?.into())
-        }
-        Func::PgSleep => {
-            // Sleeps in short steps, so that statement_timeout and cancel stop it, and a
-            // server learns that the statement runs long (`Interrupt`).
-            let seconds = match values[0] {
-                Value::Float(seconds) => seconds,
-                Value::Int(seconds) => seconds as f64,
-                _ => 0.0,
-            };
-            let until = std::time::Instant::now()
-                + std::time::Duration::try_from_secs_f64(seconds.max(0.0))
-                    .map_err(|_| SqlError::out_of_range("pg_sleep's seconds"))?;
-            loop {
-                cx.interrupt.check()?;
-                let left = until.saturating_duration_since(std::time::Instant::now());
-                if left.is_zero() {
-                    break;
-                }
-                std::thread::sleep(left.min(std::time::Duration::from_millis(10)));
-            }
-            Value::Null
-        }
-        Func::Strpos => {
-            let (haystack, needle) = (text(0), text(1));
-            Value::Int(match haystack.find(needle.as_str()) {
-                Some(byte) => haystack[..byte].chars().count() as i64 + 1,
-                None => 0,
-            })
-        }
-        Func::Nullif => {
-            if values[0].compare(&values[1]) == Ordering::Equal {
-                Value::Null
-            } else {
-                values[0].clone()
-            }
-        }
-        Func::Abs => match &values[0] {
-            Value::Int(v) => {
-                check_int(v.checked_abs().ok_or_else(|| SqlError::out_of_range(&ty.name()))?, ty)?
-            }
-            Value::Float(v) => Value::Float(v.abs()),
-            Value::Numeric(v) => Value::Numeric(v.abs()),
-            _ => Value::Null,
-        },
-        Func::Round => {
-            let places = values.get(1).and_then(Value::as_int).unwrap_or(0);
-            match &values[0] {
-                Value::Numeric(v) => Value::Numeric(v.round_dp_with_strategy(
-                    places.clamp(0, 28) as u32,
-                    rust_decimal::RoundingStrategy::MidpointAwayFromZero,
-                )),
-                Value::Float(v) => Value::Float(v.round_ties_even()),
-                other => other.clone(),
-            }
-        }
-        Func::Floor | Func::Ceil => match &values[0] {
-            Value::Numeric(v) => {
-                Value::Numeric(if func == Func::Floor { v.floor() } else { v.ceil() })
-            }
-            Value::Float(v) => Value::Float(if func == Func::Floor { v.floor() } else { v.ceil() }),
-            other => other.clone(),
-        },
-        Func::Mod => arith(BinaryOp::Modulo, values[0].clone(), values[1].clone(), ty)?,
-        Func::Greatest | Func::Least => {
-            let mut best: Option<Value> = None;
-            for value in values.into_iter().filter(|v| !v.is_null()) {
-                let better = match &best {
-                    None => true,
-                    Some(b) => {
-                        let ordering = value.compare(b);
-                        if func == Func::Greatest {
-                            ordering == Ordering::Greater
-                        } else {
-                            ordering == Ordering::Less
-                        }
-                    }
-                };
-                if better {
-                    best = Some(value);
-                }
-            }
-            cast(best.unwrap_or(Value::Null), ty, false)?
-        }
-        Func::Coalesce
-        | Func::Now
-        | Func::CurrentDate
-        | Func::Version
-        | Func::CurrentDatabase
-        | Func::CurrentSchema
-        | Func::CurrentUser
-        | Func::Random => {
-            unreachable!("handled above")
-        }
-    })
+    body(&values, ty, cx)
 }
 
 #[cfg(test)]

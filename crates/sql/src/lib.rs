@@ -31,6 +31,7 @@ pub mod depth;
 pub mod error;
 pub mod exec;
 pub mod expr;
+pub mod functions;
 pub mod fuzzing;
 pub mod interrupt;
 pub mod locks;

@@ -10,7 +10,7 @@ use crate::catalog::{Catalog, TableInfo};
 use crate::codec::Wanted;
 use crate::depth;
 use crate::error::{SqlError, SqlResult};
-use crate::expr::{BExpr, Func};
+use crate::expr::BExpr;
 use crate::types::{Type, Value, cast};
 use std::sync::Arc;
 
@@ -878,7 +878,8 @@ fn contains_volatile(expr: &BExpr) -> bool {
 
 fn contains_volatile_node(expr: &BExpr) -> bool {
     match expr {
-        BExpr::Call { func: Func::Random | Func::PgSleep, .. } | BExpr::NextVal(_) => true,
+        BExpr::Call { func, .. } if func.volatile => true,
+        BExpr::NextVal(_) => true,
         BExpr::Call { args, .. } => args.iter().any(contains_volatile),
         BExpr::Arith { left, right, .. } => contains_volatile(left) || contains_volatile(right),
         BExpr::Negate(e, _) | BExpr::Cast { expr: e, .. } => contains_volatile(e),

@@ -5,7 +5,8 @@ use super::{AggFunc, Aggregate, Binder, GroupBinding, Scope, contains_aggregate,
 use crate::ast::{BinaryOp, Expr, Literal};
 use crate::depth;
 use crate::error::{SqlError, SqlResult};
-use crate::expr::{BExpr, Func};
+use crate::expr::BExpr;
+use crate::functions::{self, Returns};
 use crate::types::{Type, Value, cast, parse_text};
 
 impl Binder<'_> {
@@ -388,148 +389,36 @@ impl Binder<'_> {
         for arg in args {
             bound.push(self.bind_in(arg, scope, group)?);
         }
-        let arity = |min: usize, max: usize| -> SqlResult<()> {
-            if bound.len() < min || bound.len() > max {
-                Err(SqlError::undefined_function(format!(
-                    "function {name} with {} arguments does not exist",
-                    bound.len()
-                )))
-            } else {
-                Ok(())
-            }
-        };
-        let (func, ty) = match name {
-            "lower" | "upper" | "btrim" | "trim" => {
-                arity(1, 1)?;
-                let func = match name {
-                    "lower" => Func::Lower,
-                    "upper" => Func::Upper,
-                    _ => Func::Trim,
-                };
-                (func, Type::Text)
-            }
-            "length" | "char_length" | "character_length" => {
-                arity(1, 1)?;
-                (Func::Length, Type::Int4)
-            }
-            "substr" | "substring" => {
-                arity(2, 3)?;
-                (Func::Substr, Type::Text)
-            }
-            "concat" => (Func::Concat, Type::Text),
-            "repeat" => {
-                arity(2, 2)?;
-                (Func::Repeat, Type::Text)
-            }
-            "replace" => {
-                arity(3, 3)?;
-                (Func::Replace, Type::Text)
-            }
-            "left" | "right" => {
-                arity(2, 2)?;
-                (if name == "left" { Func::Left } else { Func::Right }, Type::Text)
-            }
-            "lpad" | "rpad" => {
-                arity(2, 3)?;
-                (if name == "lpad" { Func::Lpad } else { Func::Rpad }, Type::Text)
-            }
-            "strpos" => {
-                arity(2, 2)?;
-                (Func::Strpos, Type::Int4)
-            }
-            "coalesce" | "greatest" | "least" => {
-                arity(1, 100)?;
+        if name == "nextval" {
+            return Err(SqlError::unsupported("nextval() outside a SERIAL column's default"));
+        }
+        let func = functions::lookup(name).ok_or_else(|| {
+            SqlError::undefined_function(format!("function {name} does not exist"))
+        })?;
+        let (min, max) = func.arity;
+        if bound.len() < min || bound.len() > max {
+            return Err(SqlError::undefined_function(format!(
+                "function {name} with {} arguments does not exist",
+                bound.len()
+            )));
+        }
+        let ty = match func.returns {
+            Returns::Fixed(ty) => ty,
+            Returns::First => bound[0].1,
+            Returns::CommonOfTwo => Type::common(bound[0].1, bound[1].1).unwrap_or(Type::Int8),
+            Returns::Common => {
                 let mut ty = Type::Unknown;
                 for (_, t) in &bound {
                     ty = Type::common(ty, *t).ok_or_else(|| {
                         SqlError::mismatch(format!("{name} types cannot be matched"))
                     })?;
                 }
-                let ty = if ty == Type::Unknown { Type::Text } else { ty };
-                let func = match name {
-                    "coalesce" => Func::Coalesce,
-                    "greatest" => Func::Greatest,
-                    _ => Func::Least,
-                };
-                (func, ty)
-            }
-            "nullif" => {
-                arity(2, 2)?;
-                (Func::Nullif, bound[0].1)
-            }
-            "abs" => {
-                arity(1, 1)?;
-                (Func::Abs, bound[0].1)
-            }
-            "round" => {
-                arity(1, 2)?;
-                (Func::Round, bound[0].1)
-            }
-            "floor" | "ceil" | "ceiling" => {
-                arity(1, 1)?;
-                (if name == "floor" { Func::Floor } else { Func::Ceil }, bound[0].1)
-            }
-            "mod" => {
-                arity(2, 2)?;
-                (Func::Mod, Type::common(bound[0].1, bound[1].1).unwrap_or(Type::Int8))
-            }
-            "now"
-            | "current_timestamp"
-            | "localtimestamp"
-            | "transaction_timestamp"
-            | "statement_timestamp" => {
-                arity(0, 0)?;
-                (Func::Now, Type::Timestamp)
-            }
-            "current_date" => (Func::CurrentDate, Type::Date),
-            "version" => (Func::Version, Type::Text),
-            "current_database" => (Func::CurrentDatabase, Type::Text),
-            "current_schema" => (Func::CurrentSchema, Type::Text),
-            "current_user" | "session_user" | "user" => (Func::CurrentUser, Type::Text),
-            "random" => (Func::Random, Type::Float8),
-            "pg_sleep" => {
-                arity(1, 1)?;
-                (Func::PgSleep, Type::Float8)
-            }
-            "nextval" => {
-                return Err(SqlError::unsupported("nextval() outside a SERIAL column's default"));
-            }
-            _ => {
-                return Err(SqlError::undefined_function(format!(
-                    "function {name} does not exist"
-                )));
+                if ty == Type::Unknown { Type::Text } else { ty }
             }
         };
-        let mut args = Vec::new();
-        for (expr, t) in bound {
-            let target = match func {
-                Func::Lower
-                | Func::Upper
-                | Func::Length
-                | Func::Trim
-                | Func::Concat
-                | Func::Replace
-                | Func::Strpos => Type::Text,
-                Func::Substr
-                | Func::Repeat
-                | Func::Left
-                | Func::Right
-                | Func::Lpad
-                | Func::Rpad
-                    if args.is_empty() =>
-                {
-                    Type::Text
-                }
-                Func::Lpad | Func::Rpad if args.len() == 2 => Type::Text,
-                Func::Substr
-                | Func::Repeat
-                | Func::Left
-                | Func::Right
-                | Func::Lpad
-                | Func::Rpad => Type::Int8,
-                _ => ty,
-            };
-            args.push(self.coerce(expr, t, target)?.0);
+        let mut args = Vec::with_capacity(bound.len());
+        for (position, (expr, t)) in bound.into_iter().enumerate() {
+            args.push(self.coerce(expr, t, func.argument_type(position, ty))?.0);
         }
         Ok((BExpr::Call { func, args, ty }, ty))
     }

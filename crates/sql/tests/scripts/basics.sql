@@ -106,6 +106,27 @@ SELECT repeat(NULL, 2), left(name, 3), repeat(name, 2), lpad(CAST(id AS TEXT), 4
 ----
 NULL | app | appleapple | 0001
 
+-- The function registry: NULL arguments, arity and unknown names as PostgreSQL answers them.
+SELECT nullif(1, NULL), nullif(NULL, 1), nullif(2, 2), coalesce(NULL, 2, 3), greatest(1, NULL, 3), least(4, NULL, 2), concat('a', NULL, 1)
+----
+1 | NULL | NULL | 2 | 3 | 2 | a1
+
+SELECT version(1)
+----
+error 42883
+
+SELECT concat()
+----
+error 42883
+
+SELECT lower('a', 'b')
+----
+error 42883
+
+SELECT no_such_function(1)
+----
+error 42883
+
 -- Text a function would build past the limit is refused before it is built.
 SELECT repeat('x', 100000000)
 ----

@@ -1,0 +1,321 @@
+//! The scalar function library, as a registry: each function's names, arity, argument and
+//! result types, volatility and body, in one table ([`FUNCTIONS`]). The binder finds a call's
+//! function here ([`lookup`]) and coerces its arguments as the entry says; the evaluator calls
+//! the body (`expr`); a catalog view can list the same entries. A function is added by writing
+//! its body in the module of its family and one entry below.
+//!
+//! - [`string`]: `lower`, `upper`, `length`, `trim`, `substr`, `concat`, `repeat`, `replace`,
+//!   `left`, `right`, `lpad`, `rpad`, `strpos`;
+//! - [`math`]: `abs`, `round`, `floor`, `ceil`, `mod`, `random`;
+//! - [`datetime`]: `now` and its aliases, `current_date`;
+//! - [`conditional`]: `coalesce`, `nullif`, `greatest`, `least`;
+//! - [`info`]: `version`, `current_database`, `current_schema`, `current_user`, `pg_sleep`.
+//!
+//! Aggregates are the planner's (`plan::AggFunc`): they are not called once per row.
+
+use crate::error::SqlResult;
+use crate::expr::{BExpr, Context};
+use crate::types::{Type, Value};
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+mod conditional;
+mod datetime;
+mod info;
+mod math;
+mod string;
+
+/// How a function's result type follows from its arguments' types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Returns {
+    Fixed(Type),
+    /// The first argument's type.
+    First,
+    /// The common type of all the arguments (text when none has a type).
+    Common,
+    /// The common type of the first two arguments (bigint when they have none).
+    CommonOfTwo,
+}
+
+/// What a function's arguments are coerced to before it is called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Takes {
+    /// Each argument to the result type.
+    Result,
+    /// By position; positions past the end take the last entry.
+    Positions(&'static [Type]),
+}
+
+/// How a function's body is called.
+#[derive(Debug, Clone, Copy)]
+pub enum Body {
+    /// With every argument's value; a NULL argument makes the result NULL without a call.
+    Strict(fn(&[Value], Type, &Context<'_>) -> SqlResult<Value>),
+    /// With every argument's value, NULLs included.
+    Nulls(fn(&[Value], Type, &Context<'_>) -> SqlResult<Value>),
+    /// With the arguments unevaluated, and the row to evaluate them on: the body evaluates
+    /// only what it needs (`coalesce`; functions of no argument).
+    Lazy(fn(&[BExpr], &[Value], Type, &Context<'_>) -> SqlResult<Value>),
+}
+
+/// One scalar function.
+#[derive(Debug)]
+pub struct Function {
+    /// Its name, then its aliases.
+    pub names: &'static [&'static str],
+    /// The fewest and the most arguments it takes.
+    pub arity: (usize, usize),
+    pub returns: Returns,
+    pub takes: Takes,
+    /// Whether two calls in one statement may give different results (`random`, `pg_sleep`):
+    /// such a call is never evaluated once for many rows (an index probe, a constant).
+    pub volatile: bool,
+    pub body: Body,
+}
+
+impl Function {
+    /// The name the function is listed by.
+    pub fn name(&self) -> &'static str {
+        self.names[0]
+    }
+
+    /// What argument `position` is coerced to, given the call's result type.
+    pub fn argument_type(&self, position: usize, result: Type) -> Type {
+        match self.takes {
+            Takes::Result => result,
+            Takes::Positions(types) => types[position.min(types.len() - 1)],
+        }
+    }
+}
+
+/// No upper bound on the arguments.
+const ANY: usize = usize::MAX;
+
+const TEXT: &[Type] = &[Type::Text];
+const TEXT_INT: &[Type] = &[Type::Text, Type::Int8];
+const TEXT_INT_TEXT: &[Type] = &[Type::Text, Type::Int8, Type::Text];
+
+const fn strict(
+    names: &'static [&'static str],
+    arity: (usize, usize),
+    returns: Returns,
+    takes: Takes,
+    body: fn(&[Value], Type, &Context<'_>) -> SqlResult<Value>,
+) -> Function {
+    Function { names, arity, returns, takes, volatile: false, body: Body::Strict(body) }
+}
+
+/// Every scalar function.
+pub static FUNCTIONS: &[Function] = &[
+    // Strings.
+    strict(&["lower"], (1, 1), Returns::Fixed(Type::Text), Takes::Positions(TEXT), string::lower),
+    strict(&["upper"], (1, 1), Returns::Fixed(Type::Text), Takes::Positions(TEXT), string::upper),
+    strict(
+        &["btrim", "trim"],
+        (1, 1),
+        Returns::Fixed(Type::Text),
+        Takes::Positions(TEXT),
+        string::trim,
+    ),
+    strict(
+        &["length", "char_length", "character_length"],
+        (1, 1),
+        Returns::Fixed(Type::Int4),
+        Takes::Positions(TEXT),
+        string::length,
+    ),
+    strict(
+        &["substr", "substring"],
+        (2, 3),
+        Returns::Fixed(Type::Text),
+        Takes::Positions(TEXT_INT),
+        string::substr,
+    ),
+    Function {
+        names: &["concat"],
+        arity: (1, ANY),
+        returns: Returns::Fixed(Type::Text),
+        takes: Takes::Positions(TEXT),
+        volatile: false,
+        body: Body::Nulls(string::concat),
+    },
+    strict(
+        &["repeat"],
+        (2, 2),
+        Returns::Fixed(Type::Text),
+        Takes::Positions(TEXT_INT),
+        string::repeat,
+    ),
+    strict(
+        &["replace"],
+        (3, 3),
+        Returns::Fixed(Type::Text),
+        Takes::Positions(TEXT),
+        string::replace,
+    ),
+    strict(&["left"], (2, 2), Returns::Fixed(Type::Text), Takes::Positions(TEXT_INT), string::left),
+    strict(
+        &["right"],
+        (2, 2),
+        Returns::Fixed(Type::Text),
+        Takes::Positions(TEXT_INT),
+        string::right,
+    ),
+    strict(
+        &["lpad"],
+        (2, 3),
+        Returns::Fixed(Type::Text),
+        Takes::Positions(TEXT_INT_TEXT),
+        string::lpad,
+    ),
+    strict(
+        &["rpad"],
+        (2, 3),
+        Returns::Fixed(Type::Text),
+        Takes::Positions(TEXT_INT_TEXT),
+        string::rpad,
+    ),
+    strict(&["strpos"], (2, 2), Returns::Fixed(Type::Int4), Takes::Positions(TEXT), string::strpos),
+    // Numbers.
+    strict(&["abs"], (1, 1), Returns::First, Takes::Result, math::abs),
+    strict(&["round"], (1, 2), Returns::First, Takes::Result, math::round),
+    strict(&["floor"], (1, 1), Returns::First, Takes::Result, math::floor),
+    strict(&["ceil", "ceiling"], (1, 1), Returns::First, Takes::Result, math::ceil),
+    strict(&["mod"], (2, 2), Returns::CommonOfTwo, Takes::Result, math::modulo),
+    Function {
+        names: &["random"],
+        arity: (0, 0),
+        returns: Returns::Fixed(Type::Float8),
+        takes: Takes::Result,
+        volatile: true,
+        body: Body::Lazy(math::random),
+    },
+    // Dates and times.
+    Function {
+        names: &[
+            "now",
+            "current_timestamp",
+            "localtimestamp",
+            "transaction_timestamp",
+            "statement_timestamp",
+        ],
+        arity: (0, 0),
+        returns: Returns::Fixed(Type::Timestamp),
+        takes: Takes::Result,
+        volatile: false,
+        body: Body::Lazy(datetime::now),
+    },
+    Function {
+        names: &["current_date"],
+        arity: (0, 0),
+        returns: Returns::Fixed(Type::Date),
+        takes: Takes::Result,
+        volatile: false,
+        body: Body::Lazy(datetime::current_date),
+    },
+    // Conditionals.
+    Function {
+        names: &["coalesce"],
+        arity: (1, ANY),
+        returns: Returns::Common,
+        takes: Takes::Result,
+        volatile: false,
+        body: Body::Lazy(conditional::coalesce),
+    },
+    Function {
+        names: &["nullif"],
+        arity: (2, 2),
+        returns: Returns::First,
+        takes: Takes::Result,
+        volatile: false,
+        body: Body::Nulls(conditional::nullif),
+    },
+    Function {
+        names: &["greatest"],
+        arity: (1, ANY),
+        returns: Returns::Common,
+        takes: Takes::Result,
+        volatile: false,
+        body: Body::Nulls(conditional::greatest),
+    },
+    Function {
+        names: &["least"],
+        arity: (1, ANY),
+        returns: Returns::Common,
+        takes: Takes::Result,
+        volatile: false,
+        body: Body::Nulls(conditional::least),
+    },
+    // The session and the server.
+    Function {
+        names: &["version"],
+        arity: (0, 0),
+        returns: Returns::Fixed(Type::Text),
+        takes: Takes::Result,
+        volatile: false,
+        body: Body::Lazy(info::version),
+    },
+    Function {
+        names: &["current_database"],
+        arity: (0, 0),
+        returns: Returns::Fixed(Type::Text),
+        takes: Takes::Result,
+        volatile: false,
+        body: Body::Lazy(info::current_database),
+    },
+    Function {
+        names: &["current_schema"],
+        arity: (0, 0),
+        returns: Returns::Fixed(Type::Text),
+        takes: Takes::Result,
+        volatile: false,
+        body: Body::Lazy(info::current_schema),
+    },
+    Function {
+        names: &["current_user", "session_user", "user"],
+        arity: (0, 0),
+        returns: Returns::Fixed(Type::Text),
+        takes: Takes::Result,
+        volatile: false,
+        body: Body::Lazy(info::current_user),
+    },
+    Function {
+        names: &["pg_sleep"],
+        arity: (1, 1),
+        returns: Returns::Fixed(Type::Float8),
+        takes: Takes::Result,
+        volatile: true,
+        body: Body::Strict(info::pg_sleep),
+    },
+];
+
+static BY_NAME: LazyLock<HashMap<&'static str, &'static Function>> = LazyLock::new(|| {
+    FUNCTIONS
+        .iter()
+        .flat_map(|function| function.names.iter().map(move |name| (*name, function)))
+        .collect()
+});
+
+/// The function a call of `name` (lower case) names.
+pub fn lookup(name: &str) -> Option<&'static Function> {
+    BY_NAME.get(name).copied()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_names_one_function() {
+        let names: usize = FUNCTIONS.iter().map(|function| function.names.len()).sum();
+        assert_eq!(BY_NAME.len(), names, "a name is listed twice");
+        for function in FUNCTIONS {
+            assert!(function.arity.0 <= function.arity.1, "{}", function.name());
+            if let Takes::Positions(types) = function.takes {
+                assert!(!types.is_empty(), "{}", function.name());
+            }
+            assert!(std::ptr::eq(lookup(function.name()).unwrap(), function));
+        }
+        assert!(lookup("no_such_function").is_none());
+    }
+}

@@ -1,0 +1,212 @@
+//! Text input of every type, and casts between types: what an implicit cast (an assignment,
+//! a comparison) and an explicit one (`CAST`, `::`) accept.
+
+use super::*;
+
+/// Parses text input for a value of type `ty` (a literal, a parameter in text format).
+pub fn parse_text(text: &str, ty: Type) -> SqlResult<Value> {
+    let invalid = || SqlError::invalid_text(&ty.name(), text);
+    Ok(match ty {
+        Type::Bool => match text.trim().to_ascii_lowercase().as_str() {
+            "t" | "true" | "yes" | "y" | "on" | "1" => Value::Bool(true),
+            "f" | "false" | "no" | "n" | "off" | "0" => Value::Bool(false),
+            _ => return Err(invalid()),
+        },
+        Type::Int2 | Type::Int4 | Type::Int8 => {
+            let value: i64 = text.trim().parse().map_err(|error: std::num::ParseIntError| {
+                if matches!(
+                    error.kind(),
+                    std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow
+                ) {
+                    SqlError::new(
+                        "22003",
+                        format!("value \"{text}\" is out of range for type {}", ty.name()),
+                    )
+                } else {
+                    invalid()
+                }
+            })?;
+            check_int(value, ty)?
+        }
+        Type::Float4 | Type::Float8 => {
+            let trimmed = text.trim();
+            let value = match trimmed.to_ascii_lowercase().as_str() {
+                "nan" => f64::NAN,
+                "infinity" | "inf" | "+infinity" => f64::INFINITY,
+                "-infinity" | "-inf" => f64::NEG_INFINITY,
+                _ => trimmed.parse().map_err(|_| invalid())?,
+            };
+            Value::Float(if ty == Type::Float4 { f64::from(value as f32) } else { value })
+        }
+        Type::Numeric { .. } => {
+            let trimmed = text.trim();
+            let value = Decimal::from_str_exact(trimmed)
+                .or_else(|_| Decimal::from_scientific(trimmed))
+                .map_err(|error| match error {
+                    rust_decimal::Error::ExceedsMaximumPossibleValue
+                    | rust_decimal::Error::LessThanMinimumPossibleValue => {
+                        SqlError::out_of_range("numeric value")
+                    }
+                    _ => invalid(),
+                })?;
+            fit_numeric(value, ty)?
+        }
+        Type::Char(_) | Type::Varchar(_) | Type::Text | Type::Unknown => {
+            fit_text(Text::from(text), ty, false)?
+        }
+        Type::Bytea => Value::Bytes(parse_bytea(text).ok_or_else(invalid)?),
+        Type::Date => Value::Date(
+            parse_date(text).and_then(|days| i32::try_from(days).ok()).ok_or_else(invalid)?,
+        ),
+        Type::Timestamp => Value::Timestamp(parse_timestamp(text).ok_or_else(invalid)?),
+    })
+}
+
+pub(super) fn parse_bytea(text: &str) -> Option<Vec<u8>> {
+    if let Some(hex) = text.strip_prefix("\\x") {
+        if hex.len() % 2 != 0 {
+            return None;
+        }
+        return (0..hex.len())
+            .step_by(2)
+            .map(|at| u8::from_str_radix(hex.get(at..at + 2)?, 16).ok())
+            .collect();
+    }
+    Some(text.as_bytes().to_vec())
+}
+
+/// Whether a cast of `value` to `ty` (implicit or explicit) returns it unchanged, so that a
+/// caller may use it as it is (no clone, no conversion). Never true where the cast would fail;
+/// `cast` itself starts with it.
+#[inline]
+pub fn conforms(value: &Value, ty: Type) -> bool {
+    match (value, ty) {
+        (Value::Null, _) | (_, Type::Unknown) => true,
+        (Value::Bool(_), Type::Bool) => true,
+        (Value::Int(v), Type::Int2) => i16::try_from(*v).is_ok(),
+        (Value::Int(v), Type::Int4) => i32::try_from(*v).is_ok(),
+        (Value::Int(_), Type::Int8) => true,
+        (Value::Float(_), Type::Float8) => true,
+        (Value::Numeric(d), Type::Numeric { precision, scale }) => {
+            precision == 0
+                || (d.scale() == u32::from(scale) && integer_digits_fit(d, precision - scale))
+        }
+        (Value::Text(_), Type::Text) => true,
+        (Value::Text(text), Type::Varchar(n)) => n == 0 || text.len() <= n as usize,
+        (Value::Text(text), Type::Char(n)) => text.len() <= n as usize && !text.ends_with(' '),
+        (Value::Bytes(_), Type::Bytea) => true,
+        (Value::Date(_), Type::Date) | (Value::Timestamp(_), Type::Timestamp) => true,
+        _ => false,
+    }
+}
+
+/// Fits text to a character type: checks (or, for an explicit cast, applies) the length limit.
+pub fn fit_text(mut text: Text, ty: Type, explicit: bool) -> SqlResult<Value> {
+    let limit = match ty {
+        Type::Char(n) => n,
+        Type::Varchar(n) => n,
+        _ => 0,
+    };
+    if let Type::Char(_) = ty {
+        let trimmed = text.trim_end_matches(' ').len();
+        text.truncate(trimmed);
+    }
+    // A string of at most `limit` bytes has at most `limit` characters: no need to count.
+    if limit > 0 && text.len() > limit as usize {
+        let chars = text.chars().count();
+        if chars > limit as usize {
+            let keep: usize =
+                text.char_indices().nth(limit as usize).map_or(text.len(), |(at, _)| at);
+            // PostgreSQL accepts an over-long value whose excess is all blanks.
+            if explicit || text[keep..].bytes().all(|b| b == b' ') {
+                text.truncate(keep);
+                if let Type::Char(_) = ty {
+                    let trimmed = text.trim_end_matches(' ').len();
+                    text.truncate(trimmed);
+                }
+            } else {
+                return Err(SqlError::new(
+                    "22001",
+                    format!("value too long for type {}", ty.name()),
+                ));
+            }
+        }
+    }
+    Ok(Value::Text(text))
+}
+
+/// Converts a value to type `to`. `explicit` is a CAST written in the query (which may
+/// truncate strings); otherwise an assignment or an implicit coercion.
+#[inline]
+pub fn cast(value: Value, to: Type, explicit: bool) -> SqlResult<Value> {
+    if conforms(&value, to) {
+        return Ok(value);
+    }
+    convert(value, to, explicit)
+}
+
+/// [`cast`] after its fast path.
+pub(super) fn convert(value: Value, to: Type, explicit: bool) -> SqlResult<Value> {
+    if matches!(value, Value::Null) || to == Type::Unknown {
+        return Ok(value);
+    }
+    let mismatch = |value: &Value| {
+        SqlError::new("42846", format!("cannot cast type {} to {}", value.kind_name(), to.name()))
+    };
+    Ok(match (value, to) {
+        (Value::Text(text), to) if !to.is_text() => parse_text(&text, to)?,
+        (Value::Text(text), to) => fit_text(text, to, explicit)?,
+        (value, to) if to.is_text() => {
+            let text = value.to_text(Type::Text).unwrap_or_default();
+            fit_text(text.into(), to, explicit)?
+        }
+        (Value::Bool(value), Type::Bool) => Value::Bool(value),
+        (Value::Bool(value), to) if to.is_integer() && explicit => Value::Int(i64::from(value)),
+        (Value::Int(value), Type::Bool) if explicit => Value::Bool(value != 0),
+        (Value::Int(value), to) if to.is_integer() => check_int(value, to)?,
+        (Value::Int(value), Type::Float4) => Value::Float(f64::from(value as f32)),
+        (Value::Int(value), Type::Float8) => Value::Float(value as f64),
+        (Value::Int(value), to @ Type::Numeric { .. }) => fit_numeric(Decimal::from(value), to)?,
+        (Value::Float(value), to) if to.is_integer() => {
+            let rounded = value.round_ties_even();
+            if !rounded.is_finite() || rounded < i64::MIN as f64 || rounded >= i64::MAX as f64 {
+                return Err(SqlError::out_of_range(&to.name()));
+            }
+            check_int(rounded as i64, to)?
+        }
+        (Value::Float(value), Type::Float4) => {
+            let single = value as f32;
+            if single.is_infinite() && value.is_finite() {
+                return Err(SqlError::out_of_range("real"));
+            }
+            Value::Float(f64::from(single))
+        }
+        (Value::Float(value), Type::Float8) => Value::Float(value),
+        (Value::Float(value), to @ Type::Numeric { .. }) => {
+            let decimal =
+                Decimal::from_f64_retain(value).ok_or_else(|| SqlError::out_of_range("numeric"))?;
+            // Floats carry about 15 significant digits; do not invent more.
+            fit_numeric(decimal.round_sf(15).unwrap_or(decimal).normalize(), to)?
+        }
+        (Value::Numeric(value), to) if to.is_integer() => {
+            use rust_decimal::prelude::ToPrimitive;
+            let rounded = value
+                .round_dp_with_strategy(0, rust_decimal::RoundingStrategy::MidpointAwayFromZero);
+            let integer = rounded.to_i64().ok_or_else(|| SqlError::out_of_range(&to.name()))?;
+            check_int(integer, to)?
+        }
+        (Value::Numeric(value), Type::Float4) => {
+            Value::Float(f64::from(decimal_to_f64(value) as f32))
+        }
+        (Value::Numeric(value), Type::Float8) => Value::Float(decimal_to_f64(value)),
+        (Value::Numeric(value), to @ Type::Numeric { .. }) => fit_numeric(value, to)?,
+        (Value::Bytes(bytes), Type::Bytea) => Value::Bytes(bytes),
+        (Value::Date(days), Type::Date) => Value::Date(days),
+        (Value::Date(days), Type::Timestamp) => Value::Timestamp(i64::from(days) * MICROS_PER_DAY),
+        (Value::Timestamp(micros), Type::Timestamp) => Value::Timestamp(micros),
+        (Value::Timestamp(micros), Type::Date) => {
+            Value::Date(micros.div_euclid(MICROS_PER_DAY) as i32)
+        }
+        (value, _) => return Err(mismatch(&value)),
+    })
+}
