@@ -28,7 +28,7 @@ cargo test --locked -p engram-engine --features shuttle --test shuttle_sync
 # The log's group commit and recovery's reclamation, whose types are the crate's own: their
 # unit tests under shuttle.
 cargo test --locked -p engram-engine --features shuttle --lib wal::log::schedules
-cargo test --locked -p engram-engine --features shuttle --lib wal::recovery::quiescence_schedules
+cargo test --locked -p engram-engine --features shuttle --lib recovery::quiescence_schedules
 
 echo "== real clients against engram serve (psql, pgbench, psycopg and sysbench when present)"
 cargo build --locked -p engram-cli

@@ -1,10 +1,10 @@
-//! A small data directory damaged where the input says (`engram_engine::wal::fuzzing`): bits
+//! A small data directory damaged where the input says (`engram_engine::fuzzing`): bits
 //! flipped or files cut, then `check` and recovery. They must agree, never panic, and a
 //! database that opens must hold a state the directory went through.
 #![no_main]
 
 use engram_engine::wal::FaultyStorage;
-use engram_engine::wal::fuzzing::{open_damaged, sample_directory};
+use engram_engine::fuzzing::{open_damaged, sample_directory};
 use libfuzzer_sys::fuzz_target;
 use std::sync::OnceLock;
 

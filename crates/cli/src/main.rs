@@ -857,9 +857,10 @@ fn check_command(data: PathBuf) -> Result<(), String> {
     let storage = engram_engine::wal::DirStorage::open(&data)
         .map_err(|error| format!("cannot open {}: {error}", data.display()))?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let report = engram_engine::wal::check(&storage, threads).map_err(|error| error.to_string())?;
+    let report =
+        engram_engine::recovery::check(&storage, threads).map_err(|error| error.to_string())?;
     for (id, name, indexes) in
-        engram_engine::wal::recovery::catalog_tables(&storage).map_err(|error| error.to_string())?
+        engram_engine::recovery::catalog_tables(&storage).map_err(|error| error.to_string())?
     {
         println!(
             "table {id} {name}{}",

@@ -1,9 +1,9 @@
 //! [`Config`]: how a database behaves, chosen when it opens.
 
-use crate::cc::Protocol;
 use crate::error::{Error, Result};
 use crate::gc::Gc;
 use crate::limits::WORKERS_MAX;
+use crate::protocol::Protocol;
 use crate::storage::record::HeadShape;
 use crate::storage::{IndexPointers, VersionStorage};
 use crate::wal::{DirStorage, Durability, IndexKeys, Storage};
@@ -14,7 +14,7 @@ use std::sync::Arc;
 #[derive(Debug, Clone)]
 pub struct Config {
     /// Interval of the global epoch ticker (Silo: 40 ms). 0 disables the ticker; epochs then
-    /// advance only through [`Database::advance_epoch`] (deterministic tests).
+    /// advance only through [`Database::advance_epoch`](crate::Database::advance_epoch) (deterministic tests).
     pub epoch_interval_ms: u64,
     /// Epochs on demand (`wal::log`): while a commit waits for durability, the ticker ends
     /// the epoch once it is this many microseconds old rather than at the interval. 0: epochs
@@ -29,7 +29,7 @@ pub struct Config {
     pub idle_transaction_epochs_max: u64,
     /// Worker slots (concurrently open transactions).
     pub workers_max: usize,
-    /// Attempts [`Worker::transaction`] makes before it returns an abort.
+    /// Attempts [`Worker::transaction`](crate::Worker::transaction) makes before it returns an abort.
     pub transaction_retries_max: u32,
     /// Memory mapped and faulted in at open for records and index nodes to grow into, so that
     /// a run takes no page faults (`mem::chunks`). The reserve is
@@ -49,7 +49,7 @@ pub struct Config {
     /// Log an update that keeps its row's length as the bytes it changed (a patch, format 4)
     /// where that takes at most half the row, instead of the whole new row. Recovery then
     /// applies each row's patches in TID order on top of its newest whole image
-    /// (`wal::recovery`). Off by default (Silo's value logging of whole rows): on the
+    /// (`recovery`). Off by default (Silo's value logging of whole rows): on the
     /// two-core machine TPC-C wrote 2.36 times fewer log bytes with it but ran no faster, the
     /// comparison costing more CPU than the bytes it saves (docs/performance.md, "Patches");
     /// it is for machines whose log device, not their cores, limits commits.
@@ -73,7 +73,7 @@ pub struct Config {
     pub log_reserve_bytes: u64,
     /// A background checkpoint starts after this many log bytes since the last one began (or
     /// more, see `checkpoint_log_ratio`); 0 takes checkpoints only when
-    /// [`Database::checkpoint`] is called.
+    /// [`Database::checkpoint`](crate::Database::checkpoint) is called.
     pub checkpoint_log_bytes: u64,
     /// ...and only once the log since the last checkpoint began is at least this many times
     /// the size a checkpoint would have now (default 8), estimated from the last one's bytes

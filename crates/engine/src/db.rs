@@ -6,22 +6,25 @@ use crate::cc::{Isolation, Protocol};
 use crate::config::Config;
 use crate::error::{AbortReason, Error, Result};
 use crate::gc::tasks::Tasks;
-use crate::gc::vacuum;
 use crate::gc::{VacuumCounters, VacuumStats};
 use crate::limits::{SECONDARY_INDEXES_MAX, TABLES_MAX};
 use crate::mem::arena::new_space;
-use crate::state::{Catalog, Counters, Orphans, Shared};
+use crate::state::{Catalog, Orphans, Shared};
+use crate::stats::Counters;
+use crate::storage::TableRef;
 use crate::storage::shared::{ATTRIBUTES_MAX, NonInline};
 use crate::storage::{Table, TableId, TableSpec};
 use crate::sync::Epoch;
 use crate::sync::EpochManager;
+use crate::vacuum;
 use crate::wal::format::{CatalogRecord, IndexRecord};
 use crate::wal::log::{self, Log, Segment};
 use crate::wal::{
     CatalogFileState, CatalogLog, CheckpointReport, DataDir, Durability, DurabilityWatcher,
-    RecoveryReport, Storage, WriteFailure, checkpoint, recovery, report,
+    RecoveryReport, Storage, WriteFailure, report,
 };
-use crate::worker::{CommitInfo, TableRef, Worker};
+use crate::worker::{CommitInfo, Worker};
+use crate::{checkpoint, recovery};
 use crossbeam_utils::CachePadded;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};

@@ -3,18 +3,23 @@
 //!
 //! THE MAP
 //!
-//! | module    | what lives there                                                          |
-//! |-----------|---------------------------------------------------------------------------|
-//! | `db`      | [`Database`]: configuration, catalog, epoch ticker, statistics            |
-//! | `worker`  | [`Worker`]: per-thread state; running transactions                         |
-//! | `cc`      | [`Txn`] operations and the commit skeleton; Silo's protocol               |
-//! | `index`   | the OLC B+tree and memcomparable key encoding                             |
-//! | `storage` | record heads and versions, tables, per-worker arenas                      |
-//! | `gc`      | epoch-based reclamation and deferred unlinking of deleted records         |
-//! | `wal`     | data directory, epoch group-commit log, checkpoints, parallel recovery    |
-//! | `sync`    | the version latch, epochs, bounded backoff, the std/shuttle shim          |
-//! | `limits`  | every limit, named                                                        |
-//! | `mem`     | huge-page chunks and per-worker arenas (beneath everything)               |
+//! Top-down, each module using only those below it (docs/architecture.md, "Layers"):
+//!
+//! | module        | what lives there                                                      |
+//! |---------------|-----------------------------------------------------------------------|
+//! | `db`          | [`Database`]: open, recover, catalog DDL, ticker, background threads  |
+//! | `checkpoint`, `recovery`, `vacuum` | background work that runs workers of its own     |
+//! | `worker`      | [`Worker`]'s API: running, retrying, committing transactions          |
+//! | `cc`          | [`Txn`] operations, the commit skeleton and the protocols; the worker |
+//! |               | state they run on (`cc::worker`)                                      |
+//! | `state`, `stats` | what all workers share; commit, abort and conflict counters        |
+//! | `protocol`, `config` | protocols, isolation levels and their rules; [`Config`]        |
+//! | `wal`         | data directory, log formats, the epoch group-commit log               |
+//! | `gc`          | GC modes and deferred unlinking of deleted records                    |
+//! | `storage`     | record heads and version chains, tables                               |
+//! | `index`       | the OLC B+tree and memcomparable key encoding                         |
+//! | `sync`        | latches, epochs, TIDs, epoch-based reclamation, the std/shuttle shim  |
+//! | `limits`, `mem`, `error` | every limit, named; huge-page chunks and arenas; errors    |
 //!
 //! THE LIFE OF A TRANSACTION (the functions named are the real ones)
 //!
@@ -66,18 +71,25 @@ macro_rules! trace_ev {
 }
 
 pub mod cc;
+pub mod checkpoint;
 pub mod config;
 pub mod db;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod gc;
 pub mod index;
 pub mod limits;
 pub mod mem;
+pub mod protocol;
+pub mod recovery;
 pub mod state;
+pub mod stats;
 pub mod storage;
 pub mod sync;
 #[cfg(feature = "ssn-trace")]
 pub mod trace;
+pub mod vacuum;
 pub mod wal;
 pub mod worker;
 

@@ -6,10 +6,11 @@
 pub const KEY_BYTES_MAX: usize = 256;
 
 /// Longest index entry key: a secondary entry is the order-preserving encoding of the
-/// secondary key (at most 9/8 of it plus a group) followed by the primary key and, under
-/// physical index pointers, the version it names.
+/// secondary key (groups of 8 bytes and a marker: `index::key::encoded_bytes_len`, which
+/// checks this sum) followed by the primary key and, under physical index pointers, the version
+/// it names.
 pub const INDEX_KEY_BYTES_MAX: usize =
-    crate::index::key::encoded_bytes_len(KEY_BYTES_MAX) + KEY_BYTES_MAX + VERSION_SUFFIX_BYTES;
+    (KEY_BYTES_MAX / 8 + 1) * 9 + KEY_BYTES_MAX + VERSION_SUFFIX_BYTES;
 
 /// Under physical index pointers (`storage::table`), the bytes at the end of an entry key that
 /// name its version.

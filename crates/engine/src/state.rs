@@ -3,40 +3,21 @@
 //! and the garbage and tasks departed workers left. `Database` owns it and its background
 //! threads; each `Worker` holds it.
 
-use crate::cc::Rules;
-use crate::cc::conflict::{ConflictTally, RowKeysSlot};
 use crate::config::Config;
-use crate::error::AbortReason;
 use crate::gc::VacuumCounters;
 use crate::gc::tasks::Tasks;
 use crate::mem::arena::{Arena, Space};
+use crate::protocol::Rules;
+use crate::stats::{Counters, RowKeysSlot};
 use crate::storage::TableId;
+use crate::storage::TableRef;
 use crate::sync::{EpochManager, Garbage};
 use crate::wal::DataDir;
 use crate::wal::log::Log;
-use crate::worker::TableRef;
 use crossbeam_utils::CachePadded;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-
-/// Commit and abort counts of one worker slot. Written only by the slot's worker (plain
-/// load-and-store, no read-modify-write), read by anyone.
-#[derive(Debug, Default)]
-pub(crate) struct Counters {
-    pub commits: AtomicU64,
-    pub aborts: [AtomicU64; AbortReason::ALL.len()],
-    /// Where the slot's aborts happened (`cc/conflict.rs`): locked by its worker only when it
-    /// aborts, and by readers of the statistics.
-    pub conflicts: Mutex<ConflictTally>,
-}
-
-impl Counters {
-    #[inline]
-    pub fn bump(counter: &AtomicU64) {
-        counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-    }
-}
 
 #[derive(Debug, Default)]
 pub(crate) struct Catalog {

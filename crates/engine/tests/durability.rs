@@ -322,7 +322,7 @@ fn large_tables_are_checkpointed_in_key_ranges_and_recovered_whole() {
     let crashed = storage.crash();
     drop(worker);
     drop(db);
-    let checked = wal::check(&crashed, 2).unwrap();
+    let checked = engram_engine::recovery::check(&crashed, 2).unwrap();
     assert_eq!(checked.checkpoint_files, third.files);
     let db = Database::open(config(&crashed)).unwrap();
     let report = db.recovery_report().unwrap().clone();
@@ -761,7 +761,7 @@ fn a_damaged_block_before_the_tail_is_corruption_naming_file_and_offset() {
     let page = wal::format::PAGE_BYTES;
     let pristine = storage.crash();
     storage.corrupt(&path, page + wal::format::BLOCK_HEADER_BYTES + 10);
-    let error = wal::check(&storage, 1).unwrap_err();
+    let error = engram_engine::recovery::check(&storage, 1).unwrap_err();
     assert!(matches!(&error, Error::Corrupt { file, .. } if file.contains(&segment)), "{error}");
     let error = Database::open(config(&storage)).unwrap_err();
     assert!(
@@ -809,14 +809,14 @@ fn torn_tails_are_truncated_and_reported() {
         drop(worker);
         drop(table);
         drop(db);
-        let before = wal::check(&crashed, 1).unwrap();
+        let before = engram_engine::recovery::check(&crashed, 1).unwrap();
         let db = Database::open(config(&crashed)).unwrap();
         let report = db.recovery_report().unwrap().clone();
         assert_eq!(before.torn_tails, report.torn_tails, "check reports what recovery truncates");
         torn_seen += report.torn_tails.len();
         assert!(rows(&db, "t").len() >= durable_rows);
         drop(db);
-        let after = wal::check(&crashed, 1).unwrap();
+        let after = engram_engine::recovery::check(&crashed, 1).unwrap();
         assert!(after.torn_tails.is_empty(), "recovery truncated the tails: {after:?}");
     }
     assert!(torn_seen > 0, "some crash tore a write");
@@ -1213,15 +1213,15 @@ fn physical_index_pointers_recover_entries_that_name_their_versions() {
 
 /// Damage anywhere in a data directory (bits flipped, files cut, one to four places at a
 /// time): `check` and recovery end in a report or an error, never a panic, agree on whether
-/// the directory opens, and a database that opens reads in full (`wal::fuzzing`, also the
+/// the directory opens, and a database that opens reads in full (`fuzzing`, also the
 /// fuzz target `wal_recovery`). Every outcome must occur: refused, read in full, and read as
 /// an earlier state (a log cut short is a torn tail, and loses its last transactions).
 #[test]
 fn damaged_directories_are_refused_or_read_never_misread() {
+    use engram_engine::fuzzing::{DAMAGE_BYTES, Opened, open_damaged, sample_directory};
     use rand::{RngExt, SeedableRng};
-    use wal::fuzzing::{DAMAGE_BYTES, Opened, open_damaged, sample_directory};
     let pristine = sample_directory();
-    let last = wal::fuzzing::sample_states().len() - 1;
+    let last = engram_engine::fuzzing::sample_states().len() - 1;
     assert_eq!(open_damaged(&pristine, &[]), Opened::Readable { state: last });
     let mut random = rand::rngs::SmallRng::seed_from_u64(17);
     let (mut readable, mut earlier, mut refused) = (0, 0, 0);
@@ -1246,9 +1246,9 @@ fn damaged_directories_are_refused_or_read_never_misread() {
 /// before, recovery skipped those rows as if of dropped tables and opened an empty database.
 #[test]
 fn rows_of_tables_the_catalog_never_created_are_corruption() {
-    let storage = wal::fuzzing::sample_directory();
+    let storage = engram_engine::fuzzing::sample_directory();
     storage.damage("catalog.log", 0, 0, Some(wal::format::FILE_HEADER_BYTES));
-    let error = wal::check(&storage, 1).unwrap_err();
+    let error = engram_engine::recovery::check(&storage, 1).unwrap_err();
     assert!(
         matches!(&error, Error::Corrupt { file, reason, .. }
         if file.contains("catalog.log") && reason.contains("never created")),
@@ -2073,7 +2073,7 @@ fn rows_whose_hashes_tie_get_their_own_patches_in_order() {
     let keys = |table: u32| {
         (0..3u64)
             .flat_map(|pair| {
-                let (a, b) = wal::fuzzing::keys_of_one_row_hash(table, 1000 * pair);
+                let (a, b) = engram_engine::fuzzing::keys_of_one_row_hash(table, 1000 * pair);
                 [a, b]
             })
             .collect()

@@ -213,7 +213,7 @@ fn read_golden(version: u32) {
     let _ = std::fs::remove_dir_all(&copy);
     engram_testkit::files::copy_dir(&golden_dir(version), &copy).unwrap();
     let storage = wal::DirStorage::open(&copy).unwrap();
-    let report = wal::check(&storage, 1).unwrap();
+    let report = engram_engine::recovery::check(&storage, 1).unwrap();
     assert!(report.checkpoint_epoch.is_some() && report.log_transactions > 0, "{report:?}");
     drop(storage);
     let db = Database::open(config(&copy)).unwrap();

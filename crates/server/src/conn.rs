@@ -17,8 +17,8 @@ use crate::shared::Shared;
 use crate::wire::{decode_param, put_field, result_oid};
 use bytes::BytesMut;
 use engram_engine::Epoch;
+use engram_sql::ast::CopyFrom;
 use engram_sql::ast::Statement;
-use engram_sql::copy::CopyFrom;
 use engram_sql::{
     Notice, Outcome, OutputColumn, Prepared, Session, SqlError, TransactionStatus, Type, Value,
 };

@@ -4,8 +4,10 @@
 use crate::ast::BinaryOp;
 use crate::catalog::{SEQUENCE_BLOCK, Sequence};
 use crate::error::{SqlError, SqlResult};
-use crate::functions::{Body, Function};
+pub mod functions;
+
 use crate::types::{MICROS_PER_DAY, Type, Value, cast, check_int, fit_numeric};
+use functions::{Body, Function};
 use rust_decimal::Decimal;
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -69,7 +71,7 @@ pub enum BExpr {
         expr: Box<BExpr>,
         ty: Type,
     },
-    /// A scalar function of the registry (`functions`).
+    /// A scalar function of the registry (`expr::functions`).
     Call {
         func: &'static Function,
         args: Vec<BExpr>,
@@ -688,7 +690,7 @@ pub(crate) fn check_text_len(len: usize) -> SqlResult<()> {
     Ok(())
 }
 
-/// Calls a scalar function (`functions`): its arguments are evaluated first unless its body
+/// Calls a scalar function (`expr::functions`): its arguments are evaluated first unless its body
 /// is lazy, and a strict body is not called when one of them is NULL.
 fn call(
     func: &Function,

@@ -5,17 +5,18 @@
 use crate::SqlDb;
 use crate::ast::Statement;
 use crate::catalog::TableInfo;
-use crate::copy::{CopyFrom, CopyIn};
 use crate::error::{Notice, SqlError, SqlResult};
 use crate::exec::{Env, Produced, run_insert, run_modify, run_query};
 use crate::parse::parse;
 use crate::plan::{Binder, OutputColumn, Plan, explain};
 use crate::types::{Type, Value, cast, conforms, now_micros};
+use copy::{CopyFrom, CopyIn};
 use engram_engine::{CommitInfo, Isolation, StatementCheck, Worker};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+pub mod copy;
 mod outcome;
 mod settings;
 

@@ -12,7 +12,7 @@ fn session() -> Session {
     session
 }
 
-fn copy_statement(session: &mut Session, sql: &str) -> engram_sql::copy::CopyFrom {
+fn copy_statement(session: &mut Session, sql: &str) -> engram_sql::ast::CopyFrom {
     match session.parse(sql).unwrap().remove(0) {
         Statement::Copy(copy) => *copy,
         other => panic!("not a COPY: {other:?}"),

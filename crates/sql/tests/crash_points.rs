@@ -118,7 +118,7 @@ fn recovery_crash_points(crashed: &FaultyStorage, found: &str, point: u64) {
             assert_eq!(state(&db), found, "point {point}: open failing at {failing}");
         }
         let again = storage.crash();
-        if let Err(error) = engram_engine::wal::check(&again, 1) {
+        if let Err(error) = engram_engine::recovery::check(&again, 1) {
             panic!("point {point}: recovery failing at {failing}, then check: {error}");
         }
         assert_eq!(state(&open(&again)), found, "point {point}: recovery failing at {failing}");
@@ -152,7 +152,7 @@ fn a_crash_at_every_write_and_sync_of_ddl_and_dml_recovers_an_acknowledged_prefi
             // `engram check` finds nothing wrong, changes nothing, and reports what recovery
             // then cuts.
             let paths = crashed.paths();
-            let checked = engram_engine::wal::check(&crashed, 1)
+            let checked = engram_engine::recovery::check(&crashed, 1)
                 .unwrap_or_else(|error| panic!("point {point} seed {seed}: check: {error}"));
             assert_eq!(crashed.paths(), paths);
             let db = SqlDb::open(Config { storage: Some(Arc::new(crashed.clone())), ..config() })

@@ -468,6 +468,54 @@ fn root_exports(modules: &BTreeMap<ModPath, PathBuf>) -> BTreeMap<String, ModPat
 
 /// Every reference of a crate that its layering forbids, and how many references were checked.
 fn violations(src: &Path, layering: &Layering) -> (Vec<String>, usize) {
+    let (mut problems, checked, top) = scan(src, layering);
+    problems.extend(circles(&top));
+    (problems, checked)
+}
+
+/// The circles among a crate's top-level modules: `a` refers to `b` (through any of their
+/// files) and `b`, directly or not, to `a`. Files inside one module's folder may refer to each
+/// other; two modules may not, even in one layer.
+fn circles(top: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let mut found = Vec::new();
+    for start in top.keys() {
+        // Depth-first from `start`'s successors, looking for a way back to it.
+        let mut stack: Vec<(String, Vec<String>)> = top[start]
+            .iter()
+            .map(|next| (next.clone(), vec![start.clone(), next.clone()]))
+            .collect();
+        let mut seen = BTreeSet::new();
+        while let Some((at, path)) = stack.pop() {
+            if at == *start {
+                // Report each circle once, from its smallest module.
+                if path.iter().min() == Some(start) {
+                    found.push(format!(
+                        "modules refer to each other in a circle: {}",
+                        path.join(" -> ")
+                    ));
+                }
+                break;
+            }
+            if !seen.insert(at.clone()) {
+                continue;
+            }
+            for next in top.get(&at).into_iter().flatten() {
+                let mut longer = path.clone();
+                longer.push(next.clone());
+                stack.push((next.clone(), longer));
+            }
+        }
+    }
+    found
+}
+
+/// The layering's violations, the references checked, and the references between top-level
+/// modules.
+#[allow(clippy::type_complexity)]
+fn scan(
+    src: &Path,
+    layering: &Layering,
+) -> (Vec<String>, usize, BTreeMap<String, BTreeSet<String>>) {
     let modules = module_files(src);
     let exports = root_exports(&modules);
     let mut problems = Vec::new();
@@ -475,6 +523,7 @@ fn violations(src: &Path, layering: &Layering) -> (Vec<String>, usize) {
     let mut test_only: BTreeSet<ModPath> = BTreeSet::new();
     let mut per_file = Vec::new();
     let mut upward: BTreeMap<(PathBuf, ModPath), String> = BTreeMap::new();
+    let mut top: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (module, path) in &modules {
         let (named, tests) = named_paths(module, &std::fs::read_to_string(path).unwrap());
         test_only.extend(tests);
@@ -498,6 +547,11 @@ fn violations(src: &Path, layering: &Layering) -> (Vec<String>, usize) {
                 continue;
             }
             checked += 1;
+            if let (Some(from_top), Some(to_top)) = (module.first(), target.first())
+                && from_top != to_top
+            {
+                top.entry(from_top.clone()).or_default().insert(to_top.clone());
+            }
             let Some(to) = layering.layer_of(&target) else {
                 problems.push(format!(
                     "{}: module `{}` is in no declared layer",
@@ -529,7 +583,7 @@ fn violations(src: &Path, layering: &Layering) -> (Vec<String>, usize) {
     problems.extend(upward.into_values());
     problems.sort();
     problems.dedup();
-    (problems, checked)
+    (problems, checked, top)
 }
 
 fn repository() -> PathBuf {
@@ -592,10 +646,19 @@ fn the_checker_sees_upward_references() {
         "use super::super::high;",
         "use crate::Top;",
     ] {
-        let problems = clean(&format!("pub struct Thing;\n{upward}\n"));
+        let problems: Vec<String> = clean(&format!("pub struct Thing;\n{upward}\n"))
+            .into_iter()
+            .filter(|problem| problem.contains("above its layer"))
+            .collect();
         assert_eq!(problems.len(), 1, "{upward}: {problems:?}");
         assert!(problems[0].contains("`high`"), "{upward}: {problems:?}");
     }
+    // Two modules of one layer that refer to each other.
+    let one_layer =
+        Layering { layers: vec![("all".into(), vec![vec!["low".into()], vec!["high".into()]])] };
+    write("low/deep.rs", "pub struct Thing;\nuse crate::high::Top;\n");
+    let problems = violations(&dir, &one_layer).0;
+    assert!(problems.iter().any(|p| p.contains("circle: high -> low -> high")), "{problems:?}");
     // Comments, strings and test modules do not count.
     assert!(
         clean("pub struct Thing; // crate::high::Top\nconst S: &str = \"crate::high\";\n")

@@ -9,16 +9,16 @@ use super::secondary;
 use super::silo::{Hooks, Silo};
 use super::ssn;
 use super::txn::{Keep, pinned, release_locks, unlock};
+use crate::cc::cooperative;
+use crate::cc::worker::{CommitInfo, Status, TxnState, Worker};
 use crate::error::{AbortReason, Error, Result};
-use crate::gc::cooperative;
-use crate::state::Counters;
+use crate::stats::Counters;
 use crate::storage::record::Busy;
 use crate::storage::{Head, IndexPointers, Table, Tid, TidWord, shared};
 use crate::sync::Epoch;
 use crate::sync::Retention;
 use crate::wal::format;
 use crate::wal::log::Log;
-use crate::worker::{CommitInfo, Status, TxnState, Worker};
 use std::sync::atomic::{Ordering, fence};
 
 /// Clean-up tasks run at the end of one transaction at most: enough to keep up with a worker

@@ -33,6 +33,7 @@
 mod access;
 mod commit;
 pub mod conflict;
+pub(crate) mod cooperative;
 mod mv;
 mod mv2pl;
 mod mvto;
@@ -40,64 +41,13 @@ pub(crate) mod secondary;
 mod silo;
 mod ssn;
 mod txn;
+pub(crate) mod worker;
 
+pub(crate) use crate::protocol::Rules;
+pub use crate::protocol::{Isolation, Protocol};
 pub(crate) use access::{AccessSet, NodeSet, Span};
 pub(crate) use commit::{abort, abort_kicked, commit};
 pub use conflict::{Conflict, ConflictSite, ConflictStats, HotKey, RowKeys};
-pub use mv::Protocol;
-pub(crate) use mv::Rules;
 pub(crate) use secondary::{EntryScratch, InsertedEntry};
 pub use txn::{Recompute, StatementCheck, Txn};
 pub(crate) use txn::{Recomputes, bytes_writable};
-
-/// The isolation level of a transaction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Isolation {
-    /// Reads see committed data; nothing read is re-checked at commit (MOT's READ COMMITTED).
-    ReadCommitted,
-    /// Records read are re-checked at commit; ranges are not (phantoms are possible).
-    RepeatableRead,
-    /// Silo's protocol: records and scanned ranges are re-checked at commit.
-    Serializable,
-    /// Read-only: reads a consistent snapshot at a recent epoch boundary and never aborts.
-    Snapshot,
-}
-
-impl Isolation {
-    pub const ALL: [Isolation; 4] = [
-        Isolation::ReadCommitted,
-        Isolation::RepeatableRead,
-        Isolation::Serializable,
-        Isolation::Snapshot,
-    ];
-
-    /// Dense index, in [`Isolation::ALL`] order.
-    #[inline]
-    pub(crate) fn index(self) -> usize {
-        self as usize
-    }
-
-    #[inline]
-    pub(crate) fn validates_reads(self) -> bool {
-        matches!(self, Isolation::RepeatableRead | Isolation::Serializable)
-    }
-
-    #[inline]
-    pub(crate) fn validates_nodes(self) -> bool {
-        self == Isolation::Serializable
-    }
-
-    /// The name used in scripts, reports and SQL (`SET TRANSACTION ISOLATION LEVEL ...`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Isolation::ReadCommitted => "read-committed",
-            Isolation::RepeatableRead => "repeatable-read",
-            Isolation::Serializable => "serializable",
-            Isolation::Snapshot => "snapshot",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<Isolation> {
-        Isolation::ALL.into_iter().find(|level| level.name() == name)
-    }
-}

@@ -137,11 +137,11 @@
 
 use super::access::{Access, AccessSet, Held};
 use super::mv2pl::refused;
+use crate::cc::worker::TxnState;
 use crate::error::AbortReason;
 use crate::storage::{Head, TableId, Tid};
 use crate::sync::Pin;
 use crate::sync::lockword::TimestampWords;
-use crate::worker::TxnState;
 
 /// The timestamp words of a head in the access set or reached through an index while pinned.
 #[inline]

@@ -21,6 +21,7 @@ use super::conflict::Site;
 use super::mv::Locking;
 use super::silo::{Hooks, Silo};
 use super::txn::{duplicate, pinned, poison_at};
+use crate::cc::worker::{TxnState, Worker};
 use crate::error::{AbortReason, Result};
 use crate::index::{Direction, LeafVersion, ScanVisitor};
 use crate::storage::record::Dropped;
@@ -28,7 +29,6 @@ use crate::storage::table::{BoundKind, PENDING_VERSION, push_version};
 use crate::storage::{Head, SecondaryIndex, Table, TableId, Tid, TidWord};
 use crate::sync::Garbage;
 use crate::sync::Pin;
-use crate::worker::{TxnState, Worker};
 use std::ops::Bound;
 
 /// An entry this transaction added to a secondary index; removed again if it aborts.

@@ -53,11 +53,11 @@
 //!   lock, and readers retry until the word is unlocked and unchanged around their copy.
 
 use super::access::{Kind, NodeEntry};
+use crate::cc::worker::TxnState;
 use crate::error::AbortReason;
 use crate::storage::record::Busy;
 use crate::storage::{Head, Tid, TidWord};
 use crate::sync::{Epoch, EpochManager, Pin};
-use crate::worker::TxnState;
 use std::sync::atomic::{Ordering, fence};
 
 /// The hooks a concurrency-control protocol supplies to the commit skeleton.

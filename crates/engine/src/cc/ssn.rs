@@ -86,11 +86,11 @@
 //! - A transaction commits only if π(T) > η(T).
 
 use super::access::Kind;
+use crate::cc::worker::TxnState;
 use crate::error::AbortReason;
 use crate::storage::record::{Busy, Stamps};
 use crate::storage::{Head, Tid};
 use crate::sync::Pin;
-use crate::worker::TxnState;
 
 /// The stamps of a head in the access set.
 #[inline]

@@ -20,14 +20,14 @@ use super::mv::{self, Locking, ReadMode};
 use super::secondary;
 use super::silo::{Hooks, Silo};
 use super::{mv2pl, mvto};
+use crate::cc::cooperative;
+use crate::cc::worker::{Status, TableRef, TxnState, Worker};
 use crate::error::{AbortReason, Error, Result};
-use crate::gc::cooperative;
 use crate::index::{Direction, GROUP_KEYS, Probe};
 use crate::limits::{KEY_BYTES_MAX, VALUE_BYTES_MAX};
 use crate::storage::record::{AsOf, Busy};
 use crate::storage::{Head, SecondaryIndex, Table, TableId, Tid, TidWord};
 use crate::sync::{Epoch, Pin, StatementSnapshot};
-use crate::worker::{Status, TableRef, TxnState, Worker};
 use std::ops::Bound;
 
 /// Times an operation looks a key up again when the head it found was unlinked or claimed

@@ -10,8 +10,10 @@
 //!   that runs once the snapshot low-water mark and the durable epoch pass the delete's epoch,
 //!   then unlinks the record and retires its head.
 //!
-//! - [`vacuum`]: the background vacuum of `Gc::TupleVacuum`.
-//! - [`cooperative`]: the readers' cleaning of `Gc::TupleCooperative`.
+//! - `crate::vacuum`: the background vacuum of `Gc::TupleVacuum` (it runs a worker of its own,
+//!   so it sits above the transaction layer).
+//! - `cc::cooperative`: the readers' cleaning of `Gc::TupleCooperative` (it runs inside a
+//!   reader's transaction, so it lives with the protocols).
 //!
 //! A version is kept only while a reader may need it: a snapshot boundary at or above the
 //! snapshot low-water mark, or a multi-version reader's timestamp, falls between its epoch and
@@ -20,9 +22,7 @@
 //! (`tuple-vacuum`), the readers that pass them (`tuple-cooperative`, oldest-to-newest chains
 //! only), or nobody (`none`, an experiment's baseline).
 
-pub(crate) mod cooperative;
 pub(crate) mod tasks;
-pub mod vacuum;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -41,7 +41,7 @@ pub enum Gc {
     TupleVacuum,
     /// Tuple-level cooperative cleaning: writers never prune; a transaction that reads a
     /// record whose oldest-to-newest chain holds an expired version prunes it
-    /// (`gc::cooperative`), and the vacuum sweeps the records nobody reads, every
+    /// (`cc::cooperative`), and the vacuum sweeps the records nobody reads, every
     /// `Config::cooperative_sweep_interval_ms`. Needs `VersionStorage::AppendO2n`.
     TupleCooperative,
     /// Nothing is pruned: versions a reader might need are kept until their record is
@@ -113,8 +113,8 @@ pub struct VacuumStats {
 
 #[derive(Debug, Default)]
 pub(crate) struct VacuumCounters {
-    passes: AtomicU64,
-    tables: AtomicU64,
+    pub(crate) passes: AtomicU64,
+    pub(crate) tables: AtomicU64,
     pub(crate) records: AtomicU64,
     pub(crate) versions: AtomicU64,
     pub(crate) busy: AtomicU64,

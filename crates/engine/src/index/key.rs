@@ -25,6 +25,14 @@ pub const fn encoded_bytes_len(len: usize) -> usize {
     (len / GROUP_BYTES + 1) * (GROUP_BYTES + 1)
 }
 
+// The longest index entry key (`limits`) is that of the longest secondary key's encoding.
+const _: () = assert!(
+    crate::limits::INDEX_KEY_BYTES_MAX
+        == encoded_bytes_len(crate::limits::KEY_BYTES_MAX)
+            + crate::limits::KEY_BYTES_MAX
+            + crate::limits::VERSION_SUFFIX_BYTES
+);
+
 /// Appends the self-delimiting, order-preserving encoding of `bytes` to `out`.
 pub fn encode_bytes(bytes: &[u8], out: &mut Vec<u8>) {
     let mut chunks = bytes.chunks_exact(GROUP_BYTES);

@@ -15,5 +15,5 @@ pub mod table;
 pub use record::{Head, Tid, TidWord, VersionStorage};
 pub use shared::{NonInline, Sharing};
 pub use table::{
-    IndexPointers, IndexSpec, KeyExtractor, SecondaryIndex, Table, TableId, TableSpec,
+    IndexPointers, IndexSpec, KeyExtractor, SecondaryIndex, Table, TableId, TableRef, TableSpec,
 };

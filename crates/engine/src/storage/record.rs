@@ -687,7 +687,7 @@ impl Head {
     }
 
     /// Locks the record if its word is still `seen` (unlocked), without waiting: cooperative
-    /// cleaning (`gc::cooperative`) gives way to anyone else.
+    /// cleaning (`cc::cooperative`) gives way to anyone else.
     pub fn try_lock(&self, seen: TidWord) -> bool {
         debug_assert!(!seen.is_locked());
         let locked = self

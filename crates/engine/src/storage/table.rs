@@ -37,6 +37,9 @@ use std::fmt;
 use std::ops::Bound;
 use std::sync::Arc;
 
+/// A handle on a table, as returned by `Database::create_table`.
+pub type TableRef = std::sync::Arc<Table>;
+
 /// Dense table identity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TableId(pub u32);
@@ -316,7 +319,7 @@ pub struct Table {
     /// Rows of non-inline attributes (`storage::shared`).
     pub non_inline: Option<NonInline>,
     /// Some record gained an older version since the vacuum last took this flag
-    /// (`gc::vacuum`; set only when the vacuum runs).
+    /// (`vacuum`; set only when the vacuum runs).
     dirty: std::sync::atomic::AtomicBool,
 }
 

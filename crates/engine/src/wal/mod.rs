@@ -1,5 +1,7 @@
-//! Durability: the data directory, epoch group-commit logging, checkpoints and recovery
-//! (Silo §4.10 and §5; MOT's parallel recovery). Formats are in `docs/format.md`.
+//! Durability's files: the data directory, epoch group-commit logging, and the formats of
+//! everything written (Silo §4.10 and §5). Formats are in `docs/format.md`. Checkpoints
+//! (`crate::checkpoint`) and recovery (`crate::recovery`), which run workers of their own,
+//! sit above the transaction layer and use these.
 //!
 //! | file                          | what it holds                                              |
 //! |-------------------------------|------------------------------------------------------------|
@@ -11,21 +13,15 @@
 //! | `checkpoint/EPOCH/tID.ckpt`   | one file per table: its rows as of the checkpoint epoch    |
 //!
 //! - [`log`]: per-worker buffers, logger threads, the durable epoch, waiting for it.
-//! - [`checkpoint`]: epoch-consistent snapshots written in the background.
-//! - [`recovery`]: catalog, checkpoint and parallel log replay; `check`.
+//! - [`report`]: what checkpoints and recoveries report, and the files they share.
 //! - [`format`]: every byte format; [`storage`]: files, or memory with injected faults.
 
-pub mod checkpoint;
 pub mod format;
-#[doc(hidden)]
-pub mod fuzzing;
 pub mod log;
-pub mod recovery;
 pub(crate) mod report;
 pub mod storage;
 
 pub use log::{Durability, DurabilityWatcher, DurableFuture};
-pub use recovery::check;
 pub use report::{CheckpointReport, RecoveryReport};
 pub use storage::{DirStorage, FaultyStorage, Storage, StorageFile};
 
@@ -195,7 +191,7 @@ impl DataDir {
 
     /// Writes the manifest now if the open could not (`manifest_unwritten`): before a run's
     /// first segment is made, the manifest must name the run and void the epochs the last
-    /// crash left undecided, or a later recovery would replay them (`wal::recovery`).
+    /// crash left undecided, or a later recovery would replay them (`recovery`).
     pub fn announce_run(&self) -> std::result::Result<(), WriteFailure> {
         if !self.manifest_unwritten.load(Ordering::Acquire) {
             return Ok(());

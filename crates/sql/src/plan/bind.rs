@@ -6,7 +6,7 @@ use crate::ast::{BinaryOp, Expr, Literal};
 use crate::depth;
 use crate::error::{SqlError, SqlResult};
 use crate::expr::BExpr;
-use crate::functions::{self, Returns};
+use crate::expr::functions::{self, Returns};
 use crate::types::{Type, Value, cast, parse_text};
 
 impl Binder<'_> {

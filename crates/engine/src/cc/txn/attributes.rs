@@ -3,10 +3,10 @@
 //! set; commit turns it into the new version's handles under the record's lock.
 
 use super::{Found, Txn, check_value};
+use crate::cc::worker::{TableRef, TxnState};
 use crate::error::{Error, Result};
 use crate::storage::Table;
 use crate::storage::shared::{self, Base, HANDLE_BYTES, NonInline, Slot};
-use crate::worker::{TableRef, TxnState};
 
 /// The table's layout, if it holds non-inline attributes.
 fn layout_of(table: &Table, index: Option<usize>) -> Result<NonInline> {

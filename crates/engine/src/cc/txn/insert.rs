@@ -10,11 +10,11 @@ use crate::cc::access::{Access, Held, Kind};
 use crate::cc::conflict::Site;
 use crate::cc::mv::{self, Locking};
 use crate::cc::secondary;
+use crate::cc::worker::TableRef;
 use crate::error::{AbortReason, Result};
 use crate::storage::record::{Busy, HeadShape};
 use crate::storage::{Head, Table, TableId, TidWord};
 use crate::sync::Pin;
-use crate::worker::TableRef;
 
 impl Txn<'_> {
     /// Inserts a row; fails with `DuplicateKey` if the key (or a unique secondary key) exists.

@@ -7,12 +7,12 @@ use crate::cc::access::{AccessSet, Kind, LeafOwner, NodeSet};
 use crate::cc::conflict::Site;
 use crate::cc::mv::ReadMode;
 use crate::cc::secondary;
+use crate::cc::worker::{TableRef, TxnState};
 use crate::error::{AbortReason, Error, Result};
 use crate::index::{Direction, LeafVersion, ScanVisitor};
 use crate::storage::table::VERSION_SUFFIX_BYTES;
 use crate::storage::{Head, SecondaryIndex, TableId, Tid};
 use crate::sync::{Epoch, StatementSnapshot};
-use crate::worker::{TableRef, TxnState};
 use std::ops::Bound;
 
 /// Whether a primary-key scan may pass over `head` without reading or recording it: a deleted

@@ -46,10 +46,10 @@ use super::{Txn, pinned};
 use crate::cc::Isolation;
 use crate::cc::access::{Held, Kind};
 use crate::cc::mv::Locking;
+use crate::cc::worker::Status;
 use crate::error::{AbortReason, Result};
 use crate::storage::{Head, TidWord};
 use crate::sync::Epoch;
-use crate::worker::Status;
 use std::sync::atomic::{Ordering, fence};
 
 /// What [`Txn::check_statement`] found.

@@ -664,8 +664,8 @@ impl Head {
         !unsafe { (*first).link.load(Ordering::Relaxed) }.is_null()
     }
 
-    /// The pruning of the vacuum and of cooperative cleaning (`gc::vacuum`,
-    /// `gc::cooperative`) of a head the caller has locked: drops the chain versions no reader
+    /// The pruning of the vacuum and of cooperative cleaning (`vacuum`,
+    /// `cc::cooperative`) of a head the caller has locked: drops the chain versions no reader
     /// at or above `retention` can read, retiring them and appending them to `dropped`.
     /// Returns how many it dropped.
     pub(crate) fn vacuum_locked(

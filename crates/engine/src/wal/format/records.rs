@@ -52,7 +52,7 @@ const PATCH_HEAD_BYTES: usize = 8;
 const EDIT_HEAD_BYTES: usize = 8;
 
 /// A patch is logged in place of the whole row only when its body is at most this fraction
-/// of the row: replaying a patch costs more than replaying an image (`wal::recovery`), so a
+/// of the row: replaying a patch costs more than replaying an image (`recovery`), so a
 /// patch that saves little is not worth it.
 pub const PATCH_ROW_FRACTION_MAX: usize = 2;
 

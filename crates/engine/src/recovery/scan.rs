@@ -2,6 +2,7 @@
 //! durable epoch of the newest run, and each segment's transactions.
 
 use super::*;
+use crate::wal::format;
 
 pub(super) struct CheckpointFile {
     pub(super) path: String,

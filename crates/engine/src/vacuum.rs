@@ -26,7 +26,7 @@
 //! every record of the others. That is the cost the paper measures: a vacuum's work grows with
 //! the table, not with the garbage.
 
-use crate::gc::cooperative::{PruneBuffers, prune_locked};
+use crate::cc::cooperative::{PruneBuffers, prune_locked};
 use crate::index::{Direction, LeafVersion, ScanBuffer, ScanVisitor};
 use crate::state::Shared;
 use crate::storage::{Head, Table};

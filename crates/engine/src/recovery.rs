@@ -21,24 +21,24 @@
 //! [`patches`] sets patches aside and applies them last, and [`apply`] installs rows, keeps the
 //! threads' reclamation safe, and rebuilds the indexes at the end (`finish_table`).
 
-use super::format::{
-    self, BlockKind, BlockReader, CatalogRecord, Change, Damage, FileHeader, FileKind, Manifest,
-};
-use super::log::{SegmentInfo, parse_segment_name, parse_spare_name};
-use super::report::{CATALOG, CatalogState, MANIFEST, RecoveryReport};
-use super::storage::Storage;
-use super::{CatalogRows, IndexDefinition, IndexKeys, io_error};
 use crate::error::{Error, Result};
 use crate::index::Finger;
 use crate::mem::arena::Arena;
 use crate::mem::chunks::Prefault;
+use crate::storage::TableRef;
 use crate::storage::record::{Busy, HeadShape};
 use crate::storage::table::push_version;
 use crate::storage::{Head, IndexPointers, IndexSpec, Table, TableId, TableSpec, Tid, TidWord};
 use crate::sync::Garbage;
 use crate::sync::Retention;
 use crate::sync::{Epoch, Pin, shim};
-use crate::worker::TableRef;
+use crate::wal::format::{
+    self, BlockKind, BlockReader, CatalogRecord, Change, Damage, FileHeader, FileKind, Manifest,
+};
+use crate::wal::log::{SegmentInfo, parse_segment_name, parse_spare_name};
+use crate::wal::report::{CATALOG, CatalogState, MANIFEST, RecoveryReport};
+use crate::wal::storage::Storage;
+use crate::wal::{CatalogRows, IndexDefinition, IndexKeys, io_error};
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -71,7 +71,7 @@ pub(crate) struct Recovered {
     pub garbage: Vec<Garbage>,
     pub report: RecoveryReport,
     /// The checkpoint's files as loaded, with sampled keys, for the next checkpoint's splits.
-    pub checkpoint_parts: Vec<super::checkpoint::PartSamples>,
+    pub checkpoint_parts: Vec<crate::checkpoint::PartSamples>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -365,8 +365,8 @@ fn run(
             applier.begin_file(&quiescence);
             let pin = recovery_pin();
             let mut finger = Finger::new(&pin);
-            let mut part = super::checkpoint::PartSamples::default();
-            let mut sampler = super::checkpoint::Sampler::new(sample_every);
+            let mut part = crate::checkpoint::PartSamples::default();
+            let mut sampler = crate::checkpoint::Sampler::new(sample_every);
             let (file_rows, file_bytes, header) =
                 read_checkpoint_file(storage, &files[index].path, epoch, |table, key, value| {
                     note_table(table);

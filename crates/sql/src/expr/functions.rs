@@ -13,8 +13,8 @@
 //!
 //! Aggregates are the planner's (`plan::AggFunc`): they are not called once per row.
 
+use super::{BExpr, Context};
 use crate::error::SqlResult;
-use crate::expr::{BExpr, Context};
 use crate::types::{Type, Value};
 use std::collections::HashMap;
 use std::sync::LazyLock;

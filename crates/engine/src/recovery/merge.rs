@@ -3,6 +3,7 @@
 //! order, so replay descends the index once per leaf.
 
 use super::*;
+use crate::wal::format;
 
 /// The row images of a segment, applied sorted by row (see `ReplayBatch::apply`).
 ///

@@ -10,7 +10,8 @@
 //! through (a log cut short loses its last transactions, never some in the middle, and a
 //! damaged byte is never read as data).
 
-use super::{FaultyStorage, Storage, check};
+use crate::recovery::check;
+use crate::wal::{FaultyStorage, Storage};
 use crate::{Config, Database, Direction, IndexKeys, IndexSpec, Isolation, KeyBuilder, TableSpec};
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -226,7 +227,7 @@ pub fn keys_of_one_row_hash(table: u32, first: u64) -> (Vec<u8>, Vec<u8>) {
     let key = |one: u64, two: u64| [one.to_le_bytes(), two.to_le_bytes()].concat();
     let (a, b) = (key(a1, a2), key(b1, b2));
     assert_ne!(a, b);
-    let hash = super::recovery::row_hash;
+    let hash = crate::recovery::row_hash;
     assert_eq!(hash(table, &a), hash(table, &b), "the keys must hash alike");
     (a, b)
 }

@@ -2,6 +2,7 @@
 //! log is read and applied once every image is in, in TID order per row.
 
 use super::*;
+use crate::wal::format;
 
 /// The patches of the log (format 4), copied out of the segments as they are read, and
 /// applied once every segment's images are in (step 3b of `run`).

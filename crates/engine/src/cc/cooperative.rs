@@ -36,13 +36,13 @@
 //!   after it expire long before. (A first version used as the only cue let chains grow
 //!   between boundaries: a 1-second sawtooth in Fig. 19.)
 
-use super::Gc;
 use crate::cc::secondary::{self, EntryScratch};
+use crate::cc::worker::Worker;
+use crate::gc::Gc;
 use crate::mem::arena::Arena;
 use crate::storage::record::Dropped;
 use crate::storage::{Head, Table, TableId};
 use crate::sync::{Garbage, Pin, Retention};
-use crate::worker::Worker;
 use std::sync::atomic::Ordering;
 
 /// Records one transaction notes for cleaning: bounds the work its end does.
@@ -138,7 +138,7 @@ pub(crate) struct PruneBuffers {
 /// Prunes the chain of `head`, which this thread has locked (record `key` of `table`), as a
 /// writer's install would, and removes the secondary entries that only the dropped versions
 /// produced. Returns how many versions it dropped. The vacuum and cooperative cleaning
-/// (`gc::cooperative`) share it.
+/// (`cc::cooperative`) share it.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn prune_locked(
     table: &Table,

@@ -12,16 +12,17 @@
 //! the log segments whose records are all at or below `S` are removed. Recovery loads the
 //! checkpoint and replays only epochs above `S`.
 
-use super::format::{self, BlockKind, FileHeader, FileKind};
-use super::log::SegmentInfo;
-use super::report::{CheckpointReport, LastCheckpoint, Splits};
-use super::{DataDir, WriteFailure, io_error};
 use crate::cc::{self, Txn};
 use crate::error::Result;
 use crate::index::Direction;
 use crate::state::Shared;
+use crate::storage::TableRef;
 use crate::sync::Epoch;
-use crate::worker::{TableRef, Worker};
+use crate::wal::format::{self, BlockKind, FileHeader, FileKind};
+use crate::wal::log::SegmentInfo;
+use crate::wal::report::{CheckpointReport, LastCheckpoint, Splits};
+use crate::wal::{DataDir, WriteFailure, io_error};
+use crate::worker::Worker;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
