@@ -1112,6 +1112,39 @@ fn expr_node(expr: sp::Expr) -> SqlResult<Expr> {
             }
             Expr::Function { name: "substr".into(), args, distinct: false, star: false }
         }
+        E::Trim { trim_where, trim_what, expr, trim_characters } => {
+            let name = match trim_where {
+                Some(sp::TrimWhereField::Leading) => "ltrim",
+                Some(sp::TrimWhereField::Trailing) => "rtrim",
+                Some(sp::TrimWhereField::Both) | None => "btrim",
+            };
+            let mut args = vec![expr_from(*expr)?];
+            if let Some(what) = trim_what {
+                args.push(expr_from(*what)?);
+            }
+            for characters in trim_characters.into_iter().flatten() {
+                args.push(expr_from(characters)?);
+            }
+            Expr::Function { name: name.into(), args, distinct: false, star: false }
+        }
+        E::Floor {
+            expr,
+            field: sp::CeilFloorKind::DateTimeField(sp::DateTimeField::NoDateTime),
+        } => Expr::Function {
+            name: "floor".into(),
+            args: vec![expr_from(*expr)?],
+            distinct: false,
+            star: false,
+        },
+        E::Ceil {
+            expr,
+            field: sp::CeilFloorKind::DateTimeField(sp::DateTimeField::NoDateTime),
+        } => Expr::Function {
+            name: "ceil".into(),
+            args: vec![expr_from(*expr)?],
+            distinct: false,
+            star: false,
+        },
         E::Position { expr, r#in } => Expr::Function {
             name: "strpos".into(),
             args: vec![expr_from(*r#in)?, expr_from(*expr)?],

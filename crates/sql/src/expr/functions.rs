@@ -4,9 +4,11 @@
 //! the body (`expr`); a catalog view can list the same entries. A function is added by writing
 //! its body in the module of its family and one entry below.
 //!
-//! - [`string`]: `lower`, `upper`, `length`, `trim`, `substr`, `concat`, `repeat`, `replace`,
-//!   `left`, `right`, `lpad`, `rpad`, `strpos`;
-//! - [`math`]: `abs`, `round`, `floor`, `ceil`, `mod`, `random`;
+//! - [`string`]: `lower`, `upper`, `length`, `octet_length`, `btrim`, `ltrim`, `rtrim`, `substr`,
+//!   `concat`, `repeat`, `replace`, `translate`, `left`, `right`, `lpad`, `rpad`, `strpos`,
+//!   `starts_with`, `split_part`, `initcap`, `reverse`, `ascii`, `chr`;
+//! - [`math`]: `abs`, `sign`, `round`, `trunc`, `floor`, `ceil`, `mod`, `div`, `gcd`, `lcm`,
+//!   `sqrt`, `exp`, `ln`, `log`, `power`, `pi` (the last six in double precision), `random`;
 //! - [`datetime`]: `now` and its aliases, `current_date`;
 //! - [`conditional`]: `coalesce`, `nullif`, `greatest`, `least`;
 //! - [`info`]: `version`, `current_database`, `current_schema`, `current_user`, `pg_sleep`.
@@ -44,6 +46,8 @@ pub enum Takes {
     Result,
     /// By position; positions past the end take the last entry.
     Positions(&'static [Type]),
+    /// The first to the result type, the others by position as `Positions`.
+    ResultThen(&'static [Type]),
 }
 
 /// How a function's body is called.
@@ -84,6 +88,8 @@ impl Function {
         match self.takes {
             Takes::Result => result,
             Takes::Positions(types) => types[position.min(types.len() - 1)],
+            Takes::ResultThen(_) if position == 0 => result,
+            Takes::ResultThen(types) => types[(position - 1).min(types.len() - 1)],
         }
     }
 }
@@ -94,6 +100,9 @@ const ANY: usize = usize::MAX;
 const TEXT: &[Type] = &[Type::Text];
 const TEXT_INT: &[Type] = &[Type::Text, Type::Int8];
 const TEXT_INT_TEXT: &[Type] = &[Type::Text, Type::Int8, Type::Text];
+const TEXT_TEXT_INT: &[Type] = &[Type::Text, Type::Text, Type::Int8];
+const INT: &[Type] = &[Type::Int8];
+const DOUBLE: &[Type] = &[Type::Float8];
 
 const fn strict(
     names: &'static [&'static str],
@@ -112,10 +121,56 @@ pub static FUNCTIONS: &[Function] = &[
     strict(&["upper"], (1, 1), Returns::Fixed(Type::Text), Takes::Positions(TEXT), string::upper),
     strict(
         &["btrim", "trim"],
-        (1, 1),
+        (1, 2),
         Returns::Fixed(Type::Text),
         Takes::Positions(TEXT),
         string::trim,
+    ),
+    strict(&["ltrim"], (1, 2), Returns::Fixed(Type::Text), Takes::Positions(TEXT), string::ltrim),
+    strict(&["rtrim"], (1, 2), Returns::Fixed(Type::Text), Takes::Positions(TEXT), string::rtrim),
+    strict(
+        &["initcap"],
+        (1, 1),
+        Returns::Fixed(Type::Text),
+        Takes::Positions(TEXT),
+        string::initcap,
+    ),
+    strict(
+        &["reverse"],
+        (1, 1),
+        Returns::Fixed(Type::Text),
+        Takes::Positions(TEXT),
+        string::reverse,
+    ),
+    strict(
+        &["split_part"],
+        (3, 3),
+        Returns::Fixed(Type::Text),
+        Takes::Positions(TEXT_TEXT_INT),
+        string::split_part,
+    ),
+    strict(
+        &["starts_with"],
+        (2, 2),
+        Returns::Fixed(Type::Bool),
+        Takes::Positions(TEXT),
+        string::starts_with,
+    ),
+    strict(&["ascii"], (1, 1), Returns::Fixed(Type::Int4), Takes::Positions(TEXT), string::ascii),
+    strict(&["chr"], (1, 1), Returns::Fixed(Type::Text), Takes::Positions(INT), string::chr),
+    strict(
+        &["octet_length"],
+        (1, 1),
+        Returns::Fixed(Type::Int4),
+        Takes::Positions(TEXT),
+        string::octet_length,
+    ),
+    strict(
+        &["translate"],
+        (3, 3),
+        Returns::Fixed(Type::Text),
+        Takes::Positions(TEXT),
+        string::translate,
     ),
     strict(
         &["length", "char_length", "character_length"],
@@ -178,7 +233,37 @@ pub static FUNCTIONS: &[Function] = &[
     strict(&["strpos"], (2, 2), Returns::Fixed(Type::Int4), Takes::Positions(TEXT), string::strpos),
     // Numbers.
     strict(&["abs"], (1, 1), Returns::First, Takes::Result, math::abs),
-    strict(&["round"], (1, 2), Returns::First, Takes::Result, math::round),
+    strict(&["round"], (1, 2), Returns::First, Takes::ResultThen(INT), math::round),
+    strict(&["trunc"], (1, 2), Returns::First, Takes::ResultThen(INT), math::trunc),
+    strict(&["sign"], (1, 1), Returns::First, Takes::Result, math::sign),
+    strict(&["div"], (2, 2), Returns::CommonOfTwo, Takes::Result, math::div),
+    strict(&["gcd"], (2, 2), Returns::Fixed(Type::Int8), Takes::Positions(INT), math::gcd),
+    strict(&["lcm"], (2, 2), Returns::Fixed(Type::Int8), Takes::Positions(INT), math::lcm),
+    strict(&["sqrt"], (1, 1), Returns::Fixed(Type::Float8), Takes::Positions(DOUBLE), math::sqrt),
+    strict(&["exp"], (1, 1), Returns::Fixed(Type::Float8), Takes::Positions(DOUBLE), math::exp),
+    strict(&["ln"], (1, 1), Returns::Fixed(Type::Float8), Takes::Positions(DOUBLE), math::ln),
+    strict(
+        &["log", "log10"],
+        (1, 1),
+        Returns::Fixed(Type::Float8),
+        Takes::Positions(DOUBLE),
+        math::log10,
+    ),
+    strict(
+        &["power", "pow"],
+        (2, 2),
+        Returns::Fixed(Type::Float8),
+        Takes::Positions(DOUBLE),
+        math::power,
+    ),
+    Function {
+        names: &["pi"],
+        arity: (0, 0),
+        returns: Returns::Fixed(Type::Float8),
+        takes: Takes::Result,
+        volatile: false,
+        body: Body::Lazy(math::pi),
+    },
     strict(&["floor"], (1, 1), Returns::First, Takes::Result, math::floor),
     strict(&["ceil", "ceiling"], (1, 1), Returns::First, Takes::Result, math::ceil),
     strict(&["mod"], (2, 2), Returns::CommonOfTwo, Takes::Result, math::modulo),
@@ -311,7 +396,7 @@ mod tests {
         assert_eq!(BY_NAME.len(), names, "a name is listed twice");
         for function in FUNCTIONS {
             assert!(function.arity.0 <= function.arity.1, "{}", function.name());
-            if let Takes::Positions(types) = function.takes {
+            if let Takes::Positions(types) | Takes::ResultThen(types) = function.takes {
                 assert!(!types.is_empty(), "{}", function.name());
             }
             assert!(std::ptr::eq(lookup(function.name()).unwrap(), function));

@@ -127,6 +127,59 @@ SELECT no_such_function(1)
 ----
 error 42883
 
+-- String and numeric functions, answered as PostgreSQL 15 answers them (checked side by side).
+SELECT trim('  x  '), trim(leading 'x' from 'xxa'), trim('xax', 'x'), ltrim('xyab', 'yx'), rtrim('abyx', 'xy'), btrim('  ab  ')
+----
+x | a | a | ab | ab | ab
+
+SELECT initcap('hello wORLD-foo bar_baz'), reverse('abc'), reverse(NULL), translate('12345', '143', 'ax')
+----
+Hello World-Foo Bar_Baz | cba | NULL | a2x5
+
+SELECT split_part('a,b,c', ',', 2), split_part('a,b,c', ',', 4), split_part('a,b,c', ',', -1), split_part('abc', '', 1)
+----
+b |  | c | abc
+
+SELECT starts_with('alphabet', 'alph'), starts_with('alphabet', 'b'), ascii('A'), ascii(''), chr(65), chr(233), octet_length('héllo'), char_length('héllo')
+----
+t | f | 65 | 0 | A | é | 6 | 5
+
+SELECT split_part('a,b', ',', 0)
+----
+error 22023
+
+SELECT chr(0)
+----
+error 54000
+
+SELECT sign(-5), sign(0), sign(2.5), div(7, 2), div(-7, 2), gcd(-12, 18), lcm(4, 6), lcm(0, 5)
+----
+-1 | 0 | 1 | 3 | -3 | 6 | 12 | 0
+
+SELECT round(2.345, 2), round(2.5), trunc(2.789, 1), trunc(-2.7), floor(-2.5), ceil(2.1)
+----
+2.35 | 3 | 2.7 | -2 | -3 | 3
+
+SELECT sqrt(16), power(2, 10), exp(0), ln(1), pi(), log(100)
+----
+4 | 1024 | 1 | 0 | 3.141592653589793 | 2
+
+SELECT sqrt(-1)
+----
+error 2201F
+
+SELECT ln(0)
+----
+error 2201E
+
+SELECT power(0, -1)
+----
+error 2201F
+
+SELECT div(1, 0)
+----
+error 22012
+
 -- Text a function would build past the limit is refused before it is built.
 SELECT repeat('x', 100000000)
 ----

@@ -19,7 +19,7 @@ pub(super) fn upper(values: &[Value], _: Type, _: &Context<'_>) -> SqlResult<Val
 }
 
 pub(super) fn trim(values: &[Value], _: Type, _: &Context<'_>) -> SqlResult<Value> {
-    Ok(Value::Text(text(values, 0).trim_matches(' ').into()))
+    Ok(trimmed(values, true, true))
 }
 
 pub(super) fn length(values: &[Value], _: Type, _: &Context<'_>) -> SqlResult<Value> {
@@ -142,4 +142,111 @@ pub(super) fn strpos(values: &[Value], _: Type, _: &Context<'_>) -> SqlResult<Va
         Some(byte) => haystack[..byte].chars().count() as i64 + 1,
         None => 0,
     }))
+}
+
+/// `btrim`, `ltrim`, `rtrim`: the characters of the second argument (a space without one)
+/// taken off the start, the end or both.
+fn trimmed(values: &[Value], start: bool, end: bool) -> Value {
+    let source = text(values, 0);
+    let set: Vec<char> = match values.get(1) {
+        Some(_) => text(values, 1).chars().collect(),
+        None => vec![' '],
+    };
+    let mut out = source.as_str();
+    if start {
+        out = out.trim_start_matches(set.as_slice());
+    }
+    if end {
+        out = out.trim_end_matches(set.as_slice());
+    }
+    Value::Text(out.into())
+}
+
+pub(super) fn ltrim(values: &[Value], _: Type, _: &Context<'_>) -> SqlResult<Value> {
+    Ok(trimmed(values, true, false))
+}
+
+pub(super) fn rtrim(values: &[Value], _: Type, _: &Context<'_>) -> SqlResult<Value> {
+    Ok(trimmed(values, false, true))
+}
+
+/// The first letter of each word upper case, the others lower; words are runs of letters and
+/// digits.
+pub(super) fn initcap(values: &[Value], _: Type, _: &Context<'_>) -> SqlResult<Value> {
+    let mut out = String::new();
+    let mut in_word = false;
+    for c in text(values, 0).chars() {
+        if in_word {
+            out.extend(c.to_lowercase());
+        } else {
+            out.extend(c.to_uppercase());
+        }
+        in_word = c.is_alphanumeric();
+    }
+    Ok(Value::Text(out.into()))
+}
+
+pub(super) fn reverse(values: &[Value], _: Type, _: &Context<'_>) -> SqlResult<Value> {
+    Ok(Value::Text(text(values, 0).chars().rev().collect::<String>().into()))
+}
+
+/// Field `n` of the text split at the delimiter, counted from 1, or from the end when `n` is
+/// negative; empty past the last field.
+pub(super) fn split_part(values: &[Value], _: Type, _: &Context<'_>) -> SqlResult<Value> {
+    let (source, delimiter) = (text(values, 0), text(values, 1));
+    let n = values[2].as_int().unwrap_or(0);
+    if n == 0 {
+        return Err(SqlError::new("22023", "field position must not be zero"));
+    }
+    let fields: Vec<&str> = if delimiter.is_empty() {
+        vec![source.as_str()]
+    } else {
+        source.split(delimiter.as_str()).collect()
+    };
+    let at = if n > 0 { n - 1 } else { fields.len() as i64 + n };
+    let field = usize::try_from(at).ok().and_then(|at| fields.get(at)).copied().unwrap_or("");
+    Ok(Value::Text(field.into()))
+}
+
+pub(super) fn starts_with(values: &[Value], _: Type, _: &Context<'_>) -> SqlResult<Value> {
+    Ok(Value::Bool(text(values, 0).starts_with(text(values, 1).as_str())))
+}
+
+/// The code point of the first character (0 for the empty string).
+pub(super) fn ascii(values: &[Value], _: Type, _: &Context<'_>) -> SqlResult<Value> {
+    Ok(Value::Int(text(values, 0).chars().next().map_or(0, |c| i64::from(u32::from(c)))))
+}
+
+/// The character of a code point.
+pub(super) fn chr(values: &[Value], _: Type, _: &Context<'_>) -> SqlResult<Value> {
+    let code = values[0].as_int().unwrap_or(0);
+    if code == 0 {
+        return Err(SqlError::new("54000", "null character not permitted"));
+    }
+    if code < 0 {
+        return Err(SqlError::new("54000", "character number must be positive"));
+    }
+    let c = u32::try_from(code).ok().and_then(char::from_u32).ok_or_else(|| {
+        SqlError::new("54000", format!("requested character too large for encoding: {code}"))
+    })?;
+    Ok(Value::Text(c.to_string().into()))
+}
+
+pub(super) fn octet_length(values: &[Value], _: Type, _: &Context<'_>) -> SqlResult<Value> {
+    Ok(Value::Int(text(values, 0).len() as i64))
+}
+
+/// Each character of `from` replaced by the one at its place in `to`, or removed when `to` is
+/// shorter.
+pub(super) fn translate(values: &[Value], _: Type, _: &Context<'_>) -> SqlResult<Value> {
+    let (source, from, to) = (text(values, 0), text(values, 1), text(values, 2));
+    let (from, to): (Vec<char>, Vec<char>) = (from.chars().collect(), to.chars().collect());
+    let out: String = source
+        .chars()
+        .filter_map(|c| match from.iter().position(|&f| f == c) {
+            Some(at) => to.get(at).copied(),
+            None => Some(c),
+        })
+        .collect();
+    Ok(Value::Text(out.into()))
 }
