@@ -191,6 +191,10 @@ pub enum BinaryOp {
     GtEq,
     And,
     Or,
+    /// `IS DISTINCT FROM`: `<>` with NULL a value like any other (never NULL itself).
+    IsDistinctFrom,
+    /// `IS NOT DISTINCT FROM`: `=` with NULL a value like any other.
+    IsNotDistinctFrom,
 }
 
 impl BinaryOp {
@@ -210,6 +214,8 @@ impl BinaryOp {
             BinaryOp::GtEq => ">=",
             BinaryOp::And => "AND",
             BinaryOp::Or => "OR",
+            BinaryOp::IsDistinctFrom => "IS DISTINCT FROM",
+            BinaryOp::IsNotDistinctFrom => "IS NOT DISTINCT FROM",
         }
     }
 

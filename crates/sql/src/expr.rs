@@ -33,6 +33,13 @@ pub enum BExpr {
         left: Box<BExpr>,
         right: Box<BExpr>,
     },
+    /// `IS [NOT] DISTINCT FROM`: whether the two differ, NULL equal to NULL (`negated`: whether
+    /// they do not).
+    Distinct {
+        left: Box<BExpr>,
+        right: Box<BExpr>,
+        negated: bool,
+    },
     And(Box<BExpr>, Box<BExpr>),
     Or(Box<BExpr>, Box<BExpr>),
     IsNull {
@@ -116,6 +123,7 @@ impl BExpr {
             | BExpr::InSubquery { expr: e, .. } => take(e),
             BExpr::Arith { left, right, .. }
             | BExpr::Compare { left, right, .. }
+            | BExpr::Distinct { left, right, .. }
             | BExpr::And(left, right)
             | BExpr::Or(left, right)
             | BExpr::Like { expr: left, pattern: right, .. } => {
@@ -185,6 +193,7 @@ impl BExpr {
             | BExpr::InSubquery { expr, .. } => expr.columns(visit),
             BExpr::Arith { left, right, .. }
             | BExpr::Compare { left, right, .. }
+            | BExpr::Distinct { left, right, .. }
             | BExpr::And(left, right)
             | BExpr::Or(left, right) => {
                 left.columns(visit);
@@ -320,6 +329,15 @@ impl BExpr {
                     return Ok(Value::Null);
                 }
                 Value::Bool(compare_holds(*op, l.compare(&r)))
+            }
+            BExpr::Distinct { left, right, negated } => {
+                let (l, r) = (left.eval(row, cx)?, right.eval(row, cx)?);
+                let same = match (l.is_null(), r.is_null()) {
+                    (true, true) => true,
+                    (false, false) => l.compare(&r) == Ordering::Equal,
+                    _ => false,
+                };
+                Value::Bool(same == *negated)
             }
             BExpr::Arith { op, left, right, ty } => {
                 // Two integer leaves (`s_ytd + $3`): `arith`'s integer case, without copies.

@@ -1056,10 +1056,29 @@ fn expr_node(expr: sp::Expr) -> SqlResult<Expr> {
                 sp::BinaryOperator::GtEq => BinaryOp::GtEq,
                 sp::BinaryOperator::And => BinaryOp::And,
                 sp::BinaryOperator::Or => BinaryOp::Or,
+                // `a ^ b`: PostgreSQL's exponentiation, in double precision.
+                sp::BinaryOperator::PGExp => {
+                    return Ok(Expr::Function {
+                        name: "power".into(),
+                        args: vec![expr_from(*left)?, expr_from(*right)?],
+                        distinct: false,
+                        star: false,
+                    });
+                }
                 other => return Err(SqlError::unsupported(format!("the operator {other}"))),
             };
             Expr::Binary { op, left: boxed(*left)?, right: boxed(*right)? }
         }
+        E::IsDistinctFrom(left, right) => Expr::Binary {
+            op: BinaryOp::IsDistinctFrom,
+            left: boxed(*left)?,
+            right: boxed(*right)?,
+        },
+        E::IsNotDistinctFrom(left, right) => Expr::Binary {
+            op: BinaryOp::IsNotDistinctFrom,
+            left: boxed(*left)?,
+            right: boxed(*right)?,
+        },
         E::IsNull(inner) => Expr::IsNull { expr: boxed(*inner)?, negated: false },
         E::IsNotNull(inner) => Expr::IsNull { expr: boxed(*inner)?, negated: true },
         E::IsTrue(inner) => Expr::IsBool { expr: boxed(*inner)?, value: true, negated: false },

@@ -320,6 +320,21 @@ impl Binder<'_> {
                     Type::Text,
                 ))
             }
+            BinaryOp::IsDistinctFrom | BinaryOp::IsNotDistinctFrom => {
+                let (l, lt) = self.coerce(l, lt, rt)?;
+                let (r, rt) = self.coerce(r, rt, lt)?;
+                let (l, lt) = self.coerce(l, lt, Type::Text)?;
+                let (r, rt) = self.coerce(r, rt, Type::Text)?;
+                if Type::common(lt, rt).is_none() {
+                    return Err(SqlError::undefined_function(format!(
+                        "operator does not exist: {} = {}",
+                        lt.name(),
+                        rt.name()
+                    )));
+                }
+                let negated = op == BinaryOp::IsNotDistinctFrom;
+                Ok((BExpr::Distinct { left: Box::new(l), right: Box::new(r), negated }, Type::Bool))
+            }
             op if op.is_comparison() => {
                 let (l, lt) = self.coerce(l, lt, rt)?;
                 let (r, rt) = self.coerce(r, rt, lt)?;

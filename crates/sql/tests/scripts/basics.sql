@@ -180,6 +180,15 @@ SELECT div(1, 0)
 ----
 error 22012
 
+-- IS [NOT] DISTINCT FROM treats NULL as a value; ^ is exponentiation (PostgreSQL 15's answers).
+SELECT NULL IS DISTINCT FROM NULL, 1 IS DISTINCT FROM 2, 1 IS NOT DISTINCT FROM 1.0, NULL IS NOT DISTINCT FROM 1, 2 ^ 10, (-8) ^ 2
+----
+f | t | t | f | 1024 | 64
+
+SELECT 1 IS DISTINCT FROM 'x'
+----
+error 22P02
+
 -- Text a function would build past the limit is refused before it is built.
 SELECT repeat('x', 100000000)
 ----
