@@ -1164,6 +1164,15 @@ fn expr_node(expr: sp::Expr) -> SqlResult<Expr> {
             distinct: false,
             star: false,
         },
+        E::Extract { field, expr, .. } => Expr::Function {
+            name: "extract".into(),
+            args: vec![
+                Expr::Literal(Literal::String(field.to_string().to_lowercase())),
+                expr_from(*expr)?,
+            ],
+            distinct: false,
+            star: false,
+        },
         E::Position { expr, r#in } => Expr::Function {
             name: "strpos".into(),
             args: vec![expr_from(*r#in)?, expr_from(*expr)?],

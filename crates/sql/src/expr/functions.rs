@@ -9,7 +9,7 @@
 //!   `starts_with`, `split_part`, `initcap`, `reverse`, `ascii`, `chr`;
 //! - [`math`]: `abs`, `sign`, `round`, `trunc`, `floor`, `ceil`, `mod`, `div`, `gcd`, `lcm`,
 //!   `sqrt`, `exp`, `ln`, `log`, `power`, `pi` (the last six in double precision), `random`;
-//! - [`datetime`]: `now` and its aliases, `current_date`;
+//! - [`datetime`]: `now` and its aliases, `current_date`, `EXTRACT` / `date_part`, `date_trunc`;
 //! - [`conditional`]: `coalesce`, `nullif`, `greatest`, `least`;
 //! - [`info`]: `version`, `current_database`, `current_schema`, `current_user`, `pg_sleep`.
 //!
@@ -103,6 +103,7 @@ const TEXT_INT_TEXT: &[Type] = &[Type::Text, Type::Int8, Type::Text];
 const TEXT_TEXT_INT: &[Type] = &[Type::Text, Type::Text, Type::Int8];
 const INT: &[Type] = &[Type::Int8];
 const DOUBLE: &[Type] = &[Type::Float8];
+const TEXT_TIMESTAMP: &[Type] = &[Type::Text, Type::Timestamp];
 
 const fn strict(
     names: &'static [&'static str],
@@ -298,6 +299,27 @@ pub static FUNCTIONS: &[Function] = &[
         volatile: false,
         body: Body::Lazy(datetime::current_date),
     },
+    strict(
+        &["extract"],
+        (2, 2),
+        Returns::Fixed(Type::Numeric { precision: 0, scale: 0 }),
+        Takes::Positions(TEXT_TIMESTAMP),
+        datetime::extract,
+    ),
+    strict(
+        &["date_part"],
+        (2, 2),
+        Returns::Fixed(Type::Float8),
+        Takes::Positions(TEXT_TIMESTAMP),
+        datetime::date_part,
+    ),
+    strict(
+        &["date_trunc"],
+        (2, 2),
+        Returns::Fixed(Type::Timestamp),
+        Takes::Positions(TEXT_TIMESTAMP),
+        datetime::date_trunc,
+    ),
     // Conditionals.
     Function {
         names: &["coalesce"],

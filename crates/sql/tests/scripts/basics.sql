@@ -189,6 +189,27 @@ SELECT 1 IS DISTINCT FROM 'x'
 ----
 error 22P02
 
+-- EXTRACT, date_part and date_trunc (PostgreSQL 15's answers, scales included).
+SELECT extract(year from timestamp '2024-03-01 12:34:56.5'), extract(second from timestamp '2024-03-01 12:34:56.5'), extract(epoch from timestamp '2024-03-01 12:34:56.5'), extract(dow from timestamp '2024-03-01 12:34:56.5'), extract(doy from timestamp '2024-03-01 12:34:56.5'), extract(week from timestamp '2024-03-01 12:34:56.5'), extract(millisecond from timestamp '2024-03-01 12:34:56.5'), extract(epoch from date '2024-03-01')
+----
+2024 | 56.500000 | 1709296496.500000 | 5 | 61 | 9 | 56500.000 | 1709251200
+
+SELECT extract(isodow from date '2024-03-03'), extract(week from date '2021-01-01'), extract(isoyear from date '2021-01-01'), extract(century from date '2001-01-01'), extract(epoch from timestamp '1969-12-31 23:59:59.5'), date_part('second', timestamp '2024-03-01 12:34:56.5')
+----
+7 | 53 | 2020 | 21 | -0.500000 | 56.5
+
+SELECT date_trunc('week', timestamp '2024-03-15 12:34:56.5'), date_trunc('quarter', timestamp '2024-05-15 12:34:56.5'), date_trunc('year', timestamp '1969-07-20 20:17:40'), date_trunc('milliseconds', timestamp '2024-05-15 12:34:56.123456')
+----
+2024-03-11 00:00:00 | 2024-04-01 00:00:00 | 1969-01-01 00:00:00 | 2024-05-15 12:34:56.123
+
+SELECT extract(hour from date '2024-03-01')
+----
+error 0A000
+
+SELECT date_trunc('bogus', timestamp '2024-03-15')
+----
+error 22023
+
 -- Text a function would build past the limit is refused before it is built.
 SELECT repeat('x', 100000000)
 ----
