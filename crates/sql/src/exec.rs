@@ -5,7 +5,7 @@ use crate::ast::{BinaryOp, JoinKind};
 use crate::catalog::{Sequence, TableInfo};
 use crate::codec::{KeyFormat, Wanted, decode_row, encode_key};
 use crate::error::{SqlError, SqlResult};
-use crate::expr::{BExpr, Context};
+use crate::expr::{BExpr, Context, check_text_len};
 pub use crate::interrupt::{INTERRUPT_CHECK_ROWS, Interrupt};
 use crate::plan::{Access, AggFunc, Aggregate, Path, QueryPlan};
 use crate::types::{DistinctValue, GroupHasher, GroupKey, Type, Value, cast};
@@ -601,7 +601,10 @@ enum AggState {
     Sum(Value),
     MinMax(Value),
     Avg(Value, i64),
-    Distinct(Vec<Value>, HashSet<DistinctValue, GroupHasher>),
+    /// `string_agg`'s text so far (`None`: no value yet).
+    Text(Option<String>),
+    /// The distinct values so far, each with the separator of the row it first came in.
+    Distinct(Vec<(Value, Value)>, HashSet<DistinctValue, GroupHasher>),
 }
 
 fn new_states(aggregates: &[Aggregate]) -> Vec<AggState> {
@@ -616,6 +619,7 @@ fn new_states(aggregates: &[Aggregate]) -> Vec<AggState> {
                 AggFunc::Sum => AggState::Sum(Value::Null),
                 AggFunc::Min | AggFunc::Max => AggState::MinMax(Value::Null),
                 AggFunc::Avg => AggState::Avg(Value::Null, 0),
+                AggFunc::StringAgg => AggState::Text(None),
             }
         })
         .collect()
@@ -628,7 +632,13 @@ fn add(sum: Value, value: Value, ty: Type) -> SqlResult<Value> {
     crate::expr::arith(BinaryOp::Add, sum, value, ty)
 }
 
-fn accumulate(state: &mut AggState, aggregate: &Aggregate, value: Value) -> SqlResult<()> {
+/// Adds `value` (and, for `string_agg`, the row's separator) to an aggregate's state.
+fn accumulate(
+    state: &mut AggState,
+    aggregate: &Aggregate,
+    value: Value,
+    separator: Value,
+) -> SqlResult<()> {
     match state {
         AggState::Count(n) => {
             if aggregate.func == AggFunc::CountStar || !value.is_null() {
@@ -654,9 +664,21 @@ fn accumulate(state: &mut AggState, aggregate: &Aggregate, value: Value) -> SqlR
             *sum = add(std::mem::replace(sum, Value::Null), value, aggregate.ty)?;
             *count += 1;
         }
+        AggState::Text(text) => {
+            let value = value.to_text(Type::Text).unwrap_or_default();
+            match text {
+                None => *text = Some(value),
+                Some(text) => {
+                    let separator = separator.to_text(Type::Text).unwrap_or_default();
+                    check_text_len(text.len() + separator.len() + value.len())?;
+                    text.push_str(&separator);
+                    text.push_str(&value);
+                }
+            }
+        }
         AggState::Distinct(values, seen) => {
             if seen.insert(DistinctValue(value.clone())) {
-                values.push(value);
+                values.push((value, separator));
             }
         }
     }
@@ -675,7 +697,11 @@ fn accumulate_row(
             Some(arg) => arg.eval(row, cx)?,
             None => Value::Null,
         };
-        accumulate(state, aggregate, value)?;
+        let separator = match &aggregate.separator {
+            Some(separator) => separator.eval(row, cx)?,
+            None => Value::Null,
+        };
+        accumulate(state, aggregate, value, separator)?;
     }
     Ok(())
 }
@@ -684,6 +710,7 @@ fn finish(state: AggState, aggregate: &Aggregate) -> SqlResult<Value> {
     Ok(match state {
         AggState::Count(n) => Value::Int(n),
         AggState::Sum(sum) | AggState::MinMax(sum) => sum,
+        AggState::Text(text) => text.map_or(Value::Null, |text| Value::Text(text.into())),
         AggState::Avg(sum, count) => {
             if count == 0 {
                 Value::Null
@@ -694,8 +721,8 @@ fn finish(state: AggState, aggregate: &Aggregate) -> SqlResult<Value> {
         AggState::Distinct(values, _) => {
             let plain = Aggregate { distinct: false, ..aggregate.clone() };
             let mut inner = new_states(std::slice::from_ref(&plain)).remove(0);
-            for value in values {
-                accumulate(&mut inner, &plain, value)?;
+            for (value, separator) in values {
+                accumulate(&mut inner, &plain, value, separator)?;
             }
             finish(inner, &plain)?
         }

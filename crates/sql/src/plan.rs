@@ -71,12 +71,17 @@ pub enum AggFunc {
     Min,
     Max,
     Avg,
+    /// `string_agg(value, separator)`: the values as text, each after the separator of its
+    /// row (the first without one); NULL values are left out.
+    StringAgg,
 }
 
 #[derive(Debug, Clone)]
 pub struct Aggregate {
     pub func: AggFunc,
     pub arg: Option<BExpr>,
+    /// `string_agg`'s separator, evaluated per row.
+    pub separator: Option<BExpr>,
     pub distinct: bool,
     pub ty: Type,
 }
@@ -295,7 +300,7 @@ pub struct Binder<'a> {
 }
 
 fn is_aggregate(name: &str) -> bool {
-    matches!(name, "count" | "sum" | "min" | "max" | "avg")
+    matches!(name, "count" | "sum" | "min" | "max" | "avg" | "string_agg")
 }
 
 fn contains_aggregate(expr: &Expr) -> bool {

@@ -447,11 +447,27 @@ impl Binder<'_> {
         let Expr::Function { name, args, distinct, star } = expr else {
             unreachable!("checked by the caller")
         };
+        let mut separator = None;
         let (func, arg, ty) = if *star {
             if name != "count" {
                 return Err(SqlError::syntax(format!("{name}(*) is not valid; only count(*)")));
             }
             (AggFunc::CountStar, None, Type::Int8)
+        } else if name == "string_agg" {
+            let [arg, between] = args.as_slice() else {
+                return Err(SqlError::undefined_function(format!(
+                    "function string_agg with {} arguments does not exist",
+                    args.len()
+                )));
+            };
+            if contains_aggregate(arg) || contains_aggregate(between) {
+                return Err(SqlError::new("42803", "aggregate function calls cannot be nested"));
+            }
+            let (bound, arg_ty) = self.bind(arg, scope)?;
+            let (bound, _) = self.coerce(bound, arg_ty, Type::Text)?;
+            let (between, between_ty) = self.bind(between, scope)?;
+            separator = Some(self.coerce(between, between_ty, Type::Text)?.0);
+            (AggFunc::StringAgg, Some(bound), Type::Text)
         } else {
             let [arg] = args.as_slice() else {
                 return Err(SqlError::undefined_function(format!(
@@ -487,7 +503,7 @@ impl Binder<'_> {
         let binding = group
             .as_mut()
             .ok_or_else(|| SqlError::new("42803", "aggregate functions are not allowed here"))?;
-        binding.aggregates.push(Aggregate { func, arg, distinct: *distinct, ty });
+        binding.aggregates.push(Aggregate { func, arg, separator, distinct: *distinct, ty });
         Ok((BExpr::Column(binding.keys.len() + binding.aggregates.len() - 1), ty))
     }
 }

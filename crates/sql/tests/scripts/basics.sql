@@ -210,6 +210,37 @@ SELECT date_trunc('bogus', timestamp '2024-03-15')
 ----
 error 22023
 
+-- string_agg: NULLs left out, NULL for no value, DISTINCT (PostgreSQL 15's answers).
+CREATE TABLE sa (id INT PRIMARY KEY, g INT, name TEXT)
+----
+ok CREATE TABLE
+
+INSERT INTO sa VALUES (1, 1, 'a'), (2, 1, 'b'), (3, 2, 'c'), (4, 2, NULL), (5, 1, 'a'), (6, 3, NULL)
+----
+ok INSERT 0 6
+
+SELECT g, string_agg(name, ',') FROM sa GROUP BY g ORDER BY g
+----
+1 | a,b,a
+2 | c
+3 | NULL
+
+SELECT string_agg(DISTINCT name, '-'), count(*) FROM sa WHERE g = 1
+----
+a-b | 3
+
+SELECT string_agg(name, ', ') FROM sa WHERE id > 100
+----
+NULL
+
+SELECT string_agg(name) FROM sa
+----
+error 42883
+
+DROP TABLE sa
+----
+ok DROP TABLE
+
 -- Text a function would build past the limit is refused before it is built.
 SELECT repeat('x', 100000000)
 ----
