@@ -78,6 +78,11 @@ pub struct Function {
 }
 
 impl Function {
+    /// The same function, marked volatile.
+    const fn volatile(self) -> Function {
+        Function { volatile: true, ..self }
+    }
+
     /// The name the function is listed by.
     pub fn name(&self) -> &'static str {
         self.names[0]
@@ -113,6 +118,40 @@ const fn strict(
     body: fn(&[Value], Type, &Context<'_>) -> SqlResult<Value>,
 ) -> Function {
     Function { names, arity, returns, takes, volatile: false, body: Body::Strict(body) }
+}
+
+/// A function called with NULL arguments too.
+const fn nulls(
+    names: &'static [&'static str],
+    arity: (usize, usize),
+    returns: Returns,
+    body: fn(&[Value], Type, &Context<'_>) -> SqlResult<Value>,
+) -> Function {
+    Function {
+        names,
+        arity,
+        returns,
+        takes: Takes::Result,
+        volatile: false,
+        body: Body::Nulls(body),
+    }
+}
+
+/// A function whose body evaluates its arguments itself.
+const fn lazy(
+    names: &'static [&'static str],
+    arity: (usize, usize),
+    returns: Returns,
+    body: fn(&[BExpr], &[Value], Type, &Context<'_>) -> SqlResult<Value>,
+) -> Function {
+    Function {
+        names,
+        arity,
+        returns,
+        takes: Takes::Result,
+        volatile: false,
+        body: Body::Lazy(body),
+    }
 }
 
 /// Every scalar function.
@@ -188,12 +227,8 @@ pub static FUNCTIONS: &[Function] = &[
         string::substr,
     ),
     Function {
-        names: &["concat"],
-        arity: (1, ANY),
-        returns: Returns::Fixed(Type::Text),
         takes: Takes::Positions(TEXT),
-        volatile: false,
-        body: Body::Nulls(string::concat),
+        ..nulls(&["concat"], (1, ANY), Returns::Fixed(Type::Text), string::concat)
     },
     strict(
         &["repeat"],
@@ -257,48 +292,25 @@ pub static FUNCTIONS: &[Function] = &[
         Takes::Positions(DOUBLE),
         math::power,
     ),
-    Function {
-        names: &["pi"],
-        arity: (0, 0),
-        returns: Returns::Fixed(Type::Float8),
-        takes: Takes::Result,
-        volatile: false,
-        body: Body::Lazy(math::pi),
-    },
+    lazy(&["pi"], (0, 0), Returns::Fixed(Type::Float8), math::pi),
     strict(&["floor"], (1, 1), Returns::First, Takes::Result, math::floor),
     strict(&["ceil", "ceiling"], (1, 1), Returns::First, Takes::Result, math::ceil),
     strict(&["mod"], (2, 2), Returns::CommonOfTwo, Takes::Result, math::modulo),
-    Function {
-        names: &["random"],
-        arity: (0, 0),
-        returns: Returns::Fixed(Type::Float8),
-        takes: Takes::Result,
-        volatile: true,
-        body: Body::Lazy(math::random),
-    },
+    lazy(&["random"], (0, 0), Returns::Fixed(Type::Float8), math::random).volatile(),
     // Dates and times.
-    Function {
-        names: &[
+    lazy(
+        &[
             "now",
             "current_timestamp",
             "localtimestamp",
             "transaction_timestamp",
             "statement_timestamp",
         ],
-        arity: (0, 0),
-        returns: Returns::Fixed(Type::Timestamp),
-        takes: Takes::Result,
-        volatile: false,
-        body: Body::Lazy(datetime::now),
-    },
-    Function {
-        names: &["current_date"],
-        arity: (0, 0),
-        returns: Returns::Fixed(Type::Date),
-        takes: Takes::Result,
-        volatile: false,
-        body: Body::Lazy(datetime::current_date),
-    },
+        (0, 0),
+        Returns::Fixed(Type::Timestamp),
+        datetime::now,
+    ),
+    lazy(&["current_date"], (0, 0), Returns::Fixed(Type::Date), datetime::current_date),
     strict(
         &["extract"],
         (2, 2),
@@ -321,79 +333,22 @@ pub static FUNCTIONS: &[Function] = &[
         datetime::date_trunc,
     ),
     // Conditionals.
-    Function {
-        names: &["coalesce"],
-        arity: (1, ANY),
-        returns: Returns::Common,
-        takes: Takes::Result,
-        volatile: false,
-        body: Body::Lazy(conditional::coalesce),
-    },
-    Function {
-        names: &["nullif"],
-        arity: (2, 2),
-        returns: Returns::First,
-        takes: Takes::Result,
-        volatile: false,
-        body: Body::Nulls(conditional::nullif),
-    },
-    Function {
-        names: &["greatest"],
-        arity: (1, ANY),
-        returns: Returns::Common,
-        takes: Takes::Result,
-        volatile: false,
-        body: Body::Nulls(conditional::greatest),
-    },
-    Function {
-        names: &["least"],
-        arity: (1, ANY),
-        returns: Returns::Common,
-        takes: Takes::Result,
-        volatile: false,
-        body: Body::Nulls(conditional::least),
-    },
+    lazy(&["coalesce"], (1, ANY), Returns::Common, conditional::coalesce),
+    nulls(&["nullif"], (2, 2), Returns::First, conditional::nullif),
+    nulls(&["greatest"], (1, ANY), Returns::Common, conditional::greatest),
+    nulls(&["least"], (1, ANY), Returns::Common, conditional::least),
     // The session and the server.
-    Function {
-        names: &["version"],
-        arity: (0, 0),
-        returns: Returns::Fixed(Type::Text),
-        takes: Takes::Result,
-        volatile: false,
-        body: Body::Lazy(info::version),
-    },
-    Function {
-        names: &["current_database"],
-        arity: (0, 0),
-        returns: Returns::Fixed(Type::Text),
-        takes: Takes::Result,
-        volatile: false,
-        body: Body::Lazy(info::current_database),
-    },
-    Function {
-        names: &["current_schema"],
-        arity: (0, 0),
-        returns: Returns::Fixed(Type::Text),
-        takes: Takes::Result,
-        volatile: false,
-        body: Body::Lazy(info::current_schema),
-    },
-    Function {
-        names: &["current_user", "session_user", "user"],
-        arity: (0, 0),
-        returns: Returns::Fixed(Type::Text),
-        takes: Takes::Result,
-        volatile: false,
-        body: Body::Lazy(info::current_user),
-    },
-    Function {
-        names: &["pg_sleep"],
-        arity: (1, 1),
-        returns: Returns::Fixed(Type::Float8),
-        takes: Takes::Result,
-        volatile: true,
-        body: Body::Strict(info::pg_sleep),
-    },
+    lazy(&["version"], (0, 0), Returns::Fixed(Type::Text), info::version),
+    lazy(&["current_database"], (0, 0), Returns::Fixed(Type::Text), info::current_database),
+    lazy(&["current_schema"], (0, 0), Returns::Fixed(Type::Text), info::current_schema),
+    lazy(
+        &["current_user", "session_user", "user"],
+        (0, 0),
+        Returns::Fixed(Type::Text),
+        info::current_user,
+    ),
+    strict(&["pg_sleep"], (1, 1), Returns::Fixed(Type::Float8), Takes::Result, info::pg_sleep)
+        .volatile(),
 ];
 
 static BY_NAME: LazyLock<HashMap<&'static str, &'static Function>> = LazyLock::new(|| {

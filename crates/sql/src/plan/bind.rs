@@ -320,22 +320,9 @@ impl Binder<'_> {
                     Type::Text,
                 ))
             }
-            BinaryOp::IsDistinctFrom | BinaryOp::IsNotDistinctFrom => {
-                let (l, lt) = self.coerce(l, lt, rt)?;
-                let (r, rt) = self.coerce(r, rt, lt)?;
-                let (l, lt) = self.coerce(l, lt, Type::Text)?;
-                let (r, rt) = self.coerce(r, rt, Type::Text)?;
-                if Type::common(lt, rt).is_none() {
-                    return Err(SqlError::undefined_function(format!(
-                        "operator does not exist: {} = {}",
-                        lt.name(),
-                        rt.name()
-                    )));
-                }
-                let negated = op == BinaryOp::IsNotDistinctFrom;
-                Ok((BExpr::Distinct { left: Box::new(l), right: Box::new(r), negated }, Type::Bool))
-            }
-            op if op.is_comparison() => {
+            op if op.is_comparison()
+                || matches!(op, BinaryOp::IsDistinctFrom | BinaryOp::IsNotDistinctFrom) =>
+            {
                 let (l, lt) = self.coerce(l, lt, rt)?;
                 let (r, rt) = self.coerce(r, rt, lt)?;
                 let (l, lt) = self.coerce(l, lt, Type::Text)?;
@@ -348,7 +335,13 @@ impl Binder<'_> {
                         rt.name()
                     )));
                 }
-                Ok((BExpr::Compare { op, left: Box::new(l), right: Box::new(r) }, Type::Bool))
+                let (left, right) = (Box::new(l), Box::new(r));
+                let bound = match op {
+                    BinaryOp::IsDistinctFrom => BExpr::Distinct { left, right, negated: false },
+                    BinaryOp::IsNotDistinctFrom => BExpr::Distinct { left, right, negated: true },
+                    op => BExpr::Compare { op, left, right },
+                };
+                Ok((bound, Type::Bool))
             }
             op => {
                 // Arithmetic: an untyped operand takes the other's type.

@@ -1,0 +1,262 @@
+//! Expressions: sqlparser's expression tree into Engram's, with the SQL forms that stand for a
+//! function (`SUBSTRING(... FROM ...)`, `TRIM(... FROM ...)`, `EXTRACT`, `POSITION`, `^`, ...)
+//! written as calls of the registry's functions.
+
+use super::*;
+
+fn boxed(expr: sp::Expr) -> SqlResult<Box<Expr>> {
+    Ok(Box::new(expr_from(expr)?))
+}
+
+/// Converts an expression.
+pub fn expr_from(expr: sp::Expr) -> SqlResult<Expr> {
+    depth::grow(|| expr_node(expr))
+}
+
+fn expr_node(expr: sp::Expr) -> SqlResult<Expr> {
+    use sp::Expr as E;
+    Ok(match expr {
+        E::Identifier(id) => {
+            if id.quote_style.is_none() {
+                let lower = id.value.to_lowercase();
+                match lower.as_str() {
+                    "current_timestamp" | "localtimestamp" => {
+                        return Ok(call("now", vec![]));
+                    }
+                    "current_date" => {
+                        return Ok(call("current_date", vec![]));
+                    }
+                    "default" => return Ok(Expr::Default),
+                    _ => {}
+                }
+            }
+            Expr::Column { table: None, name: ident(&id) }
+        }
+        E::CompoundIdentifier(ids) => match ids.as_slice() {
+            [table, column] => Expr::Column { table: Some(ident(table)), name: ident(column) },
+            [schema, table, column] if ident(schema) == "public" => {
+                Expr::Column { table: Some(ident(table)), name: ident(column) }
+            }
+            _ => {
+                return Err(SqlError::unsupported(format!(
+                    "the name {}",
+                    E::CompoundIdentifier(ids)
+                )));
+            }
+        },
+        E::Value(value) => match value.value {
+            sp::Value::Number(text, _) => Expr::Literal(Literal::Number(text)),
+            sp::Value::SingleQuotedString(s)
+            | sp::Value::EscapedStringLiteral(s)
+            | sp::Value::DollarQuotedString(sp::DollarQuotedString { value: s, .. }) => {
+                Expr::Literal(Literal::String(s))
+            }
+            sp::Value::Boolean(b) => Expr::Literal(Literal::Bool(b)),
+            sp::Value::Null => Expr::Literal(Literal::Null),
+            sp::Value::Placeholder(text) => {
+                let number = text
+                    .strip_prefix('$')
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .filter(|n| (1..=65_535).contains(n))
+                    .ok_or_else(|| SqlError::syntax(format!("invalid parameter {text}")))?;
+                Expr::Param(number)
+            }
+            other => return Err(SqlError::unsupported(format!("the literal {other}"))),
+        },
+        E::TypedString(typed) => {
+            let ty = type_from(&typed.data_type)?;
+            let text = match typed.value.value {
+                sp::Value::SingleQuotedString(s) => s,
+                other => return Err(SqlError::unsupported(format!("the literal {other}"))),
+            };
+            Expr::Cast { expr: Box::new(Expr::Literal(Literal::String(text))), ty }
+        }
+        E::Nested(inner) => expr_from(*inner)?,
+        E::UnaryOp { op, expr } => match op {
+            sp::UnaryOperator::Minus => match *expr {
+                E::Value(sp::ValueWithSpan { value: sp::Value::Number(text, _), .. }) => {
+                    Expr::Literal(Literal::Number(format!("-{text}")))
+                }
+                other => Expr::Negate(boxed(other)?),
+            },
+            sp::UnaryOperator::Plus => expr_from(*expr)?,
+            sp::UnaryOperator::Not => Expr::Not(boxed(*expr)?),
+            other => return Err(SqlError::unsupported(format!("the operator {other}"))),
+        },
+        E::BinaryOp { left, op, right } => {
+            let op = match op {
+                sp::BinaryOperator::Plus => BinaryOp::Add,
+                sp::BinaryOperator::Minus => BinaryOp::Subtract,
+                sp::BinaryOperator::Multiply => BinaryOp::Multiply,
+                sp::BinaryOperator::Divide => BinaryOp::Divide,
+                sp::BinaryOperator::Modulo => BinaryOp::Modulo,
+                sp::BinaryOperator::StringConcat => BinaryOp::Concat,
+                sp::BinaryOperator::Eq => BinaryOp::Eq,
+                sp::BinaryOperator::NotEq => BinaryOp::NotEq,
+                sp::BinaryOperator::Lt => BinaryOp::Lt,
+                sp::BinaryOperator::LtEq => BinaryOp::LtEq,
+                sp::BinaryOperator::Gt => BinaryOp::Gt,
+                sp::BinaryOperator::GtEq => BinaryOp::GtEq,
+                sp::BinaryOperator::And => BinaryOp::And,
+                sp::BinaryOperator::Or => BinaryOp::Or,
+                // `a ^ b`: PostgreSQL's exponentiation, in double precision.
+                sp::BinaryOperator::PGExp => {
+                    return Ok(call("power", vec![expr_from(*left)?, expr_from(*right)?]));
+                }
+                other => return Err(SqlError::unsupported(format!("the operator {other}"))),
+            };
+            Expr::Binary { op, left: boxed(*left)?, right: boxed(*right)? }
+        }
+        E::IsDistinctFrom(left, right) => Expr::Binary {
+            op: BinaryOp::IsDistinctFrom,
+            left: boxed(*left)?,
+            right: boxed(*right)?,
+        },
+        E::IsNotDistinctFrom(left, right) => Expr::Binary {
+            op: BinaryOp::IsNotDistinctFrom,
+            left: boxed(*left)?,
+            right: boxed(*right)?,
+        },
+        E::IsNull(inner) => Expr::IsNull { expr: boxed(*inner)?, negated: false },
+        E::IsNotNull(inner) => Expr::IsNull { expr: boxed(*inner)?, negated: true },
+        E::IsTrue(inner) => Expr::IsBool { expr: boxed(*inner)?, value: true, negated: false },
+        E::IsNotTrue(inner) => Expr::IsBool { expr: boxed(*inner)?, value: true, negated: true },
+        E::IsFalse(inner) => Expr::IsBool { expr: boxed(*inner)?, value: false, negated: false },
+        E::IsNotFalse(inner) => Expr::IsBool { expr: boxed(*inner)?, value: false, negated: true },
+        E::InList { expr, list, negated } => Expr::InList {
+            expr: boxed(*expr)?,
+            list: list.into_iter().map(expr_from).collect::<SqlResult<_>>()?,
+            negated,
+        },
+        E::InSubquery { expr, subquery, negated } => Expr::InSubquery {
+            expr: boxed(*expr)?,
+            query: Box::new(query_from(*subquery)?),
+            negated,
+        },
+        E::Exists { subquery, negated } => {
+            Expr::Exists { query: Box::new(query_from(*subquery)?), negated }
+        }
+        E::Subquery(query) => Expr::Subquery(Box::new(query_from(*query)?)),
+        E::Between { expr, negated, low, high } => {
+            Expr::Between { expr: boxed(*expr)?, low: boxed(*low)?, high: boxed(*high)?, negated }
+        }
+        E::Like { negated, any: false, expr, pattern, escape_char: None } => Expr::Like {
+            expr: boxed(*expr)?,
+            pattern: boxed(*pattern)?,
+            negated,
+            case_insensitive: false,
+        },
+        E::ILike { negated, any: false, expr, pattern, escape_char: None } => Expr::Like {
+            expr: boxed(*expr)?,
+            pattern: boxed(*pattern)?,
+            negated,
+            case_insensitive: true,
+        },
+        E::Cast {
+            kind: sp::CastKind::Cast | sp::CastKind::DoubleColon,
+            expr,
+            data_type,
+            format: None,
+        } => Expr::Cast { expr: boxed(*expr)?, ty: type_from(&data_type)? },
+        E::Substring { expr, substring_from, substring_for, .. } => {
+            let mut args = vec![expr_from(*expr)?];
+            args.push(match substring_from {
+                Some(from) => expr_from(*from)?,
+                None => Expr::Literal(Literal::Number("1".into())),
+            });
+            if let Some(length) = substring_for {
+                args.push(expr_from(*length)?);
+            }
+            call("substr", args)
+        }
+        E::Trim { trim_where, trim_what, expr, trim_characters } => {
+            let name = match trim_where {
+                Some(sp::TrimWhereField::Leading) => "ltrim",
+                Some(sp::TrimWhereField::Trailing) => "rtrim",
+                Some(sp::TrimWhereField::Both) | None => "btrim",
+            };
+            let mut args = vec![expr_from(*expr)?];
+            if let Some(what) = trim_what {
+                args.push(expr_from(*what)?);
+            }
+            for characters in trim_characters.into_iter().flatten() {
+                args.push(expr_from(characters)?);
+            }
+            call(name, args)
+        }
+        E::Floor {
+            expr,
+            field: sp::CeilFloorKind::DateTimeField(sp::DateTimeField::NoDateTime),
+        } => call("floor", vec![expr_from(*expr)?]),
+        E::Ceil {
+            expr,
+            field: sp::CeilFloorKind::DateTimeField(sp::DateTimeField::NoDateTime),
+        } => call("ceil", vec![expr_from(*expr)?]),
+        E::Extract { field, expr, .. } => call(
+            "extract",
+            vec![
+                Expr::Literal(Literal::String(field.to_string().to_lowercase())),
+                expr_from(*expr)?,
+            ],
+        ),
+        E::Position { expr, r#in } => call("strpos", vec![expr_from(*r#in)?, expr_from(*expr)?]),
+        E::Case { operand, conditions, else_result, .. } => Expr::Case {
+            operand: operand.map(|o| boxed(*o)).transpose()?,
+            whens: conditions
+                .into_iter()
+                .map(|when| Ok((expr_from(when.condition)?, expr_from(when.result)?)))
+                .collect::<SqlResult<_>>()?,
+            otherwise: else_result.map(|e| boxed(*e)).transpose()?,
+        },
+        E::Function(function) => function_from(function)?,
+        other => return Err(SqlError::unsupported(format!("the expression {other}"))),
+    })
+}
+
+fn function_from(function: sp::Function) -> SqlResult<Expr> {
+    if function.over.is_some() {
+        return Err(SqlError::unsupported("window functions (OVER)"));
+    }
+    if function.filter.is_some() || !function.within_group.is_empty() {
+        return Err(SqlError::unsupported("FILTER / WITHIN GROUP"));
+    }
+    let name = match function.name.0.as_slice() {
+        [sp::ObjectNamePart::Identifier(id)] => ident(id),
+        [sp::ObjectNamePart::Identifier(schema), sp::ObjectNamePart::Identifier(id)]
+            if ident(schema) == "pg_catalog" =>
+        {
+            ident(id)
+        }
+        _ => return Err(SqlError::unsupported(format!("the function {}", function.name))),
+    };
+    let mut distinct = false;
+    let mut star = false;
+    let mut args = Vec::new();
+    match function.args {
+        sp::FunctionArguments::None => {}
+        sp::FunctionArguments::Subquery(_) => {
+            return Err(SqlError::unsupported("a subquery as function arguments"));
+        }
+        sp::FunctionArguments::List(list) => {
+            distinct = matches!(list.duplicate_treatment, Some(sp::DuplicateTreatment::Distinct));
+            if !list.clauses.is_empty() {
+                return Err(SqlError::unsupported(format!("clauses in the call of {name}")));
+            }
+            for arg in list.args {
+                match arg {
+                    sp::FunctionArg::Unnamed(sp::FunctionArgExpr::Expr(expr)) => {
+                        args.push(expr_from(expr)?)
+                    }
+                    sp::FunctionArg::Unnamed(sp::FunctionArgExpr::Wildcard) => star = true,
+                    other => return Err(SqlError::unsupported(format!("the argument {other}"))),
+                }
+            }
+        }
+    }
+    Ok(Expr::Function { name, args, distinct, star })
+}
+
+/// A call of the scalar function `name`, as the SQL syntax that stands for one is written.
+fn call(name: &str, args: Vec<Expr>) -> Expr {
+    Expr::Function { name: name.into(), args, distinct: false, star: false }
+}
