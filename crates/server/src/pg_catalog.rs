@@ -170,7 +170,7 @@ pub(crate) fn answer(sql: &str, db: &SqlDb) -> Option<Outcome> {
     if sql.contains("FROM pg_catalog.pg_attribute a") && sql.contains("format_type") {
         let mut out = Vec::new();
         if let Some(r) = relation("a.attrelid =").filter(|r| r.kind == 'r') {
-            for column in &r.table.schema.columns {
+            for column in r.table.schema.columns.iter().filter(|c| !c.dropped) {
                 out.push(vec![
                     text(column.name.clone()),
                     text(column.ty.name()),

@@ -23,10 +23,7 @@ pub enum Statement {
     Truncate {
         tables: Vec<String>,
     },
-    AddPrimaryKey {
-        table: String,
-        columns: Vec<String>,
-    },
+    AlterTable(Box<AlterTable>),
     Begin {
         isolation: Option<Isolation>,
         /// `READ ONLY` (true) or `READ WRITE` (false); `None`: the session's default.
@@ -90,7 +87,7 @@ impl Statement {
             Statement::CreateIndex(_) => "CREATE INDEX",
             Statement::DropIndex { .. } => "DROP INDEX",
             Statement::Truncate { .. } => "TRUNCATE TABLE",
-            Statement::AddPrimaryKey { .. } => "ALTER TABLE",
+            Statement::AlterTable(_) => "ALTER TABLE",
             _ => "this command",
         }
     }
@@ -103,7 +100,7 @@ impl Statement {
                 | Statement::CreateIndex(_)
                 | Statement::DropIndex { .. }
                 | Statement::Truncate { .. }
-                | Statement::AddPrimaryKey { .. }
+                | Statement::AlterTable(_)
         )
     }
 }
@@ -508,6 +505,58 @@ pub struct ColumnDef {
     pub serial: bool,
     pub primary: bool,
     pub unique: bool,
+}
+
+/// `ALTER TABLE name action, ...`: the actions apply in order, as one statement.
+#[derive(Debug, Clone)]
+pub struct AlterTable {
+    pub table: String,
+    pub if_exists: bool,
+    pub actions: Vec<AlterAction>,
+}
+
+#[derive(Debug, Clone)]
+pub enum AlterAction {
+    AddColumn {
+        column: ColumnDef,
+        if_not_exists: bool,
+    },
+    DropColumn {
+        name: String,
+        if_exists: bool,
+    },
+    RenameColumn {
+        from: String,
+        to: String,
+    },
+    RenameTable {
+        to: String,
+    },
+    /// `SET DEFAULT` (the default as SQL text) or `DROP DEFAULT`.
+    SetDefault {
+        column: String,
+        default: Option<String>,
+    },
+    /// `SET NOT NULL` or `DROP NOT NULL`.
+    SetNotNull {
+        column: String,
+        not_null: bool,
+    },
+    SetType {
+        column: String,
+        ty: Type,
+    },
+    AddPrimaryKey {
+        columns: Vec<String>,
+    },
+    AddUnique {
+        name: Option<String>,
+        columns: Vec<String>,
+    },
+    DropConstraint {
+        name: String,
+        if_exists: bool,
+    },
 }
 
 #[derive(Debug, Clone)]

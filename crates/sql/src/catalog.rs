@@ -9,19 +9,25 @@
 //! commit. Engine tables no catalog row names (left by a crash between the two) are dropped
 //! at open.
 
-use crate::codec::{KeyFormat, Wanted, decode_row, encode_index_key, encode_key};
+use crate::codec::{
+    KeyFormat, Wanted, decode_row, decode_row_noting, encode_index_key, encode_key, encode_row,
+    row_version, row_width,
+};
 use crate::error::{SqlError, SqlResult};
 use crate::types::{Type, Value};
 use engram_engine::storage::KeyExtractor;
 use engram_engine::{IndexDefinition, IndexKeys, IndexSpec, TableRef, TableSpec};
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, RwLock};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 pub const CATALOG_TABLE: &str = "_engram_catalog";
+
+/// PostgreSQL's limit on a table's columns (dropped ones count).
+pub const MAX_COLUMNS: usize = 1600;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ColumnSchema {
@@ -32,6 +38,48 @@ pub struct ColumnSchema {
     pub default: Option<String>,
     /// For SERIAL columns: the catalog key of the sequence.
     pub sequence: Option<String>,
+    /// Dropped by `ALTER TABLE ... DROP COLUMN`: the column keeps its place in rows (NULL in
+    /// rows written since) and no statement can name it (`name` is PostgreSQL's
+    /// `........pg.dropped.N........`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dropped: bool,
+    /// What rows written before the column was added read in it (`ADD COLUMN ... DEFAULT`),
+    /// encoded as a one-column row (`codec::encode_row`); absent: NULL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing: Option<Vec<u8>>,
+}
+
+impl ColumnSchema {
+    pub fn new(name: String, ty: Type) -> ColumnSchema {
+        ColumnSchema {
+            name,
+            ty,
+            not_null: false,
+            default: None,
+            sequence: None,
+            dropped: false,
+            missing: None,
+        }
+    }
+}
+
+/// The name a dropped column takes, as PostgreSQL names it: no identifier an application
+/// writes is spelled so.
+pub fn dropped_name(position: usize) -> String {
+    format!("........pg.dropped.{}........", position + 1)
+}
+
+/// Whether `name` is a dropped column's (`dropped_name`).
+pub fn is_dropped_name(name: &str) -> bool {
+    name.starts_with("........pg.dropped.")
+}
+
+/// The column types rows were written with from schema version `from` on, up to the next
+/// layout's `from` (`TableSchema::layouts`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Layout {
+    pub from: u16,
+    pub types: Vec<Type>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -58,6 +106,16 @@ pub struct TableSchema {
     /// catalogs written before compact keys.
     #[serde(default)]
     pub key_format: KeyFormat,
+    /// The layouts of rows written before the column types last changed, oldest first: a
+    /// row of version `v` below `types_from` decodes with the types of the last layout whose
+    /// `from` is at most `v` (a row holds as many columns as its layout had when it was
+    /// written). Rows of `types_from` and later decode with the current types; a row written
+    /// before a column was added reads that column's `missing` value.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub layouts: Vec<Layout>,
+    /// The first schema version whose rows have the current column types (0: every one).
+    #[serde(default)]
+    pub types_from: u16,
 }
 
 /// What an index definition in the engine's catalog holds, so that recovery can rebuild its
@@ -76,8 +134,23 @@ impl TableSchema {
         self.columns.iter().map(|c| c.ty).collect()
     }
 
+    /// The column named `name`; never a dropped one.
     pub fn column(&self, name: &str) -> Option<usize> {
-        self.columns.iter().position(|c| c.name == name)
+        self.columns.iter().position(|c| c.name == name && !c.dropped)
+    }
+
+    /// The positions of the columns statements see (every one but the dropped), in order.
+    pub fn visible(&self) -> impl Iterator<Item = usize> + '_ {
+        self.columns.iter().enumerate().filter(|(_, c)| !c.dropped).map(|(at, _)| at)
+    }
+
+    /// The column types of rows of version `version`, when they differ from the current
+    /// ones (`None`: decode with the current types).
+    pub fn past_types(&self, version: u16) -> Option<&[Type]> {
+        if version >= self.types_from {
+            return None;
+        }
+        self.layouts.iter().rev().find(|layout| layout.from <= version).map(|l| &l.types[..])
     }
 
     /// The engine's table specification: one secondary index per SQL index.
@@ -167,7 +240,9 @@ pub struct Sequence {
 
 pub const SEQUENCE_BLOCK: i64 = 1000;
 
-/// A table as the planner and executor use it.
+/// A table as the planner and executor use it: one version of its definition. An ALTER
+/// TABLE makes a new one; transactions that began before it committed keep theirs
+/// (`Catalog::table_as_of`).
 #[derive(Debug)]
 pub struct TableInfo {
     pub schema: TableSchema,
@@ -180,11 +255,209 @@ pub struct TableInfo {
     /// A system view's rows (`system.rs`): the executor reads these instead of `engine`,
     /// which is then an engine table that stays empty.
     pub system: Option<Arc<SystemRows>>,
+    /// Per column, what a row written before the column was added reads there.
+    pub missing: Box<[Value]>,
+    /// Whether any of `missing` is not NULL.
+    has_missing: bool,
+    /// The layouts of every version of this table committed so far, shared by all its
+    /// versions: a transaction still reading an older version meets rows written since.
+    pub layouts: Arc<RwLock<Vec<Layout>>>,
+    /// The catalog version at which this version was installed (`u64::MAX` while the DDL
+    /// that made it has not committed).
+    pub since: AtomicU64,
+    /// The version this one replaced, for transactions that began before it.
+    pub previous: Option<Arc<TableInfo>>,
 }
 
+/// How many replaced versions of a table stay reachable for older transactions; one older
+/// still reads the oldest kept (rows decode under any version) and cannot write.
+const KEPT_VERSIONS: usize = 8;
+
 impl TableInfo {
+    pub fn new(
+        schema: TableSchema,
+        engine: TableRef,
+        rowid: Arc<AtomicI64>,
+        sequences: Vec<Option<Arc<Sequence>>>,
+        system: Option<Arc<SystemRows>>,
+    ) -> TableInfo {
+        let types = schema.types();
+        let missing: Box<[Value]> = schema
+            .columns
+            .iter()
+            .map(|column| {
+                column.missing.as_ref().map_or(Value::Null, |bytes| {
+                    let mut values = Vec::new();
+                    match decode_row(bytes, &[column.ty], &Wanted::ALL, &mut values) {
+                        Ok(()) => values.pop().unwrap_or(Value::Null),
+                        Err(_) => Value::Null,
+                    }
+                })
+            })
+            .collect();
+        let has_missing = missing.iter().any(|v| !v.is_null());
+        let mut layouts = schema.layouts.clone();
+        layouts.push(Layout { from: schema.types_from, types: types.clone() });
+        TableInfo {
+            types,
+            engine,
+            rowid,
+            sequences,
+            system,
+            missing,
+            has_missing,
+            layouts: Arc::new(RwLock::new(layouts)),
+            since: AtomicU64::new(0),
+            previous: None,
+            schema,
+        }
+    }
+
+    /// A new version of this table with `schema` (same engine table), not yet installed.
+    pub fn altered(
+        self: &Arc<TableInfo>,
+        schema: TableSchema,
+        sequences: Vec<Option<Arc<Sequence>>>,
+    ) -> TableInfo {
+        let mut info =
+            TableInfo::new(schema, self.engine.clone(), Arc::clone(&self.rowid), sequences, None);
+        info.layouts = Arc::clone(&self.layouts);
+        info.since = AtomicU64::new(u64::MAX);
+        // Keep a bounded chain of older versions.
+        let mut kept = Arc::clone(self);
+        let mut depth = 0;
+        let mut cursor = Some(self);
+        while let Some(at) = cursor {
+            depth += 1;
+            cursor = at.previous.as_ref();
+        }
+        if depth > KEPT_VERSIONS {
+            kept = Arc::new(self.truncated(KEPT_VERSIONS - 1));
+        }
+        info.previous = Some(kept);
+        info
+    }
+
+    /// A copy of this version whose chain of older versions is cut after `keep` links.
+    fn truncated(&self, keep: usize) -> TableInfo {
+        TableInfo {
+            schema: self.schema.clone(),
+            engine: self.engine.clone(),
+            types: self.types.clone(),
+            rowid: Arc::clone(&self.rowid),
+            sequences: self.sequences.clone(),
+            system: self.system.clone(),
+            missing: self.missing.clone(),
+            has_missing: self.has_missing,
+            layouts: Arc::clone(&self.layouts),
+            since: AtomicU64::new(self.since.load(Ordering::Acquire)),
+            previous: match (&self.previous, keep) {
+                (Some(previous), keep) if keep > 0 => Some(Arc::new(previous.truncated(keep - 1))),
+                _ => None,
+            },
+        }
+    }
+
+    /// Records this version's layout in the table's shared list, when it commits.
+    pub fn publish_layout(&self) {
+        let mut layouts = self.layouts.write();
+        let current = Layout { from: self.schema.types_from, types: self.types.clone() };
+        // Layouts of versions a rollback took back are replaced.
+        layouts.retain(|layout| layout.from <= current.from);
+        match layouts.last_mut() {
+            Some(last) if last.from == current.from => *last = current,
+            _ => layouts.push(current),
+        }
+    }
+
     pub fn next_rowid(&self) -> i64 {
         self.rowid.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Decodes the `wanted` columns of a stored row of this table, written under any schema
+    /// version, into `out` as this version's columns (`codec::decode_row`).
+    #[inline(always)]
+    pub fn decode(&self, row: &[u8], wanted: &Wanted, out: &mut Vec<Value>) -> SqlResult<()> {
+        if row_version(row) == self.schema.version {
+            decode_row(row, &self.types, wanted, out)
+        } else {
+            self.decode_other(row, wanted, out)
+        }
+    }
+
+    /// [`TableInfo::decode`], noting where columns start (`codec::decode_row_noting`); a
+    /// row of another version notes nothing, so an UPDATE re-encodes it whole.
+    #[inline(always)]
+    pub fn decode_noting(
+        &self,
+        row: &[u8],
+        wanted: &Wanted,
+        out: &mut Vec<Value>,
+        starts: &mut Vec<u32>,
+    ) -> SqlResult<()> {
+        if row_version(row) == self.schema.version {
+            decode_row_noting(row, &self.types, wanted, out, starts)
+        } else {
+            starts.clear();
+            self.decode_other(row, wanted, out)
+        }
+    }
+
+    /// Whether `row` was written under this version's layout (its bytes can be patched).
+    #[inline(always)]
+    pub fn current_layout(&self, row: &[u8]) -> bool {
+        row_version(row) == self.schema.version
+    }
+
+    #[cold]
+    fn decode_other(&self, row: &[u8], wanted: &Wanted, out: &mut Vec<Value>) -> SqlResult<()> {
+        let version = row_version(row);
+        let past = if version > self.schema.version {
+            // Written under a later version (this transaction began before an ALTER).
+            let layouts = self.layouts.read();
+            layouts
+                .iter()
+                .rev()
+                .find(|layout| layout.from <= version)
+                .filter(|layout| layout.from > self.schema.types_from)
+                .map(|layout| layout.types.clone())
+        } else {
+            self.schema.past_types(version).map(<[Type]>::to_vec)
+        };
+        match past {
+            None => decode_row(row, &self.types, wanted, out)?,
+            Some(types) => {
+                let mut all = Vec::new();
+                decode_row(row, &types, &Wanted::ALL, &mut all)?;
+                out.clear();
+                out.resize_with(self.types.len(), || Value::Null);
+                for (column, value) in all.into_iter().enumerate().take(self.types.len()) {
+                    if wanted.wants(column) {
+                        out[column] = value;
+                    }
+                }
+            }
+        }
+        if self.has_missing {
+            let stored = row_width(row);
+            for (column, missing) in self.missing.iter().enumerate().skip(stored) {
+                if wanted.wants(column) && !missing.is_null() {
+                    out[column] = missing.clone();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `row` in this version's layout (the row itself when it already is).
+    pub fn upgrade<'r>(&self, row: &'r [u8], out: &'r mut Vec<u8>) -> SqlResult<&'r [u8]> {
+        if self.current_layout(row) {
+            return Ok(row);
+        }
+        let mut values = Vec::new();
+        self.decode(row, &Wanted::ALL, &mut values)?;
+        encode_row(self.schema.version, &self.types, &values, out);
+        Ok(out)
     }
 }
 
@@ -200,9 +473,65 @@ pub struct Catalog {
     pub sequences: HashMap<String, Arc<Sequence>>,
 }
 
+/// A table version an uncommitted ALTER TABLE made: its session sees it, others the
+/// committed one, until the ALTER commits (`session/schema.rs`).
+#[derive(Debug, Clone)]
+pub struct Pending {
+    /// The table's committed name, and the committed version the ALTER started from.
+    pub old_name: String,
+    pub base: Arc<TableInfo>,
+    /// The name and version after the transaction's ALTERs so far.
+    pub name: String,
+    pub info: Arc<TableInfo>,
+}
+
+/// What one session sees of the catalog beyond its committed state: its own uncommitted
+/// ALTERs, and the catalog version its transaction began at (tables altered since read as
+/// they were then).
+#[derive(Debug, Clone, Copy)]
+pub struct View<'a> {
+    pub pending: &'a [Pending],
+    pub as_of: u64,
+}
+
+impl View<'_> {
+    /// The committed catalog as it is now.
+    pub const CURRENT: View<'static> = View { pending: &[], as_of: u64::MAX };
+}
+
 impl Catalog {
     pub fn table(&self, name: &str) -> SqlResult<Arc<TableInfo>> {
         self.tables.get(name).cloned().ok_or_else(|| SqlError::undefined_table(name))
+    }
+
+    /// The table `name` as `view` sees it, and whether that is the version writes go to (a
+    /// transaction that began before an ALTER TABLE of the table committed reads the version
+    /// it began with, and may not write it).
+    pub fn table_in(&self, name: &str, view: View<'_>) -> SqlResult<(Arc<TableInfo>, bool)> {
+        for pending in view.pending.iter().rev() {
+            if pending.name == name {
+                return Ok((Arc::clone(&pending.info), true));
+            }
+            if pending.old_name == name {
+                return Err(SqlError::undefined_table(name));
+            }
+        }
+        let info = self.table(name)?;
+        if info.since.load(Ordering::Acquire) <= view.as_of {
+            return Ok((info, true));
+        }
+        let mut older = &info;
+        while let Some(previous) = &older.previous {
+            older = previous;
+            if older.since.load(Ordering::Acquire) <= view.as_of {
+                break;
+            }
+        }
+        if Arc::ptr_eq(older, &info) {
+            // Created since the transaction began: there is no older version.
+            return Ok((info, true));
+        }
+        Ok((Arc::clone(older), false))
     }
 
     /// The table owning index `name`.

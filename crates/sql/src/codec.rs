@@ -180,6 +180,11 @@ pub fn row_version(row: &[u8]) -> u16 {
     row.get(..2).map_or(0, |b| u16::from_le_bytes([b[0], b[1]]))
 }
 
+/// How many columns a row holds (those its schema version had).
+pub fn row_width(row: &[u8]) -> usize {
+    row.get(2..4).map_or(0, |b| usize::from(u16::from_le_bytes([b[0], b[1]])))
+}
+
 /// The columns of a table that a decode reads: every one, or those marked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Wanted {
@@ -234,6 +239,11 @@ impl Wanted {
         let direct = end.map(|end| Direct { columns: columns.into(), end });
         let steps = marks.iter().zip(types).map(|(&mark, ty)| step_of(*ty, mark)).collect();
         Wanted { marks, count, all: false, direct, steps }
+    }
+
+    /// Whether column `column` is read.
+    pub fn wants(&self, column: usize) -> bool {
+        self.all || self.marks.get(column).copied().unwrap_or(false)
     }
 
     /// How many columns of a row of `width` are read.

@@ -1,10 +1,13 @@
 //! DDL: run inside the session's transaction with the schema lock held exclusively. Catalog
 //! rows are written through the engine transaction; engine tables are created at once and
-//! dropped at commit, and a rollback puts the previous catalog entries back.
+//! dropped at commit, and a rollback puts the previous catalog entries back. ALTER TABLE is in
+//! `ddl/alter.rs`.
+
+mod alter;
 
 use crate::ast::{CreateTable, Statement};
 use crate::catalog::{CATALOG_TABLE, ColumnSchema, IndexSchema, TableInfo, TableSchema};
-use crate::codec::{KeyFormat, Wanted, decode_row, encode_key};
+use crate::codec::{KeyFormat, Wanted, encode_key};
 use crate::error::{SqlError, SqlResult};
 use crate::session::{Session, Undo};
 use engram_engine::Direction;
@@ -13,7 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
 
 /// How a rebuild changes a table.
-enum Rebuild {
+pub(crate) enum Rebuild {
     AddIndex(IndexSchema),
     DropIndex(String),
     Truncate,
@@ -113,45 +116,27 @@ impl Session {
                 }
                 Ok("TRUNCATE TABLE".into())
             }
-            Statement::AddPrimaryKey { table, columns } => {
-                let table = self.db.catalog.read().table(table)?;
-                if !table.schema.primary_key.is_empty() {
-                    return Err(SqlError::new(
-                        "42P16",
-                        format!(
-                            "multiple primary keys for table \"{}\" are not allowed",
-                            table.schema.name
-                        ),
-                    ));
-                }
-                let mut positions = Vec::new();
-                for name in columns {
-                    positions.push(
-                        table
-                            .schema
-                            .column(name)
-                            .ok_or_else(|| SqlError::undefined_column(name))?,
-                    );
-                }
-                self.rebuild(&table, Rebuild::PrimaryKey(positions))?;
-                Ok("ALTER TABLE".into())
-            }
+            Statement::AlterTable(alter) => self.alter_table(alter),
             _ => Err(SqlError::new("XX000", "not a DDL statement")),
         }
     }
 
-    fn notice(&mut self, message: String) {
+    pub(crate) fn notice(&mut self, message: String) {
         self.notices.push(crate::error::Notice::info(message));
     }
 
-    fn relation_exists(&self, name: &str) -> bool {
+    pub(crate) fn relation_exists(&self, name: &str) -> bool {
         let catalog = self.db.catalog.read();
         catalog.tables.contains_key(name) || catalog.index_table(name).is_some()
     }
 
     /// Writes (or with `None` deletes) a table's catalog row in the session's transaction,
     /// and notes it for the catalog log at commit (`SqlDb::log_catalog_rows`).
-    fn write_catalog_row(&mut self, name: &str, schema: Option<&TableSchema>) -> SqlResult<()> {
+    pub(crate) fn write_catalog_row(
+        &mut self,
+        name: &str,
+        schema: Option<&TableSchema>,
+    ) -> SqlResult<()> {
         let key = format!("table:{name}").into_bytes();
         let catalog_table = self.db.database().table(CATALOG_TABLE)?;
         let mut txn = self.worker.txn()?;
@@ -172,18 +157,22 @@ impl Session {
         Ok(())
     }
 
-    fn install(
+    pub(crate) fn install(
         &mut self,
         name: &str,
         info: Option<Arc<TableInfo>>,
         created_engine: Option<String>,
     ) {
         let mut catalog = self.db.catalog.write();
+        catalog.version += 1;
         let previous = match info {
-            Some(info) => catalog.tables.insert(name.to_string(), info),
+            Some(info) => {
+                info.since.store(catalog.version, std::sync::atomic::Ordering::Release);
+                info.publish_layout();
+                catalog.tables.insert(name.to_string(), info)
+            }
             None => catalog.tables.remove(name),
         };
-        catalog.version += 1;
         self.db.catalog_version.store(catalog.version, std::sync::atomic::Ordering::Release);
         self.undo.push(Undo::Table { name: name.to_string(), previous, created_engine });
     }
@@ -226,11 +215,10 @@ impl Session {
                 ));
             }
             columns.push(ColumnSchema {
-                name: def.name.clone(),
-                ty: def.ty,
                 not_null: def.not_null,
                 default: def.default.clone(),
                 sequence: def.serial.then(|| format!("{engine_name}.{}", def.name)),
+                ..ColumnSchema::new(def.name.clone(), def.ty)
             });
         }
         let names: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
@@ -293,13 +281,15 @@ impl Session {
             indexes,
             primary_name: (!primary_names.is_empty()).then(|| format!("{}_pkey", create.name)),
             key_format: KeyFormat::Compact,
+            layouts: Vec::new(),
+            types_from: 0,
         };
         self.install_new(schema, None)?;
         Ok("CREATE TABLE".into())
     }
 
     /// Creates the engine table of `schema`, writes its catalog row and installs it.
-    fn install_new(
+    pub(crate) fn install_new(
         &mut self,
         schema: TableSchema,
         rowid: Option<Arc<AtomicI64>>,
@@ -318,14 +308,8 @@ impl Session {
                 .map(|c| c.sequence.as_ref().map(|key| catalog.sequence(key)))
                 .collect()
         };
-        let info = Arc::new(TableInfo {
-            types: schema.types(),
-            engine,
-            rowid: rowid.unwrap_or_else(|| Arc::new(AtomicI64::new(1))),
-            sequences,
-            schema,
-            system: None,
-        });
+        let rowid = rowid.unwrap_or_else(|| Arc::new(AtomicI64::new(1)));
+        let info = Arc::new(TableInfo::new(schema, engine, rowid, sequences, None));
         self.install(&info.schema.name.clone(), Some(Arc::clone(&info)), Some(created));
         Ok(info)
     }
@@ -338,9 +322,28 @@ impl Session {
         Ok(())
     }
 
+    /// Every (key, row) of `table` as this transaction sees it, collected first: the scan
+    /// borrows the transaction that then writes them elsewhere.
+    pub(crate) fn table_rows(&mut self, table: &TableInfo) -> SqlResult<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut rows = Vec::new();
+        let mut txn = self.worker.txn()?;
+        txn.scan(
+            &table.engine,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            Direction::Forward,
+            usize::MAX,
+            |key, row| {
+                rows.push((key.to_vec(), row.to_vec()));
+                true
+            },
+        )?;
+        Ok(rows)
+    }
+
     /// Builds a new generation of `table` with a changed schema, copying its rows (in this
     /// transaction, so they include its own writes); the old generation is dropped at commit.
-    fn rebuild(&mut self, table: &Arc<TableInfo>, change: Rebuild) -> SqlResult<()> {
+    pub(crate) fn rebuild(&mut self, table: &Arc<TableInfo>, change: Rebuild) -> SqlResult<()> {
         let mut schema = table.schema.clone();
         schema.engine_name = self.db.catalog.write().next_engine_name(&schema.name);
         let mut copy = true;
@@ -364,29 +367,17 @@ impl Session {
                 rekey = true;
             }
         }
-        // Collect the rows first: the scan borrows the transaction.
-        let mut rows: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-        if copy {
-            let mut txn = self.worker.txn()?;
-            txn.scan(
-                &table.engine,
-                Bound::Unbounded,
-                Bound::Unbounded,
-                Direction::Forward,
-                usize::MAX,
-                |key, row| {
-                    rows.push((key.to_vec(), row.to_vec()));
-                    true
-                },
-            )?;
-        }
+        let rows = if copy { self.table_rows(table)? } else { Vec::new() };
         let rowid = (!rekey && schema.primary_key.is_empty()).then(|| Arc::clone(&table.rowid));
         let info = self.install_new(schema, rowid)?;
         let mut txn = self.worker.txn()?;
-        let mut values = Vec::new();
+        let (mut values, mut upgraded) = (Vec::new(), Vec::new());
         for (mut key, row) in rows {
+            // Rows of older schema versions are written in the newest, so that the new
+            // generation's indexes read the values they stand for.
+            let row = table.upgrade(&row, &mut upgraded)?;
             if rekey {
-                decode_row(&row, &info.types, &Wanted::ALL, &mut values)?;
+                info.decode(row, &Wanted::ALL, &mut values)?;
                 key.clear();
                 for &c in &info.schema.primary_key {
                     if values[c].is_null() {
@@ -402,17 +393,10 @@ impl Session {
                 }
                 // The row bytes stay as they are: the columns did not change.
             }
-            match txn.insert(&info.engine, &key, &row) {
+            match txn.insert(&info.engine, &key, row) {
                 Ok(()) => {}
                 Err(engram_engine::Error::DuplicateKey { index, .. }) => {
-                    let name =
-                        index.or_else(|| info.schema.primary_name.clone()).unwrap_or_default();
-                    return Err(SqlError::new(
-                        "23505",
-                        format!(
-                            "could not create unique index \"{name}\": the table holds duplicate keys"
-                        ),
-                    ));
+                    return Err(duplicate_error(&info, index, row));
                 }
                 Err(error) => return Err(error.into()),
             }
@@ -420,4 +404,25 @@ impl Session {
         self.drop_at_commit.push(table.schema.engine_name.clone());
         Ok(())
     }
+}
+
+/// PostgreSQL's error for a unique index that cannot be built over the rows: `row` is one
+/// whose key was found twice.
+pub(crate) fn duplicate_error(info: &TableInfo, index: Option<String>, row: &[u8]) -> SqlError {
+    let columns = match info.schema.indexes.iter().find(|i| index.as_ref() == Some(&i.name)) {
+        Some(index) => index.columns.clone(),
+        None => info.schema.primary_key.clone(),
+    };
+    let name = index.or_else(|| info.schema.primary_name.clone()).unwrap_or_default();
+    let error = SqlError::new("23505", format!("could not create unique index \"{name}\""));
+    let mut values = Vec::new();
+    if info.decode(row, &Wanted::ALL, &mut values).is_err() {
+        return error;
+    }
+    let names: Vec<&str> = columns.iter().map(|&c| info.schema.columns[c].name.as_str()).collect();
+    let texts: Vec<String> = columns
+        .iter()
+        .map(|&c| values[c].to_text(info.types[c]).unwrap_or_else(|| "null".into()))
+        .collect();
+    error.with_detail(format!("Key ({})=({}) is duplicated.", names.join(", "), texts.join(", ")))
 }

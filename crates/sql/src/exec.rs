@@ -3,7 +3,7 @@
 
 use crate::ast::{BinaryOp, JoinKind};
 use crate::catalog::{Sequence, TableInfo};
-use crate::codec::{KeyFormat, Wanted, decode_row, encode_key};
+use crate::codec::{KeyFormat, Wanted, encode_key};
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{BExpr, Context, check_text_len};
 pub use crate::interrupt::{INTERRUPT_CHECK_ROWS, Interrupt};
@@ -491,7 +491,7 @@ fn visit(
                 }
             }
         }
-        if let Err(error) = decode_row(bytes, types, wanted, decoded) {
+        if let Err(error) = table.decode(bytes, wanted, decoded) {
             failure = Some(error);
             return false;
         }
@@ -575,7 +575,7 @@ fn lookup(
     };
     match found {
         Some(bytes) => {
-            decode_row(bytes, &table.types, &access.wanted, decoded)?;
+            table.decode(bytes, &access.wanted, decoded)?;
             sink(key, decoded)
         }
         None => Ok(true),

@@ -64,6 +64,9 @@ pub struct SqlDb {
     /// execution (the schema lock a session holds keeps it from changing under a statement).
     catalog_version: AtomicU64,
     schema_lock: SchemaLock,
+    /// Taken by the commit of a transaction with ALTER TABLEs made under the shared schema
+    /// lock, so that two such commits of one table are checked one after the other.
+    alter_commit: Mutex<()>,
     /// Row locks of locking reads, and of writes to the tables they are used on (`locks.rs`).
     pub(crate) row_locks: locks::RowLocks,
     catalog_table: TableRef,
@@ -158,14 +161,8 @@ impl SqlDb {
             } else {
                 1
             };
-            let info = TableInfo {
-                types: schema.types(),
-                engine,
-                rowid: Arc::new(AtomicI64::new(rowid)),
-                sequences,
-                schema,
-                system: None,
-            };
+            let info =
+                TableInfo::new(schema, engine, Arc::new(AtomicI64::new(rowid)), sequences, None);
             catalog.tables.insert(info.schema.name.clone(), Arc::new(info));
         }
         // Engine tables of SQL tables that no catalog row names: left by a crash during DDL.
@@ -189,6 +186,7 @@ impl SqlDb {
             catalog_version: AtomicU64::new(catalog.version),
             catalog: RwLock::new(catalog),
             schema_lock: SchemaLock::default(),
+            alter_commit: Mutex::new(()),
             row_locks: locks::RowLocks::default(),
             catalog_table,
             system: Mutex::new(system),
@@ -325,7 +323,7 @@ fn row_keys(db: Weak<SqlDb>) -> engram_engine::RowKeys {
             return false;
         }
         let mut values = Vec::new();
-        if codec::decode_row(row, &info.types, &codec::Wanted::ALL, &mut values).is_err() {
+        if info.decode(row, &codec::Wanted::ALL, &mut values).is_err() {
             return false;
         }
         catalog::primary_key(&info, &values, out);

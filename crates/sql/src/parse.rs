@@ -297,23 +297,17 @@ fn statement_from(statement: sp::Statement) -> SqlResult<Statement> {
                 .collect::<SqlResult<_>>()?,
         },
         S::AlterTable(alter) => {
-            let table = object_name(&alter.name)?;
-            match alter.operations.as_slice() {
-                [
-                    sp::AlterTableOperation::AddConstraint {
-                        constraint: sp::TableConstraint::PrimaryKey(pk),
-                        ..
-                    },
-                ] => Statement::AddPrimaryKey {
-                    table,
-                    columns: pk
-                        .columns
-                        .iter()
-                        .map(|c| index_column(&c.column))
-                        .collect::<SqlResult<_>>()?,
-                },
-                _ => return Err(SqlError::unsupported("this ALTER TABLE (only ADD PRIMARY KEY)")),
+            if alter.table_type.is_some() || alter.location.is_some() || alter.on_cluster.is_some()
+            {
+                return Err(SqlError::unsupported("this form of ALTER TABLE"));
             }
+            let actions =
+                alter.operations.into_iter().map(alter_action).collect::<SqlResult<Vec<_>>>()?;
+            Statement::AlterTable(Box::new(AlterTable {
+                table: object_name(&alter.name)?,
+                if_exists: alter.if_exists,
+                actions,
+            }))
         }
         S::StartTransaction { modes, .. } => {
             let (isolation, read_only) = transaction_modes(&modes)?;
@@ -605,6 +599,115 @@ fn numeric(precision: u64, scale: i64) -> SqlResult<Type> {
     Ok(Type::Numeric { precision: precision as u8, scale: scale as u8 })
 }
 
+fn alter_action(operation: sp::AlterTableOperation) -> SqlResult<AlterAction> {
+    use sp::AlterTableOperation as O;
+    let columns = |columns: &[sp::IndexColumn]| -> SqlResult<Vec<String>> {
+        columns.iter().map(|c| index_column(&c.column)).collect()
+    };
+    Ok(match operation {
+        O::AddColumn { if_not_exists, column_def, column_position: None, .. } => {
+            AlterAction::AddColumn { column: column_def_from(column_def)?, if_not_exists }
+        }
+        O::DropColumn { column_names, if_exists, drop_behavior, .. } => {
+            if matches!(drop_behavior, Some(sp::DropBehavior::Cascade)) {
+                return Err(SqlError::unsupported("DROP COLUMN ... CASCADE"));
+            }
+            match column_names.as_slice() {
+                [name] => AlterAction::DropColumn { name: ident(name), if_exists },
+                _ => return Err(SqlError::syntax("DROP COLUMN names one column")),
+            }
+        }
+        O::RenameColumn { old_column_name, new_column_name } => {
+            AlterAction::RenameColumn { from: ident(&old_column_name), to: ident(&new_column_name) }
+        }
+        O::RenameTable { table_name } => {
+            let (sp::RenameTableNameKind::To(name) | sp::RenameTableNameKind::As(name)) =
+                table_name;
+            AlterAction::RenameTable { to: object_name(&name)? }
+        }
+        O::AlterColumn { column_name, op } => {
+            let column = ident(&column_name);
+            match op {
+                sp::AlterColumnOperation::SetNotNull => {
+                    AlterAction::SetNotNull { column, not_null: true }
+                }
+                sp::AlterColumnOperation::DropNotNull => {
+                    AlterAction::SetNotNull { column, not_null: false }
+                }
+                sp::AlterColumnOperation::SetDefault { value } => {
+                    expr_from(value.clone())?;
+                    AlterAction::SetDefault { column, default: Some(value.to_string()) }
+                }
+                sp::AlterColumnOperation::DropDefault => {
+                    AlterAction::SetDefault { column, default: None }
+                }
+                sp::AlterColumnOperation::SetDataType { data_type, using: None, .. } => {
+                    AlterAction::SetType { column, ty: type_from(&data_type)? }
+                }
+                sp::AlterColumnOperation::SetDataType { using: Some(_), .. } => {
+                    return Err(SqlError::unsupported("ALTER COLUMN ... TYPE ... USING"));
+                }
+                other => return Err(SqlError::unsupported(format!("ALTER COLUMN ... {other}"))),
+            }
+        }
+        O::AddConstraint { constraint: sp::TableConstraint::PrimaryKey(pk), not_valid: false } => {
+            AlterAction::AddPrimaryKey { columns: columns(&pk.columns)? }
+        }
+        O::AddConstraint { constraint: sp::TableConstraint::Unique(unique), not_valid: false } => {
+            AlterAction::AddUnique {
+                name: unique.name.as_ref().map(ident),
+                columns: columns(&unique.columns)?,
+            }
+        }
+        O::DropConstraint { if_exists, name, drop_behavior } => {
+            if matches!(drop_behavior, Some(sp::DropBehavior::Cascade)) {
+                return Err(SqlError::unsupported("DROP CONSTRAINT ... CASCADE"));
+            }
+            AlterAction::DropConstraint { name: ident(&name), if_exists }
+        }
+        other => return Err(SqlError::unsupported(format!("ALTER TABLE ... {other}"))),
+    })
+}
+
+/// A column definition of CREATE TABLE or ALTER TABLE ... ADD COLUMN.
+fn column_def_from(column: sp::ColumnDef) -> SqlResult<ColumnDef> {
+    let (ty, serial) = match &column.data_type {
+        sp::DataType::Custom(name, modifiers) if modifiers.is_empty() => {
+            match object_name(name)?.as_str() {
+                "serial" | "serial4" => (Type::Int4, true),
+                "bigserial" | "serial8" => (Type::Int8, true),
+                "smallserial" | "serial2" => (Type::Int2, true),
+                _ => (type_from(&column.data_type)?, false),
+            }
+        }
+        other => (type_from(other)?, false),
+    };
+    let mut def = ColumnDef {
+        name: ident(&column.name),
+        ty,
+        not_null: serial,
+        default: None,
+        serial,
+        primary: false,
+        unique: false,
+    };
+    for option in column.options {
+        match option.option {
+            sp::ColumnOption::Null => def.not_null = false,
+            sp::ColumnOption::NotNull => def.not_null = true,
+            sp::ColumnOption::Default(expr) => {
+                // Check now that it converts; the catalog keeps the text.
+                expr_from(expr.clone())?;
+                def.default = Some(expr.to_string());
+            }
+            sp::ColumnOption::PrimaryKey(_) => def.primary = true,
+            sp::ColumnOption::Unique(_) => def.unique = true,
+            other => return Err(SqlError::unsupported(format!("the column option {other}"))),
+        }
+    }
+    Ok(def)
+}
+
 fn create_table_from(create: sp::CreateTable) -> SqlResult<CreateTable> {
     if create.query.is_some() {
         return Err(SqlError::unsupported("CREATE TABLE ... AS"));
@@ -623,41 +726,7 @@ fn create_table_from(create: sp::CreateTable) -> SqlResult<CreateTable> {
         uniques: Vec::new(),
     };
     for column in create.columns {
-        let (ty, serial) = match &column.data_type {
-            sp::DataType::Custom(name, modifiers) if modifiers.is_empty() => {
-                match object_name(name)?.as_str() {
-                    "serial" | "serial4" => (Type::Int4, true),
-                    "bigserial" | "serial8" => (Type::Int8, true),
-                    "smallserial" | "serial2" => (Type::Int2, true),
-                    _ => (type_from(&column.data_type)?, false),
-                }
-            }
-            other => (type_from(other)?, false),
-        };
-        let mut def = ColumnDef {
-            name: ident(&column.name),
-            ty,
-            not_null: serial,
-            default: None,
-            serial,
-            primary: false,
-            unique: false,
-        };
-        for option in column.options {
-            match option.option {
-                sp::ColumnOption::Null => def.not_null = false,
-                sp::ColumnOption::NotNull => def.not_null = true,
-                sp::ColumnOption::Default(expr) => {
-                    // Check now that it converts; the catalog keeps the text.
-                    expr_from(expr.clone())?;
-                    def.default = Some(expr.to_string());
-                }
-                sp::ColumnOption::PrimaryKey(_) => def.primary = true,
-                sp::ColumnOption::Unique(_) => def.unique = true,
-                other => return Err(SqlError::unsupported(format!("the column option {other}"))),
-            }
-        }
-        table.columns.push(def);
+        table.columns.push(column_def_from(column)?);
     }
     for constraint in create.constraints {
         match constraint {

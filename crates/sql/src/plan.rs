@@ -6,7 +6,7 @@
 //! `plan/explain.rs`.
 
 use crate::ast::{self, Expr, JoinKind, Literal};
-use crate::catalog::{Catalog, TableInfo};
+use crate::catalog::{Catalog, TableInfo, View};
 use crate::codec::Wanted;
 use crate::depth;
 use crate::error::{SqlError, SqlResult};
@@ -253,7 +253,11 @@ impl Scope {
             if table.is_some_and(|t| t != scope_table.name) {
                 continue;
             }
-            if let Some(at) = scope_table.columns.iter().position(|(c, _)| c == name) {
+            if let Some(at) = scope_table
+                .columns
+                .iter()
+                .position(|(c, _)| c == name && !crate::catalog::is_dropped_name(c))
+            {
                 if found.is_some() {
                     return Err(SqlError::new(
                         "42702",
@@ -288,6 +292,8 @@ struct GroupBinding {
 #[allow(missing_debug_implementations)]
 pub struct Binder<'a> {
     catalog: &'a Catalog,
+    /// The session's own uncommitted ALTERs and its transaction's catalog version.
+    view: View<'a>,
     /// The session's settings, for the `pg_settings` view.
     settings: Option<&'a std::collections::BTreeMap<String, String>>,
     /// The engine, for the views of its statistics (`engram_stat_conflicts`).
@@ -385,6 +391,7 @@ impl<'a> Binder<'a> {
     pub fn new(catalog: &'a Catalog, param_types: &[Type]) -> Self {
         Binder {
             catalog,
+            view: View::CURRENT,
             settings: None,
             engine: None,
             params: param_types.to_vec(),
@@ -402,6 +409,12 @@ impl<'a> Binder<'a> {
         self
     }
 
+    /// What the session sees beyond the committed catalog.
+    pub fn with_view(mut self, view: View<'a>) -> Self {
+        self.view = view;
+        self
+    }
+
     /// The engine whose statistics views show.
     pub fn with_engine(mut self, engine: &'a engram_engine::Database) -> Self {
         self.engine = Some(engine);
@@ -414,7 +427,7 @@ impl<'a> Binder<'a> {
             self.volatile = true;
             return Ok(view);
         }
-        self.catalog.table(name)
+        Ok(self.catalog.table_in(name, self.view)?.0)
     }
 
     /// The table a statement writes: never a system view.
@@ -425,7 +438,16 @@ impl<'a> Binder<'a> {
                 format!("permission denied: \"{name}\" is a system view and cannot be changed"),
             ));
         }
-        self.catalog.table(name)
+        match self.catalog.table_in(name, self.view)? {
+            (table, true) => Ok(table),
+            (_, false) => Err(SqlError::new(
+                "40001",
+                format!(
+                    "could not serialize access: the definition of table \"{name}\" changed \
+                     (ALTER TABLE) after this transaction began; retry the transaction"
+                ),
+            )),
+        }
     }
 
     fn note_param(&mut self, at: usize, ty: Type) {
@@ -649,6 +671,9 @@ impl<'a> Binder<'a> {
                         }
                         matched = true;
                         for (i, (name, ty)) in scope_table.columns.iter().enumerate() {
+                            if crate::catalog::is_dropped_name(name) {
+                                continue;
+                            }
                             output.push(BExpr::Column(scope_table.offset + i));
                             columns.push(OutputColumn { name: name.clone(), ty: *ty });
                         }

@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 pub mod copy;
 mod outcome;
+mod schema;
 mod settings;
 
 pub use outcome::{Outcome, Tag};
@@ -110,6 +111,12 @@ pub struct Session {
     /// The catalog rows the transaction wrote (keys and values, `None` for a deletion), for
     /// the catalog log at commit (`SqlDb::log_catalog_rows`).
     pub(crate) catalog_rows: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    /// The transaction's ALTER TABLEs made without the exclusive schema lock, installed in
+    /// the catalog when it commits (`session/schema.rs`).
+    pub(crate) pending: Vec<crate::catalog::Pending>,
+    /// The catalog version the open transaction began at (`u64::MAX`: the newest, as under
+    /// the exclusive schema lock).
+    pub(crate) as_of: u64,
     pub(crate) notices: Vec<Notice>,
     /// Wait for the commit's epoch to be durable before COMMIT returns: the embedder's choice
     /// (`set_wait_durable`; a server waits asynchronously instead).
@@ -118,7 +125,7 @@ pub struct Session {
     synchronous_commit: bool,
     last_commit: CommitInfo,
     /// When the open transaction began: `now()` (PostgreSQL's transaction timestamp).
-    txn_started: i64,
+    pub(crate) txn_started: i64,
     /// `statement_timeout` (None: off).
     statement_timeout: Option<std::time::Duration>,
     /// `lock_timeout`: how long one row-lock wait may last (None: off).
@@ -170,6 +177,8 @@ impl Session {
             undo: Vec::new(),
             drop_at_commit: Vec::new(),
             catalog_rows: Vec::new(),
+            pending: Vec::new(),
+            as_of: u64::MAX,
             notices: Vec::new(),
             wait_durable: true,
             synchronous_commit: true,
@@ -351,9 +360,12 @@ impl Session {
             let (version, plan, params, volatile) = self.with_catalog(|catalog| {
                 let binder = Binder::new(catalog, param_types)
                     .with_settings(&self.settings)
-                    .with_engine(self.db.database());
+                    .with_engine(self.db.database())
+                    .with_view(self.view());
                 let (plan, params, volatile) = binder.statement_volatile(&statement)?;
-                Ok((catalog.version, plan, params, volatile))
+                // A plan made in a view of this session's own is not for other executions.
+                let version = if self.viewing() { 0 } else { catalog.version };
+                Ok((version, plan, params, volatile))
             })?;
             let columns = plan.columns().to_vec();
             (params, columns, Some(CachedPlan::new(version, plan, volatile)))
@@ -465,6 +477,7 @@ impl Session {
     }
 
     fn undo_ddl(&mut self) {
+        self.pending.clear();
         self.drop_at_commit.clear();
         self.catalog_rows.clear();
         if self.undo.is_empty() {
@@ -550,6 +563,7 @@ impl Session {
             self.worker.begin(self.db.engine_isolation(self.isolation()))?;
             self.engine_open = true;
             self.txn_started = now_micros();
+            self.as_of = self.db.catalog_version.load(std::sync::atomic::Ordering::Acquire);
         }
         Ok(())
     }
@@ -558,12 +572,12 @@ impl Session {
     fn finish(&mut self, commit: bool) -> SqlResult<()> {
         let mut result = if commit && self.engine_open {
             self.engine_open = false;
-            match self.worker.commit() {
+            match self.commit_engine() {
                 Ok(info) => {
                     self.last_commit = info;
                     Ok(())
                 }
-                Err(error) => Err(SqlError::from(error)),
+                Err(error) => Err(error),
             }
         } else {
             if self.engine_open {
@@ -840,6 +854,7 @@ impl Session {
                     let (plan, _) = Binder::new(catalog, &[])
                         .with_settings(&self.settings)
                         .with_engine(self.db.database())
+                        .with_view(self.view())
                         .statement(inner)?;
                     Ok(explain(&plan))
                 }) {
@@ -870,7 +885,7 @@ impl Session {
             | Statement::CreateIndex(_)
             | Statement::DropIndex { .. }
             | Statement::Truncate { .. }
-            | Statement::AddPrimaryKey { .. } => self.ddl_statement(statement),
+            | Statement::AlterTable(_) => self.ddl_statement(statement),
         }
     }
 
@@ -889,7 +904,10 @@ impl Session {
         prepared: Option<&Prepared>,
     ) -> SqlResult<(CachedPlan, Option<Vec<Type>>)> {
         let version = self.db.catalog_version.load(std::sync::atomic::Ordering::Acquire);
-        if let Some(prepared) = prepared {
+        let viewing = self.viewing_at(version);
+        if let Some(prepared) = prepared
+            && !viewing
+        {
             let cached = prepared.plan.lock();
             if let Some(cached) = cached.as_ref()
                 && cached.version == version
@@ -905,10 +923,13 @@ impl Session {
         let catalog = self.db.catalog.read();
         let binder = Binder::new(&catalog, &given)
             .with_settings(&self.settings)
-            .with_engine(self.db.database());
+            .with_engine(self.db.database())
+            .with_view(self.view());
         let (plan, types, volatile) = binder.statement_volatile(statement)?;
         let cached = CachedPlan::new(catalog.version, plan, volatile);
-        if let Some(prepared) = prepared {
+        if let Some(prepared) = prepared
+            && !viewing
+        {
             *prepared.plan.lock() = Some(cached.clone());
         }
         Ok((cached, Some(types)))
@@ -1123,8 +1144,11 @@ impl Session {
         }
         let autocommit = self.status == TransactionStatus::Idle;
         let result = self.ensure_transaction().and_then(|()| {
-            self.db.schema_lock.lock_exclusive(self.id)?;
-            self.holds_exclusive = true;
+            // ALTER TABLE takes the exclusive lock only for what rewrites or checks the rows
+            // (`ddl/alter.rs`); its other changes are new schema versions.
+            if !matches!(statement, Statement::AlterTable(_)) {
+                self.take_exclusive()?;
+            }
             self.run_ddl(statement)
         });
         match result {

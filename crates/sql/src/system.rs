@@ -393,13 +393,7 @@ pub fn view(
     let columns: Vec<ColumnSchema> = definition
         .columns
         .iter()
-        .map(|(name, ty)| ColumnSchema {
-            name: (*name).to_string(),
-            ty: *ty,
-            not_null: false,
-            default: None,
-            sequence: None,
-        })
+        .map(|(name, ty)| ColumnSchema::new((*name).to_string(), *ty))
         .collect();
     let schema = TableSchema {
         name: format!("{}.{}", definition.schema, definition.name),
@@ -410,6 +404,8 @@ pub fn view(
         indexes: Vec::new(),
         primary_name: None,
         key_format: KeyFormat::Compact,
+        layouts: Vec::new(),
+        types_from: 0,
     };
     let types = schema.types();
     let mut rows = SystemRows::new();
@@ -424,14 +420,13 @@ pub fn view(
         encode_row(1, &types, &row, &mut bytes);
         rows.insert(key.clone(), bytes);
     }
-    Some(Arc::new(TableInfo {
+    Some(Arc::new(TableInfo::new(
         schema,
         engine,
-        types,
-        rowid: Arc::new(AtomicI64::new(1)),
-        sequences: vec![None; definition.columns.len()],
-        system: Some(Arc::new(rows)),
-    }))
+        Arc::new(AtomicI64::new(1)),
+        vec![None; definition.columns.len()],
+        Some(Arc::new(rows)),
+    )))
 }
 
 fn text(value: impl Into<crate::types::Text>) -> Value {
@@ -565,7 +560,7 @@ fn attributes(sources: &Sources<'_>) -> Vec<Vec<Value>> {
                 Value::Bool(relation.index.is_none() && column.default.is_some()),
                 text(""),
                 text(""),
-                Value::Bool(false),
+                Value::Bool(column.dropped),
             ]);
         }
     }
@@ -689,6 +684,9 @@ fn information_columns(sources: &Sources<'_>) -> Vec<Vec<Value>> {
     let mut out = Vec::new();
     for table in &sources.tables {
         for (position, column) in table.schema.columns.iter().enumerate() {
+            if column.dropped {
+                continue;
+            }
             let ty = column.ty;
             let (length, precision, scale) = match ty {
                 Type::Char(n) | Type::Varchar(n) if n > 0 => {

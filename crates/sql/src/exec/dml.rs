@@ -6,9 +6,7 @@ use super::{
     resolve, run_query, run_subqueries, successor,
 };
 use crate::catalog::{Sequence, TableInfo, primary_key};
-use crate::codec::{
-    Wanted, decode_row, decode_row_noting, encode_key, encode_row, patch_row, row_version,
-};
+use crate::codec::{Wanted, encode_key, encode_row, patch_row, row_version};
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{BExpr, Context};
 use crate::plan::{ConflictAction, InsertPlan, InsertRows, ModifyPlan, Path};
@@ -205,7 +203,7 @@ fn insert_row(
                 ));
             };
             let mut old_values = Vec::new();
-            decode_row(old, &table.types, &Wanted::ALL, &mut old_values)?;
+            table.decode(old, &Wanted::ALL, &mut old_values)?;
             let mut both = old_values.clone();
             both.extend(values.iter().cloned());
             if let Some(filter) = filter
@@ -326,7 +324,7 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
             continue;
         };
         // Only the columns the statement reads; the others are copied as bytes.
-        decode_row_noting(current, &table.types, &plan.decode, values, starts)?;
+        table.decode_noting(current, &plan.decode, values, starts)?;
         if !recheck.map_or(Ok(true), |f| f.test(values, &cx))? {
             continue;
         }
@@ -404,7 +402,7 @@ fn update_in_one_pass(
     let mut failure = None;
     let mut change = |current: &[u8], out: &mut Vec<u8>| -> SqlResult<bool> {
         cx.interrupt.tick()?;
-        decode_row_noting(current, &table.types, &plan.decode, &mut values, &mut starts)?;
+        table.decode_noting(current, &plan.decode, &mut values, &mut starts)?;
         if !plan.filter.as_ref().map_or(Ok(true), |f| f.test(&values, cx))? {
             return Ok(false);
         }
@@ -460,9 +458,11 @@ fn assign(
     if !changes.is_sorted_by_key(|(column, _)| *column) {
         changes.sort_unstable_by_key(|(column, _)| *column);
     }
-    if !patch_row(current, table.schema.version, &table.types, changes, starts, bytes)? {
-        // Written before a column was added: decode and encode it whole.
-        decode_row(current, &table.types, &Wanted::ALL, values)?;
+    if !table.current_layout(current)
+        || !patch_row(current, table.schema.version, &table.types, changes, starts, bytes)?
+    {
+        // Written under another schema version: decode and encode it whole, in this one.
+        table.decode(current, &Wanted::ALL, values)?;
         for (column, value) in changes.iter() {
             values[*column] = value.clone();
         }
@@ -509,8 +509,7 @@ impl Recompute for Reapply {
             locks: None,
         };
         let (mut values, mut starts) = (Vec::new(), Vec::new());
-        decode_row_noting(current, &self.table.types, &self.decode, &mut values, &mut starts)
-            .is_ok()
+        self.table.decode_noting(current, &self.decode, &mut values, &mut starts).is_ok()
             && assign(
                 &self.table,
                 &self.assignments,
@@ -529,6 +528,7 @@ impl Recompute for Reapply {
 mod tests {
     use super::*;
     use crate::ast::BinaryOp;
+    use crate::codec::decode_row;
 
     /// `SET n = n + 1` applied again at commit: to a row of the statement's schema it makes
     /// the new row; to a row of a newer schema it refuses (re-encoding would drop columns).

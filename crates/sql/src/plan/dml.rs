@@ -27,6 +27,9 @@ impl Binder<'_> {
             match item {
                 ast::SelectItem::Wildcard | ast::SelectItem::QualifiedWildcard(_) => {
                     for (i, column) in table.schema.columns.iter().enumerate() {
+                        if column.dropped {
+                            continue;
+                        }
                         output.push(BExpr::Column(i));
                         columns.push(OutputColumn { name: column.name.clone(), ty: column.ty });
                     }
@@ -67,6 +70,16 @@ impl Binder<'_> {
         Ok(defaults)
     }
 
+    /// A column default given as SQL text, bound for column `column` of type `ty`, and
+    /// whether it is volatile (a different value each time it is evaluated).
+    pub fn default_expr(&mut self, text: &str, ty: Type, column: &str) -> SqlResult<(BExpr, bool)> {
+        let expr = crate::parse::parse_expr(text)?;
+        let (bound, from) = self.bind(&expr, &Scope::default())?;
+        let bound = self.assign(bound, from, ty, column)?;
+        let volatile = contains_volatile(&bound);
+        Ok((bound, volatile))
+    }
+
     /// An expression stored into a column of type `to`.
     fn assign(&mut self, expr: BExpr, from: Type, to: Type, column: &str) -> SqlResult<BExpr> {
         let (expr, from) = self.coerce(expr, from, to)?;
@@ -84,7 +97,7 @@ impl Binder<'_> {
         let table = self.written_table(&insert.table.name)?;
         let schema = &table.schema;
         let targets: Vec<usize> = if insert.columns.is_empty() {
-            (0..schema.columns.len()).collect()
+            schema.visible().collect()
         } else {
             let mut targets = Vec::new();
             for name in &insert.columns {
@@ -114,7 +127,8 @@ impl Binder<'_> {
                             "INSERT has more expressions than target columns",
                         ));
                     }
-                    if row.len() < targets.len() {
+                    // Without a column list, fewer values fill the first columns (PostgreSQL).
+                    if row.len() < targets.len() && !insert.columns.is_empty() {
                         return Err(SqlError::syntax(
                             "INSERT has more target columns than expressions",
                         ));
@@ -134,6 +148,10 @@ impl Binder<'_> {
             }
             ast::InsertSource::Query(query) => {
                 let plan = self.query(query)?;
+                let mut targets = targets.clone();
+                if insert.columns.is_empty() && plan.columns.len() < targets.len() {
+                    targets.truncate(plan.columns.len());
+                }
                 if plan.columns.len() != targets.len() {
                     return Err(SqlError::syntax(
                         "INSERT has a different number of target columns than the query returns",
@@ -150,7 +168,7 @@ impl Binder<'_> {
                         )));
                     }
                 }
-                InsertRows::Query(Box::new(plan), targets.clone())
+                InsertRows::Query(Box::new(plan), targets)
             }
         };
         let on_conflict = match &insert.on_conflict {

@@ -357,7 +357,7 @@ fn copy_width(session: &Session, copy: &CopyFrom) -> SqlResult<usize> {
         return Ok(copy.columns.len());
     }
     let table = session.database().catalog.read().table(&copy.table)?;
-    Ok(table.schema.columns.len())
+    Ok(table.schema.visible().count())
 }
 
 #[cfg(test)]

@@ -1,0 +1,613 @@
+//! ALTER TABLE, as X-Engine changes a schema: most actions make a new version of the table's
+//! definition and touch no row. Each row says which version it was written in (its first two
+//! bytes, docs/format.md); a read converts an older row to the reader's version
+//! (`TableInfo::decode`: added columns read their `missing` value, dropped ones are skipped,
+//! widened ones read as the wider type) and a write produces the newest. Such an action takes
+//! the schema lock shared and runs in constant time whatever the table's size; its version
+//! is installed when its transaction commits (`session/schema.rs`).
+//!
+//! What must read or rewrite the rows takes the schema lock exclusively, as other DDL does:
+//! SET NOT NULL and ADD COLUMN ... NOT NULL without a default scan for NULLs; a type change
+//! that is not a widening (or of a key or index column), a volatile default (evaluated per
+//! row, as PostgreSQL does), and constraint and key changes write a new generation of the
+//! table (`rewrite`, `Session::rebuild`).
+
+use crate::ast::{AlterAction, AlterTable, ColumnDef};
+use crate::catalog::{
+    ColumnSchema, IndexSchema, TableInfo, TableSchema, dropped_name, primary_key,
+};
+use crate::codec::{KeyFormat, Wanted, encode_key, encode_row};
+use crate::error::{SqlError, SqlResult};
+use crate::expr::{BExpr, Context};
+use crate::plan::Binder;
+use crate::session::Session;
+use crate::types::{Type, Value, cast};
+use engram_engine::Direction;
+use std::ops::Bound;
+use std::sync::Arc;
+
+use super::Rebuild;
+
+/// Whether a column of type `from` can become `to` without rewriting a row: every stored
+/// value of `from` decodes (under its row's version) to a valid value of `to`.
+fn widens(from: Type, to: Type) -> bool {
+    match (from, to) {
+        (Type::Int2, Type::Int4 | Type::Int8) | (Type::Int4, Type::Int8) => true,
+        (Type::Float4, Type::Float8) => true,
+        (Type::Varchar(n), Type::Varchar(m)) => m == 0 || (n != 0 && m >= n),
+        (Type::Varchar(_) | Type::Char(_), Type::Text) => true,
+        (Type::Text, Type::Varchar(0)) => true,
+        (Type::Numeric { precision: p, scale: s }, Type::Numeric { precision: q, scale: t }) => {
+            s == t && (q == 0 || (p != 0 && q - t >= p - s))
+        }
+        _ => false,
+    }
+}
+
+impl Session {
+    pub(crate) fn alter_table(&mut self, alter: &AlterTable) -> SqlResult<String> {
+        let table = match self.ddl_table(&alter.table) {
+            Ok(table) => table,
+            Err(error) if alter.if_exists && error.code == "42P01" => {
+                self.notice(format!("relation \"{}\" does not exist, skipping", alter.table));
+                return Ok("ALTER TABLE".into());
+            }
+            Err(error) => return Err(error),
+        };
+        if table.system.is_some() {
+            return Err(SqlError::new(
+                "42501",
+                format!("permission denied: \"{}\" is a system view", alter.table),
+            ));
+        }
+        if alter.actions.iter().any(|action| !self.instant(&table, action)) {
+            self.take_exclusive()?;
+        }
+        let mut name = alter.table.clone();
+        for action in &alter.actions {
+            name = self.alter_one(&name, action)?;
+        }
+        Ok("ALTER TABLE".into())
+    }
+
+    /// Whether `action` on `table` changes only the table's definition.
+    fn instant(&mut self, table: &TableInfo, action: &AlterAction) -> bool {
+        let keyed = |column: usize| {
+            table.schema.primary_key.contains(&column)
+                || table.schema.indexes.iter().any(|index| index.columns.contains(&column))
+        };
+        match action {
+            AlterAction::AddColumn { column, .. } => {
+                !column.primary
+                    && !column.unique
+                    && !column.serial
+                    && match &column.default {
+                        None => !column.not_null,
+                        Some(text) => {
+                            self.bind_default(text, column.ty, &column.name).is_ok_and(|(_, v)| !v)
+                        }
+                    }
+            }
+            AlterAction::DropColumn { name, .. } => {
+                table.schema.column(name).is_none_or(|column| !keyed(column))
+            }
+            AlterAction::RenameColumn { .. }
+            | AlterAction::RenameTable { .. }
+            | AlterAction::SetDefault { .. } => true,
+            AlterAction::SetNotNull { column, not_null } => {
+                !not_null
+                    || table.schema.column(column).is_none_or(|c| table.schema.columns[c].not_null)
+            }
+            AlterAction::SetType { column, ty } => table.schema.column(column).is_none_or(|c| {
+                let from = table.schema.columns[c].ty;
+                from == *ty || (widens(from, *ty) && !keyed(c))
+            }),
+            AlterAction::AddPrimaryKey { .. }
+            | AlterAction::AddUnique { .. }
+            | AlterAction::DropConstraint { .. } => false,
+        }
+    }
+
+    /// A default's expression bound for its column, and whether it is volatile.
+    fn bind_default(&self, text: &str, ty: Type, column: &str) -> SqlResult<(BExpr, bool)> {
+        let catalog = self.db.catalog.read();
+        Binder::new(&catalog, &[]).with_view(self.view()).default_expr(text, ty, column)
+    }
+
+    /// Evaluates a bound default once.
+    fn evaluate(&self, expr: &BExpr) -> SqlResult<Value> {
+        let db = Arc::clone(&self.db);
+        let reserve =
+            move |sequence: &crate::catalog::Sequence, limit: i64| db.reserve(sequence, limit);
+        let interrupt = crate::interrupt::Interrupt::default();
+        let cx = Context {
+            params: &[],
+            subqueries: &[],
+            now: self.txn_started,
+            reserve: &reserve,
+            interrupt: &interrupt,
+            locks: None,
+        };
+        expr.eval(&[], &cx)
+    }
+
+    /// Applies one action to the table named `name`; returns the table's name after it.
+    fn alter_one(&mut self, name: &str, action: &AlterAction) -> SqlResult<String> {
+        let table = self.ddl_table(name)?;
+        let old_name = self
+            .pending
+            .iter()
+            .find(|pending| pending.name == name)
+            .map_or_else(|| name.to_string(), |pending| pending.old_name.clone());
+        let mut schema = table.schema.clone();
+        let relation = schema.name.clone();
+        let find = |schema: &TableSchema, column: &str| {
+            schema.column(column).ok_or_else(|| {
+                SqlError::new(
+                    "42703",
+                    format!("column \"{column}\" of relation \"{relation}\" does not exist"),
+                )
+            })
+        };
+        let mut new_name = name.to_string();
+        match action {
+            AlterAction::AddColumn { column, if_not_exists } => {
+                if schema.column(&column.name).is_some() {
+                    let message = format!(
+                        "column \"{}\" of relation \"{relation}\" already exists",
+                        column.name
+                    );
+                    if *if_not_exists {
+                        self.notice(format!("{message}, skipping"));
+                        return Ok(new_name);
+                    }
+                    return Err(SqlError::new("42701", message));
+                }
+                return self.add_column(&table, &old_name, schema, column).map(|()| new_name);
+            }
+            AlterAction::DropColumn { name: column, if_exists } => {
+                let Some(at) = schema.column(column) else {
+                    let message =
+                        format!("column \"{column}\" of relation \"{relation}\" does not exist");
+                    if *if_exists {
+                        self.notice(format!("{message}, skipping"));
+                        return Ok(new_name);
+                    }
+                    return Err(SqlError::new("42703", message));
+                };
+                let keyed = schema.primary_key.contains(&at)
+                    || schema.indexes.iter().any(|index| index.columns.contains(&at));
+                // Indexes and the primary key on the column go with it, as in PostgreSQL.
+                schema.indexes.retain(|index| !index.columns.contains(&at));
+                if schema.primary_key.contains(&at) {
+                    schema.primary_key.clear();
+                    schema.primary_name = None;
+                }
+                let dropped = &mut schema.columns[at];
+                dropped.name = dropped_name(at);
+                dropped.dropped = true;
+                dropped.not_null = false;
+                dropped.default = None;
+                dropped.sequence = None;
+                if keyed {
+                    self.rewrite(&table, schema, &mut |_, values| {
+                        values[at] = Value::Null;
+                        Ok(())
+                    })?;
+                    return Ok(new_name);
+                }
+                schema.version = next_version(schema.version)?;
+            }
+            AlterAction::RenameColumn { from, to } => {
+                let at = schema.column(from).ok_or_else(|| SqlError::undefined_column(from))?;
+                if schema.column(to).is_some() {
+                    return Err(SqlError::new(
+                        "42701",
+                        format!("column \"{to}\" of relation \"{relation}\" already exists"),
+                    ));
+                }
+                schema.columns[at].name = to.clone();
+            }
+            AlterAction::RenameTable { to } => {
+                if to.contains('#') || to.starts_with("_engram") || to.contains('.') {
+                    return Err(SqlError::new("42602", format!("invalid table name \"{to}\"")));
+                }
+                if to != name && self.relation_exists(to) {
+                    return Err(SqlError::new(
+                        "42P07",
+                        format!("relation \"{to}\" already exists"),
+                    ));
+                }
+                schema.name = to.clone();
+                new_name = to.clone();
+            }
+            AlterAction::SetDefault { column, default } => {
+                let at = find(&schema, column)?;
+                if let Some(text) = default {
+                    self.bind_default(text, schema.columns[at].ty, column)?;
+                }
+                schema.columns[at].default = default.clone();
+            }
+            AlterAction::SetNotNull { column, not_null } => {
+                let at = find(&schema, column)?;
+                if !not_null && schema.primary_key.contains(&at) {
+                    return Err(SqlError::new(
+                        "42P16",
+                        format!("column \"{column}\" is in a primary key"),
+                    ));
+                }
+                if *not_null && !schema.columns[at].not_null {
+                    self.check_no_nulls(&table, at)?;
+                }
+                schema.columns[at].not_null = *not_null;
+            }
+            AlterAction::SetType { column, ty } => {
+                let at = find(&schema, column)?;
+                let from = schema.columns[at].ty;
+                if from == *ty {
+                    return Ok(new_name);
+                }
+                let keyed = schema.primary_key.contains(&at)
+                    || schema.indexes.iter().any(|index| index.columns.contains(&at));
+                if let Some(text) = &schema.columns[at].default {
+                    self.bind_default(text, *ty, column).map_err(|_| {
+                        SqlError::new(
+                            "42804",
+                            format!(
+                                "default for column \"{column}\" cannot be cast automatically to type {}",
+                                ty.name()
+                            ),
+                        )
+                    })?;
+                }
+                if !widens(from, *ty) || keyed {
+                    if !ty.assignable_from(from) {
+                        return Err(SqlError::new(
+                            "42804",
+                            format!(
+                                "column \"{column}\" cannot be cast automatically to type {}",
+                                ty.name()
+                            ),
+                        ));
+                    }
+                    schema.columns[at].ty = *ty;
+                    let to = *ty;
+                    self.rewrite(&table, schema, &mut |_, values| {
+                        values[at] =
+                            cast(std::mem::replace(&mut values[at], Value::Null), to, false)?;
+                        Ok(())
+                    })?;
+                    return Ok(new_name);
+                }
+                // Rows written so far keep their layout; later ones are written wider.
+                let version = next_version(schema.version)?;
+                schema.layouts.push(crate::catalog::Layout {
+                    from: schema.types_from,
+                    types: table.types.clone(),
+                });
+                schema.types_from = version;
+                schema.version = version;
+                schema.columns[at].ty = *ty;
+                // The value rows older than the column read is kept in the column's type.
+                if let Some(missing) = table.missing.get(at).filter(|value| !value.is_null()) {
+                    let mut bytes = Vec::new();
+                    encode_row(1, &[*ty], std::slice::from_ref(missing), &mut bytes);
+                    schema.columns[at].missing = Some(bytes);
+                }
+            }
+            AlterAction::AddPrimaryKey { columns } => {
+                if !schema.primary_key.is_empty() {
+                    return Err(SqlError::new(
+                        "42P16",
+                        format!("multiple primary keys for table \"{relation}\" are not allowed"),
+                    ));
+                }
+                let positions = positions(&schema, columns)?;
+                self.rebuild(&table, Rebuild::PrimaryKey(positions))?;
+                return Ok(new_name);
+            }
+            AlterAction::AddUnique { name: index, columns } => {
+                let positions = positions(&schema, columns)?;
+                let index = index
+                    .clone()
+                    .unwrap_or_else(|| format!("{relation}_{}_key", columns.join("_")));
+                if self.relation_exists(&index) {
+                    return Err(SqlError::new(
+                        "42P07",
+                        format!("relation \"{index}\" already exists"),
+                    ));
+                }
+                self.rebuild(
+                    &table,
+                    Rebuild::AddIndex(IndexSchema {
+                        name: index,
+                        columns: positions,
+                        unique: true,
+                    }),
+                )?;
+                return Ok(new_name);
+            }
+            AlterAction::DropConstraint { name: constraint, if_exists } => {
+                if schema.primary_name.as_deref() == Some(constraint.as_str()) {
+                    schema.primary_key.clear();
+                    schema.primary_name = None;
+                    return self.rewrite(&table, schema, &mut |_, _| Ok(())).map(|()| new_name);
+                }
+                if schema.indexes.iter().any(|index| index.unique && index.name == *constraint) {
+                    self.rebuild(&table, Rebuild::DropIndex(constraint.clone()))?;
+                    return Ok(new_name);
+                }
+                let message = format!(
+                    "constraint \"{constraint}\" of relation \"{relation}\" does not exist"
+                );
+                if *if_exists {
+                    self.notice(format!("{message}, skipping"));
+                    return Ok(new_name);
+                }
+                return Err(SqlError::new("42704", message));
+            }
+        }
+        self.new_version(&table, &old_name, name, &new_name, schema)?;
+        Ok(new_name)
+    }
+
+    /// ADD COLUMN: a new version whose rows written before read the default evaluated now
+    /// (or NULL); a volatile default, SERIAL, or a key on the column rewrites the table.
+    fn add_column(
+        &mut self,
+        table: &Arc<TableInfo>,
+        old_name: &str,
+        mut schema: TableSchema,
+        def: &ColumnDef,
+    ) -> SqlResult<()> {
+        let at = schema.columns.len();
+        if at >= crate::catalog::MAX_COLUMNS {
+            return Err(SqlError::new(
+                "54011",
+                format!("tables can have at most {} columns", crate::catalog::MAX_COLUMNS),
+            ));
+        }
+        let mut column = ColumnSchema {
+            not_null: def.not_null || def.primary,
+            default: def.default.clone(),
+            sequence: def.serial.then(|| format!("{}.{}", schema.engine_name, def.name)),
+            ..ColumnSchema::new(def.name.clone(), def.ty)
+        };
+        let bound = match &def.default {
+            Some(text) => Some(self.bind_default(text, def.ty, &def.name)?),
+            None => None,
+        };
+        schema.columns.push(column.clone());
+        if def.primary {
+            if !schema.primary_key.is_empty() {
+                return Err(SqlError::new(
+                    "42P16",
+                    format!("multiple primary keys for table \"{}\" are not allowed", schema.name),
+                ));
+            }
+            schema.primary_key = vec![at];
+            schema.primary_name = Some(format!("{}_pkey", schema.name));
+        }
+        if def.unique {
+            schema.indexes.push(IndexSchema {
+                name: format!("{}_{}_key", schema.name, def.name),
+                columns: vec![at],
+                unique: true,
+            });
+        }
+        let volatile = bound.as_ref().is_some_and(|(_, volatile)| *volatile);
+        if def.serial || volatile || def.primary || def.unique {
+            // Each existing row takes its own value: written now, in a new generation.
+            let sequence =
+                column.sequence.clone().map(|key| self.db.catalog.write().sequence(&key));
+            let value = match (sequence, bound) {
+                (Some(sequence), _) => Some(BExpr::NextVal(sequence)),
+                (None, Some((expr, _))) => Some(expr),
+                (None, None) => None,
+            };
+            return self.rewrite(table, schema, &mut |session, values| {
+                if let Some(expr) = &value {
+                    values[at] = session.evaluate(expr)?;
+                }
+                Ok(())
+            });
+        }
+        let missing = match &bound {
+            Some((expr, _)) => self.evaluate(expr)?,
+            None => Value::Null,
+        };
+        if missing.is_null() && column.not_null {
+            self.check_empty(table, &column.name)?;
+        }
+        if !missing.is_null() {
+            let mut bytes = Vec::new();
+            encode_row(1, &[def.ty], &[missing], &mut bytes);
+            column.missing = Some(bytes);
+            schema.columns[at] = column;
+        }
+        schema.version = next_version(schema.version)?;
+        let name = schema.name.clone();
+        self.new_version(table, old_name, &name, &name, schema)
+    }
+
+    /// Writes the catalog row of a new version of `table` and records it.
+    fn new_version(
+        &mut self,
+        table: &Arc<TableInfo>,
+        old_name: &str,
+        name: &str,
+        new_name: &str,
+        schema: TableSchema,
+    ) -> SqlResult<()> {
+        if name != new_name {
+            self.write_catalog_row(name, None)?;
+        }
+        self.write_catalog_row(new_name, Some(&schema))?;
+        let sequences = {
+            let mut catalog = self.db.catalog.write();
+            schema
+                .columns
+                .iter()
+                .map(|c| c.sequence.as_ref().map(|key| catalog.sequence(key)))
+                .collect()
+        };
+        let info = Arc::new(table.altered(schema, sequences));
+        self.put_version(table, old_name, new_name, info);
+        Ok(())
+    }
+
+    /// Fails with 23502 if column `at` of `table` holds a NULL.
+    fn check_no_nulls(&mut self, table: &Arc<TableInfo>, at: usize) -> SqlResult<()> {
+        let mut marks = vec![false; table.types.len()];
+        marks[at] = true;
+        let wanted = Wanted::marked(marks, &table.types);
+        let mut found = false;
+        let mut failure = None;
+        let mut values = Vec::new();
+        let mut txn = self.worker.txn()?;
+        txn.scan(
+            &table.engine,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            Direction::Forward,
+            usize::MAX,
+            |_, row| match table.decode(row, &wanted, &mut values) {
+                Ok(()) => {
+                    found = values[at].is_null();
+                    !found
+                }
+                Err(error) => {
+                    failure = Some(error);
+                    false
+                }
+            },
+        )?;
+        if let Some(error) = failure {
+            return Err(error);
+        }
+        if found {
+            return Err(SqlError::new(
+                "23502",
+                format!(
+                    "column \"{}\" of relation \"{}\" contains null values",
+                    table.schema.columns[at].name, table.schema.name
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Fails with 23502 (naming `column`) if `table` holds a row.
+    fn check_empty(&mut self, table: &Arc<TableInfo>, column: &str) -> SqlResult<()> {
+        let mut any = false;
+        let mut txn = self.worker.txn()?;
+        txn.scan(
+            &table.engine,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            Direction::Forward,
+            1,
+            |_, _| {
+                any = true;
+                false
+            },
+        )?;
+        if any {
+            return Err(SqlError::new(
+                "23502",
+                format!(
+                    "column \"{column}\" of relation \"{}\" contains null values",
+                    table.schema.name
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Writes every row of `table` into a new generation under `schema` (the exclusive lock
+    /// is held): each row decoded under its own version, widened to `schema`'s columns, changed
+    /// by `change`, checked against NOT NULL and encoded in the new version, under new keys
+    /// when the primary key changed. The old generation is dropped at commit.
+    fn rewrite(
+        &mut self,
+        table: &Arc<TableInfo>,
+        mut schema: TableSchema,
+        change: &mut dyn FnMut(&Session, &mut Vec<Value>) -> SqlResult<()>,
+    ) -> SqlResult<()> {
+        schema.engine_name = self.db.catalog.write().next_engine_name(&schema.name);
+        schema.key_format = KeyFormat::Compact;
+        // Every row is written anew: one layout, and no row misses a column.
+        schema.version = next_version(schema.version).unwrap_or(1);
+        schema.layouts.clear();
+        schema.types_from = schema.version;
+        for column in &mut schema.columns {
+            column.missing = None;
+        }
+        let rows = self.table_rows(table)?;
+        let same_rowids = schema.primary_key.is_empty() && table.schema.primary_key.is_empty();
+        let info = self.install_new(schema, same_rowids.then(|| Arc::clone(&table.rowid)))?;
+        let width = info.types.len();
+        let mut values = Vec::new();
+        // Each row's new key and bytes, made before the transaction is borrowed to write them.
+        let mut written = Vec::with_capacity(rows.len());
+        for (old_key, row) in rows {
+            table.decode(&row, &Wanted::ALL, &mut values)?;
+            values.resize(width, Value::Null);
+            change(self, &mut values)?;
+            for (at, column) in info.schema.columns.iter().enumerate() {
+                if column.not_null && values[at].is_null() {
+                    return Err(SqlError::new(
+                        "23502",
+                        format!(
+                            "column \"{}\" of relation \"{}\" contains null values",
+                            column.name, info.schema.name
+                        ),
+                    ));
+                }
+            }
+            let mut key = Vec::new();
+            if !info.schema.primary_key.is_empty() {
+                primary_key(&info, &values, &mut key);
+            } else if same_rowids {
+                key = old_key;
+            } else {
+                let rowid = Value::Int(info.next_rowid());
+                encode_key(KeyFormat::Compact, Type::Int8, &rowid, &mut key);
+            }
+            let mut bytes = Vec::new();
+            encode_row(info.schema.version, &info.types, &values, &mut bytes);
+            written.push((key, bytes));
+        }
+        let mut txn = self.worker.txn()?;
+        for (key, bytes) in written {
+            match txn.insert(&info.engine, &key, &bytes) {
+                Ok(()) => {}
+                Err(engram_engine::Error::DuplicateKey { index, .. }) => {
+                    return Err(super::duplicate_error(&info, index, &bytes));
+                }
+                Err(error) => return Err(error.into()),
+            }
+        }
+        self.drop_at_commit.push(table.schema.engine_name.clone());
+        Ok(())
+    }
+}
+
+/// The version after `version`: 65,535 versions of one generation of a table at most (any
+/// rewrite starts again at 1).
+fn next_version(version: u16) -> SqlResult<u16> {
+    version.checked_add(1).ok_or_else(|| {
+        SqlError::new(
+            "54000",
+            "the table has had 65535 schema versions since it was last rewritten: run \
+             VACUUM FULL or TRUNCATE",
+        )
+    })
+}
+
+fn positions(schema: &TableSchema, columns: &[String]) -> SqlResult<Vec<usize>> {
+    columns
+        .iter()
+        .map(|name| schema.column(name).ok_or_else(|| SqlError::undefined_column(name)))
+        .collect()
+}

@@ -1,0 +1,158 @@
+//! Schema versions a transaction sees: the catalog version it began at, its own uncommitted
+//! ALTER TABLEs, and their installation when it commits.
+//!
+//! An ALTER TABLE that only changes the table's definition (`ddl/alter.rs`) takes the schema
+//! lock shared, as any transaction does: it neither waits for other transactions nor blocks
+//! them. Its new table version stays the session's own ([`Pending`]) until the commit, which
+//! installs it under `SqlDb::alter_commit`, after checking that no other ALTER of the same
+//! table committed in between (40001 otherwise). A transaction that began before the install
+//! keeps reading the version it began with; a write to the table fails with 40001
+//! (`Binder::written_table`), as X-Engine's stale-schema writers do.
+
+use super::Session;
+use crate::catalog::{Pending, TableInfo, View};
+use crate::error::{SqlError, SqlResult};
+use engram_engine::CommitInfo;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+impl Session {
+    /// What this session sees beyond the committed catalog.
+    pub(crate) fn view(&self) -> View<'_> {
+        View { pending: &self.pending, as_of: self.as_of }
+    }
+
+    /// Whether plans made now see anything but the newest committed catalog.
+    pub(crate) fn viewing(&self) -> bool {
+        self.viewing_at(self.db.catalog_version.load(Ordering::Acquire))
+    }
+
+    #[inline]
+    pub(crate) fn viewing_at(&self, version: u64) -> bool {
+        !self.pending.is_empty() || self.as_of < version
+    }
+
+    /// The table `name` for a DDL statement: the session's own version of it, never one
+    /// older than the catalog's.
+    pub(crate) fn ddl_table(&self, name: &str) -> SqlResult<Arc<TableInfo>> {
+        match self.db.catalog.read().table_in(name, self.view())? {
+            (table, true) => Ok(table),
+            (_, false) => Err(SqlError::new(
+                "40001",
+                format!(
+                    "could not serialize access: table \"{name}\" was altered after this \
+                     transaction began; retry the transaction"
+                ),
+            )),
+        }
+    }
+
+    /// Takes the schema lock exclusively (waiting for every other transaction to end). The
+    /// transaction's uncommitted ALTERs go into the catalog at once: nothing else runs until
+    /// it ends, and a rollback takes them out again.
+    pub(crate) fn take_exclusive(&mut self) -> SqlResult<()> {
+        if self.holds_exclusive {
+            return Ok(());
+        }
+        self.db.schema_lock.lock_exclusive(self.id)?;
+        self.holds_exclusive = true;
+        self.as_of = u64::MAX;
+        for pending in std::mem::take(&mut self.pending) {
+            self.install_version(&pending.old_name, &pending.name, pending.info);
+        }
+        Ok(())
+    }
+
+    /// Installs a new version of table `old_name` (now named `name`) in the catalog, to be
+    /// undone if the transaction rolls back.
+    pub(crate) fn install_version(&mut self, old_name: &str, name: &str, info: Arc<TableInfo>) {
+        if old_name != name {
+            self.install(old_name, None, None);
+        }
+        self.install(name, Some(info), None);
+    }
+
+    /// Records a new version of `table` (named `old_name` when the transaction's first ALTER
+    /// of it began, `name` now): installed now under the exclusive lock, else at commit.
+    pub(crate) fn put_version(
+        &mut self,
+        table: &Arc<TableInfo>,
+        old_name: &str,
+        name: &str,
+        info: Arc<TableInfo>,
+    ) {
+        if self.holds_exclusive {
+            self.install_version(old_name, name, info);
+            return;
+        }
+        match self.pending.iter_mut().find(|pending| pending.name == old_name) {
+            Some(pending) => {
+                pending.name = name.to_string();
+                pending.info = info;
+            }
+            None => self.pending.push(Pending {
+                old_name: old_name.to_string(),
+                base: Arc::clone(table),
+                name: name.to_string(),
+                info,
+            }),
+        }
+    }
+
+    /// Commits the engine transaction; with uncommitted ALTERs, checks first that each
+    /// table is still the version they started from, and installs them after.
+    pub(crate) fn commit_engine(&mut self) -> SqlResult<CommitInfo> {
+        if self.pending.is_empty() {
+            return Ok(self.worker.commit()?);
+        }
+        let db = Arc::clone(&self.db);
+        let _serial = db.alter_commit.lock();
+        let conflict = {
+            let catalog = db.catalog.read();
+            self.pending.iter().find_map(|pending| {
+                let current = catalog.tables.get(&pending.old_name);
+                if !current.is_some_and(|current| Arc::ptr_eq(current, &pending.base)) {
+                    return Some(SqlError::new(
+                        "40001",
+                        format!(
+                            "could not serialize access: table \"{}\" was altered by another \
+                             transaction at the same time; retry the transaction",
+                            pending.old_name
+                        ),
+                    ));
+                }
+                (pending.name != pending.old_name && catalog.tables.contains_key(&pending.name))
+                    .then(|| {
+                        SqlError::new(
+                            "42P07",
+                            format!("relation \"{}\" already exists", pending.name),
+                        )
+                    })
+            })
+        };
+        if let Some(error) = conflict {
+            let _ = self.worker.rollback();
+            self.pending.clear();
+            return Err(error);
+        }
+        let info = match self.worker.commit() {
+            Ok(info) => info,
+            Err(error) => {
+                self.pending.clear();
+                return Err(error.into());
+            }
+        };
+        let mut catalog = db.catalog.write();
+        catalog.version += 1;
+        for pending in std::mem::take(&mut self.pending) {
+            if pending.name != pending.old_name {
+                catalog.tables.remove(&pending.old_name);
+            }
+            pending.info.since.store(catalog.version, Ordering::Release);
+            pending.info.publish_layout();
+            catalog.tables.insert(pending.name, pending.info);
+        }
+        db.catalog_version.store(catalog.version, Ordering::Release);
+        Ok(info)
+    }
+}
