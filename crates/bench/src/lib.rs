@@ -12,6 +12,7 @@
 //! - [`report`]: latency histograms, progress, machine description, JSON.
 
 pub mod db;
+pub mod ddl;
 pub mod index;
 pub mod keys;
 pub mod paper;

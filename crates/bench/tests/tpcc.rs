@@ -269,6 +269,7 @@ fn concurrent_run<D: TpccDb>(open: impl FnMut() -> Result<D, String>) {
         duration: Duration::from_millis(1_500),
         mix: Mix::Standard,
         stock_scan: true,
+        ddl_every: None,
         seed: 3,
         progress: false,
     };
@@ -389,6 +390,7 @@ fn databases_filled_together_each_hold_their_own_warehouses() {
         duration: Duration::from_millis(900),
         mix: Mix::Standard,
         stock_scan: false,
+        ddl_every: None,
         seed: 5,
         progress: false,
     };

@@ -5,6 +5,7 @@ use engram_bench::report::{format_rate, write_json};
 use engram_bench::tpcc::engram::{EngramTpcc, Persistence, ReadOnlyLevels};
 use engram_engine::{Durability, Gc, IndexPointers, Protocol, VersionStorage};
 
+mod bench_ddl;
 mod bench_ycsb;
 use bench_ycsb::YcsbArgs;
 mod crash;
@@ -38,6 +39,10 @@ enum Command {
         /// The data directory.
         #[arg(long)]
         data: PathBuf,
+        /// Also recover a scratch copy of the directory and read every SQL row under the
+        /// schema version it was written in (needs room for the copy).
+        #[arg(long)]
+        rows: bool,
     },
     /// Crash a child process running bank transfers or TPC-C with SIGKILL at random moments,
     /// recover, and check that every acknowledged commit survived and the data is consistent.
@@ -55,6 +60,8 @@ enum Benchmark {
     Index(IndexArgs),
     /// TPC-C (v5.11, throughput mode) with consistency checks, on Engram or SQLite.
     Tpcc(TpccArgs),
+    /// The time of each ALTER TABLE on tables of n rows, on Engram, SQLite and PostgreSQL.
+    Ddl(bench_ddl::DdlArgs),
     /// Draw throughput against threads (or skew) from the JSON of ycsb and tpcc runs.
     Plot(PlotArgs),
     /// Open (recover) a data directory and report how long each recovery phase took.
@@ -296,6 +303,10 @@ struct TpccArgs {
     /// Run Wu et al.'s StockScan (scan STOCK, count items per warehouse) on one extra thread.
     #[arg(long)]
     stock_scan: bool,
+    /// Run one ALTER TABLE every this many seconds from one more connection (engram-sql and
+    /// the wire; `sql/ddl.rs` lists them).
+    #[arg(long)]
+    ddl_every: Option<f64>,
     /// engram (stored procedures) | engram-sql (prepared SQL in process) | sqlite |
     /// postgres://user@host:port/db (the SQL over the wire, to engram serve or PostgreSQL), or two of
     /// them separated by a comma, measured in alternating rounds of one run.
@@ -434,6 +445,7 @@ fn tpcc_command(args: TpccArgs) -> Result<(), String> {
         duration: Duration::from_secs_f64(args.duration),
         mix,
         stock_scan: args.stock_scan,
+        ddl_every: args.ddl_every.map(Duration::from_secs_f64),
         seed: args.seed,
         progress: !args.quiet,
     };
@@ -687,6 +699,12 @@ fn print_tpcc(report: &tpcc::Report) {
         let keys = engram_bench::report::contended_line(&report.contended_keys);
         println!("most contended keys: {keys}");
     }
+    if let Some(alter) = &report.alter {
+        println!(
+            "ALTER TABLE: {} statements, latency p50 {} us, p99 {} us",
+            alter.alters, alter.latency_us.p50, alter.latency_us.p99
+        );
+    }
     if let Some(scan) = &report.stock_scan {
         println!(
             "stock scan: {} scans, latency p50 {} us, p95 {} us, p99 {} us",
@@ -850,11 +868,55 @@ fn recovery_command(args: RecoveryArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn check_command(data: PathBuf) -> Result<(), String> {
+/// `engram check --rows`: recovers a copy of `data` and checks every SQL row against its
+/// table's schema versions (`engram_sql::check`).
+fn check_rows(data: &std::path::Path) -> Result<(), String> {
+    fn copy(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
+        std::fs::create_dir_all(to)?;
+        for entry in std::fs::read_dir(from)? {
+            let entry = entry?;
+            let target = to.join(entry.file_name());
+            if entry.file_type()?.is_dir() {
+                copy(&entry.path(), &target)?;
+            } else {
+                std::fs::copy(entry.path(), target)?;
+            }
+        }
+        Ok(())
+    }
+    let scratch = std::env::temp_dir().join(format!("engram-check-{}", std::process::id()));
+    let result = (|| {
+        copy(data, &scratch).map_err(|error| format!("cannot copy {}: {error}", data.display()))?;
+        let config =
+            engram_engine::Config { data_dir: Some(scratch.clone()), ..Default::default() };
+        let db = engram_sql::SqlDb::open(config).map_err(|error| error.to_string())?;
+        let check = db.check_rows().map_err(|error| error.to_string())?;
+        for (table, versions) in &check.tables {
+            let counts: Vec<String> = versions
+                .iter()
+                .map(|(version, rows)| format!("{rows} of version {version}"))
+                .collect();
+            println!(
+                "sql table {table}: {}",
+                if counts.is_empty() { "no rows".into() } else { counts.join(", ") }
+            );
+        }
+        if check.problems.is_empty() {
+            println!("{} SQL rows: each decodes under its schema version and holds", check.rows());
+            Ok(())
+        } else {
+            Err(check.problems.join("\n"))
+        }
+    })();
+    let _ = std::fs::remove_dir_all(&scratch);
+    result
+}
+
+fn check_command(data: &std::path::Path) -> Result<(), String> {
     if !data.join("MANIFEST").exists() {
         return Err(format!("{} holds no database (no MANIFEST)", data.display()));
     }
-    let storage = engram_engine::wal::DirStorage::open(&data)
+    let storage = engram_engine::wal::DirStorage::open(data)
         .map_err(|error| format!("cannot open {}: {error}", data.display()))?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let report =
@@ -992,9 +1054,12 @@ fn main() -> ExitCode {
         Command::Bench { benchmark: Benchmark::Index(args) } => index(args),
         Command::Bench { benchmark: Benchmark::Tpcc(args) } => tpcc_command(args),
         Command::Bench { benchmark: Benchmark::Plot(args) } => plot_command(args),
+        Command::Bench { benchmark: Benchmark::Ddl(args) } => bench_ddl::run(args),
         Command::Bench { benchmark: Benchmark::Recovery(args) } => recovery_command(args),
         Command::Bench { benchmark: Benchmark::Paper(args) } => paper_command(args),
-        Command::Check { data } => check_command(data),
+        Command::Check { data, rows } => {
+            check_command(&data).and_then(|()| if rows { check_rows(&data) } else { Ok(()) })
+        }
         Command::Serve(args) => serve::run(args),
         Command::CrashTest(args) => crash::run(args),
         Command::CrashChild(args) => crash::child(args),

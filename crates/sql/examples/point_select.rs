@@ -2,7 +2,11 @@
 //! through the engine's API, on one thread (so wall time is CPU time; the process's user +
 //! system time is printed too).
 //!
-//! `cargo run --release -p engram-sql --example point_select [rows] [executions]`
+//! `cargo run --release -p engram-sql --example point_select [rows] [executions] [added]
+//! [star]`: with `added` = n > 0, n `ALTER TABLE ... ADD COLUMN ... DEFAULT` run after the
+//! load, so every row read is of an older schema version; with `added` = `nc`, the same n
+//! columns are in the CREATE TABLE instead (the same table without DDL). With `star`, the
+//! select reads every column (`SELECT *`) instead of one.
 
 use engram_engine::Isolation;
 use engram_sql::{SqlDb, Type, Value};
@@ -23,10 +27,17 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let rows: i64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(100_000);
     let executions: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(2_000_000);
+    let added = args.next().unwrap_or_default();
+    let created = added.ends_with('c');
+    let added: usize = added.trim_end_matches('c').parse().unwrap_or(0);
+    let extra: String = (0..added).map(|c| format!(", extra{c} INT DEFAULT {c}")).collect();
+    let star = args.next().is_some_and(|a| a == "star");
     let db = SqlDb::open(engram_engine::Config::default()).unwrap();
     let mut session = db.session().unwrap();
-    session.execute_one("CREATE TABLE sbtest (id INT PRIMARY KEY, k INT NOT NULL, c CHAR(120) NOT NULL, pad CHAR(60) NOT NULL)").unwrap();
-    let insert = session.prepare("INSERT INTO sbtest VALUES ($1, $2, $3, $4)", &[]).unwrap();
+    let columns = if created { extra.as_str() } else { "" };
+    session.execute_one(&format!("CREATE TABLE sbtest (id INT PRIMARY KEY, k INT NOT NULL, c CHAR(120) NOT NULL, pad CHAR(60) NOT NULL{columns})")).unwrap();
+    let insert =
+        session.prepare("INSERT INTO sbtest (id, k, c, pad) VALUES ($1, $2, $3, $4)", &[]).unwrap();
     session.execute_one("BEGIN").unwrap();
     for id in 0..rows {
         let params = [
@@ -38,7 +49,19 @@ fn main() {
         session.execute_prepared(&insert, &params, 0).unwrap();
     }
     session.execute_one("COMMIT").unwrap();
-    let select = session.prepare("SELECT c FROM sbtest WHERE id = $1", &[Type::Int4]).unwrap();
+    for column in (0..added).filter(|_| !created) {
+        session
+            .execute_one(&format!(
+                "ALTER TABLE sbtest ADD COLUMN extra{column} INT DEFAULT {column}"
+            ))
+            .unwrap();
+    }
+    let query = if star {
+        "SELECT * FROM sbtest WHERE id = $1"
+    } else {
+        "SELECT c FROM sbtest WHERE id = $1"
+    };
+    let select = session.prepare(query, &[Type::Int4]).unwrap();
     let mut random = 0x2545_F491_4F6C_DD1Du64;
     let mut next = || {
         random ^= random << 13;
@@ -74,7 +97,10 @@ fn main() {
     let raw_wall = start.elapsed().as_secs_f64();
     let raw_cpu = cpu_seconds() - cpu;
     assert!(bytes > 0);
-    println!("rows {rows}, executions {executions}");
+    println!(
+        "rows {rows}, executions {executions}, {added} more columns ({}), select {query}",
+        if created { "in CREATE TABLE" } else { "by ALTER TABLE" }
+    );
     println!(
         "prepared SQL point select: {:.3} us CPU ({:.3} us wall) per execution",
         sql_cpu * 1e6 / executions as f64,

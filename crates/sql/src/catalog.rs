@@ -11,7 +11,7 @@
 
 use crate::codec::{
     KeyFormat, Wanted, decode_row, decode_row_noting, encode_index_key, encode_key, encode_row,
-    row_version, row_width,
+    patch_row, row_version, row_width, widen_row,
 };
 use crate::error::{SqlError, SqlResult};
 use crate::types::{Type, Value};
@@ -407,6 +407,50 @@ impl TableInfo {
     #[inline(always)]
     pub fn current_layout(&self, row: &[u8]) -> bool {
         row_version(row) == self.schema.version
+    }
+
+    /// Fails with 40001 when `row` was written under a later version than this one: a
+    /// statement of this version that rewrote it would drop what that version added.
+    pub fn check_not_newer(&self, row: &[u8]) -> SqlResult<()> {
+        if row_version(row) <= self.schema.version {
+            return Ok(());
+        }
+        Err(SqlError::new(
+            "40001",
+            format!(
+                "could not serialize access: a row of table \"{}\" was written under a newer \
+                 definition of the table (ALTER TABLE) during this statement; retry the \
+                 transaction",
+                self.schema.name
+            ),
+        ))
+    }
+
+    /// [`codec::patch_row`] for a row of any version of this table's current column types
+    /// (older rows with fewer columns are widened first, `codec::widen_row`): `false` when
+    /// the row must be decoded and encoded whole (its columns had other types). A row of a
+    /// version after this one is an error: the statement would drop what that version added.
+    pub fn patch(
+        &self,
+        row: &[u8],
+        changes: &[(usize, Value)],
+        starts: &[u32],
+        out: &mut Vec<u8>,
+    ) -> SqlResult<bool> {
+        let version = row_version(row);
+        if version == self.schema.version {
+            return patch_row(row, version, &self.types, changes, starts, out);
+        }
+        self.check_not_newer(row)?;
+        if version < self.schema.types_from {
+            return Ok(false);
+        }
+        if row_width(row) == self.types.len() {
+            return patch_row(row, self.schema.version, &self.types, changes, starts, out);
+        }
+        let mut widened = Vec::with_capacity(row.len() + 16);
+        widen_row(row, self.schema.version, &self.types, &self.missing, &mut widened)?;
+        patch_row(&widened, self.schema.version, &self.types, changes, &[], out)
     }
 
     #[cold]

@@ -111,6 +111,37 @@ pub fn patch_row(
     Ok(true)
 }
 
+/// `row`, written with fewer columns than `types` (before columns were added), widened to all
+/// of them under `version`: its bytes as they are, then each added column's `missing` value
+/// (NULL when it has none). Every column before the row's end keeps its type.
+pub fn widen_row(
+    row: &[u8],
+    version: u16,
+    types: &[Type],
+    missing: &[Value],
+    out: &mut Vec<u8>,
+) -> SqlResult<()> {
+    let stored = row_width(row);
+    let old_data = 4 + stored.div_ceil(8);
+    if row.len() < old_data || stored > types.len() {
+        return Err(corrupt());
+    }
+    out.clear();
+    out.extend_from_slice(&version.to_le_bytes());
+    out.extend_from_slice(&(types.len() as u16).to_le_bytes());
+    let bitmap_at = out.len();
+    out.resize(bitmap_at + types.len().div_ceil(8), 0);
+    out[bitmap_at..bitmap_at + stored.div_ceil(8)].copy_from_slice(&row[4..old_data]);
+    out.extend_from_slice(&row[old_data..]);
+    for column in stored..types.len() {
+        match missing.get(column) {
+            Some(value) if !value.is_null() => encode_value(types[column], value, out),
+            _ => out[bitmap_at + column / 8] |= 1 << (column % 8),
+        }
+    }
+    Ok(())
+}
+
 fn encode_value(ty: Type, value: &Value, out: &mut Vec<u8>) {
     match (ty, value) {
         (Type::Bool, Value::Bool(b)) => out.push(u8::from(*b)),

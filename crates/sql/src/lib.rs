@@ -23,6 +23,7 @@
 
 pub mod ast;
 pub mod catalog;
+pub mod check;
 pub mod codec;
 mod conflicts;
 mod ddl;
@@ -249,6 +250,12 @@ impl SqlDb {
         let mut names: Vec<String> = self.catalog.read().tables.keys().cloned().collect();
         names.sort();
         names
+    }
+
+    /// Reads every row of every table and checks it against its schema version
+    /// (`check.rs`, `engram check --rows`).
+    pub fn check_rows(&self) -> SqlResult<check::RowCheck> {
+        check::check_rows(&self.db, &self.tables())
     }
 
     /// A table's schema.

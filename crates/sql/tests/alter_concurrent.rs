@@ -89,7 +89,9 @@ fn race(protocol: Protocol) {
         std::thread::spawn(move || {
             let mut session = db.session().expect("session");
             while !done.load(Ordering::Acquire) {
-                if let Ok(outcome) = session.execute_one("SELECT CAST(sum(bal) AS BIGINT) FROM acct") {
+                if let Ok(outcome) =
+                    session.execute_one("SELECT CAST(sum(bal) AS BIGINT) FROM acct")
+                {
                     assert_eq!(int(outcome), 100 * ACCOUNTS, "{protocol:?}");
                 }
             }
@@ -119,7 +121,10 @@ fn race(protocol: Protocol) {
     let (commits, other_aborts) = bystander.join().expect("bystander");
     assert_eq!(other_aborts, 0, "{protocol:?}: transactions on another table aborted");
     assert_eq!(int(session.execute_one("SELECT n FROM other").unwrap()), commits);
-    assert_eq!(int(session.execute_one("SELECT CAST(sum(bal) AS BIGINT) FROM acct").unwrap()), 100 * ACCOUNTS);
+    assert_eq!(
+        int(session.execute_one("SELECT CAST(sum(bal) AS BIGINT) FROM acct").unwrap()),
+        100 * ACCOUNTS
+    );
     assert_eq!(int(session.execute_one("SELECT count(*) FROM acct").unwrap()), ACCOUNTS);
     let Outcome::Rows { rows, columns, .. } =
         session.execute_one("SELECT * FROM acct ORDER BY id").unwrap()
@@ -144,7 +149,9 @@ fn race(protocol: Protocol) {
         assert_eq!(added, [0, 2, 3, 5, 6, 8, 9, 11], "{protocol:?}");
     }
     let aborts = definition_aborts.load(Ordering::Relaxed);
-    eprintln!("{protocol:?}: {aborts} writer retries for a changed definition, {commits} bystander commits");
+    eprintln!(
+        "{protocol:?}: {aborts} writer retries for a changed definition, {commits} bystander commits"
+    );
 }
 
 #[test]

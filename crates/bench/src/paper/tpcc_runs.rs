@@ -30,6 +30,7 @@ pub(super) fn tpcc_runs(
         duration: Duration::from_secs_f64(options.seconds),
         mix: tpcc::Mix::Standard,
         stock_scan,
+        ddl_every: None,
         seed: options.seed,
         progress: options.progress,
     };

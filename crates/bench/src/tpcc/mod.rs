@@ -106,6 +106,11 @@ pub trait TpccDb: Db {
     ) -> Outcome;
     /// Wu et al.'s StockScan: scan STOCK and count items per warehouse (index 0 is warehouse 1).
     fn stock_scan(&self, conn: &mut Self::Conn) -> Result<Vec<u64>, String>;
+    /// Schema change number `round` of a run with `Options::ddl_every` (`sql/ddl.rs`).
+    fn alter(&self, conn: &mut Self::Conn, round: u64) -> Result<(), String> {
+        let _ = (conn, round);
+        Err(format!("{} runs no ALTER TABLE in this benchmark", self.name()))
+    }
     /// The aggregates the consistency conditions compare.
     fn facts(&self, conn: &mut Self::Conn) -> Result<Facts, String>;
 }
@@ -171,6 +176,9 @@ impl<A: TpccDb, B: TpccDb> TpccDb for Either<A, B> {
     }
     fn stock_scan(&self, conn: &mut Self::Conn) -> Result<Vec<u64>, String> {
         either!(self, conn, stock_scan())
+    }
+    fn alter(&self, conn: &mut Self::Conn, round: u64) -> Result<(), String> {
+        either!(self, conn, alter(round))
     }
     fn facts(&self, conn: &mut Self::Conn) -> Result<Facts, String> {
         either!(self, conn, facts())
@@ -394,6 +402,8 @@ pub struct Options {
     pub duration: Duration,
     pub mix: Mix,
     pub stock_scan: bool,
+    /// Run one ALTER TABLE on the benchmark's tables this often, from one more connection.
+    pub ddl_every: Option<Duration>,
     pub seed: u64,
     pub progress: bool,
 }
@@ -438,6 +448,8 @@ pub struct Tally {
     pub elapsed: Duration,
     pub stock_scans: u64,
     pub stock_scan_latency: Latency,
+    pub alters: u64,
+    pub alter_latency: Latency,
     /// With durability on: from a transaction's start until its commit is durable (when it
     /// may be acknowledged), over every committed transaction.
     pub durable_latency: Latency,
@@ -460,6 +472,8 @@ impl Tally {
         self.elapsed += other.elapsed;
         self.stock_scans += other.stock_scans;
         self.stock_scan_latency.merge(&other.stock_scan_latency);
+        self.alters += other.alters;
+        self.alter_latency.merge(&other.alter_latency);
         self.durable_latency.merge(&other.durable_latency);
         self.durable_commits += other.durable_commits;
         crate::report::merge_contention(&mut self.contended, &other.contended);
@@ -661,6 +675,26 @@ pub fn measure<D: TpccDb>(
                     Ok(tally)
                 })
             });
+            let altering = options.ddl_every.map(|every| {
+                let stop = &stop;
+                scope.spawn(move || -> Result<Tally, String> {
+                    let mut conn = db.connect()?;
+                    let mut tally = Tally::default();
+                    let mut next = Instant::now() + every;
+                    while !stop.load(Ordering::Relaxed) {
+                        if Instant::now() < next {
+                            std::thread::sleep(Duration::from_millis(1));
+                            continue;
+                        }
+                        next += every;
+                        let began = Instant::now();
+                        db.alter(&mut conn, tally.alters)?;
+                        tally.alter_latency.record(began.elapsed());
+                        tally.alters += 1;
+                    }
+                    Ok(tally)
+                })
+            });
             Progress::new(label, duration, options.progress).watch(&counters, duration);
             stop.store(true, Ordering::Relaxed);
             // Waiting for the last commits to become durable is not part of the measurement.
@@ -669,7 +703,13 @@ pub fn measure<D: TpccDb>(
                 .into_iter()
                 .map(|handle| handle.join().expect("driver thread"))
                 .collect::<Result<Vec<_>, _>>()?;
-            let scans = scanner.map(|handle| handle.join().expect("scan thread")).transpose()?;
+            let mut scans =
+                scanner.map(|handle| handle.join().expect("scan thread")).transpose()?;
+            if let Some(alters) =
+                altering.map(|handle| handle.join().expect("ALTER thread")).transpose()?
+            {
+                scans.get_or_insert_with(Tally::default).merge(&alters);
+            }
             Ok((tallies, scans))
         })?;
     let mut total = Tally::default();
@@ -683,6 +723,8 @@ pub fn measure<D: TpccDb>(
     if let Some(scans) = scans {
         total.stock_scans = scans.stock_scans;
         total.stock_scan_latency = scans.stock_scan_latency;
+        total.alters = scans.alters;
+        total.alter_latency = scans.alter_latency;
     }
     total.elapsed = stopped.into_inner().unwrap().unwrap_or_else(|| started.elapsed());
     Ok(total)
@@ -695,6 +737,12 @@ pub struct TypeReport {
     pub aborted: u64,
     pub aborts_by_reason: BTreeMap<String, u64>,
     pub throughput_txn_per_s: f64,
+    pub latency_us: Percentiles,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AlterReport {
+    pub alters: u64,
     pub latency_us: Percentiles,
 }
 
@@ -726,6 +774,8 @@ pub struct Report {
     /// The keys that aborted most transactions (Engram only).
     pub contended_keys: Vec<crate::report::ContendedKey>,
     pub stock_scan: Option<StockScanReport>,
+    /// The ALTER TABLEs of `Options::ddl_every`.
+    pub alter: Option<AlterReport>,
     /// With durability on: start of a transaction to its commit being durable, microseconds.
     pub durable_latency_us: Option<Percentiles>,
     /// "ok", or the violated consistency conditions.
@@ -781,6 +831,10 @@ pub fn report<D: Db>(db: &D, options: &Options, tally: &Tally, violations: &[Str
         stock_scan: (tally.stock_scans > 0).then(|| StockScanReport {
             scans: tally.stock_scans,
             latency_us: tally.stock_scan_latency.summary(),
+        }),
+        alter: (tally.alters > 0).then(|| AlterReport {
+            alters: tally.alters,
+            latency_us: tally.alter_latency.summary(),
         }),
         consistency: if violations.is_empty() {
             serde_json::json!("ok")

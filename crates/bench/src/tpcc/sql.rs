@@ -39,6 +39,8 @@ use engram_engine::{Config, Durability};
 use engram_sql::{Decimal, Prepared, Session, SqlDb, SqlError, Text, Value, isolation_sql};
 use std::sync::Arc;
 
+mod ddl;
+
 /// The nine tables and two indexes, as the load creates them.
 pub const SCHEMA: &str = "
 CREATE TABLE warehouse (
@@ -880,6 +882,10 @@ impl TpccDb for SqlTpcc {
 
     fn stock_scan(&self, conn: &mut SqlConn) -> Result<Vec<u64>, String> {
         conn.stock_scan(self.scale.warehouses, "SNAPSHOT")
+    }
+
+    fn alter(&self, conn: &mut SqlConn, round: u64) -> Result<(), String> {
+        conn.alter(round)
     }
 }
 

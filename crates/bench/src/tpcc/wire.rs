@@ -317,4 +317,8 @@ impl TpccDb for WireTpcc {
         let level = if self.snapshots { "SNAPSHOT" } else { "REPEATABLE READ" };
         conn.stock_scan(self.scale.warehouses, level)
     }
+
+    fn alter(&self, conn: &mut Self::Conn, round: u64) -> Result<(), String> {
+        conn.alter(round)
+    }
 }

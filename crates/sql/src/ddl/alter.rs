@@ -452,7 +452,7 @@ impl Session {
                 .collect()
         };
         let info = Arc::new(table.altered(schema, sequences));
-        self.put_version(table, old_name, new_name, info);
+        self.put_version(table, old_name, name, new_name, info);
         Ok(())
     }
 

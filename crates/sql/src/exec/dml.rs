@@ -6,7 +6,7 @@ use super::{
     resolve, run_query, run_subqueries, successor,
 };
 use crate::catalog::{Sequence, TableInfo, primary_key};
-use crate::codec::{Wanted, encode_key, encode_row, patch_row, row_version};
+use crate::codec::{Wanted, encode_key, encode_row, row_version};
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{BExpr, Context};
 use crate::plan::{ConflictAction, InsertPlan, InsertRows, ModifyPlan, Path};
@@ -203,6 +203,7 @@ fn insert_row(
                 ));
             };
             let mut old_values = Vec::new();
+            table.check_not_newer(old)?;
             table.decode(old, &Wanted::ALL, &mut old_values)?;
             let mut both = old_values.clone();
             both.extend(values.iter().cloned());
@@ -458,9 +459,7 @@ fn assign(
     if !changes.is_sorted_by_key(|(column, _)| *column) {
         changes.sort_unstable_by_key(|(column, _)| *column);
     }
-    if !table.current_layout(current)
-        || !patch_row(current, table.schema.version, &table.types, changes, starts, bytes)?
-    {
+    if !table.patch(current, changes, starts, bytes)? {
         // Written under another schema version: decode and encode it whole, in this one.
         table.decode(current, &Wanted::ALL, values)?;
         for (column, value) in changes.iter() {

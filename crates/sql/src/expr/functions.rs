@@ -310,6 +310,8 @@ pub static FUNCTIONS: &[Function] = &[
         Returns::Fixed(Type::Timestamp),
         datetime::now,
     ),
+    lazy(&["clock_timestamp"], (0, 0), Returns::Fixed(Type::Timestamp), datetime::clock_timestamp)
+        .volatile(),
     lazy(&["current_date"], (0, 0), Returns::Fixed(Type::Date), datetime::current_date),
     strict(
         &["extract"],

@@ -72,20 +72,22 @@ impl Session {
         self.install(name, Some(info), None);
     }
 
-    /// Records a new version of `table` (named `old_name` when the transaction's first ALTER
-    /// of it began, `name` now): installed now under the exclusive lock, else at commit.
+    /// Records `info`, a new version of `table`: the table is `current` before this action,
+    /// `name` after it, and was `old_name` when the transaction's first ALTER of it began.
+    /// Installed now under the exclusive lock, else at commit.
     pub(crate) fn put_version(
         &mut self,
         table: &Arc<TableInfo>,
         old_name: &str,
+        current: &str,
         name: &str,
         info: Arc<TableInfo>,
     ) {
         if self.holds_exclusive {
-            self.install_version(old_name, name, info);
+            self.install_version(current, name, info);
             return;
         }
-        match self.pending.iter_mut().find(|pending| pending.name == old_name) {
+        match self.pending.iter_mut().find(|pending| pending.name == current) {
             Some(pending) => {
                 pending.name = name.to_string();
                 pending.info = info;

@@ -513,3 +513,31 @@ error 42P01
 SELECT id, bal FROM acct WHERE id = 1
 ----
 1 | 12
+
+BEGIN
+----
+ok BEGIN
+
+ALTER TABLE acct RENAME TO accounts
+----
+ok ALTER TABLE
+
+ALTER TABLE accounts RENAME COLUMN bal TO balance
+----
+ok ALTER TABLE
+
+ALTER TABLE accounts ADD COLUMN later INT DEFAULT 5
+----
+ok ALTER TABLE
+
+COMMIT
+----
+ok COMMIT
+
+SELECT id, balance, later FROM accounts WHERE id = 1
+----
+1 | 12 | 5
+
+SELECT id FROM acct
+----
+error 42P01

@@ -10,6 +10,17 @@ pub(super) fn now(_: &[BExpr], _: &[Value], _: Type, cx: &Context<'_>) -> SqlRes
     Ok(Value::Timestamp(cx.now))
 }
 
+/// The wall-clock time now, which changes within a statement (PostgreSQL's
+/// `clock_timestamp()`; `now()` is the transaction's start).
+pub(super) fn clock_timestamp(
+    _: &[BExpr],
+    _: &[Value],
+    _: Type,
+    _: &Context<'_>,
+) -> SqlResult<Value> {
+    Ok(Value::Timestamp(crate::types::now_micros()))
+}
+
 pub(super) fn current_date(
     _: &[BExpr],
     _: &[Value],
