@@ -25,4 +25,9 @@ SHOW transaction_isolation;
 \d accounts
 \d nothing_here
 SELEC 1;
+ALTER TABLE accounts ADD COLUMN note TEXT DEFAULT 'none', ALTER COLUMN balance TYPE NUMERIC(14,2);
+ALTER TABLE accounts DROP COLUMN owner;
+ALTER TABLE accounts RENAME COLUMN note TO remark;
+SELECT * FROM accounts ORDER BY id;
+\d accounts
 DROP TABLE accounts;

@@ -42,6 +42,10 @@ pub fn sqlite_form(statement: &str) -> Option<String> {
     Some(statement.replace("TIMESTAMP", "TEXT"))
 }
 
+/// Commits do not wait for the log (or Engram's epoch): the times are the statements' own,
+/// not a flush's.
+const COMMIT_UNWAITED: &str = "SET synchronous_commit = off";
+
 /// A database the statements run on.
 pub trait Target {
     fn name(&self) -> String;
@@ -80,7 +84,9 @@ impl Engram {
         let db =
             engram_sql::SqlDb::open(engram_engine::Config::default()).map_err(|e| e.to_string())?;
         let session = db.session().map_err(|e| e.to_string())?;
-        Ok(Engram { session, _db: db })
+        let mut engram = Engram { session, _db: db };
+        engram.run(COMMIT_UNWAITED)?;
+        Ok(engram)
     }
 }
 
@@ -137,7 +143,9 @@ impl Wire {
             tokio::spawn(connection);
             Ok::<_, String>(client)
         })?;
-        Ok(Wire { url: url.to_string(), client, runtime })
+        let mut wire = Wire { url: url.to_string(), client, runtime };
+        wire.run(COMMIT_UNWAITED)?;
+        Ok(wire)
     }
 }
 

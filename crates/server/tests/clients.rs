@@ -167,6 +167,42 @@ async fn serialization_failures_are_40001_and_a_retry_succeeds() {
     assert_eq!(n, 11);
 }
 
+/// ALTER TABLE through the driver: a transaction that began before it keeps its version and
+/// cannot write (40001, then a retry succeeds), added columns read their default in binary,
+/// a widened column reads as the wider type, and a prepared statement whose rows changed
+/// fails as PostgreSQL's does (0A000).
+#[tokio::test]
+async fn alter_table_versions_over_the_wire() {
+    let (server, _db) = start(ServerConfig::default());
+    let a = connect(&server).await;
+    let b = connect(&server).await;
+    a.batch_execute("CREATE TABLE v (id INT PRIMARY KEY, n SMALLINT); INSERT INTO v VALUES (1, 7)")
+        .await
+        .unwrap();
+    let star = a.prepare("SELECT * FROM v WHERE id = $1").await.unwrap();
+    b.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ").await.unwrap();
+    let n: i16 = b.query_one("SELECT n FROM v WHERE id = 1", &[]).await.unwrap().get(0);
+    assert_eq!(n, 7);
+    // Neither waits for the other.
+    a.batch_execute("ALTER TABLE v ADD COLUMN note TEXT DEFAULT 'hi', ALTER COLUMN n TYPE BIGINT")
+        .await
+        .unwrap();
+    let row = b.query_one("SELECT * FROM v WHERE id = 1", &[]).await.unwrap();
+    assert_eq!(row.len(), 2, "the older transaction reads its own version");
+    let error = b.execute("UPDATE v SET n = 8 WHERE id = 1", &[]).await.unwrap_err();
+    assert_eq!(error.code(), Some(&SqlState::T_R_SERIALIZATION_FAILURE), "{error}");
+    assert!(error.to_string().contains("definition"), "{error}");
+    b.batch_execute("ROLLBACK").await.unwrap();
+    b.execute("UPDATE v SET n = 8000000000 WHERE id = 1", &[]).await.unwrap();
+    let row = a.query_one("SELECT n, note FROM v WHERE id = 1", &[]).await.unwrap();
+    assert_eq!(row.columns()[0].type_(), &Type::INT8);
+    assert_eq!((row.get::<_, i64>(0), row.get::<_, String>(1)), (8_000_000_000, "hi".into()));
+    let error = a.query(&star, &[&1i32]).await.unwrap_err();
+    assert_eq!(code(&error), "0A000", "{error}");
+    let again = a.prepare("SELECT * FROM v WHERE id = $1").await.unwrap();
+    assert_eq!(a.query_one(&again, &[&1i32]).await.unwrap().len(), 3);
+}
+
 /// The pessimistic protocols over the wire: a refused lock is 40001 at the statement, the
 /// session can roll back and retry, and the server keeps serving.
 #[tokio::test]

@@ -926,6 +926,13 @@ impl Session {
             .with_engine(self.db.database())
             .with_view(self.view());
         let (plan, types, volatile) = binder.statement_volatile(statement)?;
+        // A client described the statement's rows already: a table altered since must not
+        // change them (PostgreSQL's check).
+        if let Some(prepared) = prepared
+            && !same_row_types(&prepared.columns, plan.columns())
+        {
+            return Err(SqlError::new("0A000", "cached plan must not change result type"));
+        }
         let cached = CachedPlan::new(catalog.version, plan, volatile);
         if let Some(prepared) = prepared
             && !viewing
@@ -1167,6 +1174,11 @@ impl Session {
             }
         }
     }
+}
+
+/// Whether two row descriptions have the same column types.
+fn same_row_types(a: &[crate::plan::OutputColumn], b: &[crate::plan::OutputColumn]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a.ty == b.ty)
 }
 
 impl Drop for Session {

@@ -321,10 +321,20 @@ impl LeafOwner {
     }
 }
 
+/// Above this many entries, [`NodeSet`] finds a changed leaf's entries through its index by
+/// node address instead of looking at every entry: a transaction inserting n rows (a bulk
+/// load, a table rewrite, a unique index build) would otherwise take time quadratic in n.
+const INDEXED_FROM: usize = 64;
+
 /// The node set, which also keeps itself valid across the transaction's own inserts.
 #[derive(Debug, Default)]
 pub(crate) struct NodeSet {
+    /// Read anywhere; entries are added with [`NodeSet::push`] and removed only through
+    /// [`NodeSet::truncate`] and [`NodeSet::keep_always_from`], which keep `by_node` true.
     pub entries: Vec<NodeEntry>,
+    /// The positions of the entries by leaf node address, once the set has grown past
+    /// [`INDEXED_FROM`]; `None` until needed, and after a removal (rebuilt on use).
+    by_node: Option<std::collections::HashMap<usize, Vec<u32>>>,
     /// The flag new entries get while a uniqueness check runs.
     pub recording_always: bool,
     /// Remember every leaf the transaction's own index changes produce (`changed`): the
@@ -339,13 +349,84 @@ impl NodeSet {
     pub fn clear(&mut self) {
         self.statement_mark = 0;
         self.entries.clear();
+        self.by_node = None;
         self.recording_always = false;
         self.changed.clear();
     }
 
     #[inline]
     pub fn push(&mut self, leaf: LeafVersion, always: bool, owner: LeafOwner) {
+        // The same leaf at the same version, recorded again by the same statement (a run of
+        // inserts into one leaf, each checking its key absent), adds nothing to validate.
+        if self.entries.len() > self.statement_mark
+            && let Some(last) = self.entries.last()
+            && last.leaf.node_address() == leaf.node_address()
+            && last.leaf.version() == leaf.version()
+            && last.always == always
+            && last.owner == owner
+        {
+            return;
+        }
+        if let Some(by_node) = &mut self.by_node {
+            by_node.entry(leaf.node_address()).or_default().push(self.entries.len() as u32);
+        }
         self.entries.push(NodeEntry { leaf, always, owner });
+    }
+
+    /// Drops the entries from `len` on.
+    pub fn truncate(&mut self, len: usize) {
+        if len < self.entries.len() {
+            self.entries.truncate(len);
+            self.by_node = None;
+        }
+    }
+
+    /// Drops the entries from `from` on that are not validated at every isolation level.
+    pub fn keep_always_from(&mut self, from: usize) {
+        let before = self.entries.len();
+        let mut index = from;
+        while index < self.entries.len() {
+            if self.entries[index].always {
+                index += 1;
+            } else {
+                self.entries.swap_remove(index);
+            }
+        }
+        if self.entries.len() != before {
+            self.by_node = None;
+        }
+    }
+
+    /// [`LeafObserver::leaf_changed`] on a large set, through `by_node`.
+    fn leaf_changed_indexed(&mut self, node: usize, before: u64, after: &[LeafVersion]) {
+        let entries = &mut self.entries;
+        let by_node = self.by_node.get_or_insert_with(|| {
+            let mut by_node = std::collections::HashMap::<usize, Vec<u32>>::new();
+            for (position, entry) in entries.iter().enumerate() {
+                by_node.entry(entry.leaf.node_address()).or_default().push(position as u32);
+            }
+            by_node
+        });
+        let Some(positions) = by_node.get(&node).cloned() else { return };
+        for position in positions {
+            let index = position as usize;
+            let entry = entries[index];
+            if entry.leaf.node_address() != node || entry.leaf.version() != before {
+                continue;
+            }
+            entries[index].leaf = after[0];
+            let moved = after[0].node_address();
+            if moved != node {
+                if let Some(at) = by_node.get_mut(&node) {
+                    at.retain(|&p| p != position);
+                }
+                by_node.entry(moved).or_default().push(position);
+            }
+            for extra in &after[1..] {
+                by_node.entry(extra.node_address()).or_default().push(entries.len() as u32);
+                entries.push(NodeEntry { leaf: *extra, ..entry });
+            }
+        }
     }
 
     /// Gives every leaf in the set `stamp` as its pstamp (fetch-max, then a fence), before the
@@ -407,6 +488,10 @@ impl LeafObserver for NodeSet {
                 entries: named.clone().count(),
                 at_before: named.filter(|entry| entry.leaf.version() == before).count(),
             });
+        }
+        if self.entries.len() >= INDEXED_FROM {
+            self.leaf_changed_indexed(node, before, after);
+            return;
         }
         let mut index = 0;
         while index < self.entries.len() {

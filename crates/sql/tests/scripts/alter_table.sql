@@ -541,3 +541,40 @@ SELECT id, balance, later FROM accounts WHERE id = 1
 SELECT id FROM acct
 ----
 error 42P01
+
+-- A prepared statement whose rows a table change alters fails as PostgreSQL's does.
+CREATE TABLE prep (id INT PRIMARY KEY, v INT)
+----
+ok CREATE TABLE
+
+INSERT INTO prep VALUES (1, 10)
+----
+ok INSERT 0 1
+
+PREPARE star AS SELECT * FROM prep
+----
+ok PREPARE
+
+PREPARE one AS SELECT v FROM prep WHERE id = 1
+----
+ok PREPARE
+
+ALTER TABLE prep ADD COLUMN w INT DEFAULT 3
+----
+ok ALTER TABLE
+
+EXECUTE star
+----
+error 0A000
+
+EXECUTE one
+----
+10
+
+ALTER TABLE prep ALTER COLUMN v TYPE BIGINT
+----
+ok ALTER TABLE
+
+EXECUTE one
+----
+error 0A000

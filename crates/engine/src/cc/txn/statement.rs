@@ -244,7 +244,7 @@ impl Txn<'_> {
             state.access.truncate(mark);
         }
         state.access.statement_reads.clear();
-        state.nodes.entries.truncate(state.nodes.statement_mark);
+        state.nodes.truncate(state.nodes.statement_mark);
         state.last_lookup.forget();
         Ok(())
     }
@@ -304,14 +304,7 @@ impl Txn<'_> {
         state.access.statement_reads.clear();
         if state.isolation == Isolation::ReadCommitted && !state.rules.validate_nodes {
             let mark = state.nodes.statement_mark;
-            let mut index = mark;
-            while index < state.nodes.entries.len() {
-                if state.nodes.entries[index].always {
-                    index += 1;
-                } else {
-                    state.nodes.entries.swap_remove(index);
-                }
-            }
+            state.nodes.keep_always_from(mark);
         }
     }
 }
