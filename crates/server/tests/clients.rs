@@ -191,7 +191,8 @@ async fn alter_table_versions_over_the_wire() {
     assert_eq!(row.len(), 2, "the older transaction reads its own version");
     let error = b.execute("UPDATE v SET n = 8 WHERE id = 1", &[]).await.unwrap_err();
     assert_eq!(error.code(), Some(&SqlState::T_R_SERIALIZATION_FAILURE), "{error}");
-    assert!(error.to_string().contains("definition"), "{error}");
+    let message = error.as_db_error().map_or_else(String::new, |e| e.message().to_string());
+    assert!(message.contains("definition"), "{message}");
     b.batch_execute("ROLLBACK").await.unwrap();
     b.execute("UPDATE v SET n = 8000000000 WHERE id = 1", &[]).await.unwrap();
     let row = a.query_one("SELECT n, note FROM v WHERE id = 1", &[]).await.unwrap();

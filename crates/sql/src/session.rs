@@ -462,6 +462,8 @@ impl Session {
     }
 
     fn release_locks(&mut self) {
+        // Outside a transaction the session sees the newest catalog.
+        self.as_of = u64::MAX;
         let held = self.row_locks_held.get_mut();
         if !held.is_empty() {
             self.db.row_locks.release_all(self.id, held);
