@@ -6,7 +6,7 @@
 mod alter;
 
 use crate::ast::{CreateTable, Statement};
-use crate::catalog::{CATALOG_TABLE, ColumnSchema, IndexSchema, TableInfo, TableSchema};
+use crate::catalog::{CATALOG_TABLE, ColumnSchema, IndexSchema, Sequence, TableInfo, TableSchema};
 use crate::codec::{KeyFormat, Wanted, encode_key};
 use crate::error::{SqlError, SqlResult};
 use crate::session::{Session, Undo};
@@ -288,6 +288,16 @@ impl Session {
         Ok("CREATE TABLE".into())
     }
 
+    /// Per column of `schema`, the sequence of a SERIAL column.
+    pub(crate) fn sequences_of(&self, schema: &TableSchema) -> Vec<Option<Arc<Sequence>>> {
+        let mut catalog = self.db.catalog.write();
+        schema
+            .columns
+            .iter()
+            .map(|c| c.sequence.as_ref().map(|key| catalog.sequence(key)))
+            .collect()
+    }
+
     /// Creates the engine table of `schema`, writes its catalog row and installs it.
     pub(crate) fn install_new(
         &mut self,
@@ -300,14 +310,7 @@ impl Session {
             let _ = self.db.database().drop_table(&created);
             return Err(error);
         }
-        let sequences = {
-            let mut catalog = self.db.catalog.write();
-            schema
-                .columns
-                .iter()
-                .map(|c| c.sequence.as_ref().map(|key| catalog.sequence(key)))
-                .collect()
-        };
+        let sequences = self.sequences_of(&schema);
         let rowid = rowid.unwrap_or_else(|| Arc::new(AtomicI64::new(1)));
         let info = Arc::new(TableInfo::new(schema, engine, rowid, sequences, None));
         self.install(&info.schema.name.clone(), Some(Arc::clone(&info)), Some(created));

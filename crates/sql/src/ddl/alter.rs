@@ -443,14 +443,7 @@ impl Session {
             self.write_catalog_row(name, None)?;
         }
         self.write_catalog_row(new_name, Some(&schema))?;
-        let sequences = {
-            let mut catalog = self.db.catalog.write();
-            schema
-                .columns
-                .iter()
-                .map(|c| c.sequence.as_ref().map(|key| catalog.sequence(key)))
-                .collect()
-        };
+        let sequences = self.sequences_of(&schema);
         let info = Arc::new(table.altered(schema, sequences));
         self.put_version(table, old_name, name, new_name, info);
         Ok(())
