@@ -325,22 +325,34 @@ impl Session {
         Ok(())
     }
 
-    /// Every (key, row) of `table` as this transaction sees it, collected first: the scan
-    /// borrows the transaction that then writes them elsewhere.
-    pub(crate) fn table_rows(&mut self, table: &TableInfo) -> SqlResult<Vec<(Vec<u8>, Vec<u8>)>> {
-        let mut rows = Vec::new();
+    /// Visits up to `limit` (key, row) pairs of `table`, in key order, as this transaction
+    /// sees them, until `visit` returns false.
+    pub(crate) fn scan_table(
+        &mut self,
+        table: &TableInfo,
+        limit: usize,
+        visit: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> SqlResult<()> {
         let mut txn = self.worker.txn()?;
         txn.scan(
             &table.engine,
             Bound::Unbounded,
             Bound::Unbounded,
             Direction::Forward,
-            usize::MAX,
-            |key, row| {
-                rows.push((key.to_vec(), row.to_vec()));
-                true
-            },
+            limit,
+            visit,
         )?;
+        Ok(())
+    }
+
+    /// Every (key, row) of `table` as this transaction sees it, collected first: the scan
+    /// borrows the transaction that then writes them elsewhere.
+    pub(crate) fn table_rows(&mut self, table: &TableInfo) -> SqlResult<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut rows = Vec::new();
+        self.scan_table(table, usize::MAX, |key, row| {
+            rows.push((key.to_vec(), row.to_vec()));
+            true
+        })?;
         Ok(rows)
     }
 

@@ -22,8 +22,6 @@ use crate::expr::{BExpr, Context};
 use crate::plan::Binder;
 use crate::session::Session;
 use crate::types::{Type, Value, cast};
-use engram_engine::Direction;
-use std::ops::Bound;
 use std::sync::Arc;
 
 use super::Rebuild;
@@ -71,7 +69,7 @@ impl Session {
     }
 
     /// Whether `action` on `table` changes only the table's definition.
-    fn instant(&mut self, table: &TableInfo, action: &AlterAction) -> bool {
+    fn instant(&self, table: &TableInfo, action: &AlterAction) -> bool {
         let keyed = |column: usize| {
             table.schema.primary_key.contains(&column)
                 || table.schema.indexes.iter().any(|index| index.columns.contains(&column))
@@ -457,14 +455,8 @@ impl Session {
         let mut found = false;
         let mut failure = None;
         let mut values = Vec::new();
-        let mut txn = self.worker.txn()?;
-        txn.scan(
-            &table.engine,
-            Bound::Unbounded,
-            Bound::Unbounded,
-            Direction::Forward,
-            usize::MAX,
-            |_, row| match table.decode(row, &wanted, &mut values) {
+        self.scan_table(table, usize::MAX, |_, row| {
+            match table.decode(row, &wanted, &mut values) {
                 Ok(()) => {
                     found = values[at].is_null();
                     !found
@@ -473,8 +465,8 @@ impl Session {
                     failure = Some(error);
                     false
                 }
-            },
-        )?;
+            }
+        })?;
         if let Some(error) = failure {
             return Err(error);
         }
@@ -493,18 +485,10 @@ impl Session {
     /// Fails with 23502 (naming `column`) if `table` holds a row.
     fn check_empty(&mut self, table: &Arc<TableInfo>, column: &str) -> SqlResult<()> {
         let mut any = false;
-        let mut txn = self.worker.txn()?;
-        txn.scan(
-            &table.engine,
-            Bound::Unbounded,
-            Bound::Unbounded,
-            Direction::Forward,
-            1,
-            |_, _| {
-                any = true;
-                false
-            },
-        )?;
+        self.scan_table(table, 1, |_, _| {
+            any = true;
+            false
+        })?;
         if any {
             return Err(SqlError::new(
                 "23502",
