@@ -269,9 +269,18 @@ pub struct TableInfo {
     pub previous: Option<Arc<TableInfo>>,
 }
 
-/// How many replaced versions of a table stay reachable for older transactions; one older
-/// still reads the oldest kept (rows decode under any version) and cannot write.
-const KEPT_VERSIONS: usize = 8;
+/// Drops a long chain of older versions one link at a time, not by recursion.
+impl Drop for TableInfo {
+    fn drop(&mut self) {
+        let mut previous = self.previous.take();
+        while let Some(info) = previous {
+            previous = match Arc::try_unwrap(info) {
+                Ok(mut info) => info.previous.take(),
+                Err(_) => None,
+            };
+        }
+    }
+}
 
 impl TableInfo {
     pub fn new(
@@ -323,39 +332,10 @@ impl TableInfo {
             TableInfo::new(schema, self.engine.clone(), Arc::clone(&self.rowid), sequences, None);
         info.layouts = Arc::clone(&self.layouts);
         info.since = AtomicU64::new(u64::MAX);
-        // Keep a bounded chain of older versions.
-        let mut kept = Arc::clone(self);
-        let mut depth = 0;
-        let mut cursor = Some(self);
-        while let Some(at) = cursor {
-            depth += 1;
-            cursor = at.previous.as_ref();
-        }
-        if depth > KEPT_VERSIONS {
-            kept = Arc::new(self.truncated(KEPT_VERSIONS - 1));
-        }
-        info.previous = Some(kept);
+        // Every older version stays reachable, so that a transaction however old reads the
+        // version it began with; a rewrite or a drop of the table lets them go.
+        info.previous = Some(Arc::clone(self));
         info
-    }
-
-    /// A copy of this version whose chain of older versions is cut after `keep` links.
-    fn truncated(&self, keep: usize) -> TableInfo {
-        TableInfo {
-            schema: self.schema.clone(),
-            engine: self.engine.clone(),
-            types: self.types.clone(),
-            rowid: Arc::clone(&self.rowid),
-            sequences: self.sequences.clone(),
-            system: self.system.clone(),
-            missing: self.missing.clone(),
-            has_missing: self.has_missing,
-            layouts: Arc::clone(&self.layouts),
-            since: AtomicU64::new(self.since.load(Ordering::Acquire)),
-            previous: match (&self.previous, keep) {
-                (Some(previous), keep) if keep > 0 => Some(Arc::new(previous.truncated(keep - 1))),
-                _ => None,
-            },
-        }
     }
 
     /// Records this version's layout in the table's shared list, when it commits.
