@@ -22,21 +22,17 @@ chmod 755 "$work"
 pg_port=$((30000 + RANDOM % 10000))
 en_port=$((pg_port + 1))
 en_pid=
-as_pg() { if [ "$(id -u)" = 0 ]; then su postgres -c "$*"; else bash -c "$*"; fi; }
+source scripts/lib/postgres.sh
 cleanup() {
   [ -n "$en_pid" ] && kill "$en_pid" 2>/dev/null
-  as_pg "$pgbin/pg_ctl -D $work/pg -m immediate stop" >/dev/null 2>&1 || true
+  pg_stop "$work"
   rm -rf "$work"
 }
 trap cleanup EXIT
-[ "$(id -u)" = 0 ] && chown postgres "$work"
-as_pg "$pgbin/initdb -D $work/pg -U postgres --auth=trust -E UTF8" >/dev/null
-as_pg "$pgbin/pg_ctl -D $work/pg -l $work/pg.log -o '-p $pg_port -k $work -c listen_addresses=127.0.0.1 -c max_connections=100 -c shared_buffers=1GB' start" >/dev/null
+pg_start "$work" "$pg_port" "-c max_connections=100 -c shared_buffers=1GB"
 "$engram" serve --data "$work/engram" --listen "127.0.0.1:$en_port" --unix-socket-dir "$work" >"$work/engram.log" 2>&1 &
 en_pid=$!
-for port in $pg_port $en_port; do
-  for _ in $(seq 100); do pg_isready -q -h 127.0.0.1 -p "$port" && break; sleep 0.1; done
-done
+for _ in $(seq 100); do pg_isready -q -h 127.0.0.1 -p "$en_port" && break; sleep 0.1; done
 # Where the clients connect: the loopback address, or the directory holding both sockets.
 host=127.0.0.1
 [ "$transport" = unix ] && host=$work
