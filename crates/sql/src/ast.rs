@@ -107,6 +107,10 @@ impl Statement {
 
 #[derive(Debug, Clone)]
 pub struct Query {
+    /// `WITH` (common table expressions), visible to the body and to later ones.
+    pub with: Vec<Cte>,
+    /// `WITH RECURSIVE`: a CTE may read itself.
+    pub recursive: bool,
     pub body: QueryBody,
     pub order_by: Vec<OrderItem>,
     pub limit: Option<Expr>,
@@ -120,6 +124,37 @@ pub struct Query {
 pub enum QueryBody {
     Select(Box<Select>),
     Values(Vec<Vec<Expr>>),
+    /// `left UNION | INTERSECT | EXCEPT [ALL] right`.
+    SetOp {
+        op: SetOp,
+        all: bool,
+        left: Box<Query>,
+        right: Box<Query>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetOp {
+    Union,
+    Intersect,
+    Except,
+}
+
+/// One `name [(columns)] AS (query)` of a WITH clause.
+#[derive(Debug, Clone)]
+pub struct Cte {
+    pub name: String,
+    pub columns: Vec<String>,
+    pub query: Query,
+}
+
+/// What a FROM item reads when it is not a table by name.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// A subquery (or `VALUES`) in FROM.
+    Query(Query),
+    /// A set-returning function (`generate_series`, `unnest`).
+    Function { name: String, args: Vec<Expr> },
 }
 
 #[derive(Debug, Clone)]
@@ -141,8 +176,19 @@ pub enum SelectItem {
 
 #[derive(Debug, Clone)]
 pub struct TableRef {
+    /// The table's name; for a subquery or function, the name it is known by in the query.
     pub name: String,
     pub alias: Option<String>,
+    /// Column aliases (`AS t(a, b)`).
+    pub columns: Vec<String>,
+    /// `None`: the table or view `name`.
+    pub source: Option<Box<Source>>,
+}
+
+impl TableRef {
+    pub fn named(name: String) -> TableRef {
+        TableRef { name, alias: None, columns: Vec::new(), source: None }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -566,6 +612,8 @@ pub struct CreateTable {
     pub columns: Vec<ColumnDef>,
     pub primary_key: Vec<String>,
     pub uniques: Vec<Vec<String>>,
+    /// `CREATE TABLE ... AS query`: the columns are the query's (`columns` only names them).
+    pub query: Option<Box<Query>>,
 }
 
 #[derive(Debug, Clone)]

@@ -7,13 +7,14 @@ use crate::codec::{KeyFormat, Wanted, encode_key};
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{BExpr, Context, check_text_len};
 pub use crate::interrupt::{INTERRUPT_CHECK_ROWS, Interrupt};
-use crate::plan::{Access, AggFunc, Aggregate, Path, QueryPlan};
+use crate::plan::{Access, AggFunc, Aggregate, OuterArg, Path, QueryPlan};
 use crate::types::{DistinctValue, GroupHasher, GroupKey, Type, Value, cast};
 use engram_engine::{Direction, Error, Txn};
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 use std::ops::Bound;
 
+mod derived;
 mod dml;
 
 pub use dml::{run_insert, run_modify};
@@ -43,6 +44,8 @@ pub struct Env<'a> {
     pub reapply: bool,
     /// How the statement locks rows.
     pub locks: Option<&'a crate::locks::Locker<'a>>,
+    /// In a correlated subquery: the outer row's values it reads (`BExpr::Outer`).
+    pub outer: &'a [Value],
 }
 
 /// Buffers an INSERT, UPDATE or DELETE works in, kept by the session across statements. A
@@ -124,6 +127,11 @@ fn run_subqueries(
 ) -> SqlResult<Vec<Vec<Value>>> {
     let mut results = Vec::with_capacity(subqueries.len());
     for sub in subqueries {
+        if !sub.outer_args.is_empty() {
+            // Correlated: run for each row (`descend`).
+            results.push(Vec::new());
+            continue;
+        }
         // On a new stack segment if need be: subqueries nest (`depth.rs`).
         let rows = crate::depth::grow(|| run_query(txn, sub, &env.unlimited()))?.rows;
         results.push(rows.into_iter().map(|mut row| row.swap_remove(0)).collect());
@@ -407,6 +415,16 @@ fn visit(
     let table = &access.table;
     let types = &table.types;
     let decoded = &mut lent.decoded;
+    if let Some(at) = access.derived {
+        for row in &cx.derived[at] {
+            cx.interrupt.tick()?;
+            decoded.clone_from(row);
+            if !sink(&[], decoded)? {
+                break;
+            }
+        }
+        return Ok(());
+    }
     let (low, high, index, descending, wanted) = match target {
         Target::Empty => return Ok(()),
         Target::Key(key) => {
@@ -583,8 +601,10 @@ fn lookup(
 }
 
 /// What a query accumulates as rows arrive.
-struct Collector<'p> {
+struct Collector<'p, 'e> {
     plan: &'p QueryPlan,
+    /// The statement's environment, for the correlated subqueries run per row.
+    env: &'p Env<'e>,
     /// (sort keys, output row).
     rows: Vec<(Vec<Value>, Vec<Value>)>,
     groups: HashMap<GroupKey, usize, GroupHasher>,
@@ -729,7 +749,7 @@ fn finish(state: AggState, aggregate: &Aggregate) -> SqlResult<Value> {
     })
 }
 
-impl Collector<'_> {
+impl Collector<'_, '_> {
     /// Takes one joined row that passed the filter; returns whether to go on scanning.
     fn take(&mut self, row: &mut [Value], cx: &Context<'_>) -> SqlResult<bool> {
         let plan = self.plan;
@@ -799,14 +819,24 @@ fn count_value(expr: &Option<BExpr>, cx: &Context<'_>) -> SqlResult<Option<usize
 /// Runs a query.
 pub fn run_query(txn: &mut Txn<'_>, plan: &QueryPlan, env: &Env<'_>) -> SqlResult<Produced> {
     let subqueries = run_subqueries(txn, &plan.subqueries, env)?;
-    let cx = Context {
+    let correlated = std::cell::RefCell::new(Vec::new());
+    let mut cx = Context {
         params: env.params,
         subqueries: &subqueries,
+        derived: &[],
+        correlated: plan.correlated.then_some(&correlated),
+        outer: env.outer,
         now: env.now,
         reserve: env.reserve,
         interrupt: env.interrupt,
         locks: env.locks,
     };
+    let derived = if plan.derived.is_empty() {
+        Vec::new()
+    } else {
+        derived::materialize(txn, plan, env, &cx)?
+    };
+    cx.derived = &derived;
     let limit = count_value(&plan.limit, &cx)?;
     let offset = count_value(&plan.offset, &cx)?.unwrap_or(0);
     let streaming = plan.sort.is_empty() && plan.grouping.is_none() && !plan.distinct;
@@ -830,6 +860,7 @@ pub fn run_query(txn: &mut Txn<'_>, plan: &QueryPlan, env: &Env<'_>) -> SqlResul
     }
     let mut collector = Collector {
         plan,
+        env,
         rows: Vec::new(),
         groups: HashMap::default(),
         group_states: Vec::new(),
@@ -935,7 +966,7 @@ fn join(
     level: usize,
     row: &mut Vec<Value>,
     cx: &Context<'_>,
-    collector: &mut Collector<'_>,
+    collector: &mut Collector<'_, '_>,
 ) -> SqlResult<bool> {
     let access = &plan.tables[level];
     let last = level + 1 == plan.tables.len();
@@ -943,7 +974,8 @@ fn join(
     let offset = access.offset;
     let target = resolve(access, row, cx, &mut collector.lent[level])?;
     let mut matched_any = false;
-    if last {
+    // Correlated subqueries run for each joined row, which the scan must not be inside of.
+    if last && !plan.correlated {
         // The innermost table: filter and collect inside the scan, stopping early when enough.
         let mut go_on = true;
         // Lent back below (on an error it is only lost, not wrong).
@@ -1025,9 +1057,12 @@ fn descend(
     last: bool,
     row: &mut Vec<Value>,
     cx: &Context<'_>,
-    collector: &mut Collector<'_>,
+    collector: &mut Collector<'_, '_>,
 ) -> SqlResult<bool> {
     if last {
+        if plan.correlated {
+            run_correlated(txn, plan, row, cx, collector.env)?;
+        }
         if plan.filter.as_ref().map_or(Ok(true), |f| f.test(row, cx))? {
             return collector.take(row, cx);
         }
@@ -1035,4 +1070,37 @@ fn descend(
     } else {
         join(txn, plan, level + 1, row, cx, collector)
     }
+}
+
+/// Runs each correlated subquery of `plan` for the joined row `row`, its results replacing the
+/// previous row's (`Context::correlated`).
+#[cold]
+fn run_correlated(
+    txn: &mut Txn<'_>,
+    plan: &QueryPlan,
+    row: &[Value],
+    cx: &Context<'_>,
+    env: &Env<'_>,
+) -> SqlResult<()> {
+    let Some(correlated) = cx.correlated else { return Ok(()) };
+    let mut results = std::mem::take(&mut *correlated.borrow_mut());
+    results.resize(plan.subqueries.len(), None);
+    for (at, sub) in plan.subqueries.iter().enumerate() {
+        if sub.outer_args.is_empty() {
+            continue;
+        }
+        let outer: Vec<Value> = sub
+            .outer_args
+            .iter()
+            .map(|arg| match *arg {
+                OuterArg::Column(column) => row[column].clone(),
+                OuterArg::Outer(at) => cx.outer[at].clone(),
+            })
+            .collect();
+        let inner = Env { max_rows: 0, outer: &outer, ..*env };
+        let rows = crate::depth::grow(|| run_query(txn, sub, &inner))?.rows;
+        results[at] = Some(rows.into_iter().map(|mut row| row.swap_remove(0)).collect());
+    }
+    *correlated.borrow_mut() = results;
+    Ok(())
 }

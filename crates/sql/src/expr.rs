@@ -19,6 +19,9 @@ pub enum BExpr {
     Const(Value),
     /// Parameter `$n + 1`.
     Param(usize),
+    /// In a correlated subquery: the `n`th value of the outer row it reads
+    /// (`QueryPlan::outer_args`), of the type given.
+    Outer(usize, Type),
     Negate(Box<BExpr>, Type),
     Not(Box<BExpr>),
     /// Arithmetic or concatenation computed in type `ty`.
@@ -112,6 +115,7 @@ impl BExpr {
             BExpr::Column(_)
             | BExpr::Const(_)
             | BExpr::Param(_)
+            | BExpr::Outer(..)
             | BExpr::Exists { .. }
             | BExpr::Subquery(_)
             | BExpr::NextVal(_) => {}
@@ -157,6 +161,13 @@ pub struct Context<'a> {
     pub params: &'a [Value],
     /// Results of uncorrelated subqueries: rows of one column each.
     pub subqueries: &'a [Vec<Value>],
+    /// Rows of the query's FROM items that are not stored tables (`QueryPlan::derived`).
+    pub derived: &'a [Vec<Vec<Value>>],
+    /// Results of correlated subqueries for the row being evaluated (`Some` at their
+    /// positions among the subqueries), made again for each row (`exec.rs`, `descend`).
+    pub correlated: Option<&'a std::cell::RefCell<Vec<Option<Vec<Value>>>>>,
+    /// In a correlated subquery: the values of the outer row it reads.
+    pub outer: &'a [Value],
     /// Transaction start time (`now()` is stable within a transaction, as in PostgreSQL).
     pub now: i64,
     pub reserve: &'a dyn Fn(&Sequence, i64) -> SqlResult<()>,
@@ -164,6 +175,19 @@ pub struct Context<'a> {
     pub interrupt: &'a crate::interrupt::Interrupt,
     /// How the statement locks rows (`None`: it locks none, e.g. evaluating at commit).
     pub locks: Option<&'a crate::locks::Locker<'a>>,
+}
+
+impl Context<'_> {
+    /// Runs `f` over the rows of subquery `at`: a correlated one's for the current row, an
+    /// uncorrelated one's from before the statement.
+    fn subquery<T>(&self, at: usize, f: impl FnOnce(&[Value]) -> T) -> T {
+        if let Some(correlated) = self.correlated
+            && let Some(Some(rows)) = correlated.borrow().get(at)
+        {
+            return f(rows);
+        }
+        f(&self.subqueries[at])
+    }
 }
 
 impl BExpr {
@@ -184,6 +208,7 @@ impl BExpr {
             BExpr::Column(at) => visit(*at),
             BExpr::Const(_)
             | BExpr::Param(_)
+            | BExpr::Outer(..)
             | BExpr::Exists { .. }
             | BExpr::Subquery(_)
             | BExpr::NextVal(_) => {}
@@ -367,23 +392,22 @@ impl BExpr {
                 }
                 in_values(&value, &candidates, *negated)
             }
+            BExpr::Outer(at, _) => cx.outer[*at].clone(),
             BExpr::InSubquery { expr, subquery, negated } => {
                 let value = expr.eval(row, cx)?;
-                in_values(&value, &cx.subqueries[*subquery], *negated)
+                cx.subquery(*subquery, |rows| in_values(&value, rows, *negated))
             }
             BExpr::Exists { subquery, negated } => {
-                Value::Bool(cx.subqueries[*subquery].is_empty() == *negated)
+                cx.subquery(*subquery, |rows| Value::Bool(rows.is_empty() == *negated))
             }
-            BExpr::Subquery(at) => match cx.subqueries[*at].as_slice() {
-                [] => Value::Null,
-                [value] => value.clone(),
-                _ => {
-                    return Err(SqlError::new(
-                        "21000",
-                        "more than one row returned by a subquery used as an expression",
-                    ));
-                }
-            },
+            BExpr::Subquery(at) => cx.subquery(*at, |rows| match rows {
+                [] => Ok(Value::Null),
+                [value] => Ok(value.clone()),
+                _ => Err(SqlError::new(
+                    "21000",
+                    "more than one row returned by a subquery used as an expression",
+                )),
+            })?,
             BExpr::Like { expr, pattern, negated, case_insensitive } => {
                 let (Value::Text(text), Value::Text(pattern)) =
                     (expr.eval(row, cx)?, pattern.eval(row, cx)?)

@@ -709,8 +709,32 @@ fn column_def_from(column: sp::ColumnDef) -> SqlResult<ColumnDef> {
 }
 
 fn create_table_from(create: sp::CreateTable) -> SqlResult<CreateTable> {
-    if create.query.is_some() {
-        return Err(SqlError::unsupported("CREATE TABLE ... AS"));
+    if let Some(query) = create.query {
+        if create.temporary {
+            return Err(SqlError::unsupported("temporary tables"));
+        }
+        let name = object_name(&create.name)?;
+        let columns = create
+            .columns
+            .iter()
+            .map(|c| ColumnDef {
+                name: ident(&c.name),
+                ty: Type::Unknown,
+                not_null: false,
+                default: None,
+                serial: false,
+                primary: false,
+                unique: false,
+            })
+            .collect();
+        return Ok(CreateTable {
+            name,
+            if_not_exists: create.if_not_exists,
+            columns,
+            primary_key: Vec::new(),
+            uniques: Vec::new(),
+            query: Some(Box::new(query_from(*query)?)),
+        });
     }
     if create.temporary {
         return Err(SqlError::unsupported("temporary tables"));
@@ -724,6 +748,7 @@ fn create_table_from(create: sp::CreateTable) -> SqlResult<CreateTable> {
         columns: Vec::new(),
         primary_key: Vec::new(),
         uniques: Vec::new(),
+        query: None,
     };
     for column in create.columns {
         table.columns.push(column_def_from(column)?);
@@ -747,23 +772,77 @@ fn create_table_from(create: sp::CreateTable) -> SqlResult<CreateTable> {
 }
 
 fn table_ref(factor: &sp::TableFactor) -> SqlResult<TableRef> {
+    let aliased = |alias: &Option<sp::TableAlias>, name: String, source: Option<Source>| TableRef {
+        name,
+        alias: alias.as_ref().map(|a| ident(&a.name)),
+        columns: alias
+            .as_ref()
+            .map(|a| a.columns.iter().map(|c| ident(&c.name)).collect())
+            .unwrap_or_default(),
+        source: source.map(Box::new),
+    };
     match factor {
         sp::TableFactor::Table { name, alias, args: None, .. } => {
-            if let Some(alias) = alias
-                && !alias.columns.is_empty()
-            {
-                return Err(SqlError::unsupported("column aliases on a table"));
-            }
-            Ok(TableRef { name: object_name(name)?, alias: alias.as_ref().map(|a| ident(&a.name)) })
+            Ok(aliased(alias, object_name(name)?, None))
         }
-        sp::TableFactor::Derived { .. } => Err(SqlError::unsupported("a subquery in FROM")),
+        sp::TableFactor::Table { name, alias, args: Some(args), .. } => {
+            let name = object_name(name)?;
+            let args = args
+                .args
+                .iter()
+                .map(|arg| match arg {
+                    sp::FunctionArg::Unnamed(sp::FunctionArgExpr::Expr(e)) => expr_from(e.clone()),
+                    other => Err(SqlError::unsupported(format!("the argument {other}"))),
+                })
+                .collect::<SqlResult<Vec<_>>>()?;
+            Ok(aliased(alias, name.clone(), Some(Source::Function { name, args })))
+        }
+        sp::TableFactor::Derived { lateral, subquery, alias, .. } => {
+            if *lateral {
+                return Err(SqlError::unsupported("LATERAL"));
+            }
+            let query = query_from((**subquery).clone())?;
+            // PostgreSQL names an unaliased subquery `unnamed_subquery`.
+            let name = alias.as_ref().map_or_else(|| "unnamed_subquery".into(), |a| ident(&a.name));
+            Ok(aliased(alias, name, Some(Source::Query(query))))
+        }
+        sp::TableFactor::NestedJoin { .. } => {
+            Err(SqlError::unsupported("a parenthesized join in FROM"))
+        }
         other => Err(SqlError::unsupported(format!("the FROM item {other}"))),
     }
 }
 
+/// A set operation's operand as a query of its own.
+fn set_operand(expr: sp::SetExpr) -> SqlResult<Query> {
+    query_from(sp::Query {
+        with: None,
+        body: Box::new(expr),
+        order_by: None,
+        limit_clause: None,
+        fetch: None,
+        locks: Vec::new(),
+        for_clause: None,
+        settings: None,
+        format_clause: None,
+        pipe_operators: Vec::new(),
+    })
+}
+
 fn query_from(query: sp::Query) -> SqlResult<Query> {
-    if query.with.is_some() {
-        return Err(SqlError::unsupported("WITH (common table expressions)"));
+    let (mut with, mut recursive) = (Vec::new(), false);
+    if let Some(clause) = query.with {
+        recursive = clause.recursive;
+        for cte in clause.cte_tables {
+            if cte.from.is_some() {
+                return Err(SqlError::unsupported("WITH ... FROM"));
+            }
+            with.push(Cte {
+                name: ident(&cte.alias.name),
+                columns: cte.alias.columns.iter().map(|c| ident(&c.name)).collect(),
+                query: query_from(*cte.query)?,
+            });
+        }
     }
     if query.fetch.is_some() {
         return Err(SqlError::unsupported("FETCH FIRST"));
@@ -798,16 +877,47 @@ fn query_from(query: sp::Query) -> SqlResult<Query> {
                 .collect::<SqlResult<_>>()?,
         ),
         sp::SetExpr::Query(inner) => {
-            let inner = query_from(*inner)?;
-            if query.order_by.is_none() && query.limit_clause.is_none() {
+            let mut inner = query_from(*inner)?;
+            if query.order_by.is_none() && query.limit_clause.is_none() && !for_update {
+                inner.with.splice(0..0, with);
+                inner.recursive |= recursive;
                 return Ok(inner);
             }
-            return Err(SqlError::unsupported(
-                "a parenthesized query with its own ORDER BY or LIMIT",
-            ));
+            // `(SELECT ... ORDER BY ... LIMIT ...) ORDER BY ...`: the inner query in FROM.
+            let source = Source::Query(inner);
+            QueryBody::Select(Box::new(Select {
+                distinct: false,
+                items: vec![SelectItem::Wildcard],
+                from: vec![FromItem {
+                    table: TableRef {
+                        source: Some(Box::new(source)),
+                        ..TableRef::named("unnamed_subquery".into())
+                    },
+                    joins: Vec::new(),
+                }],
+                filter: None,
+                group_by: Vec::new(),
+                having: None,
+            }))
         }
-        sp::SetExpr::SetOperation { op, .. } => {
-            return Err(SqlError::unsupported(format!("{op} (set operations)")));
+        sp::SetExpr::SetOperation { op, set_quantifier, left, right } => {
+            let op = match op {
+                sp::SetOperator::Union => SetOp::Union,
+                sp::SetOperator::Intersect => SetOp::Intersect,
+                sp::SetOperator::Except => SetOp::Except,
+                other => return Err(SqlError::unsupported(format!("the set operation {other}"))),
+            };
+            let all = match set_quantifier {
+                sp::SetQuantifier::All => true,
+                sp::SetQuantifier::None | sp::SetQuantifier::Distinct => false,
+                other => return Err(SqlError::unsupported(format!("{op:?} {other}"))),
+            };
+            QueryBody::SetOp {
+                op,
+                all,
+                left: Box::new(set_operand(*left)?),
+                right: Box::new(set_operand(*right)?),
+            }
         }
         other => return Err(SqlError::unsupported(format!("the query {other}"))),
     };
@@ -840,7 +950,7 @@ fn query_from(query: sp::Query) -> SqlResult<Query> {
         }
     };
     // `LIMIT ALL` parses as no limit.
-    Ok(Query { body, order_by, limit, offset, for_update, lock })
+    Ok(Query { with, recursive, body, order_by, limit, offset, for_update, lock })
 }
 
 fn select_from(select: sp::Select) -> SqlResult<Select> {
@@ -950,8 +1060,8 @@ fn insert_from(insert: sp::Insert) -> SqlResult<Insert> {
         return Err(SqlError::unsupported("INSERT INTO a table function"));
     };
     let table = TableRef {
-        name: object_name(name)?,
         alias: insert.table_alias.as_ref().map(|alias| ident(&alias.alias)),
+        ..TableRef::named(object_name(name)?)
     };
     let columns = insert
         .columns

@@ -15,10 +15,12 @@ use crate::types::{Type, Value, cast};
 use std::sync::Arc;
 
 mod bind;
+mod derived;
 mod dml;
 mod explain;
 mod path;
 
+pub use derived::{Derived, WorkTable};
 pub use explain::explain;
 use path::choose_path;
 
@@ -47,6 +49,13 @@ pub enum Path {
     },
 }
 
+impl Path {
+    /// A scan of every row.
+    pub fn full() -> Path {
+        Path::Range { index: None, eq: Vec::new(), low: None, high: None, descending: false }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Access {
     pub table: Arc<TableInfo>,
@@ -61,6 +70,9 @@ pub struct Access {
     /// The conjuncts the path decides exactly (left out of the filter). A lookup that falls
     /// back to a full scan (a key value that does not convert) tests them itself.
     pub implied: Option<BExpr>,
+    /// Rows computed when the query runs (`QueryPlan::derived[i]`) instead of a stored
+    /// table's; `table` is then a table of their columns.
+    pub derived: Option<usize>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,6 +112,15 @@ pub struct SortKey {
     pub nulls_first: bool,
 }
 
+/// A value a correlated subquery reads from the query around it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OuterArg {
+    /// A column of that query's joined row.
+    Column(usize),
+    /// A value that query reads from the one around it (its `BExpr::Outer(i)`).
+    Outer(usize),
+}
+
 #[derive(Debug, Clone)]
 pub struct QueryPlan {
     pub tables: Vec<Access>,
@@ -124,6 +145,13 @@ pub struct QueryPlan {
     /// output expression reads, so the executor moves the decoded value into the result row
     /// instead of cloning it (the next row overwrites that column anyway). Empty: none.
     pub moves: Vec<bool>,
+    /// The sources of FROM items that are not stored tables (`Access::derived`).
+    pub derived: Vec<Derived>,
+    /// A correlated subquery's: the values of the outer query it reads (`BExpr::Outer(i)` is
+    /// the `i`th); empty for a query that reads no outer row.
+    pub outer_args: Vec<OuterArg>,
+    /// Whether some of `subqueries` are correlated: they run for each joined row.
+    pub correlated: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -219,13 +247,14 @@ impl Plan {
     }
 }
 
+#[derive(Clone)]
 struct ScopeTable {
     name: String,
     columns: Vec<(String, Type)>,
     offset: usize,
 }
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Scope {
     tables: Vec<ScopeTable>,
 }
@@ -301,6 +330,11 @@ pub struct Binder<'a> {
     /// Parameter types, inferred from their use (`Unknown` until decided).
     pub params: Vec<Type>,
     subqueries: Vec<QueryPlan>,
+    /// The common table expressions visible where binding is (innermost last).
+    ctes: Vec<derived::CteBinding>,
+    /// While a subquery is bound: the scope of the query around it, whose columns it may
+    /// read, and the outer columns it has read so far (with their types), innermost last.
+    outer: Vec<(Scope, Vec<OuterArg>)>,
     /// A system view was read: its rows were made now, so the plan must not be reused.
     volatile: bool,
 }
@@ -396,6 +430,8 @@ impl<'a> Binder<'a> {
             engine: None,
             params: param_types.to_vec(),
             subqueries: Vec::new(),
+            ctes: Vec::new(),
+            outer: Vec::new(),
             volatile: false,
         }
     }
@@ -478,14 +514,56 @@ impl<'a> Binder<'a> {
         }
     }
 
-    fn subquery(&mut self, query: &ast::Query) -> SqlResult<(usize, Type)> {
-        let plan = self.query(query)?;
-        if plan.columns.len() != 1 {
+    /// Binds a subquery of an expression over `scope`, whose columns it may read (then it is
+    /// correlated and runs for each row); `one_column`: it must return one column (all but
+    /// EXISTS).
+    fn subquery(
+        &mut self,
+        query: &ast::Query,
+        scope: &Scope,
+        one_column: bool,
+    ) -> SqlResult<(usize, Type)> {
+        self.outer.push((scope.clone(), Vec::new()));
+        let plan = self.query(query);
+        let (_, read) = self.outer.pop().expect("pushed above");
+        let mut plan = plan?;
+        if one_column && plan.columns.len() != 1 {
             return Err(SqlError::syntax("subquery must return only one column"));
         }
-        let ty = plan.columns[0].ty;
+        plan.outer_args = read;
+        let ty = plan.columns.first().map_or(Type::Bool, |c| c.ty);
         self.subqueries.push(plan);
         Ok((self.subqueries.len() - 1, ty))
+    }
+
+    /// Refuses correlated subqueries bound since `before` where they are not run per row.
+    fn no_correlated_since(&self, before: usize, place: &str) -> SqlResult<()> {
+        if self.subqueries[before..].iter().any(|sub| !sub.outer_args.is_empty()) {
+            return Err(SqlError::unsupported(format!("a correlated subquery in {place}")));
+        }
+        Ok(())
+    }
+
+    /// A column of a query around the subquery being bound: its `BExpr::Outer`. A column of a
+    /// query further out is passed down through each subquery between.
+    fn outer_column(&mut self, table: Option<&str>, name: &str) -> Option<(BExpr, Type)> {
+        let (found, column, ty) =
+            self.outer.iter().enumerate().rev().find_map(|(at, (scope, _))| {
+                scope.resolve(table, name).ok().map(|(c, t)| (at, c, t))
+            })?;
+        let mut arg = OuterArg::Column(column);
+        for (_, read) in &mut self.outer[found..] {
+            let at = match read.iter().position(|a| *a == arg) {
+                Some(at) => at,
+                None => {
+                    read.push(arg);
+                    read.len() - 1
+                }
+            };
+            arg = OuterArg::Outer(at);
+        }
+        let OuterArg::Outer(at) = arg else { unreachable!("one level at least") };
+        Some((BExpr::Outer(at, ty), ty))
     }
 
     /// Plans a statement that reads or writes rows.
@@ -520,35 +598,113 @@ impl<'a> Binder<'a> {
             )?),
             _ => return Err(SqlError::new("XX000", "not a statement with a plan")),
         };
+        if let Plan::Insert(InsertPlan { subqueries, .. })
+        | Plan::Modify(ModifyPlan { subqueries, .. }) = &plan
+            && subqueries.iter().any(|sub| !sub.outer_args.is_empty())
+        {
+            return Err(SqlError::unsupported("a correlated subquery in INSERT, UPDATE or DELETE"));
+        }
         let params =
             self.params.iter().map(|t| if *t == Type::Unknown { Type::Text } else { *t }).collect();
         Ok((plan, params, self.volatile))
     }
 
     fn query(&mut self, query: &ast::Query) -> SqlResult<QueryPlan> {
+        let visible = self.push_ctes(query);
+        let plan = self.query_body(query);
+        self.ctes.truncate(visible);
+        plan
+    }
+
+    fn query_body(&mut self, query: &ast::Query) -> SqlResult<QueryPlan> {
         let select = match &query.body {
             ast::QueryBody::Values(rows) => return self.values_query(rows, query),
             ast::QueryBody::Select(select) => select,
+            ast::QueryBody::SetOp { .. } => {
+                // `SELECT * FROM (left op right)`, with the ORDER BY and LIMIT over its rows.
+                let inner = ast::Query {
+                    with: Vec::new(),
+                    recursive: false,
+                    order_by: Vec::new(),
+                    limit: None,
+                    offset: None,
+                    for_update: false,
+                    lock: Default::default(),
+                    body: query.body.clone(),
+                };
+                let outer = ast::Query {
+                    with: Vec::new(),
+                    recursive: false,
+                    body: ast::QueryBody::Select(Box::new(ast::Select {
+                        distinct: false,
+                        items: vec![ast::SelectItem::Wildcard],
+                        from: vec![ast::FromItem {
+                            table: ast::TableRef {
+                                source: Some(Box::new(ast::Source::Query(inner))),
+                                ..ast::TableRef::named("*SELECT*".into())
+                            },
+                            joins: Vec::new(),
+                        }],
+                        filter: None,
+                        group_by: Vec::new(),
+                        having: None,
+                    })),
+                    ..query.clone()
+                };
+                if query.for_update {
+                    return Err(SqlError::new(
+                        "0A000",
+                        "FOR UPDATE is not allowed with UNION/INTERSECT/EXCEPT",
+                    ));
+                }
+                return self.query_body(&outer);
+            }
         };
         let saved_subqueries = std::mem::take(&mut self.subqueries);
         let mut scope = Scope::default();
         let mut tables = Vec::new();
         let mut conjuncts = Vec::new();
         let mut left_ons = Vec::new();
+        let mut derived_sources = Vec::new();
         for item in &select.from {
             let mut refs = vec![(&item.table, JoinKind::Inner, None)];
             for join in &item.joins {
                 refs.push((&join.table, join.kind, join.on.as_ref()));
             }
             for (table_ref, kind, on) in refs {
-                let table = self.read_table(&table_ref.name)?;
+                let (table, source) = match self.derived_source(table_ref)? {
+                    Some((derived, table)) => {
+                        derived_sources.push(derived);
+                        (table, Some(derived_sources.len() - 1))
+                    }
+                    None => (self.read_table(&table_ref.name)?, None),
+                };
                 // `pg_catalog.pg_class` is `pg_class` to the query's column references.
                 let bare = table_ref.name.rsplit('.').next().unwrap_or(&table_ref.name);
                 let name = table_ref.alias.clone().unwrap_or_else(|| bare.to_string());
-                let offset = scope.push(name, table_columns(&table))?;
+                let mut columns = table_columns(&table);
+                if source.is_none() {
+                    if table_ref.columns.len() > columns.len() {
+                        return Err(SqlError::new(
+                            "42P10",
+                            format!(
+                                "table \"{name}\" has {} columns available but {} columns \
+                                 specified",
+                                columns.len(),
+                                table_ref.columns.len()
+                            ),
+                        ));
+                    }
+                    for ((column, _), alias) in columns.iter_mut().zip(&table_ref.columns) {
+                        column.clone_from(alias);
+                    }
+                }
+                let offset = scope.push(name, columns)?;
                 let on = match on {
                     Some(on) => {
+                        let before = self.subqueries.len();
                         let (bound, ty) = self.bind(on, &scope)?;
+                        self.no_correlated_since(before, "JOIN ... ON")?;
                         Some(self.expect_bool(bound, ty, "JOIN ... ON")?.0)
                     }
                     None => None,
@@ -558,7 +714,7 @@ impl<'a> Binder<'a> {
                     (JoinKind::Left, on) => left_ons.push((tables.len(), on)),
                     (JoinKind::Inner, None) => {}
                 }
-                tables.push((table, offset, kind));
+                tables.push((table, offset, kind, source));
             }
         }
         if let Some(filter) = &select.filter {
@@ -574,7 +730,7 @@ impl<'a> Binder<'a> {
         // Access paths, in FROM order: each table may use conjuncts over earlier tables.
         let mut accesses = Vec::new();
         let mut decided = vec![false; conjuncts.len()];
-        for (position, (table, offset, kind)) in tables.iter().enumerate() {
+        for (position, (table, offset, kind, source)) in tables.iter().enumerate() {
             let on = left_ons.iter().find(|(at, _)| *at == position).and_then(|(_, on)| on.clone());
             let mut usable = Vec::new();
             match kind {
@@ -585,8 +741,11 @@ impl<'a> Binder<'a> {
                     }
                 }
             }
-            let (path, mut implied) =
-                choose_path(table, *offset, &usable, &self.params, &row_types);
+            let (path, mut implied) = match source {
+                // Computed rows: scanned whole, every conjunct left to the filter.
+                Some(_) => (Path::full(), Vec::new()),
+                None => choose_path(table, *offset, &usable, &self.params, &row_types),
+            };
             if *kind == JoinKind::Left {
                 // ON conditions stay whole: they decide which rows are NULL-extended.
                 implied.clear();
@@ -602,6 +761,7 @@ impl<'a> Binder<'a> {
                 on,
                 wanted: Wanted::marked(Vec::new(), &[]),
                 implied: join_conjuncts(implied.iter().map(|at| usable[*at].clone()).collect()),
+                derived: *source,
             });
         }
         // What the access paths do not decide is tested on every joined row.
@@ -646,6 +806,7 @@ impl<'a> Binder<'a> {
         }
         let mut output = Vec::new();
         let mut columns = Vec::new();
+        let before_items = self.subqueries.len();
         for item in &select.items {
             match item {
                 ast::SelectItem::Wildcard | ast::SelectItem::QualifiedWildcard(_) => {
@@ -762,6 +923,10 @@ impl<'a> Binder<'a> {
                 nulls_first: item.nulls_first.unwrap_or(item.descending),
             });
         }
+        if grouped {
+            // Group rows are not the joined rows a correlated subquery reads.
+            self.no_correlated_since(before_items, "a grouped query's select list")?;
+        }
         let limit = query.limit.as_ref().map(|e| self.bind_count(e)).transpose()?;
         let offset = query.offset.as_ref().map(|e| self.bind_count(e)).transpose()?;
         let grouping = group.map(|g| Grouping { keys: g.keys, aggregates: g.aggregates, having });
@@ -786,7 +951,11 @@ impl<'a> Binder<'a> {
             width,
             subqueries: std::mem::replace(&mut self.subqueries, saved_subqueries),
             moves: Vec::new(),
+            derived: derived_sources,
+            outer_args: Vec::new(),
+            correlated: false,
         };
+        plan.correlated = plan.subqueries.iter().any(|sub| !sub.outer_args.is_empty());
         eliminate_sort(&mut plan);
         mark_wanted(&mut plan);
         mark_moves(&mut plan);
@@ -883,6 +1052,9 @@ impl<'a> Binder<'a> {
             lock: Default::default(),
             subqueries: std::mem::take(&mut self.subqueries),
             moves: Vec::new(),
+            derived: Vec::new(),
+            outer_args: Vec::new(),
+            correlated: false,
         })
     }
 }
@@ -921,6 +1093,7 @@ fn contains_volatile_node(expr: &BExpr) -> bool {
 fn expr_type_hint(expr: &BExpr, params: &[Type], row_types: &[Type]) -> Option<Type> {
     match expr {
         BExpr::Param(at) => params.get(*at).copied().filter(|t| *t != Type::Unknown),
+        BExpr::Outer(_, ty) => Some(*ty),
         BExpr::Const(value) => match value {
             Value::Int(_) => Some(Type::Int8),
             Value::Numeric(_) => Some(Type::Numeric { precision: 0, scale: 0 }),
@@ -1019,6 +1192,16 @@ pub(crate) fn sole_reads(
 
 fn mark_wanted(plan: &mut QueryPlan) {
     let mut used = vec![false; plan.width];
+    // The outer columns correlated subqueries read (they run before the row is filtered).
+    for sub in &plan.subqueries {
+        for arg in &sub.outer_args {
+            if let OuterArg::Column(column) = *arg
+                && column < used.len()
+            {
+                used[column] = true;
+            }
+        }
+    }
     let mut mark = |expr: &BExpr| {
         expr.columns(&mut |at| {
             if at < used.len() {

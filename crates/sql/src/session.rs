@@ -882,6 +882,9 @@ impl Session {
             | Statement::Insert(_)
             | Statement::Update(_)
             | Statement::Delete(_) => self.data_statement(statement, params, max_rows, prepared),
+            Statement::CreateTable(create) if create.query.is_some() => {
+                self.create_table_as(create)
+            }
             Statement::CreateTable(_)
             | Statement::DropTable { .. }
             | Statement::CreateIndex(_)
@@ -1056,6 +1059,7 @@ impl Session {
             scratch: &self.scratch,
             reapply: !self.locking_read,
             locks,
+            outer: &[],
         };
         if matches!(plan.as_ref(), Plan::Query(q) if q.for_update) {
             self.locking_read = true;

@@ -140,3 +140,20 @@ fn statement_timeout_stops_a_long_scan() {
     let error = session.execute_one(short_scans).unwrap_err();
     assert!(error.message.contains("user request"), "{error:?}");
 }
+
+/// `real` values arrive as text and are held as the double of the `real`: such a value
+/// conforms to its column (a debug build asserts it at the insert).
+#[test]
+fn real_columns_take_copied_values() {
+    let mut session = session();
+    session.execute_one("CREATE TABLE r (a SMALLINT, b REAL)").unwrap();
+    let copy = copy_statement(&mut session, "COPY r FROM STDIN");
+    let mut copy_in = session.copy_in(&copy).unwrap();
+    copy_in.feed(&mut session, b"56\t7.8\n100\t99.097\n0\t0.09561\n").unwrap();
+    assert_eq!(copy_in.finish(&mut session).unwrap(), "COPY 3");
+    let rows = session.execute_one("SELECT b FROM r ORDER BY a").unwrap().text_rows();
+    assert_eq!(
+        rows,
+        vec![vec![Some("0.09561".into())], vec![Some("7.8".into())], vec![Some("99.097".into())]]
+    );
+}

@@ -121,6 +121,9 @@ impl Session {
         let cx = Context {
             params: &[],
             subqueries: &[],
+            derived: &[],
+            correlated: None,
+            outer: &[],
             now: self.txn_started,
             reserve: &reserve,
             interrupt: &interrupt,

@@ -61,6 +61,9 @@ pub fn run_insert(txn: &mut Txn<'_>, plan: &InsertPlan, env: &Env<'_>) -> SqlRes
     let cx = Context {
         params: env.params,
         subqueries: &subqueries,
+        derived: &[],
+        correlated: None,
+        outer: &[],
         now: env.now,
         reserve: env.reserve,
         interrupt: env.interrupt,
@@ -273,6 +276,9 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
     let cx = Context {
         params: env.params,
         subqueries: &subqueries,
+        derived: &[],
+        correlated: None,
+        outer: &[],
         now: env.now,
         reserve: env.reserve,
         interrupt: env.interrupt,
@@ -502,6 +508,9 @@ impl Recompute for Reapply {
         let cx = Context {
             params: &self.params,
             subqueries: &[],
+            derived: &[],
+            correlated: None,
+            outer: &[],
             now: self.now,
             reserve: &no_sequences,
             interrupt: &interrupt,

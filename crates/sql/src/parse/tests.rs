@@ -5,9 +5,8 @@ use super::*;
 #[test]
 fn rejects_unsupported_with_0a000() {
     for sql in [
-        "SELECT * FROM a UNION SELECT * FROM b",
-        "WITH x AS (SELECT 1) SELECT * FROM x",
         "SELECT rank() OVER () FROM t",
+        "SELECT * FROM a, LATERAL (SELECT 1) s",
         "CREATE TEMPORARY TABLE t (a int)",
         "SAVEPOINT s",
     ] {
@@ -16,6 +15,19 @@ fn rejects_unsupported_with_0a000() {
         assert!(error.message.contains("not supported"), "{}", error.message);
     }
     assert_eq!(parse("SELEC 1").unwrap_err().code, "42601");
+}
+
+#[test]
+fn set_operations_nest_and_keep_their_order_and_limit() {
+    let statements =
+        parse("SELECT 1 UNION ALL (SELECT 2 EXCEPT SELECT 3) ORDER BY 1 LIMIT 2").unwrap();
+    let Statement::Query(query) = &statements[0] else { panic!("a query") };
+    assert_eq!(query.order_by.len(), 1);
+    assert!(query.limit.is_some());
+    let QueryBody::SetOp { op: SetOp::Union, all: true, right, .. } = &query.body else {
+        panic!("UNION ALL: {:?}", query.body)
+    };
+    assert!(matches!(right.body, QueryBody::SetOp { op: SetOp::Except, all: false, .. }));
 }
 
 #[test]

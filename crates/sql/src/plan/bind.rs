@@ -61,10 +61,13 @@ impl Binder<'_> {
             }
         }
         Ok(match expr {
-            Expr::Column { table, name } => {
-                let (at, ty) = scope.resolve(table.as_deref(), name)?;
-                (BExpr::Column(at), ty)
-            }
+            Expr::Column { table, name } => match scope.resolve(table.as_deref(), name) {
+                Ok((at, ty)) => (BExpr::Column(at), ty),
+                Err(error) => match self.outer_column(table.as_deref(), name) {
+                    Some(outer) => outer,
+                    None => return Err(error),
+                },
+            },
             Expr::Literal(literal) => match literal {
                 Literal::Null => (BExpr::Const(Value::Null), Type::Unknown),
                 Literal::Bool(b) => (BExpr::Const(Value::Bool(*b)), Type::Bool),
@@ -153,7 +156,7 @@ impl Binder<'_> {
             }
             Expr::InSubquery { expr, query, negated } => {
                 let (inner, ty) = self.bind_in(expr, scope, group)?;
-                let (index, sub_ty) = self.subquery(query)?;
+                let (index, sub_ty) = self.subquery(query, scope, true)?;
                 let (inner, _) = self.coerce(inner, ty, sub_ty)?;
                 (
                     BExpr::InSubquery { expr: Box::new(inner), subquery: index, negated: *negated },
@@ -161,11 +164,16 @@ impl Binder<'_> {
                 )
             }
             Expr::Exists { query, negated } => {
-                let (index, _) = self.subquery(query)?;
+                let (index, _) = self.subquery(query, scope, false)?;
+                // Whether there is a row: the first one answers.
+                let sub = &mut self.subqueries[index];
+                if sub.limit.is_none() && sub.offset.is_none() && sub.grouping.is_none() {
+                    sub.limit = Some(BExpr::Const(Value::Int(1)));
+                }
                 (BExpr::Exists { subquery: index, negated: *negated }, Type::Bool)
             }
             Expr::Subquery(query) => {
-                let (index, ty) = self.subquery(query)?;
+                let (index, ty) = self.subquery(query, scope, true)?;
                 (BExpr::Subquery(index), ty)
             }
             Expr::Between { expr, low, high, negated } => {

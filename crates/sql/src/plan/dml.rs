@@ -369,6 +369,7 @@ impl Binder<'_> {
                 on: None,
                 wanted: Wanted::marked(wanted, &table.types),
                 implied: join_conjuncts(implied.iter().map(|at| conjuncts[*at].clone()).collect()),
+                derived: None,
             },
             filter,
             recheck,

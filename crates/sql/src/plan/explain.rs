@@ -1,7 +1,7 @@
 //! EXPLAIN: a plan as indented text, one line per node.
 
-use super::{Access, ConflictAction, InsertRows, Path, Plan, QueryPlan};
-use crate::ast::JoinKind;
+use super::{Access, ConflictAction, Derived, InsertRows, Path, Plan, QueryPlan};
+use crate::ast::{JoinKind, SetOp};
 use std::fmt::Write as _;
 
 /// EXPLAIN's text: one line per plan node, indented.
@@ -86,7 +86,39 @@ fn explain_query(query: &QueryPlan, depth: usize, lines: &mut Vec<String>) {
         depth += 1;
     }
     for access in &query.tables {
-        lines.push(format!("{}{}", pad(depth), describe_access(access)));
+        let Some(at) = access.derived else {
+            lines.push(format!("{}{}", pad(depth), describe_access(access)));
+            continue;
+        };
+        let name = &access.table.schema.name;
+        match &query.derived[at] {
+            Derived::Query(plan) => {
+                lines.push(format!("{}Subquery Scan on {name}", pad(depth)));
+                explain_query(plan, depth + 1, lines);
+            }
+            Derived::SetOp { op, all, left, right } => {
+                let node = match op {
+                    SetOp::Union if *all => "Append",
+                    SetOp::Union => "HashAggregate (UNION)",
+                    SetOp::Intersect => "HashSetOp Intersect",
+                    SetOp::Except => "HashSetOp Except",
+                };
+                let all = if *all && *op != SetOp::Union { " All" } else { "" };
+                lines.push(format!("{}{node}{all}", pad(depth)));
+                explain_query(left, depth + 1, lines);
+                explain_query(right, depth + 1, lines);
+            }
+            Derived::Series { .. } => {
+                lines.push(format!("{}Function Scan on generate_series {name}", pad(depth)))
+            }
+            Derived::Recursive { anchor, step, .. } => {
+                lines.push(format!("{}CTE Scan on {name}", pad(depth)));
+                lines.push(format!("{}Recursive Union", pad(depth + 1)));
+                explain_query(anchor, depth + 2, lines);
+                explain_query(step, depth + 2, lines);
+            }
+            Derived::Work(_) => lines.push(format!("{}WorkTable Scan on {name}", pad(depth))),
+        }
     }
     if query.filter.is_some() {
         lines.push(format!("{}Filter: (WHERE clause)", "  ".repeat(depth * 2 + 2)));

@@ -216,7 +216,7 @@ impl CopyIn {
     /// Prepares the INSERT a COPY runs per record and opens its transaction.
     pub(crate) fn begin(session: &mut Session, copy: &CopyFrom) -> SqlResult<CopyIn> {
         let insert = Statement::Insert(Box::new(Insert {
-            table: TableRef { name: copy.table.clone(), alias: None },
+            table: TableRef::named(copy.table.clone()),
             columns: copy.columns.clone(),
             source: InsertSource::Values(vec![
                 (1..=copy_width(session, copy)?).map(Expr::Param).collect(),

@@ -9,9 +9,12 @@
 //! keeps reading the version it began with; a write to the table fails with 40001
 //! (`Binder::written_table`), as X-Engine's stale-schema writers do.
 
-use super::Session;
+use super::{Outcome, Session, Tag, TransactionStatus};
+use crate::ast::{ColumnDef, CreateTable, Insert, InsertSource, Statement, TableRef};
 use crate::catalog::{Pending, TableInfo, View};
 use crate::error::{SqlError, SqlResult};
+use crate::plan::{Binder, Plan};
+use crate::types::Type;
 use engram_engine::CommitInfo;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -156,5 +159,86 @@ impl Session {
         }
         db.catalog_version.store(catalog.version, Ordering::Release);
         Ok(info)
+    }
+
+    /// `CREATE TABLE name [(columns)] AS query`: a table of the query's columns, filled with
+    /// its rows, in one transaction.
+    pub(super) fn create_table_as(&mut self, create: &CreateTable) -> SqlResult<Outcome> {
+        let query = create.query.as_deref().expect("CREATE TABLE ... AS");
+        if self.db.catalog.read().tables.contains_key(&create.name) && create.if_not_exists {
+            self.notice(format!("relation \"{}\" already exists, skipping", create.name));
+            return Ok(Outcome::Command { tag: "CREATE TABLE AS".into() });
+        }
+        let autocommit = self.status == TransactionStatus::Idle;
+        if autocommit {
+            self.status = TransactionStatus::InBlock;
+        }
+        let result = self.create_table_as_steps(create, query);
+        if autocommit {
+            self.status = TransactionStatus::Idle;
+            match &result {
+                Ok(_) => self.finish(true)?,
+                Err(_) => {
+                    let _ = self.finish(false);
+                }
+            }
+        } else if result.is_err() {
+            self.fail_block();
+        }
+        result
+    }
+
+    fn create_table_as_steps(
+        &mut self,
+        create: &CreateTable,
+        query: &crate::ast::Query,
+    ) -> SqlResult<Outcome> {
+        let statement = Statement::Query(Box::new(query.clone()));
+        let columns = {
+            let catalog = self.db.catalog.read();
+            let binder =
+                Binder::new(&catalog, &[]).with_settings(&self.settings).with_view(self.view());
+            match binder.statement(&statement)?.0 {
+                Plan::Query(plan) => plan.columns,
+                _ => unreachable!("a query's plan"),
+            }
+        };
+        if create.columns.len() > columns.len() {
+            return Err(SqlError::syntax("too many column names were specified"));
+        }
+        let definition = CreateTable {
+            columns: columns
+                .iter()
+                .enumerate()
+                .map(|(at, column)| ColumnDef {
+                    name: create
+                        .columns
+                        .get(at)
+                        .map_or_else(|| column.name.clone(), |c| c.name.clone()),
+                    ty: if column.ty == Type::Unknown { Type::Text } else { column.ty },
+                    not_null: false,
+                    default: None,
+                    serial: false,
+                    primary: false,
+                    unique: false,
+                })
+                .collect(),
+            query: None,
+            ..create.clone()
+        };
+        self.ddl_statement(&Statement::CreateTable(Box::new(definition)))?;
+        let insert = Statement::Insert(Box::new(Insert {
+            table: TableRef::named(create.name.clone()),
+            columns: Vec::new(),
+            source: InsertSource::Query(Box::new(query.clone())),
+            on_conflict: None,
+            returning: Vec::new(),
+        }));
+        let rows = match self.data_statement(&insert, &[], 0, None)? {
+            Outcome::Command { tag } | Outcome::Rows { tag, .. } => {
+                tag.as_str().rsplit(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0)
+            }
+        };
+        Ok(Outcome::Command { tag: Tag::counted("SELECT ", rows) })
     }
 }

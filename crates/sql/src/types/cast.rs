@@ -87,6 +87,8 @@ pub fn conforms(value: &Value, ty: Type) -> bool {
         (Value::Int(v), Type::Int4) => i32::try_from(*v).is_ok(),
         (Value::Int(_), Type::Int8) => true,
         (Value::Float(_), Type::Float8) => true,
+        // A `real` is held as the double of the same value.
+        (Value::Float(v), Type::Float4) => v.is_nan() || f64::from(*v as f32) == *v,
         (Value::Numeric(d), Type::Numeric { precision, scale }) => {
             precision == 0
                 || (d.scale() == u32::from(scale) && integer_digits_fit(d, precision - scale))

@@ -58,9 +58,12 @@ SELEC 1
 ----
 error 42601
 
-SELECT * FROM items UNION SELECT * FROM items
+SELECT id FROM items UNION SELECT id FROM items ORDER BY id DESC
 ----
-error 0A000
+4
+3
+2
+1
 
 UPDATE items SET price = price * 2, note = COALESCE(note, 'none') WHERE id <= 2 RETURNING id, price, note
 ----

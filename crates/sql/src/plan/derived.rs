@@ -1,0 +1,396 @@
+//! FROM items that are not stored tables: subqueries and `VALUES` in FROM, common table
+//! expressions (`WITH`, `WITH RECURSIVE`), set operations (`UNION`, `INTERSECT`, `EXCEPT`)
+//! and set-returning functions (`generate_series`). Each becomes a [`Derived`] source whose
+//! rows the executor computes once per run of the query (`exec/derived.rs`) and then scans
+//! like a table's; the planner sees a table of its columns with no key.
+
+use super::{Binder, OutputColumn, QueryPlan};
+use crate::ast::{self, Expr, SetOp, Source};
+use crate::catalog::{ColumnSchema, TableInfo, TableSchema};
+use crate::codec::KeyFormat;
+use crate::error::{SqlError, SqlResult};
+use crate::expr::BExpr;
+use crate::types::{Type, Value};
+use std::sync::Arc;
+use std::sync::atomic::AtomicI64;
+
+/// The rows of a recursive CTE's working table, shared by the recursion and the step that
+/// reads it.
+pub type WorkTable = Arc<parking_lot::Mutex<Vec<Vec<Value>>>>;
+
+/// A source of rows computed when the query runs.
+#[derive(Debug, Clone)]
+pub enum Derived {
+    Query(QueryPlan),
+    SetOp {
+        op: SetOp,
+        all: bool,
+        left: QueryPlan,
+        right: QueryPlan,
+    },
+    /// `generate_series(start, stop [, step])` over integers.
+    Series {
+        start: BExpr,
+        stop: BExpr,
+        step: Option<BExpr>,
+        ty: Type,
+    },
+    /// `WITH RECURSIVE`: `anchor`, then `step` over the rows the previous round added (the
+    /// working table) until a round adds none; `all`: UNION ALL (else repeated rows are left
+    /// out).
+    Recursive {
+        anchor: QueryPlan,
+        step: QueryPlan,
+        all: bool,
+        work: WorkTable,
+    },
+    /// The working table, as the recursive step reads it.
+    Work(WorkTable),
+}
+
+/// A CTE visible to the query being bound.
+#[derive(Clone)]
+pub(super) struct CteBinding {
+    name: String,
+    columns: Vec<String>,
+    query: ast::Query,
+    recursive: bool,
+    /// How many CTEs were visible where this one was defined (it sees those, not later ones).
+    visible: usize,
+    /// While its own recursive step is bound: the working table and its columns.
+    work: Option<(WorkTable, Vec<OutputColumn>, Arc<std::sync::atomic::AtomicBool>)>,
+}
+
+impl Binder<'_> {
+    /// Makes a query's WITH clause visible; returns how many CTEs to forget afterwards.
+    pub(super) fn push_ctes(&mut self, query: &ast::Query) -> usize {
+        let before = self.ctes.len();
+        for cte in &query.with {
+            let visible = self.ctes.len();
+            self.ctes.push(CteBinding {
+                name: cte.name.clone(),
+                columns: cte.columns.clone(),
+                query: cte.query.clone(),
+                recursive: query.recursive,
+                visible,
+                work: None,
+            });
+        }
+        before
+    }
+
+    /// What a FROM item reads when it is not a stored table: the source's rows and the table
+    /// its columns form (`None`: a table or view by name).
+    pub(super) fn derived_source(
+        &mut self,
+        table_ref: &ast::TableRef,
+    ) -> SqlResult<Option<(Derived, Arc<TableInfo>)>> {
+        // Subqueries bound here are the source's own, not the outer query's; it reads no
+        // column of a query around it (no LATERAL).
+        let outer = std::mem::take(&mut self.subqueries);
+        let scopes = std::mem::take(&mut self.outer);
+        let result = self.derived_source_inner(table_ref);
+        self.outer = scopes;
+        let own = std::mem::replace(&mut self.subqueries, outer);
+        let result = result?;
+        if let Some((Derived::Series { .. }, _)) = &result {
+            // Its arguments are evaluated in the outer query's context.
+            self.subqueries.extend(own);
+        }
+        Ok(result)
+    }
+
+    fn derived_source_inner(
+        &mut self,
+        table_ref: &ast::TableRef,
+    ) -> SqlResult<Option<(Derived, Arc<TableInfo>)>> {
+        let (derived, columns) = match table_ref.source.as_deref() {
+            None => match self.ctes.iter().rposition(|c| c.name == table_ref.name) {
+                Some(at) => self.cte(at)?,
+                None => return Ok(None),
+            },
+            Some(Source::Query(query)) => self.derived_query(query)?,
+            Some(Source::Function { name, args }) => self.table_function(name, args)?,
+        };
+        let mut columns = columns;
+        if table_ref.columns.len() > columns.len() {
+            return Err(SqlError::new(
+                "42P10",
+                format!(
+                    "table \"{}\" has {} columns available but {} columns specified",
+                    table_ref.alias.as_deref().unwrap_or(&table_ref.name),
+                    columns.len(),
+                    table_ref.columns.len()
+                ),
+            ));
+        }
+        for (column, alias) in columns.iter_mut().zip(&table_ref.columns) {
+            column.name = alias.clone();
+        }
+        let table = self.derived_table(&table_ref.name, &columns)?;
+        Ok(Some((derived, table)))
+    }
+
+    /// A subquery in FROM (or a CTE's body): a set operation's two sides, or a query.
+    fn derived_query(&mut self, query: &ast::Query) -> SqlResult<(Derived, Vec<OutputColumn>)> {
+        if let ast::QueryBody::SetOp { op, all, left, right } = &query.body
+            && query.order_by.is_empty()
+            && query.limit.is_none()
+            && query.offset.is_none()
+            && query.with.is_empty()
+        {
+            return self.set_operation(*op, *all, left, right);
+        }
+        let plan = self.query(query)?;
+        let columns = plan.columns.clone();
+        Ok((Derived::Query(plan), columns))
+    }
+
+    /// Binds both sides and gives each output column the type common to both.
+    fn set_operation(
+        &mut self,
+        op: SetOp,
+        all: bool,
+        left: &ast::Query,
+        right: &ast::Query,
+    ) -> SqlResult<(Derived, Vec<OutputColumn>)> {
+        let mut left = self.query(left)?;
+        let mut right = self.query(right)?;
+        let name = match op {
+            SetOp::Union => "UNION",
+            SetOp::Intersect => "INTERSECT",
+            SetOp::Except => "EXCEPT",
+        };
+        if left.columns.len() != right.columns.len() {
+            return Err(SqlError::syntax(format!(
+                "each {name} query must have the same number of columns"
+            )));
+        }
+        let mut columns = left.columns.clone();
+        for (at, column) in columns.iter_mut().enumerate() {
+            let (a, b) = (left.columns[at].ty, right.columns[at].ty);
+            let ty = match Type::common(a, b) {
+                Some(Type::Unknown) => Type::Text,
+                Some(ty) => ty,
+                None => {
+                    return Err(SqlError::mismatch(format!(
+                        "{name} types {} and {} cannot be matched",
+                        a.name(),
+                        b.name()
+                    )));
+                }
+            };
+            column.ty = ty;
+            conform_output(&mut left, at, ty);
+            conform_output(&mut right, at, ty);
+        }
+        Ok((Derived::SetOp { op, all, left, right }, columns))
+    }
+
+    /// A reference to the CTE at `at`: its query bound where it was defined.
+    fn cte(&mut self, at: usize) -> SqlResult<(Derived, Vec<OutputColumn>)> {
+        let cte = self.ctes[at].clone();
+        if let Some((work, columns, used)) = &cte.work {
+            used.store(true, std::sync::atomic::Ordering::Relaxed);
+            return Ok((Derived::Work(Arc::clone(work)), columns.clone()));
+        }
+        // The CTEs defined after this one are not visible to it.
+        let later = self.ctes.split_off(cte.visible);
+        let result = self.cte_body(&cte);
+        self.ctes.extend(later);
+        let (derived, mut columns) = result?;
+        if cte.columns.len() > columns.len() {
+            return Err(SqlError::new(
+                "42P10",
+                format!(
+                    "WITH query \"{}\" has {} columns available but {} columns specified",
+                    cte.name,
+                    columns.len(),
+                    cte.columns.len()
+                ),
+            ));
+        }
+        for (column, alias) in columns.iter_mut().zip(&cte.columns) {
+            column.name = alias.clone();
+        }
+        Ok((derived, columns))
+    }
+
+    fn cte_body(&mut self, cte: &CteBinding) -> SqlResult<(Derived, Vec<OutputColumn>)> {
+        let query = &cte.query;
+        let recursive_union = match &query.body {
+            ast::QueryBody::SetOp { op: SetOp::Union, all, left, right }
+                if cte.recursive && query.order_by.is_empty() && query.limit.is_none() =>
+            {
+                Some((*all, left, right))
+            }
+            _ => None,
+        };
+        let Some((all, left, right)) = recursive_union else {
+            if cte.recursive {
+                // Visible to itself, so that a self-reference is reported as PostgreSQL does.
+                self.ctes.push(cte.clone());
+                let result = self.non_recursive_body(cte);
+                self.ctes.pop();
+                return result;
+            }
+            return self.derived_query(query);
+        };
+        let mut anchor = self.query(left)?;
+        let mut columns = anchor.columns.clone();
+        for (column, alias) in columns.iter_mut().zip(&cte.columns) {
+            column.name = alias.clone();
+        }
+        for (at, column) in columns.iter_mut().enumerate() {
+            if column.ty == Type::Unknown {
+                column.ty = Type::Text;
+                conform_output(&mut anchor, at, Type::Text);
+            }
+        }
+        let work: WorkTable = Arc::default();
+        let used = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        self.ctes.push(CteBinding {
+            work: Some((Arc::clone(&work), columns.clone(), Arc::clone(&used))),
+            ..cte.clone()
+        });
+        let step = self.query(right);
+        self.ctes.pop();
+        let mut step = step?;
+        if step.columns.len() != columns.len() {
+            return Err(SqlError::syntax("each UNION query must have the same number of columns"));
+        }
+        for (at, column) in columns.iter().enumerate() {
+            let ty = step.columns[at].ty;
+            if Type::common(column.ty, ty).is_none() {
+                return Err(SqlError::mismatch(format!(
+                    "recursive query \"{}\" column {} has type {} in non-recursive term but \
+                     type {} overall",
+                    cte.name,
+                    at + 1,
+                    column.ty.name(),
+                    ty.name()
+                )));
+            }
+            conform_output(&mut step, at, column.ty);
+        }
+        if !used.load(std::sync::atomic::Ordering::Relaxed) {
+            // No self-reference: a plain UNION.
+            let mut right = step;
+            for (at, column) in columns.iter().enumerate() {
+                conform_output(&mut right, at, column.ty);
+            }
+            return Ok((Derived::SetOp { op: SetOp::Union, all, left: anchor, right }, columns));
+        }
+        Ok((Derived::Recursive { anchor, step, all, work }, columns))
+    }
+
+    /// A CTE of a `WITH RECURSIVE` whose body is not `anchor UNION step`: it must not read
+    /// itself.
+    fn non_recursive_body(&mut self, cte: &CteBinding) -> SqlResult<(Derived, Vec<OutputColumn>)> {
+        let work: WorkTable = Arc::default();
+        let used = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let last = self.ctes.len() - 1;
+        self.ctes[last].work = Some((work, Vec::new(), Arc::clone(&used)));
+        let result = self.derived_query(&cte.query)?;
+        if used.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(SqlError::new(
+                "42P19",
+                format!(
+                    "recursive query \"{}\" does not have the form non-recursive-term UNION \
+                     [ALL] recursive-term",
+                    cte.name
+                ),
+            ));
+        }
+        Ok(result)
+    }
+
+    /// A set-returning function in FROM.
+    fn table_function(
+        &mut self,
+        name: &str,
+        args: &[Expr],
+    ) -> SqlResult<(Derived, Vec<OutputColumn>)> {
+        let scope = super::Scope::default();
+        match name {
+            "generate_series" if (2..=3).contains(&args.len()) => {
+                let mut bound = Vec::new();
+                let mut ty = Type::Int4;
+                for arg in args {
+                    let (expr, arg_ty) = self.bind(arg, &scope)?;
+                    let (expr, arg_ty) = self.coerce(expr, arg_ty, Type::Int4)?;
+                    if !arg_ty.is_integer() {
+                        return Err(SqlError::new(
+                            "42883",
+                            format!(
+                                "function generate_series({}) does not exist",
+                                vec![arg_ty.name(); args.len()].join(", ")
+                            ),
+                        ));
+                    }
+                    if arg_ty == Type::Int8 {
+                        ty = Type::Int8;
+                    }
+                    bound.push(expr);
+                }
+                let step = if bound.len() == 3 { bound.pop() } else { None };
+                let stop = bound.pop().expect("two arguments");
+                let start = bound.pop().expect("two arguments");
+                let columns = vec![OutputColumn { name: name.to_string(), ty }];
+                Ok((Derived::Series { start, stop, step, ty }, columns))
+            }
+            _ => Err(SqlError::new(
+                "42883",
+                format!("function {name} does not exist (as a FROM item)"),
+            )),
+        }
+    }
+
+    /// The table a derived source's columns form: no key, no index, no stored rows.
+    fn derived_table(&self, name: &str, columns: &[OutputColumn]) -> SqlResult<Arc<TableInfo>> {
+        let engine = self
+            .catalog
+            .system_table
+            .clone()
+            .ok_or_else(|| SqlError::new("XX000", "the catalog has no system table"))?;
+        let schema = TableSchema {
+            name: name.to_string(),
+            engine_name: engine.name().to_string(),
+            version: 1,
+            columns: columns.iter().map(|c| ColumnSchema::new(c.name.clone(), c.ty)).collect(),
+            primary_key: Vec::new(),
+            indexes: Vec::new(),
+            primary_name: None,
+            key_format: KeyFormat::Compact,
+            layouts: Vec::new(),
+            types_from: 0,
+        };
+        Ok(Arc::new(TableInfo::new(
+            schema,
+            engine,
+            Arc::new(AtomicI64::new(1)),
+            vec![None; columns.len()],
+            Some(Arc::default()),
+        )))
+    }
+}
+
+/// Makes output column `at` of `plan` produce type `ty`.
+fn conform_output(plan: &mut QueryPlan, at: usize, ty: Type) {
+    let column = &mut plan.columns[at];
+    if column.ty == ty {
+        return;
+    }
+    let expr = std::mem::replace(&mut plan.output[at], BExpr::Const(Value::Null));
+    let converted = match expr.constant() {
+        Some(value) if column.ty == Type::Unknown => {
+            crate::types::cast(value.clone(), ty, false).ok().map(BExpr::Const)
+        }
+        _ => None,
+    };
+    plan.output[at] = converted.unwrap_or_else(|| BExpr::Cast { expr: Box::new(expr), ty });
+    column.ty = ty;
+    if let Some(moves) = plan.moves.get_mut(at) {
+        *moves = false;
+    }
+}
