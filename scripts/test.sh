@@ -34,4 +34,7 @@ echo "== real clients against engram serve (psql, pgbench, psycopg and sysbench 
 cargo build --locked -p engram-cli
 scripts/client-tests.sh target/debug/engram
 
+echo "== differential run against PostgreSQL 15's regression files (docs/sql.md; fails when Engram drops a connection)"
+ENGRAM=target/debug/engram scripts/differential.sh
+
 echo "== all tests passed"
