@@ -14,6 +14,14 @@ pub enum Statement {
     DropTable {
         names: Vec<String>,
         if_exists: bool,
+        /// `CASCADE`: the views that read a dropped table go too.
+        cascade: bool,
+    },
+    CreateView(Box<CreateView>),
+    DropView {
+        names: Vec<String>,
+        if_exists: bool,
+        cascade: bool,
     },
     CreateIndex(Box<CreateIndex>),
     DropIndex {
@@ -84,6 +92,8 @@ impl Statement {
             Statement::Query(_) => "SELECT FOR UPDATE",
             Statement::CreateTable(_) => "CREATE TABLE",
             Statement::DropTable { .. } => "DROP TABLE",
+            Statement::CreateView(_) => "CREATE VIEW",
+            Statement::DropView { .. } => "DROP VIEW",
             Statement::CreateIndex(_) => "CREATE INDEX",
             Statement::DropIndex { .. } => "DROP INDEX",
             Statement::Truncate { .. } => "TRUNCATE TABLE",
@@ -97,6 +107,8 @@ impl Statement {
             self,
             Statement::CreateTable(_)
                 | Statement::DropTable { .. }
+                | Statement::CreateView(_)
+                | Statement::DropView { .. }
                 | Statement::CreateIndex(_)
                 | Statement::DropIndex { .. }
                 | Statement::Truncate { .. }
@@ -365,6 +377,46 @@ pub enum Expr {
     },
     /// `DEFAULT` in an INSERT's VALUES or an UPDATE's SET.
     Default,
+    /// A call with `FILTER (WHERE ...)` or `OVER (...)`: `function` is an [`Expr::Function`];
+    /// without a window it is an aggregate over the rows that pass the filter.
+    Over {
+        function: Box<Expr>,
+        filter: Option<Box<Expr>>,
+        window: Option<Box<WindowSpec>>,
+    },
+}
+
+/// `OVER (PARTITION BY ... ORDER BY ... frame)`.
+#[derive(Debug, Clone)]
+pub struct WindowSpec {
+    pub partition: Vec<Expr>,
+    pub order: Vec<OrderItem>,
+    /// `None`: the default frame (`RANGE UNBOUNDED PRECEDING` to the current row's last
+    /// peer with an ORDER BY, else the whole partition).
+    pub frame: Option<Frame>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameUnits {
+    Rows,
+    Range,
+    Groups,
+}
+
+#[derive(Debug, Clone)]
+pub enum FrameBound {
+    UnboundedPreceding,
+    Preceding(Expr),
+    CurrentRow,
+    Following(Expr),
+    UnboundedFollowing,
+}
+
+#[derive(Debug, Clone)]
+pub struct Frame {
+    pub units: FrameUnits,
+    pub start: FrameBound,
+    pub end: FrameBound,
 }
 
 /// Dropping a tree takes it apart node by node instead of recursing: expressions may nest
@@ -435,6 +487,11 @@ impl Expr {
                 otherwise: otherwise.as_deref().map(boxed),
             },
             Expr::Default => Expr::Default,
+            Expr::Over { function, filter, window } => Expr::Over {
+                function: boxed(function),
+                filter: filter.as_deref().map(boxed),
+                window: window.clone(),
+            },
         }
     }
 
@@ -476,6 +533,12 @@ impl Expr {
                 out.append(list);
             }
             Expr::Function { args, .. } => out.append(args),
+            Expr::Over { function, filter, .. } => {
+                take(function);
+                if let Some(filter) = filter {
+                    take(filter);
+                }
+            }
             Expr::Case { operand, whens, otherwise } => {
                 if let Some(operand) = operand {
                     take(operand);
@@ -614,6 +677,19 @@ pub struct CreateTable {
     pub uniques: Vec<Vec<String>>,
     /// `CREATE TABLE ... AS query`: the columns are the query's (`columns` only names them).
     pub query: Option<Box<Query>>,
+}
+
+/// `CREATE [OR REPLACE] VIEW name [(columns)] AS query`.
+#[derive(Debug, Clone)]
+pub struct CreateView {
+    pub name: String,
+    pub or_replace: bool,
+    pub columns: Vec<String>,
+    pub query: Box<Query>,
+    /// The query as SQL text: what the catalog keeps, parsed again where the view is read.
+    pub text: String,
+    /// The relations the query names (`depends` of the view's catalog entry).
+    pub reads: Vec<String>,
 }
 
 #[derive(Debug, Clone)]

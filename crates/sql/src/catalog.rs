@@ -495,6 +495,19 @@ pub struct Catalog {
     pub version: u64,
     pub generation: u64,
     pub sequences: HashMap<String, Arc<Sequence>>,
+    pub views: HashMap<String, Arc<ViewDef>>,
+}
+
+/// A view: a query kept as its SQL text (catalog row `view:name`, JSON), bound again where
+/// it is read (`plan/derived.rs`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ViewDef {
+    pub name: String,
+    pub query: String,
+    /// The view's column names (the query's own where `CREATE VIEW` names none).
+    pub columns: Vec<String>,
+    /// The tables and views the query names: dropping one of them needs CASCADE.
+    pub depends: Vec<String>,
 }
 
 /// A table version an uncommitted ALTER TABLE made: its session sees it, others the

@@ -4,6 +4,7 @@
 //! `ddl/alter.rs`.
 
 mod alter;
+mod view;
 
 use crate::ast::{CreateTable, Statement};
 use crate::catalog::{CATALOG_TABLE, ColumnSchema, IndexSchema, Sequence, TableInfo, TableSchema};
@@ -27,9 +28,20 @@ impl Session {
     pub(crate) fn run_ddl(&mut self, statement: &Statement) -> SqlResult<String> {
         match statement {
             Statement::CreateTable(create) => self.create_table(create),
-            Statement::DropTable { names, if_exists } => {
+            Statement::CreateView(create) => self.create_view(create),
+            Statement::DropView { names, if_exists, cascade } => {
+                self.drop_views(names, *if_exists, *cascade)
+            }
+            Statement::DropTable { names, if_exists, cascade } => {
                 for name in names {
+                    if self.db.catalog.read().views.contains_key(name) {
+                        return Err(SqlError::new(
+                            "42809",
+                            format!("\"{name}\" is not a table (use DROP VIEW to remove a view)"),
+                        ));
+                    }
                     if self.db.catalog.read().tables.contains_key(name) {
+                        self.drop_dependents(name, *cascade)?;
                         self.drop_table(name)?;
                     } else if *if_exists {
                         self.notice(format!("table \"{name}\" does not exist, skipping"));
@@ -127,7 +139,9 @@ impl Session {
 
     pub(crate) fn relation_exists(&self, name: &str) -> bool {
         let catalog = self.db.catalog.read();
-        catalog.tables.contains_key(name) || catalog.index_table(name).is_some()
+        catalog.tables.contains_key(name)
+            || catalog.views.contains_key(name)
+            || catalog.index_table(name).is_some()
     }
 
     /// Writes (or with `None` deletes) a table's catalog row in the session's transaction,
@@ -137,21 +151,28 @@ impl Session {
         name: &str,
         schema: Option<&TableSchema>,
     ) -> SqlResult<()> {
-        let key = format!("table:{name}").into_bytes();
+        let value = schema
+            .map(serde_json::to_vec)
+            .transpose()
+            .map_err(|e| SqlError::new("XX000", e.to_string()))?;
+        self.write_catalog_entry(format!("table:{name}").into_bytes(), value)
+    }
+
+    /// Writes (or with `None` deletes) the catalog row `key` in the session's transaction, and
+    /// notes it for the catalog log at commit.
+    pub(crate) fn write_catalog_entry(
+        &mut self,
+        key: Vec<u8>,
+        value: Option<Vec<u8>>,
+    ) -> SqlResult<()> {
         let catalog_table = self.db.database().table(CATALOG_TABLE)?;
         let mut txn = self.worker.txn()?;
-        let value = match schema {
-            Some(schema) => {
-                let bytes = serde_json::to_vec(schema)
-                    .map_err(|e| SqlError::new("XX000", e.to_string()))?;
-                txn.put(&catalog_table, &key, &bytes)?;
-                Some(bytes)
-            }
+        match &value {
+            Some(bytes) => txn.put(&catalog_table, &key, bytes)?,
             None => {
                 txn.delete(&catalog_table, &key)?;
-                None
             }
-        };
+        }
         self.catalog_rows.retain(|(written, _)| *written != key);
         self.catalog_rows.push((key, value));
         Ok(())

@@ -16,6 +16,7 @@ use std::ops::Bound;
 
 mod derived;
 mod dml;
+mod window;
 
 pub use dml::{run_insert, run_modify};
 
@@ -613,9 +614,11 @@ struct Collector<'p, 'e> {
     enough: usize,
     /// Per join level: the buffers its scans work in, kept across outer rows.
     lent: Vec<Lent>,
+    /// With window functions: the rows to emit once their windows are computed.
+    pending: Vec<Vec<Value>>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum AggState {
     Count(i64),
     Sum(Value),
@@ -713,6 +716,11 @@ fn accumulate_row(
     cx: &Context<'_>,
 ) -> SqlResult<()> {
     for (state, aggregate) in states.iter_mut().zip(aggregates) {
+        if let Some(filter) = &aggregate.filter
+            && !filter.test(row, cx)?
+        {
+            continue;
+        }
         let value = match &aggregate.arg {
             Some(arg) => arg.eval(row, cx)?,
             None => Value::Null,
@@ -778,6 +786,10 @@ impl Collector<'_, '_> {
             accumulate_row(&mut self.group_states[at].1, &grouping.aggregates, row, cx)?;
             return Ok(true);
         }
+        if !plan.windows.is_empty() {
+            self.pending.push(row.to_vec());
+            return Ok(true);
+        }
         self.emit(row, cx)?;
         Ok(self.rows.len() < self.enough)
     }
@@ -839,7 +851,10 @@ pub fn run_query(txn: &mut Txn<'_>, plan: &QueryPlan, env: &Env<'_>) -> SqlResul
     cx.derived = &derived;
     let limit = count_value(&plan.limit, &cx)?;
     let offset = count_value(&plan.offset, &cx)?.unwrap_or(0);
-    let streaming = plan.sort.is_empty() && plan.grouping.is_none() && !plan.distinct;
+    let streaming = plan.sort.is_empty()
+        && plan.grouping.is_none()
+        && !plan.distinct
+        && plan.windows.is_empty();
     let mut enough = match (streaming, limit) {
         (true, Some(limit)) => offset.saturating_add(limit),
         _ => usize::MAX,
@@ -866,6 +881,7 @@ pub fn run_query(txn: &mut Txn<'_>, plan: &QueryPlan, env: &Env<'_>) -> SqlResul
         group_states: Vec::new(),
         enough,
         lent,
+        pending: Vec::new(),
     };
     if enough > 0 {
         match &plan.values {
@@ -902,6 +918,17 @@ pub fn run_query(txn: &mut Txn<'_>, plan: &QueryPlan, env: &Env<'_>) -> SqlResul
             {
                 continue;
             }
+            if plan.windows.is_empty() {
+                collector.emit(&mut row, &cx)?;
+            } else {
+                collector.pending.push(row);
+            }
+        }
+    }
+    if !plan.windows.is_empty() {
+        let mut rows = std::mem::take(&mut collector.pending);
+        window::compute(&plan.windows, &mut rows, &cx)?;
+        for mut row in rows {
             collector.emit(&mut row, &cx)?;
         }
     }

@@ -22,6 +22,9 @@ pub enum BExpr {
     /// In a correlated subquery: the `n`th value of the outer row it reads
     /// (`QueryPlan::outer_args`), of the type given.
     Outer(usize, Type),
+    /// The value of the query's `n`th window function for the row (`QueryPlan::windows`):
+    /// the executor appends the windows' values to each row, the last window's first.
+    Window(usize),
     Negate(Box<BExpr>, Type),
     Not(Box<BExpr>),
     /// Arithmetic or concatenation computed in type `ty`.
@@ -116,6 +119,7 @@ impl BExpr {
             | BExpr::Const(_)
             | BExpr::Param(_)
             | BExpr::Outer(..)
+            | BExpr::Window(_)
             | BExpr::Exists { .. }
             | BExpr::Subquery(_)
             | BExpr::NextVal(_) => {}
@@ -209,6 +213,7 @@ impl BExpr {
             BExpr::Const(_)
             | BExpr::Param(_)
             | BExpr::Outer(..)
+            | BExpr::Window(_)
             | BExpr::Exists { .. }
             | BExpr::Subquery(_)
             | BExpr::NextVal(_) => {}
@@ -393,6 +398,7 @@ impl BExpr {
                 in_values(&value, &candidates, *negated)
             }
             BExpr::Outer(at, _) => cx.outer[*at].clone(),
+            BExpr::Window(at) => row[row.len() - 1 - *at].clone(),
             BExpr::InSubquery { expr, subquery, negated } => {
                 let value = expr.eval(row, cx)?;
                 cx.subquery(*subquery, |rows| in_values(&value, rows, *negated))

@@ -121,6 +121,7 @@ impl SqlDb {
         let mut catalog = Catalog { system_table: Some(system_table), ..Catalog::default() };
         let mut reserved = std::collections::HashMap::new();
         let mut schemas = Vec::new();
+        let mut views = std::collections::HashMap::new();
         for (key, value) in entries {
             if let Some(name) = key.strip_prefix("table:") {
                 let schema: TableSchema = serde_json::from_slice(&value).map_err(|error| {
@@ -130,11 +131,20 @@ impl SqlDb {
                     )
                 })?;
                 schemas.push(schema);
+            } else if let Some(name) = key.strip_prefix("view:") {
+                let view: catalog::ViewDef = serde_json::from_slice(&value).map_err(|error| {
+                    SqlError::new(
+                        "XX001",
+                        format!("catalog entry for view \"{name}\" does not parse: {error}"),
+                    )
+                })?;
+                views.insert(view.name.clone(), Arc::new(view));
             } else if let Some(sequence) = key.strip_prefix("seq:") {
                 let limit: i64 = String::from_utf8_lossy(&value).parse().unwrap_or(0);
                 reserved.insert(sequence.to_string(), limit);
             }
         }
+        catalog.views = views;
         let mut referenced = std::collections::HashSet::new();
         for schema in schemas {
             let engine = db.table(&schema.engine_name).map_err(|_| {

@@ -261,6 +261,30 @@ fn statement_from(statement: sp::Statement) -> SqlResult<Statement> {
         S::Update(update) => Statement::Update(Box::new(update_from(update)?)),
         S::Delete(delete) => Statement::Delete(Box::new(delete_from(delete)?)),
         S::CreateTable(create) => Statement::CreateTable(Box::new(create_table_from(create)?)),
+        S::CreateView(create) => {
+            if create.materialized || create.temporary || create.or_alter || create.if_not_exists {
+                return Err(SqlError::unsupported(
+                    "materialized or temporary views, CREATE VIEW IF NOT EXISTS",
+                ));
+            }
+            let mut reads = Vec::new();
+            let _ = sqlparser::ast::visit_relations(&create.query, |relation| {
+                if let Ok(name) = object_name(relation)
+                    && !reads.contains(&name)
+                {
+                    reads.push(name);
+                }
+                std::ops::ControlFlow::<()>::Continue(())
+            });
+            Statement::CreateView(Box::new(CreateView {
+                name: object_name(&create.name)?,
+                or_replace: create.or_replace,
+                columns: create.columns.iter().map(|c| ident(&c.name)).collect(),
+                text: create.query.to_string(),
+                query: Box::new(query_from(*create.query)?),
+                reads,
+            }))
+        }
         S::CreateIndex(create) => {
             if create.predicate.is_some() {
                 return Err(SqlError::unsupported("a partial index (CREATE INDEX ... WHERE)"));
@@ -281,10 +305,11 @@ fn statement_from(statement: sp::Statement) -> SqlResult<Statement> {
                 if_not_exists: create.if_not_exists,
             }))
         }
-        S::Drop { object_type, if_exists, names, .. } => {
+        S::Drop { object_type, if_exists, names, cascade, .. } => {
             let names = names.iter().map(object_name).collect::<SqlResult<_>>()?;
             match object_type {
-                sp::ObjectType::Table => Statement::DropTable { names, if_exists },
+                sp::ObjectType::Table => Statement::DropTable { names, if_exists, cascade },
+                sp::ObjectType::View => Statement::DropView { names, if_exists, cascade },
                 sp::ObjectType::Index => Statement::DropIndex { names, if_exists },
                 other => return Err(SqlError::unsupported(format!("DROP {other}"))),
             }
@@ -813,6 +838,46 @@ fn table_ref(factor: &sp::TableFactor) -> SqlResult<TableRef> {
     }
 }
 
+/// `WINDOW name AS (...)`: each `OVER name` of the select list takes the definition.
+fn name_windows(select: &mut sp::Select) -> SqlResult<()> {
+    use std::ops::ControlFlow;
+    let mut windows = std::collections::HashMap::new();
+    for sp::NamedWindowDefinition(name, definition) in &select.named_window {
+        let spec = match definition {
+            sp::NamedWindowExpr::WindowSpec(spec) => spec.clone(),
+            sp::NamedWindowExpr::NamedWindow(other) => match windows.get(&ident(other)) {
+                Some(spec) => sp::WindowSpec::clone(spec),
+                None => {
+                    return Err(SqlError::new(
+                        "42704",
+                        format!("window \"{other}\" does not exist"),
+                    ));
+                }
+            },
+        };
+        windows.insert(ident(name), spec);
+    }
+    let _ = sqlparser::ast::visit_expressions_mut(&mut select.projection, |expr| {
+        if let sp::Expr::Function(function) = expr
+            && let Some(sp::WindowType::NamedWindow(name)) = &function.over
+            && let Some(spec) = windows.get(&ident(name))
+        {
+            function.over = Some(sp::WindowType::WindowSpec(spec.clone()));
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    Ok(())
+}
+
+/// One item of an ORDER BY (a query's or a window's).
+fn order_item_from(item: sp::OrderByExpr) -> SqlResult<OrderItem> {
+    Ok(OrderItem {
+        expr: expr_from(item.expr)?,
+        descending: matches!(item.options.sort, Some(sp::OrderBySort::Desc)),
+        nulls_first: item.options.nulls_first,
+    })
+}
+
 /// A set operation's operand as a query of its own.
 fn set_operand(expr: sp::SetExpr) -> SqlResult<Query> {
     query_from(sp::Query {
@@ -924,16 +989,9 @@ fn query_from(query: sp::Query) -> SqlResult<Query> {
     let order_by = match query.order_by {
         None => Vec::new(),
         Some(order) => match order.kind {
-            sp::OrderByKind::Expressions(items) => items
-                .into_iter()
-                .map(|item| {
-                    Ok(OrderItem {
-                        expr: expr_from(item.expr)?,
-                        descending: matches!(item.options.sort, Some(sp::OrderBySort::Desc)),
-                        nulls_first: item.options.nulls_first,
-                    })
-                })
-                .collect::<SqlResult<_>>()?,
+            sp::OrderByKind::Expressions(items) => {
+                items.into_iter().map(order_item_from).collect::<SqlResult<_>>()?
+            }
             sp::OrderByKind::All(_) => return Err(SqlError::unsupported("ORDER BY ALL")),
         },
     };
@@ -953,7 +1011,7 @@ fn query_from(query: sp::Query) -> SqlResult<Query> {
     Ok(Query { with, recursive, body, order_by, limit, offset, for_update, lock })
 }
 
-fn select_from(select: sp::Select) -> SqlResult<Select> {
+fn select_from(mut select: sp::Select) -> SqlResult<Select> {
     if select.into.is_some() {
         return Err(SqlError::unsupported("SELECT INTO"));
     }
@@ -961,7 +1019,7 @@ fn select_from(select: sp::Select) -> SqlResult<Select> {
         return Err(SqlError::unsupported("TOP, LATERAL VIEW or QUALIFY"));
     }
     if !select.named_window.is_empty() {
-        return Err(SqlError::unsupported("window functions"));
+        name_windows(&mut select)?;
     }
     let distinct = match select.distinct {
         None | Some(sp::Distinct::All) => false,

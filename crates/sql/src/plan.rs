@@ -19,10 +19,12 @@ mod derived;
 mod dml;
 mod explain;
 mod path;
+mod window;
 
 pub use derived::{Derived, WorkTable};
 pub use explain::explain;
 use path::choose_path;
+pub use window::{Bound, WindowFunc, WindowPlan};
 
 #[derive(Debug, Clone)]
 pub struct OutputColumn {
@@ -96,6 +98,8 @@ pub struct Aggregate {
     pub separator: Option<BExpr>,
     pub distinct: bool,
     pub ty: Type,
+    /// `FILTER (WHERE ...)`: only rows that pass are aggregated.
+    pub filter: Option<BExpr>,
 }
 
 #[derive(Debug, Clone)]
@@ -152,6 +156,8 @@ pub struct QueryPlan {
     pub outer_args: Vec<OuterArg>,
     /// Whether some of `subqueries` are correlated: they run for each joined row.
     pub correlated: bool,
+    /// Window functions over the rows the query emits (`BExpr::Window(i)` reads the `i`th).
+    pub windows: Vec<WindowPlan>,
 }
 
 #[derive(Debug, Clone)]
@@ -335,11 +341,17 @@ pub struct Binder<'a> {
     /// While a subquery is bound: the scope of the query around it, whose columns it may
     /// read, and the outer columns it has read so far (with their types), innermost last.
     outer: Vec<(Scope, Vec<OuterArg>)>,
+    /// The windows of the query being bound, and whether a window function may appear where
+    /// binding is (the select list and ORDER BY).
+    windows: Vec<WindowPlan>,
+    windows_allowed: bool,
+    /// Views being bound inside one another (a cycle shows as depth).
+    view_depth: usize,
     /// A system view was read: its rows were made now, so the plan must not be reused.
     volatile: bool,
 }
 
-fn is_aggregate(name: &str) -> bool {
+pub(crate) fn is_aggregate(name: &str) -> bool {
     matches!(name, "count" | "sum" | "min" | "max" | "avg" | "string_agg")
 }
 
@@ -351,6 +363,17 @@ fn contains_aggregate_node(expr: &Expr) -> bool {
     match expr {
         Expr::Function { name, args, .. } => {
             is_aggregate(name) || args.iter().any(contains_aggregate)
+        }
+        // An aggregate with FILTER; a window function's arguments and definition may hold
+        // aggregates of the query's groups.
+        Expr::Over { function, window: None, .. } => contains_aggregate(function),
+        Expr::Over { function, window: Some(window), .. } => {
+            let args = match function.as_ref() {
+                Expr::Function { args, .. } => args.iter().any(contains_aggregate),
+                _ => false,
+            };
+            args || window.partition.iter().any(contains_aggregate)
+                || window.order.iter().any(|o| contains_aggregate(&o.expr))
         }
         Expr::Negate(e)
         | Expr::Not(e)
@@ -432,6 +455,9 @@ impl<'a> Binder<'a> {
             subqueries: Vec::new(),
             ctes: Vec::new(),
             outer: Vec::new(),
+            windows: Vec::new(),
+            windows_allowed: false,
+            view_depth: 0,
             volatile: false,
         }
     }
@@ -468,6 +494,11 @@ impl<'a> Binder<'a> {
 
     /// The table a statement writes: never a system view.
     fn written_table(&self, name: &str) -> SqlResult<Arc<TableInfo>> {
+        if self.catalog.views.contains_key(name) {
+            return Err(SqlError::unsupported(format!(
+                "changing rows through the view \"{name}\" (write to its tables)"
+            )));
+        }
         if crate::system::is_view(name) {
             return Err(SqlError::new(
                 "42501",
@@ -661,6 +692,8 @@ impl<'a> Binder<'a> {
             }
         };
         let saved_subqueries = std::mem::take(&mut self.subqueries);
+        let saved_windows = std::mem::take(&mut self.windows);
+        let saved_windows_allowed = std::mem::replace(&mut self.windows_allowed, false);
         let mut scope = Scope::default();
         let mut tables = Vec::new();
         let mut conjuncts = Vec::new();
@@ -807,6 +840,7 @@ impl<'a> Binder<'a> {
         let mut output = Vec::new();
         let mut columns = Vec::new();
         let before_items = self.subqueries.len();
+        self.windows_allowed = true;
         for item in &select.items {
             match item {
                 ast::SelectItem::Wildcard | ast::SelectItem::QualifiedWildcard(_) => {
@@ -860,12 +894,14 @@ impl<'a> Binder<'a> {
                 }
             }
         }
+        self.windows_allowed = false;
         let mut having = None;
         if let Some(expr) = &select.having {
             let (bound, ty) = self.bind_in(expr, &scope, &mut group)?;
             having = Some(self.expect_bool(bound, ty, "HAVING")?.0);
         }
         // ORDER BY: an output position, an output name, or an expression over the input.
+        self.windows_allowed = true;
         let mut sort = Vec::new();
         for item in &query.order_by {
             let by_output = match &item.expr {
@@ -923,6 +959,7 @@ impl<'a> Binder<'a> {
                 nulls_first: item.nulls_first.unwrap_or(item.descending),
             });
         }
+        self.windows_allowed = false;
         if grouped {
             // Group rows are not the joined rows a correlated subquery reads.
             self.no_correlated_since(before_items, "a grouped query's select list")?;
@@ -954,7 +991,9 @@ impl<'a> Binder<'a> {
             derived: derived_sources,
             outer_args: Vec::new(),
             correlated: false,
+            windows: std::mem::replace(&mut self.windows, saved_windows),
         };
+        self.windows_allowed = saved_windows_allowed;
         plan.correlated = plan.subqueries.iter().any(|sub| !sub.outer_args.is_empty());
         eliminate_sort(&mut plan);
         mark_wanted(&mut plan);
@@ -1055,6 +1094,7 @@ impl<'a> Binder<'a> {
             derived: Vec::new(),
             outer_args: Vec::new(),
             correlated: false,
+            windows: Vec::new(),
         })
     }
 }
@@ -1230,18 +1270,30 @@ fn mark_wanted(plan: &mut QueryPlan) {
             }
         }
     }
+    let mark_aggregate = |aggregate: &Aggregate, mark: &mut dyn FnMut(&BExpr)| {
+        for expr in [&aggregate.arg, &aggregate.separator, &aggregate.filter].into_iter().flatten()
+        {
+            mark(expr);
+        }
+    };
     match &plan.grouping {
         Some(grouping) => {
             grouping.keys.iter().for_each(&mut mark);
             for aggregate in &grouping.aggregates {
-                if let Some(arg) = &aggregate.arg {
-                    mark(arg);
-                }
+                mark_aggregate(aggregate, &mut mark);
             }
         }
         None => {
             plan.output.iter().for_each(&mut mark);
             plan.sort.iter().for_each(|k| mark(&k.expr));
+            // Windows over the joined rows read them too.
+            for window in &plan.windows {
+                window.args.iter().chain(&window.partition).for_each(&mut mark);
+                window.order.iter().for_each(|k| mark(&k.expr));
+                if let WindowFunc::Aggregate(aggregate) = &window.func {
+                    mark_aggregate(aggregate, &mut mark);
+                }
+            }
         }
     }
     for access in &mut plan.tables {

@@ -77,6 +77,8 @@ pub(crate) enum Undo {
     /// A table was created (or replaced): put back `previous` (or remove `name`), drop the
     /// new engine table.
     Table { name: String, previous: Option<Arc<TableInfo>>, created_engine: Option<String> },
+    /// A view was created, replaced or dropped: put back `previous` (or remove `name`).
+    View { name: String, previous: Option<Arc<crate::catalog::ViewDef>> },
 }
 
 /// One client's state. Not shared between threads; each holds its own engine worker.
@@ -501,6 +503,14 @@ impl Session {
                         let _ = self.db.db.drop_table(&engine);
                     }
                 }
+                Undo::View { name, previous } => match previous {
+                    Some(view) => {
+                        catalog.views.insert(name, view);
+                    }
+                    None => {
+                        catalog.views.remove(&name);
+                    }
+                },
             }
         }
         catalog.version += 1;
@@ -887,6 +897,8 @@ impl Session {
             }
             Statement::CreateTable(_)
             | Statement::DropTable { .. }
+            | Statement::CreateView(_)
+            | Statement::DropView { .. }
             | Statement::CreateIndex(_)
             | Statement::DropIndex { .. }
             | Statement::Truncate { .. }

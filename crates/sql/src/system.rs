@@ -253,6 +253,33 @@ const VIEWS: &[ViewDefinition] = &[
     },
     ViewDefinition {
         schema: "pg_catalog",
+        name: "pg_views",
+        columns: &[
+            ("schemaname", TEXT),
+            ("viewname", TEXT),
+            ("viewowner", TEXT),
+            ("definition", TEXT),
+        ],
+        key_columns: 2,
+        rows: pg_views,
+    },
+    ViewDefinition {
+        schema: "information_schema",
+        name: "views",
+        columns: &[
+            ("table_catalog", TEXT),
+            ("table_schema", TEXT),
+            ("table_name", TEXT),
+            ("view_definition", TEXT),
+            ("check_option", TEXT),
+            ("is_updatable", TEXT),
+            ("is_insertable_into", TEXT),
+        ],
+        key_columns: 3,
+        rows: information_views,
+    },
+    ViewDefinition {
+        schema: "pg_catalog",
         name: "pg_indexes",
         columns: &[
             ("schemaname", TEXT),
@@ -612,6 +639,44 @@ fn pg_tables(sources: &Sources<'_>) -> Vec<Vec<Value>> {
         .collect()
 }
 
+/// The user's views, by name.
+fn user_views(sources: &Sources<'_>) -> Vec<Arc<crate::catalog::ViewDef>> {
+    let mut views: Vec<_> = sources.catalog.views.values().cloned().collect();
+    views.sort_by(|a, b| a.name.cmp(&b.name));
+    views
+}
+
+fn pg_views(sources: &Sources<'_>) -> Vec<Vec<Value>> {
+    user_views(sources)
+        .into_iter()
+        .map(|view| {
+            vec![
+                text("public"),
+                text(view.name.clone()),
+                text("postgres"),
+                text(view.query.clone()),
+            ]
+        })
+        .collect()
+}
+
+fn information_views(sources: &Sources<'_>) -> Vec<Vec<Value>> {
+    user_views(sources)
+        .into_iter()
+        .map(|view| {
+            vec![
+                text(DATABASE_NAME),
+                text("public"),
+                text(view.name.clone()),
+                text(view.query.clone()),
+                text("NONE"),
+                text("NO"),
+                text("NO"),
+            ]
+        })
+        .collect()
+}
+
 fn pg_indexes(sources: &Sources<'_>) -> Vec<Vec<Value>> {
     relations(&sources.tables)
         .iter()
@@ -674,10 +739,13 @@ fn information_tables(sources: &Sources<'_>) -> Vec<Vec<Value>> {
             text("YES"),
         ]
     });
+    let views = user_views(sources).into_iter().map(|view| {
+        vec![text(DATABASE_NAME), text("public"), text(view.name.clone()), text("VIEW"), text("NO")]
+    });
     let system = VIEWS.iter().map(|view| {
         vec![text(DATABASE_NAME), text(view.schema), text(view.name), text("VIEW"), text("NO")]
     });
-    user.chain(system).collect()
+    user.chain(views).chain(system).collect()
 }
 
 fn information_columns(sources: &Sources<'_>) -> Vec<Vec<Value>> {

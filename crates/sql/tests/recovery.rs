@@ -283,3 +283,34 @@ fn rows_of_every_schema_version_survive_restart() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn views_survive_restart_and_rolled_back_ones_do_not() {
+    let dir = std::env::temp_dir().join(format!("engram-sql-views-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    {
+        let db = SqlDb::open(config(&dir)).unwrap();
+        let mut session = db.session().unwrap();
+        session.execute_one("CREATE TABLE t (a INT PRIMARY KEY, b TEXT)").unwrap();
+        session.execute_one("INSERT INTO t VALUES (1, 'x'), (2, 'y'), (3, 'x')").unwrap();
+        session.execute_one("CREATE VIEW xs (k) AS SELECT a FROM t WHERE b = 'x'").unwrap();
+        session.execute_one("CREATE VIEW counted AS SELECT count(*) AS n FROM xs").unwrap();
+        session.execute_one("CREATE VIEW dropped AS SELECT 1 AS one").unwrap();
+        session.execute_one("DROP VIEW dropped").unwrap();
+        session.execute_one("BEGIN").unwrap();
+        session.execute_one("CREATE VIEW gone AS SELECT b FROM t").unwrap();
+        session.execute_one("DROP VIEW counted").unwrap();
+        session.execute_one("ROLLBACK").unwrap();
+    }
+    let db = SqlDb::open(config(&dir)).unwrap();
+    let mut session = db.session().unwrap();
+    assert_eq!(texts(session.execute_one("SELECT k FROM xs ORDER BY k").unwrap()), vec!["1", "3"]);
+    assert_eq!(texts(session.execute_one("SELECT n FROM counted").unwrap()), vec!["2"]);
+    for gone in ["dropped", "gone"] {
+        let error = session.execute_one(&format!("SELECT * FROM {gone}")).unwrap_err();
+        assert_eq!(error.code, "42P01", "{gone}: {error}");
+    }
+    // A view still names what it reads after the restart: the table cannot go alone.
+    assert_eq!(session.execute_one("DROP TABLE t").unwrap_err().code, "2BP01");
+    let _ = std::fs::remove_dir_all(&dir);
+}

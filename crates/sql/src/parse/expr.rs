@@ -213,13 +213,79 @@ fn expr_node(expr: sp::Expr) -> SqlResult<Expr> {
     })
 }
 
-fn function_from(function: sp::Function) -> SqlResult<Expr> {
-    if function.over.is_some() {
-        return Err(SqlError::unsupported("window functions (OVER)"));
+fn function_from(mut function: sp::Function) -> SqlResult<Expr> {
+    if !function.within_group.is_empty() {
+        return Err(SqlError::unsupported("WITHIN GROUP"));
     }
-    if function.filter.is_some() || !function.within_group.is_empty() {
-        return Err(SqlError::unsupported("FILTER / WITHIN GROUP"));
+    let over = function.over.take();
+    let filter = function.filter.take();
+    if over.is_none() && filter.is_none() {
+        return plain_function_from(function);
     }
+    let window = match over {
+        None => None,
+        Some(sp::WindowType::NamedWindow(name)) => {
+            return Err(SqlError::new("42704", format!("window \"{name}\" does not exist")));
+        }
+        Some(sp::WindowType::WindowSpec(spec)) => Some(Box::new(window_from(spec)?)),
+    };
+    Ok(Expr::Over {
+        function: Box::new(plain_function_from(function)?),
+        filter: filter.map(|f| expr_from(*f)).transpose()?.map(Box::new),
+        window,
+    })
+}
+
+/// A window's definition (`OVER (...)` or `WINDOW name AS (...)`).
+pub(super) fn window_from(spec: sp::WindowSpec) -> SqlResult<WindowSpec> {
+    if spec.window_name.is_some() {
+        return Err(SqlError::unsupported("a window that extends a named window"));
+    }
+    let partition = spec.partition_by.into_iter().map(expr_from).collect::<SqlResult<_>>()?;
+    let order = spec.order_by.into_iter().map(order_item_from).collect::<SqlResult<_>>()?;
+    let frame = match spec.window_frame {
+        None => None,
+        Some(frame) => {
+            let bound = |bound: sp::WindowFrameBound, start: bool| -> SqlResult<FrameBound> {
+                Ok(match bound {
+                    sp::WindowFrameBound::CurrentRow => FrameBound::CurrentRow,
+                    sp::WindowFrameBound::Preceding(None) => FrameBound::UnboundedPreceding,
+                    sp::WindowFrameBound::Preceding(Some(e)) => {
+                        FrameBound::Preceding(expr_from(*e)?)
+                    }
+                    sp::WindowFrameBound::Following(None) => FrameBound::UnboundedFollowing,
+                    sp::WindowFrameBound::Following(Some(e)) => {
+                        FrameBound::Following(expr_from(*e)?)
+                    }
+                })
+                .and_then(|b| match (&b, start) {
+                    (FrameBound::UnboundedFollowing, true) => {
+                        Err(SqlError::new("42P20", "frame start cannot be UNBOUNDED FOLLOWING"))
+                    }
+                    (FrameBound::UnboundedPreceding, false) => {
+                        Err(SqlError::new("42P20", "frame end cannot be UNBOUNDED PRECEDING"))
+                    }
+                    _ => Ok(b),
+                })
+            };
+            Some(Frame {
+                units: match frame.units {
+                    sp::WindowFrameUnits::Rows => FrameUnits::Rows,
+                    sp::WindowFrameUnits::Range => FrameUnits::Range,
+                    sp::WindowFrameUnits::Groups => FrameUnits::Groups,
+                },
+                start: bound(frame.start_bound, true)?,
+                end: match frame.end_bound {
+                    None => FrameBound::CurrentRow,
+                    Some(end) => bound(end, false)?,
+                },
+            })
+        }
+    };
+    Ok(WindowSpec { partition, order, frame })
+}
+
+fn plain_function_from(function: sp::Function) -> SqlResult<Expr> {
     let name = match function.name.0.as_slice() {
         [sp::ObjectNamePart::Identifier(id)] => ident(id),
         [sp::ObjectNamePart::Identifier(schema), sp::ObjectNamePart::Identifier(id)]

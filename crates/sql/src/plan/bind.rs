@@ -9,6 +9,18 @@ use crate::expr::BExpr;
 use crate::expr::functions::{self, Returns};
 use crate::types::{Type, Value, cast, parse_text};
 
+/// The function an aggregate call names (with or without FILTER); `None` for other nodes.
+fn aggregate_name(expr: &Expr) -> Option<&str> {
+    match expr {
+        Expr::Function { name, .. } => Some(name),
+        Expr::Over { function, window: None, .. } => match function.as_ref() {
+            Expr::Function { name, .. } => Some(name),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 impl Binder<'_> {
     pub(super) fn bind(&mut self, expr: &Expr, scope: &Scope) -> SqlResult<(BExpr, Type)> {
         self.bind_in(expr, scope, &mut None)
@@ -29,8 +41,11 @@ impl Binder<'_> {
         scope: &Scope,
         group: &mut Option<GroupBinding>,
     ) -> SqlResult<(BExpr, Type)> {
+        if let Expr::Over { function, filter, window: Some(window) } = expr {
+            return self.bind_window(function, filter.as_deref(), window, scope, group);
+        }
         if group.is_some() {
-            if let Expr::Function { name, .. } = expr
+            if let Some(name) = aggregate_name(expr)
                 && is_aggregate(name)
             {
                 return self.bind_aggregate(expr, scope, group);
@@ -61,6 +76,9 @@ impl Binder<'_> {
             }
         }
         Ok(match expr {
+            Expr::Over { .. } => {
+                return Err(SqlError::new("42803", "aggregate functions are not allowed here"));
+            }
             Expr::Column { table, name } => match scope.resolve(table.as_deref(), name) {
                 Ok((at, ty)) => (BExpr::Column(at), ty),
                 Err(error) => match self.outer_column(table.as_deref(), name) {
@@ -445,8 +463,46 @@ impl Binder<'_> {
         scope: &Scope,
         group: &mut Option<GroupBinding>,
     ) -> SqlResult<(BExpr, Type)> {
+        let aggregate = match expr {
+            Expr::Over { function, filter, window: None } => {
+                self.aggregate_call(function, filter.as_deref(), scope, None)?
+            }
+            _ => self.aggregate_call(expr, None, scope, None)?,
+        };
+        let ty = aggregate.ty;
+        let binding = group
+            .as_mut()
+            .ok_or_else(|| SqlError::new("42803", "aggregate functions are not allowed here"))?;
+        binding.aggregates.push(aggregate);
+        Ok((BExpr::Column(binding.keys.len() + binding.aggregates.len() - 1), ty))
+    }
+
+    /// An aggregate call: its function, argument and type. Its arguments are bound over the
+    /// rows it aggregates: the joined rows, or (`over_groups`, a window over a grouped query)
+    /// the group rows, where they may contain aggregates themselves.
+    pub(super) fn aggregate_call(
+        &mut self,
+        expr: &Expr,
+        filter: Option<&Expr>,
+        scope: &Scope,
+        mut over_groups: Option<&mut Option<GroupBinding>>,
+    ) -> SqlResult<Aggregate> {
         let Expr::Function { name, args, distinct, star } = expr else {
             unreachable!("checked by the caller")
+        };
+        let mut bind_arg = |binder: &mut Self, arg: &Expr| -> SqlResult<(BExpr, Type)> {
+            match over_groups.as_deref_mut() {
+                Some(group) => binder.bind_in(arg, scope, group),
+                None => {
+                    if contains_aggregate(arg) {
+                        return Err(SqlError::new(
+                            "42803",
+                            "aggregate function calls cannot be nested",
+                        ));
+                    }
+                    binder.bind(arg, scope)
+                }
+            }
         };
         let mut separator = None;
         let (func, arg, ty) = if *star {
@@ -461,12 +517,9 @@ impl Binder<'_> {
                     args.len()
                 )));
             };
-            if contains_aggregate(arg) || contains_aggregate(between) {
-                return Err(SqlError::new("42803", "aggregate function calls cannot be nested"));
-            }
-            let (bound, arg_ty) = self.bind(arg, scope)?;
+            let (bound, arg_ty) = bind_arg(self, arg)?;
             let (bound, _) = self.coerce(bound, arg_ty, Type::Text)?;
-            let (between, between_ty) = self.bind(between, scope)?;
+            let (between, between_ty) = bind_arg(self, between)?;
             separator = Some(self.coerce(between, between_ty, Type::Text)?.0);
             (AggFunc::StringAgg, Some(bound), Type::Text)
         } else {
@@ -475,10 +528,7 @@ impl Binder<'_> {
                     "function {name} takes one argument"
                 )));
             };
-            if contains_aggregate(arg) {
-                return Err(SqlError::new("42803", "aggregate function calls cannot be nested"));
-            }
-            let (bound, arg_ty) = self.bind(arg, scope)?;
+            let (bound, arg_ty) = bind_arg(self, arg)?;
             let (bound, arg_ty) = self.coerce(bound, arg_ty, Type::Text)?;
             let (func, ty) = match name.as_str() {
                 "count" => (AggFunc::Count, Type::Int8),
@@ -501,10 +551,13 @@ impl Binder<'_> {
             };
             (func, Some(bound), ty)
         };
-        let binding = group
-            .as_mut()
-            .ok_or_else(|| SqlError::new("42803", "aggregate functions are not allowed here"))?;
-        binding.aggregates.push(Aggregate { func, arg, separator, distinct: *distinct, ty });
-        Ok((BExpr::Column(binding.keys.len() + binding.aggregates.len() - 1), ty))
+        let filter = match filter {
+            None => None,
+            Some(filter) => {
+                let (bound, filter_ty) = bind_arg(self, filter)?;
+                Some(self.expect_bool(bound, filter_ty, "FILTER")?.0)
+            }
+        };
+        Ok(Aggregate { func, arg, separator, distinct: *distinct, ty, filter })
     }
 }

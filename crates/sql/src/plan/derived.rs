@@ -14,6 +14,10 @@ use crate::types::{Type, Value};
 use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
 
+/// Views nested in views deeper than this are taken for a cycle (`CREATE OR REPLACE VIEW` can
+/// make one).
+const VIEW_DEPTH_MAX: usize = 64;
+
 /// The rows of a recursive CTE's working table, shared by the recursion and the step that
 /// reads it.
 pub type WorkTable = Arc<parking_lot::Mutex<Vec<Vec<Value>>>>;
@@ -107,7 +111,10 @@ impl Binder<'_> {
         let (derived, columns) = match table_ref.source.as_deref() {
             None => match self.ctes.iter().rposition(|c| c.name == table_ref.name) {
                 Some(at) => self.cte(at)?,
-                None => return Ok(None),
+                None => match self.catalog.views.get(&table_ref.name) {
+                    Some(view) => self.view(&Arc::clone(view))?,
+                    None => return Ok(None),
+                },
             },
             Some(Source::Query(query)) => self.derived_query(query)?,
             Some(Source::Function { name, args }) => self.table_function(name, args)?,
@@ -129,6 +136,31 @@ impl Binder<'_> {
         }
         let table = self.derived_table(&table_ref.name, &columns)?;
         Ok(Some((derived, table)))
+    }
+
+    /// A view: its query, parsed and bound where it is read (it sees no CTE of the query
+    /// that reads it), with the view's column names.
+    fn view(&mut self, view: &crate::catalog::ViewDef) -> SqlResult<(Derived, Vec<OutputColumn>)> {
+        if self.view_depth >= VIEW_DEPTH_MAX {
+            return Err(SqlError::new(
+                "42P17",
+                format!("infinite recursion detected in rules for relation \"{}\"", view.name),
+            ));
+        }
+        let statements = crate::parse::parse(&view.query)?;
+        let Some(ast::Statement::Query(query)) = statements.first() else {
+            return Err(SqlError::new("XX001", format!("view \"{}\" does not parse", view.name)));
+        };
+        let ctes = std::mem::take(&mut self.ctes);
+        self.view_depth += 1;
+        let result = crate::depth::grow(|| self.derived_query(query));
+        self.view_depth -= 1;
+        self.ctes = ctes;
+        let (derived, mut columns) = result?;
+        for (column, name) in columns.iter_mut().zip(&view.columns) {
+            column.name.clone_from(name);
+        }
+        Ok((derived, columns))
     }
 
     /// A subquery in FROM (or a CTE's body): a set operation's two sides, or a query.

@@ -39,6 +39,7 @@ SELECT table_name FROM information_schema.tables WHERE table_schema = 'informati
 columns
 schemata
 tables
+views
 
 -- pg_catalog, qualified or not (pg_catalog is searched first), joined as psql and drivers do.
 SELECT c.relname, c.relkind, n.nspname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace ORDER BY c.relname
