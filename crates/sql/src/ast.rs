@@ -172,6 +172,9 @@ pub enum Source {
 #[derive(Debug, Clone)]
 pub struct Select {
     pub distinct: bool,
+    /// `DISTINCT ON (expressions)`: the first row (in ORDER BY order) of each set of rows
+    /// equal in them.
+    pub distinct_on: Vec<Expr>,
     pub items: Vec<SelectItem>,
     pub from: Vec<FromItem>,
     pub filter: Option<Expr>,
@@ -220,6 +223,10 @@ pub struct Join {
     pub table: TableRef,
     pub kind: JoinKind,
     pub on: Option<Expr>,
+    /// `USING (columns)`: equal columns of the same name, shown once.
+    pub using: Vec<String>,
+    /// `NATURAL`: USING every column name the two sides share.
+    pub natural: bool,
 }
 
 #[derive(Debug, Clone)]

@@ -799,9 +799,13 @@ impl Collector<'_, '_> {
     fn emit(&mut self, row: &mut [Value], cx: &Context<'_>) -> SqlResult<()> {
         let plan = self.plan;
         // Sort keys first: they may read a column the output moves.
-        let mut keys = Vec::with_capacity(plan.sort.len());
+        let mut keys = Vec::with_capacity(plan.sort.len() + plan.distinct_on.len());
         for key in &plan.sort {
             keys.push(key.expr.eval(row, cx)?);
+        }
+        // DISTINCT ON's values follow the sort keys (the sort reads only its own).
+        for expr in &plan.distinct_on {
+            keys.push(expr.eval(row, cx)?);
         }
         let mut output = Vec::with_capacity(plan.output.len());
         for (index, expr) in plan.output.iter().enumerate() {
@@ -854,6 +858,7 @@ pub fn run_query(txn: &mut Txn<'_>, plan: &QueryPlan, env: &Env<'_>) -> SqlResul
     let streaming = plan.sort.is_empty()
         && plan.grouping.is_none()
         && !plan.distinct
+        && plan.distinct_on.is_empty()
         && plan.windows.is_empty();
     let mut enough = match (streaming, limit) {
         (true, Some(limit)) => offset.saturating_add(limit),
@@ -974,6 +979,11 @@ pub fn run_query(txn: &mut Txn<'_>, plan: &QueryPlan, env: &Env<'_>) -> SqlResul
             }
             Ordering::Equal
         });
+    }
+    if !plan.distinct_on.is_empty() {
+        let at = plan.sort.len();
+        let mut seen = HashSet::<_, GroupHasher>::default();
+        rows.retain(|(keys, _)| seen.insert(GroupKey(keys[at..].to_vec())));
     }
     let mut out: Vec<Vec<Value>> =
         rows.into_iter().skip(offset).map(|(_, output)| output).collect();

@@ -952,6 +952,7 @@ fn query_from(query: sp::Query) -> SqlResult<Query> {
             let source = Source::Query(inner);
             QueryBody::Select(Box::new(Select {
                 distinct: false,
+                distinct_on: Vec::new(),
                 items: vec![SelectItem::Wildcard],
                 from: vec![FromItem {
                     table: TableRef {
@@ -1021,10 +1022,12 @@ fn select_from(mut select: sp::Select) -> SqlResult<Select> {
     if !select.named_window.is_empty() {
         name_windows(&mut select)?;
     }
-    let distinct = match select.distinct {
-        None | Some(sp::Distinct::All) => false,
-        Some(sp::Distinct::Distinct) => true,
-        Some(sp::Distinct::On(_)) => return Err(SqlError::unsupported("DISTINCT ON")),
+    let (distinct, distinct_on) = match select.distinct {
+        None | Some(sp::Distinct::All) => (false, Vec::new()),
+        Some(sp::Distinct::Distinct) => (true, Vec::new()),
+        Some(sp::Distinct::On(exprs)) => {
+            (false, exprs.into_iter().map(expr_from).collect::<SqlResult<_>>()?)
+        }
     };
     let items = select
         .projection
@@ -1045,15 +1048,16 @@ fn select_from(mut select: sp::Select) -> SqlResult<Select> {
                     ));
                 }
             };
-            let on = match constraint {
-                sp::JoinConstraint::On(expr) => Some(expr_from(expr)?),
-                sp::JoinConstraint::None => None,
-                sp::JoinConstraint::Using(_) => {
-                    return Err(SqlError::unsupported("JOIN ... USING"));
+            let (mut on, mut using, mut natural) = (None, Vec::new(), false);
+            match constraint {
+                sp::JoinConstraint::On(expr) => on = Some(expr_from(expr)?),
+                sp::JoinConstraint::None => {}
+                sp::JoinConstraint::Using(names) => {
+                    using = names.iter().map(object_name).collect::<SqlResult<_>>()?;
                 }
-                sp::JoinConstraint::Natural => return Err(SqlError::unsupported("NATURAL JOIN")),
-            };
-            joins.push(Join { table: table_ref(&join.relation)?, kind, on });
+                sp::JoinConstraint::Natural => natural = true,
+            }
+            joins.push(Join { table: table_ref(&join.relation)?, kind, on, using, natural });
         }
         from.push(FromItem { table: table_ref(&item.relation)?, joins });
     }
@@ -1068,6 +1072,7 @@ fn select_from(mut select: sp::Select) -> SqlResult<Select> {
     };
     Ok(Select {
         distinct,
+        distinct_on,
         items,
         from,
         filter: select.selection.map(expr_from).transpose()?,

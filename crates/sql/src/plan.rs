@@ -137,6 +137,9 @@ pub struct QueryPlan {
     /// Sort keys over the same row as `output`; empty when the scan order already fits.
     pub sort: Vec<SortKey>,
     pub distinct: bool,
+    /// `DISTINCT ON`: expressions over the same row as `output`; of the rows equal in them
+    /// only the first in `sort` order is kept.
+    pub distinct_on: Vec<BExpr>,
     pub limit: Option<BExpr>,
     pub offset: Option<BExpr>,
     pub for_update: bool,
@@ -258,6 +261,9 @@ struct ScopeTable {
     name: String,
     columns: Vec<(String, Type)>,
     offset: usize,
+    /// A `JOIN ... USING` right side's join columns: unqualified names and `*` read the left
+    /// side's (PostgreSQL shows such a column once).
+    hidden: Vec<String>,
 }
 
 #[derive(Default, Clone)]
@@ -278,7 +284,7 @@ impl Scope {
             ));
         }
         let offset = self.width();
-        self.tables.push(ScopeTable { name, columns, offset });
+        self.tables.push(ScopeTable { name, columns, offset, hidden: Vec::new() });
         Ok(offset)
     }
 
@@ -286,6 +292,9 @@ impl Scope {
         let mut found = None;
         for scope_table in &self.tables {
             if table.is_some_and(|t| t != scope_table.name) {
+                continue;
+            }
+            if table.is_none() && scope_table.hidden.iter().any(|h| h == name) {
                 continue;
             }
             if let Some(at) = scope_table
@@ -567,6 +576,72 @@ impl<'a> Binder<'a> {
         Ok((self.subqueries.len() - 1, ty))
     }
 
+    /// `JOIN right USING (columns)`: the condition that each column of the tables joined so
+    /// far equals the right side's of the same name (bound once the right side is in scope).
+    fn using_condition(
+        &self,
+        scope: &Scope,
+        right: &str,
+        right_columns: &[String],
+        using: &[String],
+    ) -> SqlResult<Option<Expr>> {
+        let mut condition: Option<Expr> = None;
+        for column in using {
+            let left = scope
+                .tables
+                .iter()
+                .filter(|t| {
+                    t.columns.iter().any(|(c, _)| c == column) && !t.hidden.contains(column)
+                })
+                .map(|t| t.name.clone())
+                .collect::<Vec<_>>();
+            let left = match left.as_slice() {
+                [one] => one.clone(),
+                [] => {
+                    return Err(SqlError::new(
+                        "42703",
+                        format!(
+                            "column \"{column}\" specified in USING clause does not exist in left table"
+                        ),
+                    ));
+                }
+                _ => {
+                    return Err(SqlError::new(
+                        "42702",
+                        format!(
+                            "common column name \"{column}\" appears more than once in left table"
+                        ),
+                    ));
+                }
+            };
+            if !right_columns.contains(column) {
+                return Err(SqlError::new(
+                    "42703",
+                    format!(
+                        "column \"{column}\" specified in USING clause does not exist in right table"
+                    ),
+                ));
+            }
+            let equal = Expr::Binary {
+                op: ast::BinaryOp::Eq,
+                left: Box::new(Expr::Column { table: Some(left), name: column.clone() }),
+                right: Box::new(Expr::Column {
+                    table: Some(right.to_string()),
+                    name: column.clone(),
+                }),
+            };
+            condition = Some(match condition {
+                None => equal,
+                Some(before) => Expr::Binary {
+                    op: ast::BinaryOp::And,
+                    left: Box::new(before),
+                    right: Box::new(equal),
+                },
+            });
+        }
+        Ok(condition)
+    }
+
     /// Refuses correlated subqueries bound since `before` where they are not run per row.
     fn no_correlated_since(&self, before: usize, place: &str) -> SqlResult<()> {
         if self.subqueries[before..].iter().any(|sub| !sub.outer_args.is_empty()) {
@@ -668,6 +743,7 @@ impl<'a> Binder<'a> {
                     recursive: false,
                     body: ast::QueryBody::Select(Box::new(ast::Select {
                         distinct: false,
+                        distinct_on: Vec::new(),
                         items: vec![ast::SelectItem::Wildcard],
                         from: vec![ast::FromItem {
                             table: ast::TableRef {
@@ -700,11 +776,11 @@ impl<'a> Binder<'a> {
         let mut left_ons = Vec::new();
         let mut derived_sources = Vec::new();
         for item in &select.from {
-            let mut refs = vec![(&item.table, JoinKind::Inner, None)];
+            let mut refs = vec![(&item.table, JoinKind::Inner, None, None)];
             for join in &item.joins {
-                refs.push((&join.table, join.kind, join.on.as_ref()));
+                refs.push((&join.table, join.kind, join.on.as_ref(), Some(join)));
             }
-            for (table_ref, kind, on) in refs {
+            for (table_ref, kind, on, join) in refs {
                 let (table, source) = match self.derived_source(table_ref)? {
                     Some((derived, table)) => {
                         derived_sources.push(derived);
@@ -732,8 +808,22 @@ impl<'a> Binder<'a> {
                         column.clone_from(alias);
                     }
                 }
+                let right_columns: Vec<String> = columns.iter().map(|(c, _)| c.clone()).collect();
+                let using = match join {
+                    Some(join) if join.natural => right_columns
+                        .iter()
+                        .filter(|c| scope.resolve(None, c).is_ok())
+                        .cloned()
+                        .collect(),
+                    Some(join) => join.using.clone(),
+                    None => Vec::new(),
+                };
+                let using_on = self.using_condition(&scope, &name, &right_columns, &using)?;
                 let offset = scope.push(name, columns)?;
-                let on = match on {
+                if let Some(table) = scope.tables.last_mut() {
+                    table.hidden = using;
+                }
+                let on = match on.or(using_on.as_ref()) {
                     Some(on) => {
                         let before = self.subqueries.len();
                         let (bound, ty) = self.bind(on, &scope)?;
@@ -866,7 +956,9 @@ impl<'a> Binder<'a> {
                         }
                         matched = true;
                         for (i, (name, ty)) in scope_table.columns.iter().enumerate() {
-                            if crate::catalog::is_dropped_name(name) {
+                            if crate::catalog::is_dropped_name(name)
+                                || (only.is_none() && scope_table.hidden.contains(name))
+                            {
                                 continue;
                             }
                             output.push(BExpr::Column(scope_table.offset + i));
@@ -964,6 +1056,31 @@ impl<'a> Binder<'a> {
             // Group rows are not the joined rows a correlated subquery reads.
             self.no_correlated_since(before_items, "a grouped query's select list")?;
         }
+        let mut distinct_on = Vec::new();
+        for expr in &select.distinct_on {
+            distinct_on.push(self.bind_in(expr, &scope, &mut group)?.0);
+        }
+        if !distinct_on.is_empty() {
+            // PostgreSQL's rule: the ORDER BY begins with the DISTINCT ON expressions.
+            let text = |e: &BExpr| format!("{e:?}");
+            let on: Vec<String> = distinct_on.iter().map(text).collect();
+            if sort.iter().take(on.len()).any(|key| !on.contains(&text(&key.expr))) {
+                return Err(SqlError::new(
+                    "42P10",
+                    "SELECT DISTINCT ON expressions must match initial ORDER BY expressions",
+                ));
+            }
+            if sort.is_empty() {
+                sort = distinct_on
+                    .iter()
+                    .map(|expr| SortKey {
+                        expr: expr.clone(),
+                        descending: false,
+                        nulls_first: false,
+                    })
+                    .collect();
+            }
+        }
         let limit = query.limit.as_ref().map(|e| self.bind_count(e)).transpose()?;
         let offset = query.offset.as_ref().map(|e| self.bind_count(e)).transpose()?;
         let grouping = group.map(|g| Grouping { keys: g.keys, aggregates: g.aggregates, having });
@@ -981,6 +1098,7 @@ impl<'a> Binder<'a> {
             columns,
             sort,
             distinct: select.distinct,
+            distinct_on,
             limit,
             offset,
             for_update: query.for_update,
@@ -1085,6 +1203,7 @@ impl<'a> Binder<'a> {
             columns,
             sort,
             distinct: false,
+            distinct_on: Vec::new(),
             limit: query.limit.as_ref().map(|e| self.bind_count(e)).transpose()?,
             offset: query.offset.as_ref().map(|e| self.bind_count(e)).transpose()?,
             for_update: false,
@@ -1157,7 +1276,12 @@ fn expr_type_hint(expr: &BExpr, params: &[Type], row_types: &[Type]) -> Option<T
 
 /// Drops the sort when the single table's scan already yields rows in the requested order.
 fn eliminate_sort(plan: &mut QueryPlan) {
-    if plan.sort.is_empty() || plan.grouping.is_some() || plan.tables.len() != 1 || plan.distinct {
+    if plan.sort.is_empty()
+        || plan.grouping.is_some()
+        || plan.tables.len() != 1
+        || plan.distinct
+        || !plan.distinct_on.is_empty()
+    {
         return;
     }
     let access = &mut plan.tables[0];
@@ -1284,7 +1408,7 @@ fn mark_wanted(plan: &mut QueryPlan) {
             }
         }
         None => {
-            plan.output.iter().for_each(&mut mark);
+            plan.output.iter().chain(&plan.distinct_on).for_each(&mut mark);
             plan.sort.iter().for_each(|k| mark(&k.expr));
             // Windows over the joined rows read them too.
             for window in &plan.windows {
