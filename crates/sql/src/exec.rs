@@ -835,24 +835,28 @@ fn count_value(expr: &Option<BExpr>, cx: &Context<'_>) -> SqlResult<Option<usize
 /// Runs a query.
 pub fn run_query(txn: &mut Txn<'_>, plan: &QueryPlan, env: &Env<'_>) -> SqlResult<Produced> {
     let subqueries = run_subqueries(txn, &plan.subqueries, env)?;
-    let correlated = std::cell::RefCell::new(Vec::new());
     let mut cx = Context {
         params: env.params,
         subqueries: &subqueries,
         derived: &[],
-        correlated: plan.correlated.then_some(&correlated),
+        correlated: None,
         outer: env.outer,
         now: env.now,
         reserve: env.reserve,
         interrupt: env.interrupt,
         locks: env.locks,
     };
-    let derived = if plan.derived.is_empty() {
-        Vec::new()
-    } else {
-        derived::materialize(txn, plan, env, &cx)?
-    };
-    cx.derived = &derived;
+    // Made only for the queries that need them: a point query neither builds nor drops them.
+    let correlated;
+    if plan.correlated {
+        correlated = std::cell::RefCell::new(Vec::new());
+        cx.correlated = Some(&correlated);
+    }
+    let derived;
+    if !plan.derived.is_empty() {
+        derived = derived::materialize(txn, plan, env, &cx)?;
+        cx.derived = &derived;
+    }
     let limit = count_value(&plan.limit, &cx)?;
     let offset = count_value(&plan.offset, &cx)?.unwrap_or(0);
     let streaming = plan.sort.is_empty()
