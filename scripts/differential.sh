@@ -6,7 +6,8 @@
 # test_setup.sql, and the project's own SQL scripts. The regression files come from the
 # PostgreSQL 15 source package on Debian's mirror (checked against its checksum), kept in
 # ${ENGRAM_CACHE:-~/.cache/engram}.
-# Usage: scripts/differential.sh [--json OUT] [--show N] [FILE.sql...]
+# Usage: scripts/differential.sh [--json OUT] [--show N] [--regress-setup] [FILE.sql...]
+#        (--regress-setup: the given files too run after the regression tests' test_setup.sql)
 #        (ENGRAM=path/to/engram runs that binary instead of building the release one)
 # Exit status 2 when Engram dropped a connection or crashed on some statement.
 set -euo pipefail
@@ -19,9 +20,11 @@ pg_tarball=postgresql-15_$pg_version.orig.tar.bz2
 pg_md5=bcf6d9b634d0950e74cdf332dee32ef8
 options=()
 files=()
+with_setup=
 while [ $# -gt 0 ]; do
   case $1 in
     --json | --show) options+=("$1" "$2"); shift 2 ;;
+    --regress-setup) with_setup=1; shift ;;
     *) files+=("$1"); shift ;;
   esac
 done
@@ -62,9 +65,10 @@ trap cleanup EXIT
 pg_start "$work" "$port" "-c fsync=off" "--locale=C"
 setup=()
 if [ ${#files[@]} -eq 0 ]; then
-  setup=(--setup "$regress/sql/test_setup.sql")
+  with_setup=1
   for f in $REGRESS_FILES; do files+=("$regress/sql/$f.sql"); done
 fi
+[ -n "$with_setup" ] && setup=(--setup "$regress/sql/test_setup.sql")
 export PG_ABS_SRCDIR=$regress PG_LIBDIR=$work PG_DLSUFFIX=.so
 python3 scripts/differential.py --pg-admin "host=127.0.0.1 port=$port user=postgres dbname=postgres" \
   --pg "host=127.0.0.1 port=$port user=postgres dbname=regress" --engram "$engram" \

@@ -1056,6 +1056,11 @@ impl<'a> Binder<'a> {
             // Group rows are not the joined rows a correlated subquery reads.
             self.no_correlated_since(before_items, "a grouped query's select list")?;
         }
+        if !self.windows.is_empty() {
+            // Rows with windows are emitted once all are in, after the per-row results of
+            // correlated subqueries have moved on.
+            self.no_correlated_since(before_items, "the select list of a query with windows")?;
+        }
         let mut distinct_on = Vec::new();
         for expr in &select.distinct_on {
             distinct_on.push(self.bind_in(expr, &scope, &mut group)?.0);

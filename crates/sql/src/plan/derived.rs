@@ -89,19 +89,21 @@ impl Binder<'_> {
         &mut self,
         table_ref: &ast::TableRef,
     ) -> SqlResult<Option<(Derived, Arc<TableInfo>)>> {
-        // Subqueries bound here are the source's own, not the outer query's; it reads no
-        // column of a query around it (no LATERAL).
-        let outer = std::mem::take(&mut self.subqueries);
+        // A function's arguments are evaluated in the outer query's context, so subqueries in
+        // them are the outer query's. Subqueries bound for other sources are the source's own;
+        // none reads a column of a query around it (no LATERAL).
         let scopes = std::mem::take(&mut self.outer);
-        let result = self.derived_source_inner(table_ref);
+        let result = match table_ref.source.as_deref() {
+            Some(Source::Function { .. }) => self.derived_source_inner(table_ref),
+            _ => {
+                let outer = std::mem::take(&mut self.subqueries);
+                let result = self.derived_source_inner(table_ref);
+                self.subqueries = outer;
+                result
+            }
+        };
         self.outer = scopes;
-        let own = std::mem::replace(&mut self.subqueries, outer);
-        let result = result?;
-        if let Some((Derived::Series { .. }, _)) = &result {
-            // Its arguments are evaluated in the outer query's context.
-            self.subqueries.extend(own);
-        }
-        Ok(result)
+        result
     }
 
     fn derived_source_inner(
@@ -133,6 +135,14 @@ impl Binder<'_> {
         }
         for (column, alias) in columns.iter_mut().zip(&table_ref.columns) {
             column.name = alias.clone();
+        }
+        // As PostgreSQL: a function of one column aliased without column names names its
+        // column after the alias (`generate_series(1, 3) g` has a column `g`).
+        if let (Some(Source::Function { .. }), Some(alias), [column]) =
+            (table_ref.source.as_deref(), &table_ref.alias, columns.as_mut_slice())
+            && table_ref.columns.is_empty()
+        {
+            column.name.clone_from(alias);
         }
         let table = self.derived_table(&table_ref.name, &columns)?;
         Ok(Some((derived, table)))

@@ -234,3 +234,28 @@ SELECT * FROM t AS u(k) ORDER BY k
 2 | y
 3 | NULL
 4 | x
+
+CREATE TABLE tg (a int PRIMARY KEY, b int)
+----
+ok CREATE TABLE
+
+INSERT INTO tg VALUES (1, 10), (2, 20), (3, 30)
+----
+ok INSERT 0 3
+
+SELECT * FROM generate_series((SELECT min(a) FROM tg), (SELECT max(a) FROM tg)) g ORDER BY 1
+----
+1
+2
+3
+
+SELECT x.a, g FROM tg x, generate_series(1, (SELECT count(*)::int FROM tg)) g WHERE g = x.a ORDER BY 1
+----
+1 | 1
+2 | 2
+3 | 3
+
+SELECT a, row_number() OVER (ORDER BY a) FROM tg t WHERE EXISTS (SELECT 1 FROM tg t2 WHERE t2.a = t.a + 1) ORDER BY a
+----
+1 | 1
+2 | 2
