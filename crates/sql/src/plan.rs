@@ -356,6 +356,8 @@ pub struct Binder<'a> {
     windows_allowed: bool,
     /// Views being bound inside one another (a cycle shows as depth).
     view_depth: usize,
+    /// How many expression subqueries enclose what is being bound.
+    sublinks: usize,
     /// A system view was read: its rows were made now, so the plan must not be reused.
     volatile: bool,
 }
@@ -467,6 +469,7 @@ impl<'a> Binder<'a> {
             windows: Vec::new(),
             windows_allowed: false,
             view_depth: 0,
+            sublinks: 0,
             volatile: false,
         }
     }
@@ -564,7 +567,9 @@ impl<'a> Binder<'a> {
         one_column: bool,
     ) -> SqlResult<(usize, Type)> {
         self.outer.push((scope.clone(), Vec::new()));
+        self.sublinks += 1;
         let plan = self.query(query);
+        self.sublinks -= 1;
         let (_, read) = self.outer.pop().expect("pushed above");
         let mut plan = plan?;
         if one_column && plan.columns.len() != 1 {

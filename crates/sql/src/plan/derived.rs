@@ -63,6 +63,8 @@ pub(super) struct CteBinding {
     visible: usize,
     /// While its own recursive step is bound: the working table and its columns.
     work: Option<(WorkTable, Vec<OutputColumn>, Arc<std::sync::atomic::AtomicBool>)>,
+    /// How deep in expression subqueries the recursive step began (`Binder::sublinks`).
+    sublinks: usize,
 }
 
 impl Binder<'_> {
@@ -78,6 +80,7 @@ impl Binder<'_> {
                 recursive: query.recursive,
                 visible,
                 work: None,
+                sublinks: 0,
             });
         }
         before
@@ -233,7 +236,26 @@ impl Binder<'_> {
     fn cte(&mut self, at: usize) -> SqlResult<(Derived, Vec<OutputColumn>)> {
         let cte = self.ctes[at].clone();
         if let Some((work, columns, used)) = &cte.work {
-            used.store(true, std::sync::atomic::Ordering::Relaxed);
+            // PostgreSQL's rules for the recursive term: the step reads the working table
+            // once, and not from a subquery of an expression.
+            if self.sublinks != cte.sublinks {
+                return Err(SqlError::new(
+                    "42P19",
+                    format!(
+                        "recursive reference to query \"{}\" must not appear within a subquery",
+                        cte.name
+                    ),
+                ));
+            }
+            if used.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                return Err(SqlError::new(
+                    "42P19",
+                    format!(
+                        "recursive reference to query \"{}\" must not appear more than once",
+                        cte.name
+                    ),
+                ));
+            }
             return Ok((Derived::Work(Arc::clone(work)), columns.clone()));
         }
         // The CTEs defined after this one are not visible to it.
@@ -278,6 +300,9 @@ impl Binder<'_> {
             }
             return self.derived_query(query);
         };
+        if query.for_update {
+            return Err(SqlError::unsupported("FOR UPDATE/SHARE in a recursive query"));
+        }
         let mut anchor = self.query(left)?;
         let mut columns = anchor.columns.clone();
         for (column, alias) in columns.iter_mut().zip(&cte.columns) {
@@ -293,11 +318,23 @@ impl Binder<'_> {
         let used = Arc::new(std::sync::atomic::AtomicBool::new(false));
         self.ctes.push(CteBinding {
             work: Some((Arc::clone(&work), columns.clone(), Arc::clone(&used))),
+            sublinks: self.sublinks,
             ..cte.clone()
         });
         let step = self.query(right);
         self.ctes.pop();
         let mut step = step?;
+        if used.load(std::sync::atomic::Ordering::Relaxed) {
+            if step.grouping.is_some() {
+                return Err(SqlError::new(
+                    "42P19",
+                    "aggregate functions are not allowed in a recursive query's recursive term",
+                ));
+            }
+            if step.for_update {
+                return Err(SqlError::unsupported("FOR UPDATE/SHARE in a recursive query"));
+            }
+        }
         if step.columns.len() != columns.len() {
             return Err(SqlError::syntax("each UNION query must have the same number of columns"));
         }

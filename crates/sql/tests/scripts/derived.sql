@@ -259,3 +259,35 @@ SELECT a, row_number() OVER (ORDER BY a) FROM tg t WHERE EXISTS (SELECT 1 FROM t
 ----
 1 | 1
 2 | 2
+
+WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM x WHERE n IN (SELECT * FROM x)) SELECT * FROM x
+----
+error 42P19
+
+WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL SELECT count(*) FROM x) SELECT * FROM x
+----
+error 42P19
+
+WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL SELECT sum(n) FROM x) SELECT * FROM x
+----
+error 42P19
+
+WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM x FOR UPDATE) SELECT * FROM x
+----
+error 0A000
+
+WITH RECURSIVE x(id) AS (values (1) UNION ALL SELECT (SELECT * FROM x) FROM x WHERE id < 5) SELECT * FROM x
+----
+error 42P19
+
+WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL SELECT a.n + 1 FROM x a, x b WHERE a.n < 3) SELECT * FROM x
+----
+error 42P19
+
+WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM x WHERE n < 4) SELECT sum(n) FROM x
+----
+10
+
+WITH RECURSIVE tree(id, depth) AS (SELECT 1, 0 UNION ALL SELECT id * 2 + k, depth + 1 FROM tree, (VALUES (0), (1)) v(k) WHERE depth < 3) SELECT count(*), max(id) FROM tree
+----
+15 | 15
