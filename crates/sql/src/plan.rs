@@ -18,11 +18,16 @@ mod bind;
 mod derived;
 mod dml;
 mod explain;
+mod passes;
 mod path;
+mod subquery;
+mod values;
 mod window;
 
 pub use derived::{Derived, WorkTable};
 pub use explain::explain;
+pub(crate) use passes::sole_reads;
+use passes::{eliminate_sort, mark_moves, mark_wanted};
 use path::choose_path;
 pub use window::{Bound, WindowFunc, WindowPlan};
 
@@ -557,30 +562,6 @@ impl<'a> Binder<'a> {
         }
     }
 
-    /// Binds a subquery of an expression over `scope`, whose columns it may read (then it is
-    /// correlated and runs for each row); `one_column`: it must return one column (all but
-    /// EXISTS).
-    fn subquery(
-        &mut self,
-        query: &ast::Query,
-        scope: &Scope,
-        one_column: bool,
-    ) -> SqlResult<(usize, Type)> {
-        self.outer.push((scope.clone(), Vec::new()));
-        self.sublinks += 1;
-        let plan = self.query(query);
-        self.sublinks -= 1;
-        let (_, read) = self.outer.pop().expect("pushed above");
-        let mut plan = plan?;
-        if one_column && plan.columns.len() != 1 {
-            return Err(SqlError::syntax("subquery must return only one column"));
-        }
-        plan.outer_args = read;
-        let ty = plan.columns.first().map_or(Type::Bool, |c| c.ty);
-        self.subqueries.push(plan);
-        Ok((self.subqueries.len() - 1, ty))
-    }
-
     /// `JOIN right USING (columns)`: the condition that each column of the tables joined so
     /// far equals the right side's of the same name (bound once the right side is in scope).
     fn using_condition(
@@ -645,36 +626,6 @@ impl<'a> Binder<'a> {
             });
         }
         Ok(condition)
-    }
-
-    /// Refuses correlated subqueries bound since `before` where they are not run per row.
-    fn no_correlated_since(&self, before: usize, place: &str) -> SqlResult<()> {
-        if self.subqueries[before..].iter().any(|sub| !sub.outer_args.is_empty()) {
-            return Err(SqlError::unsupported(format!("a correlated subquery in {place}")));
-        }
-        Ok(())
-    }
-
-    /// A column of a query around the subquery being bound: its `BExpr::Outer`. A column of a
-    /// query further out is passed down through each subquery between.
-    fn outer_column(&mut self, table: Option<&str>, name: &str) -> Option<(BExpr, Type)> {
-        let (found, column, ty) =
-            self.outer.iter().enumerate().rev().find_map(|(at, (scope, _))| {
-                scope.resolve(table, name).ok().map(|(c, t)| (at, c, t))
-            })?;
-        let mut arg = OuterArg::Column(column);
-        for (_, read) in &mut self.outer[found..] {
-            let at = match read.iter().position(|a| *a == arg) {
-                Some(at) => at,
-                None => {
-                    read.push(arg);
-                    read.len() - 1
-                }
-            };
-            arg = OuterArg::Outer(at);
-        }
-        let OuterArg::Outer(at) = arg else { unreachable!("one level at least") };
-        Some((BExpr::Outer(at, ty), ty))
     }
 
     /// Plans a statement that reads or writes rows.
@@ -1140,92 +1091,6 @@ impl<'a> Binder<'a> {
         }
         Ok(bound)
     }
-
-    fn values_query(&mut self, rows: &[Vec<Expr>], query: &ast::Query) -> SqlResult<QueryPlan> {
-        let scope = Scope::default();
-        let mut bound_rows = Vec::new();
-        let mut types: Vec<Type> = Vec::new();
-        for row in rows {
-            if !types.is_empty() && row.len() != types.len() {
-                return Err(SqlError::syntax("VALUES lists must all be the same length"));
-            }
-            let mut bound = Vec::new();
-            for (i, expr) in row.iter().enumerate() {
-                let (e, t) = self.bind(expr, &scope)?;
-                if types.len() <= i {
-                    types.push(t);
-                } else {
-                    types[i] = Type::common(types[i], t)
-                        .ok_or_else(|| SqlError::mismatch("VALUES types cannot be matched"))?;
-                }
-                bound.push(e);
-            }
-            bound_rows.push(bound);
-        }
-        let types: Vec<Type> =
-            types.into_iter().map(|t| if t == Type::Unknown { Type::Text } else { t }).collect();
-        let mut coerced_rows = Vec::new();
-        for row in bound_rows {
-            let mut coerced = Vec::new();
-            for (e, ty) in row.into_iter().zip(&types) {
-                coerced.push(
-                    self.coerce(e, Type::Unknown, *ty)
-                        .map(|(e, _)| e)
-                        .unwrap_or_else(|_| BExpr::Const(Value::Null)),
-                );
-            }
-            coerced_rows.push(coerced);
-        }
-        let columns: Vec<OutputColumn> = types
-            .iter()
-            .enumerate()
-            .map(|(i, ty)| OutputColumn { name: format!("column{}", i + 1), ty: *ty })
-            .collect();
-        let output = (0..columns.len()).map(BExpr::Column).collect();
-        let mut sort = Vec::new();
-        for item in &query.order_by {
-            let Expr::Literal(Literal::Number(n)) = &item.expr else {
-                return Err(SqlError::unsupported(
-                    "ORDER BY an expression over VALUES (use a position)",
-                ));
-            };
-            let at = n
-                .parse::<usize>()
-                .ok()
-                .and_then(|n| n.checked_sub(1))
-                .filter(|n| *n < columns.len())
-                .ok_or_else(|| {
-                    SqlError::syntax(format!("ORDER BY position {n} is not in select list"))
-                })?;
-            sort.push(SortKey {
-                expr: BExpr::Column(at),
-                descending: item.descending,
-                nulls_first: item.nulls_first.unwrap_or(item.descending),
-            });
-        }
-        Ok(QueryPlan {
-            tables: Vec::new(),
-            values: Some(coerced_rows),
-            filter: None,
-            grouping: None,
-            output,
-            width: columns.len(),
-            columns,
-            sort,
-            distinct: false,
-            distinct_on: Vec::new(),
-            limit: query.limit.as_ref().map(|e| self.bind_count(e)).transpose()?,
-            offset: query.offset.as_ref().map(|e| self.bind_count(e)).transpose()?,
-            for_update: false,
-            lock: Default::default(),
-            subqueries: std::mem::take(&mut self.subqueries),
-            moves: Vec::new(),
-            derived: Vec::new(),
-            outer_args: Vec::new(),
-            correlated: false,
-            windows: Vec::new(),
-        })
-    }
 }
 
 /// The output name PostgreSQL gives an unaliased expression.
@@ -1281,160 +1146,5 @@ fn expr_type_hint(expr: &BExpr, params: &[Type], row_types: &[Type]) -> Option<T
         // A column of an earlier table (an index join).
         BExpr::Column(at) => row_types.get(*at).copied(),
         _ => None,
-    }
-}
-
-/// Drops the sort when the single table's scan already yields rows in the requested order.
-fn eliminate_sort(plan: &mut QueryPlan) {
-    if plan.sort.is_empty()
-        || plan.grouping.is_some()
-        || plan.tables.len() != 1
-        || plan.distinct
-        || !plan.distinct_on.is_empty()
-    {
-        return;
-    }
-    let access = &mut plan.tables[0];
-    let schema = &access.table.schema;
-    let (columns, eq) = match &access.path {
-        Path::Point(_) => {
-            plan.sort.clear();
-            return;
-        }
-        // In key order, but the ORDER BY is left to the sort.
-        Path::Points { .. } => return,
-        Path::Range { index: None, eq, .. } => (schema.primary_key.clone(), eq.len()),
-        Path::Range { index: Some(i), eq, .. } => (schema.indexes[*i].columns.clone(), eq.len()),
-    };
-    let descending = plan.sort[0].descending;
-    let mut next = eq;
-    for key in &plan.sort {
-        let BExpr::Column(c) = key.expr else { return };
-        if key.descending != descending || key.nulls_first != descending {
-            return;
-        }
-        // Columns fixed by equality may appear anywhere in the ORDER BY.
-        if let Some(position) = columns.iter().position(|k| *k == c)
-            && position < eq
-        {
-            continue;
-        }
-        if columns.get(next) != Some(&c) {
-            return;
-        }
-        next += 1;
-    }
-    if let Path::Range { descending: d, .. } = &mut access.path {
-        *d = descending;
-    }
-    plan.sort.clear();
-}
-
-/// Marks the columns each table must decode.
-/// Fills [`QueryPlan::moves`]: output columns of the innermost table read by exactly one
-/// output expression. Outer tables' columns stay in the joined row for the next inner row, and
-/// grouped plans emit from group rows, so neither moves anything.
-fn mark_moves(plan: &mut QueryPlan) {
-    let Some(last) = plan.tables.last() else { return };
-    if plan.grouping.is_some() {
-        return;
-    }
-    let innermost = last.offset..last.offset + last.table.types.len();
-    plan.moves = sole_reads(&plan.output, plan.width, innermost);
-}
-
-/// Per expression: whether it is a bare column in `movable` that no other expression reads
-/// (its value may then be moved out of the row instead of cloned).
-pub(crate) fn sole_reads(
-    exprs: &[BExpr],
-    width: usize,
-    movable: std::ops::Range<usize>,
-) -> Vec<bool> {
-    let mut readers = vec![0usize; width];
-    for expr in exprs {
-        expr.columns(&mut |at| {
-            if at < readers.len() {
-                readers[at] += 1;
-            }
-        });
-    }
-    exprs
-        .iter()
-        .map(|expr| matches!(expr, BExpr::Column(at) if movable.contains(at) && readers[*at] == 1))
-        .collect()
-}
-
-fn mark_wanted(plan: &mut QueryPlan) {
-    let mut used = vec![false; plan.width];
-    // The outer columns correlated subqueries read (they run before the row is filtered).
-    for sub in &plan.subqueries {
-        for arg in &sub.outer_args {
-            if let OuterArg::Column(column) = *arg
-                && column < used.len()
-            {
-                used[column] = true;
-            }
-        }
-    }
-    let mut mark = |expr: &BExpr| {
-        expr.columns(&mut |at| {
-            if at < used.len() {
-                used[at] = true;
-            }
-        })
-    };
-    if let Some(filter) = &plan.filter {
-        mark(filter);
-    }
-    for access in &plan.tables {
-        if let Some(on) = &access.on {
-            mark(on);
-        }
-        match &access.path {
-            Path::Point(key) => key.iter().for_each(&mut mark),
-            Path::Points { key, list, .. } => key.iter().chain(list).for_each(&mut mark),
-            Path::Range { eq, low, high, .. } => {
-                eq.iter().for_each(&mut mark);
-                if let Some((e, _)) = low {
-                    mark(e);
-                }
-                if let Some((e, _)) = high {
-                    mark(e);
-                }
-            }
-        }
-    }
-    let mark_aggregate = |aggregate: &Aggregate, mark: &mut dyn FnMut(&BExpr)| {
-        for expr in [&aggregate.arg, &aggregate.separator, &aggregate.filter].into_iter().flatten()
-        {
-            mark(expr);
-        }
-    };
-    match &plan.grouping {
-        Some(grouping) => {
-            grouping.keys.iter().for_each(&mut mark);
-            for aggregate in &grouping.aggregates {
-                mark_aggregate(aggregate, &mut mark);
-            }
-        }
-        None => {
-            plan.output.iter().chain(&plan.distinct_on).for_each(&mut mark);
-            plan.sort.iter().for_each(|k| mark(&k.expr));
-            // Windows over the joined rows read them too.
-            for window in &plan.windows {
-                window.args.iter().chain(&window.partition).for_each(&mut mark);
-                window.order.iter().for_each(|k| mark(&k.expr));
-                if let WindowFunc::Aggregate(aggregate) = &window.func {
-                    mark_aggregate(aggregate, &mut mark);
-                }
-            }
-        }
-    }
-    for access in &mut plan.tables {
-        let width = access.table.types.len();
-        access.wanted = Wanted::marked(
-            used[access.offset..access.offset + width].to_vec(),
-            &access.table.types,
-        );
     }
 }

@@ -480,43 +480,6 @@ impl Session {
         }
     }
 
-    fn undo_ddl(&mut self) {
-        self.pending.clear();
-        self.drop_at_commit.clear();
-        self.catalog_rows.clear();
-        if self.undo.is_empty() {
-            return;
-        }
-        let mut catalog = self.db.catalog.write();
-        for undo in self.undo.drain(..).rev() {
-            match undo {
-                Undo::Table { name, previous, created_engine } => {
-                    match previous {
-                        Some(info) => {
-                            catalog.tables.insert(name, info);
-                        }
-                        None => {
-                            catalog.tables.remove(&name);
-                        }
-                    }
-                    if let Some(engine) = created_engine {
-                        let _ = self.db.db.drop_table(&engine);
-                    }
-                }
-                Undo::View { name, previous } => match previous {
-                    Some(view) => {
-                        catalog.views.insert(name, view);
-                    }
-                    None => {
-                        catalog.views.remove(&name);
-                    }
-                },
-            }
-        }
-        catalog.version += 1;
-        self.db.catalog_version.store(catalog.version, std::sync::atomic::Ordering::Release);
-    }
-
     fn isolation(&self) -> Isolation {
         self.txn_isolation.unwrap_or(self.default_isolation)
     }

@@ -6,7 +6,7 @@ use crate::ast::SetOp;
 use crate::error::{SqlError, SqlResult};
 use crate::expr::Context;
 use crate::plan::{Derived, QueryPlan};
-use crate::types::{GroupHasher, GroupKey, Type, Value};
+use crate::types::{GroupHasher, GroupKey, Value};
 use engram_engine::Txn;
 use std::collections::{HashMap, HashSet};
 
@@ -34,7 +34,7 @@ fn rows(txn: &mut Txn<'_>, derived: &Derived, env: &Env<'_>, cx: &Context<'_>) -
             let right = run(txn, right, env)?;
             Ok(set_operation(*op, *all, left, right))
         }
-        Derived::Series { start, stop, step, ty } => series(start, stop, step.as_ref(), *ty, cx),
+        Derived::Series { start, stop, step } => series(start, stop, step.as_ref(), cx),
         Derived::Work(work) => Ok(work.lock().clone()),
         Derived::Recursive { anchor, step, all, work } => {
             let mut result = run(txn, anchor, env)?;
@@ -112,7 +112,6 @@ fn series(
     start: &crate::expr::BExpr,
     stop: &crate::expr::BExpr,
     step: Option<&crate::expr::BExpr>,
-    ty: Type,
     cx: &Context<'_>,
 ) -> SqlResult<Rows> {
     let int = |value: Value| match value {
@@ -131,7 +130,6 @@ fn series(
             Some(step) => step,
         },
     };
-    let _ = ty;
     let mut rows = Vec::new();
     let mut value = start;
     while (step > 0 && value <= stop) || (step < 0 && value >= stop) {

@@ -37,7 +37,6 @@ pub enum Derived {
         start: BExpr,
         stop: BExpr,
         step: Option<BExpr>,
-        ty: Type,
     },
     /// `WITH RECURSIVE`: `anchor`, then `step` over the rows the previous round added (the
     /// working table) until a round adds none; `all`: UNION ALL (else repeated rows are left
@@ -416,7 +415,7 @@ impl Binder<'_> {
                 let stop = bound.pop().expect("two arguments");
                 let start = bound.pop().expect("two arguments");
                 let columns = vec![OutputColumn { name: name.to_string(), ty }];
-                Ok((Derived::Series { start, stop, step, ty }, columns))
+                Ok((Derived::Series { start, stop, step }, columns))
             }
             _ => Err(SqlError::new(
                 "42883",

@@ -68,13 +68,9 @@ impl Binder<'_> {
                 "window functions are not allowed here (only in the select list and ORDER BY)",
             ));
         }
-        let Expr::Function { name, args, distinct, star } = function else {
-            unreachable!("parsed as a function call")
-        };
         // No window inside a window's arguments or definition.
         self.windows_allowed = false;
-        let plan =
-            self.window_plan(name, args, *distinct, *star, filter, function, spec, scope, group);
+        let plan = self.window_plan(function, filter, spec, scope, group);
         self.windows_allowed = true;
         let plan = plan?;
         let ty = plan.ty;
@@ -82,19 +78,18 @@ impl Binder<'_> {
         Ok((BExpr::Window(self.windows.len() - 1), ty))
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn window_plan(
         &mut self,
-        name: &str,
-        args: &[Expr],
-        distinct: bool,
-        star: bool,
-        filter: Option<&Expr>,
         function: &Expr,
+        filter: Option<&Expr>,
         spec: &WindowSpec,
         scope: &Scope,
         group: &mut Option<GroupBinding>,
     ) -> SqlResult<WindowPlan> {
+        let Expr::Function { name, args, distinct, star } = function else {
+            unreachable!("parsed as a function call")
+        };
+        let (name, distinct, star) = (name.as_str(), *distinct, *star);
         let mut partition = Vec::new();
         for expr in &spec.partition {
             partition.push(self.bind_in(expr, scope, group)?.0);

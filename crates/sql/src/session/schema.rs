@@ -1,5 +1,6 @@
 //! Schema versions a transaction sees: the catalog version it began at, its own uncommitted
-//! ALTER TABLEs, and their installation when it commits.
+//! ALTER TABLEs, and their installation when it commits; the undo of its DDL when it rolls
+//! back; CREATE TABLE ... AS, which is DDL and a write in one transaction.
 //!
 //! An ALTER TABLE that only changes the table's definition (`ddl/alter.rs`) takes the schema
 //! lock shared, as any transaction does: it neither waits for other transactions nor blocks
@@ -240,5 +241,44 @@ impl Session {
             }
         };
         Ok(Outcome::Command { tag: Tag::counted("SELECT ", rows) })
+    }
+
+    /// Puts back the catalog entries the transaction's DDL replaced (tables and views), drops
+    /// the engine tables it created, and forgets its pending versions and catalog rows.
+    pub(super) fn undo_ddl(&mut self) {
+        self.pending.clear();
+        self.drop_at_commit.clear();
+        self.catalog_rows.clear();
+        if self.undo.is_empty() {
+            return;
+        }
+        let mut catalog = self.db.catalog.write();
+        for undo in self.undo.drain(..).rev() {
+            match undo {
+                super::Undo::Table { name, previous, created_engine } => {
+                    match previous {
+                        Some(info) => {
+                            catalog.tables.insert(name, info);
+                        }
+                        None => {
+                            catalog.tables.remove(&name);
+                        }
+                    }
+                    if let Some(engine) = created_engine {
+                        let _ = self.db.db.drop_table(&engine);
+                    }
+                }
+                super::Undo::View { name, previous } => match previous {
+                    Some(view) => {
+                        catalog.views.insert(name, view);
+                    }
+                    None => {
+                        catalog.views.remove(&name);
+                    }
+                },
+            }
+        }
+        catalog.version += 1;
+        self.db.catalog_version.store(catalog.version, std::sync::atomic::Ordering::Release);
     }
 }
