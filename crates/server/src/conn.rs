@@ -398,6 +398,28 @@ impl Connection {
         Ok(())
     }
 
+    /// After a `SET` of a setting PostgreSQL reports (`TimeZone`, `DateStyle`,
+    /// `IntervalStyle`, `application_name`), tells the client its new value, as drivers
+    /// read `timestamptz` values in the zone so reported.
+    async fn report_settings(&mut self, statement: &Statement) -> io::Result<()> {
+        const REPORTED: [(&str, &str); 4] = [
+            ("timezone", "TimeZone"),
+            ("datestyle", "DateStyle"),
+            ("intervalstyle", "IntervalStyle"),
+            ("application_name", "application_name"),
+        ];
+        let Statement::Set { name, .. } = statement else { return Ok(()) };
+        let name = name.to_ascii_lowercase();
+        for (setting, reported) in REPORTED {
+            if name == setting || name == "all" {
+                let value = self.session.setting(setting).unwrap_or_default().to_string();
+                let status = ParameterStatus::new(reported.to_string(), value);
+                self.wire.feed(B::ParameterStatus(status)).await?;
+            }
+        }
+        Ok(())
+    }
+
     async fn send_error(&mut self, error: &SqlError) -> io::Result<()> {
         self.shared.metrics.error(error);
         self.wire
@@ -498,6 +520,9 @@ impl Connection {
             self.note_commit();
             self.shared.metrics.statement(started.elapsed(), &result);
             self.send_notices().await?;
+            if result.is_ok() {
+                self.report_settings(statement).await?;
+            }
             match result {
                 Ok(outcome) => self.send_outcome(outcome, None).await?,
                 Err(error) => {
@@ -536,6 +561,8 @@ impl Connection {
     }
 
     fn data_row(&mut self, row: &[Value], columns: &[OutputColumn], binary: &[bool]) -> B {
+        // `timestamptz` values are written in the session's zone.
+        self.session.enter();
         let mut data = BytesMut::with_capacity(16 * row.len());
         for (i, value) in row.iter().enumerate() {
             put_field(
@@ -713,6 +740,8 @@ impl Connection {
         }
         let formats = &bind.parameter_format_codes;
         let mut params = Vec::with_capacity(types.len());
+        // Text parameters of `timestamptz` are read in the session's zone.
+        self.session.enter();
         for (i, (bytes, ty)) in bind.parameters.iter().zip(types).enumerate() {
             let binary = match formats.as_slice() {
                 [] => false,
@@ -801,6 +830,10 @@ impl Connection {
             self.note_commit();
             self.shared.metrics.statement(started.elapsed(), &result);
             self.send_notices().await?;
+            if result.is_ok() {
+                let statement = Arc::clone(&portal.prepared);
+                self.report_settings(statement.statement()).await?;
+            }
             match result {
                 Err(error) => return Ok(Err(error)),
                 Ok(Outcome::Command { tag }) => {

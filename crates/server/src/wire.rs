@@ -2,12 +2,20 @@
 //! OIDs (sizes and modifiers are `Type::pg_length` and `Type::pg_modifier`).
 
 use bytes::{BufMut, BytesMut};
-use engram_sql::types::{numeric_from_binary, numeric_to_binary, parse_text};
+use engram_sql::types::{Interval, numeric_from_binary, numeric_to_binary, parse_text};
 use engram_sql::{Decimal, SqlError, SqlResult, Type, Value};
 
 /// Microseconds and days between the Unix epoch and PostgreSQL's (2000-01-01).
 const PG_EPOCH_MICROS: i64 = 946_684_800_000_000;
 const PG_EPOCH_DAYS: i32 = 10_957;
+
+/// A timestamp's binary form: microseconds since 2000-01-01, infinities as the extremes.
+fn pg_micros(micros: i64) -> i64 {
+    match micros {
+        i64::MAX | i64::MIN => micros,
+        micros => micros - PG_EPOCH_MICROS,
+    }
+}
 
 /// The OID a result column reports (unknown literals are text, as in PostgreSQL).
 pub fn result_oid(ty: Type) -> u32 {
@@ -22,7 +30,6 @@ pub fn param_type(oid: u32) -> SqlResult<Type> {
     Ok(match oid {
         // bpchar without a length, name, and the types Engram reads as their nearest.
         1042 | 19 => Type::Text,
-        1184 => Type::Timestamp,
         26 => Type::Int8,
         other => Type::from_oid(other).ok_or_else(|| {
             SqlError::new("42704", format!("type with OID {other} is not supported"))
@@ -74,7 +81,14 @@ fn put_binary(out: &mut BytesMut, value: &Value, ty: Type) {
         }
         (Value::Bytes(b), _) => out.put_slice(b),
         (Value::Date(d), _) => out.put_i32(d - PG_EPOCH_DAYS),
-        (Value::Timestamp(t), _) => out.put_i64(t - PG_EPOCH_MICROS),
+        (Value::Timestamp(t) | Value::Timestamptz(t), _) => out.put_i64(pg_micros(*t)),
+        (Value::Time(t), _) => out.put_i64(*t),
+        (Value::Interval(i), _) => {
+            out.put_i64(i.micros);
+            out.put_i32(i.days);
+            out.put_i32(i.months);
+        }
+        (Value::Uuid(bytes), _) => out.put_slice(bytes),
         (Value::Null, _) => {}
     }
 }
@@ -117,9 +131,28 @@ pub fn decode_param(bytes: Option<&[u8]>, ty: Type, binary: bool) -> SqlResult<V
         Type::Date => Value::Date(
             i32::from_be_bytes(fixed(4)?.try_into().map_err(|_| wrong())?) + PG_EPOCH_DAYS,
         ),
-        Type::Timestamp => Value::Timestamp(
-            i64::from_be_bytes(fixed(8)?.try_into().map_err(|_| wrong())?) + PG_EPOCH_MICROS,
-        ),
+        Type::Timestamp | Type::Timestamptz => {
+            let micros = i64::from_be_bytes(fixed(8)?.try_into().map_err(|_| wrong())?);
+            let micros = match micros {
+                i64::MAX | i64::MIN => micros,
+                micros => micros.checked_add(PG_EPOCH_MICROS).ok_or_else(wrong)?,
+            };
+            if ty == Type::Timestamp {
+                Value::Timestamp(micros)
+            } else {
+                Value::Timestamptz(micros)
+            }
+        }
+        Type::Time => Value::Time(i64::from_be_bytes(fixed(8)?.try_into().map_err(|_| wrong())?)),
+        Type::Interval => {
+            let bytes = fixed(16)?;
+            Value::Interval(Interval::new(
+                i32::from_be_bytes(bytes[12..16].try_into().map_err(|_| wrong())?),
+                i32::from_be_bytes(bytes[8..12].try_into().map_err(|_| wrong())?),
+                i64::from_be_bytes(bytes[..8].try_into().map_err(|_| wrong())?),
+            ))
+        }
+        Type::Uuid => Value::Uuid(fixed(16)?.try_into().map_err(|_| wrong())?),
         Type::Bytea => Value::Bytes(bytes.to_vec()),
         Type::Char(_) | Type::Varchar(_) | Type::Text | Type::Unknown => {
             let text = std::str::from_utf8(bytes).map_err(|_| {
@@ -176,5 +209,32 @@ mod tests {
         let ts = decode_param(Some(&0i64.to_be_bytes()), Type::Timestamp, true).unwrap();
         assert!(same(ts.clone(), Value::Timestamp(PG_EPOCH_MICROS)));
         assert_eq!(binary(&ts, Type::Timestamp), 0i64.to_be_bytes());
+    }
+
+    /// The binary forms drivers send and read (PostgreSQL's `timestamptz_send`, `time_send`,
+    /// `interval_send`, `uuid_send`) decode to the values they encode from.
+    #[test]
+    fn date_time_and_uuid_binary_round_trip() {
+        let interval = Value::Interval(Interval::new(14, -3, 3_600_000_001));
+        let bytes = binary(&interval, Type::Interval);
+        // Microseconds, then days, then months, big-endian.
+        assert_eq!(&bytes[..8], &3_600_000_001i64.to_be_bytes());
+        assert_eq!(&bytes[8..12], &(-3i32).to_be_bytes());
+        assert_eq!(&bytes[12..], &14i32.to_be_bytes());
+        let cases = [
+            (interval, Type::Interval),
+            (Value::Timestamptz(PG_EPOCH_MICROS + 1), Type::Timestamptz),
+            (Value::Timestamptz(i64::MAX), Type::Timestamptz),
+            (Value::Time(86_399_999_999), Type::Time),
+            (Value::Uuid(*b"0123456789abcdef"), Type::Uuid),
+        ];
+        for (value, ty) in cases {
+            let back = decode_param(Some(&binary(&value, ty)), ty, true).unwrap();
+            assert_eq!(format!("{back:?}"), format!("{value:?}"), "{ty:?}");
+        }
+        assert_eq!(binary(&Value::Timestamptz(PG_EPOCH_MICROS), Type::Timestamptz), [0; 8]);
+        assert_eq!(decode_param(Some(&[0; 15]), Type::Uuid, true).unwrap_err().code, "22P03");
+        assert_eq!(param_type(1184).unwrap(), Type::Timestamptz);
+        assert_eq!(param_type(2950).unwrap(), Type::Uuid);
     }
 }

@@ -9,7 +9,7 @@
 //! A key: each column's encoding, concatenated, such that byte order is value order.
 
 use crate::error::{SqlError, SqlResult};
-use crate::types::{Text, Type, Value};
+use crate::types::{Interval, Text, Type, Value};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
@@ -152,7 +152,15 @@ fn encode_value(ty: Type, value: &Value, out: &mut Vec<u8>) {
         (Type::Float8, Value::Float(v)) => out.extend_from_slice(&v.to_le_bytes()),
         (Type::Numeric { .. }, Value::Numeric(d)) => out.extend_from_slice(&d.serialize()),
         (Type::Date, Value::Date(d)) => out.extend_from_slice(&d.to_le_bytes()),
-        (Type::Timestamp, Value::Timestamp(t)) => out.extend_from_slice(&t.to_le_bytes()),
+        (Type::Timestamp, Value::Timestamp(t))
+        | (Type::Timestamptz, Value::Timestamptz(t))
+        | (Type::Time, Value::Time(t)) => out.extend_from_slice(&t.to_le_bytes()),
+        (Type::Interval, Value::Interval(i)) => {
+            out.extend_from_slice(&i.months.to_le_bytes());
+            out.extend_from_slice(&i.days.to_le_bytes());
+            out.extend_from_slice(&i.micros.to_le_bytes());
+        }
+        (Type::Uuid, Value::Uuid(bytes)) => out.extend_from_slice(bytes),
         (_, Value::Text(text)) => {
             write_varint(text.len() as u64, out);
             out.extend_from_slice(text.as_bytes());
@@ -486,6 +494,14 @@ fn decode_fixed(ty: Type, bytes: &[u8]) -> Value {
         Type::Numeric { .. } => Value::Numeric(Decimal::deserialize(le(bytes))),
         Type::Date => Value::Date(i32::from_le_bytes(le(bytes))),
         Type::Timestamp => Value::Timestamp(i64::from_le_bytes(le(bytes))),
+        Type::Timestamptz => Value::Timestamptz(i64::from_le_bytes(le(bytes))),
+        Type::Time => Value::Time(i64::from_le_bytes(le(bytes))),
+        Type::Interval => Value::Interval(Interval::new(
+            i32::from_le_bytes(le(bytes)),
+            i32::from_le_bytes(le(&bytes[4..])),
+            i64::from_le_bytes(le(&bytes[8..])),
+        )),
+        Type::Uuid => Value::Uuid(le(bytes)),
         _ => Value::Null,
     }
 }
@@ -577,7 +593,14 @@ pub fn encode_key(format: KeyFormat, ty: Type, value: &Value, out: &mut Vec<u8>)
         (_, Value::Text(text)) => encode_escaped(text.as_bytes(), out),
         (_, Value::Bytes(bytes)) => encode_escaped(bytes, out),
         (_, Value::Date(d)) => out.extend_from_slice(&((*d as u32) ^ 0x8000_0000).to_be_bytes()),
-        (_, Value::Timestamp(t)) => out.extend_from_slice(&((*t as u64) ^ (1 << 63)).to_be_bytes()),
+        (_, Value::Timestamp(t) | Value::Timestamptz(t) | Value::Time(t)) => {
+            out.extend_from_slice(&((*t as u64) ^ (1 << 63)).to_be_bytes())
+        }
+        // Intervals equal in length ('1 mon' and '30 days') are one key, as they are equal.
+        (_, Value::Interval(i)) => {
+            out.extend_from_slice(&((i.span() as u128) ^ (1 << 127)).to_be_bytes())
+        }
+        (_, Value::Uuid(bytes)) => out.extend_from_slice(bytes),
         (_, Value::Null) => unreachable!("keys never hold NULL"),
     }
 }
@@ -722,9 +745,22 @@ fn decode_key_value(format: KeyFormat, ty: Type, bytes: &[u8]) -> Option<(Value,
             let raw = u32::from_be_bytes(le(fixed(4)?)) ^ 0x8000_0000;
             (Value::Date(raw as i32), 4)
         }
-        Type::Timestamp => {
-            (Value::Timestamp((u64::from_be_bytes(le(fixed(8)?)) ^ (1 << 63)) as i64), 8)
+        Type::Timestamp | Type::Timestamptz | Type::Time => {
+            let micros = (u64::from_be_bytes(le(fixed(8)?)) ^ (1 << 63)) as i64;
+            let value = match ty {
+                Type::Timestamp => Value::Timestamp(micros),
+                Type::Timestamptz => Value::Timestamptz(micros),
+                _ => Value::Time(micros),
+            };
+            (value, 8)
         }
+        Type::Interval => {
+            let span = (u128::from_be_bytes(le(fixed(16)?)) ^ (1 << 127)) as i128;
+            let day = i128::from(crate::types::MICROS_PER_DAY);
+            let days = i32::try_from(span.div_euclid(day)).ok()?;
+            (Value::Interval(Interval::new(0, days, span.rem_euclid(day) as i64)), 16)
+        }
+        Type::Uuid => (Value::Uuid(le(fixed(16)?)), 16),
         Type::Numeric { .. } => decode_decimal(bytes)?,
         Type::Char(_) | Type::Varchar(_) | Type::Text | Type::Unknown => {
             let (raw, used) = decode_escaped(bytes)?;

@@ -6,7 +6,7 @@ use crate::catalog::{SEQUENCE_BLOCK, Sequence};
 use crate::error::{SqlError, SqlResult};
 pub mod functions;
 
-use crate::types::{MICROS_PER_DAY, Type, Value, cast, check_int, fit_numeric};
+use crate::types::{Type, Value, cast, check_int, fit_numeric};
 use functions::{Body, Function};
 use rust_decimal::Decimal;
 use std::cmp::Ordering;
@@ -313,6 +313,7 @@ impl BExpr {
                 )?,
                 Value::Float(v) => Value::Float(-v),
                 Value::Numeric(v) => Value::Numeric(-v),
+                Value::Interval(v) => Value::Interval(v.checked_neg()?),
                 other => {
                     return Err(SqlError::undefined_function(format!(
                         "operator does not exist: - {other:?}"
@@ -628,11 +629,10 @@ fn arith_general(op: BinaryOp, left: Value, right: Value, ty: Type) -> SqlResult
         (Value::Date(a), Value::Date(b), BinaryOp::Subtract) => {
             return Ok(Value::Int(i64::from(*a) - i64::from(*b)));
         }
-        (Value::Timestamp(a), Value::Timestamp(b), BinaryOp::Subtract) => {
-            // No interval type: the difference in days, as a float.
-            return Ok(Value::Float((a - b) as f64 / MICROS_PER_DAY as f64));
-        }
         _ => {}
+    }
+    if matches!(ty, Type::Timestamp | Type::Timestamptz | Type::Time | Type::Interval) {
+        return crate::types::datetime_arith(op, &left, &right);
     }
     match ty {
         Type::Int2 | Type::Int4 | Type::Int8 => {

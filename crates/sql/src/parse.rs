@@ -588,7 +588,12 @@ pub fn type_from(ty: &sp::DataType) -> SqlResult<Type> {
         D::Bytea => Type::Bytea,
         D::Date => Type::Date,
         D::Timestamp(_, sp::TimezoneInfo::None | sp::TimezoneInfo::WithoutTimeZone)
+        | D::TimestampNtz(_)
         | D::Datetime(_) => Type::Timestamp,
+        D::Timestamp(_, sp::TimezoneInfo::WithTimeZone | sp::TimezoneInfo::Tz) => Type::Timestamptz,
+        D::Time(_, sp::TimezoneInfo::None | sp::TimezoneInfo::WithoutTimeZone) => Type::Time,
+        D::Interval { .. } => Type::Interval,
+        D::Uuid => Type::Uuid,
         D::Custom(name, modifiers) if modifiers.is_empty() => match object_name(name)?.as_str() {
             "int" | "int4" | "integer" => Type::Int4,
             "int2" | "smallint" => Type::Int2,
@@ -597,6 +602,9 @@ pub fn type_from(ty: &sp::DataType) -> SqlResult<Type> {
             "float8" => Type::Float8,
             "bpchar" => Type::Char(1),
             "text" | "name" => Type::Text,
+            "timestamptz" => Type::Timestamptz,
+            "uuid" => Type::Uuid,
+            "interval" => Type::Interval,
             other => {
                 return Err(SqlError::new(
                     "42704",

@@ -444,7 +444,11 @@ fn key_compatible(column: Type, from: Type) -> bool {
         Type::Char(_) => false,
         Type::Varchar(_) | Type::Text => from.is_text(),
         Type::Date => from == Type::Date,
-        Type::Timestamp => from == Type::Timestamp,
+        // A date or timestamp of another kind converts through the session's zone, and a key
+        // probe must not depend on it.
+        Type::Timestamp | Type::Timestamptz | Type::Time | Type::Interval | Type::Uuid => {
+            from == column
+        }
         Type::Bool => from == Type::Bool,
         Type::Bytea => from == Type::Bytea,
         Type::Unknown => false,
@@ -1098,9 +1102,10 @@ fn column_name(expr: &Expr) -> String {
     match expr {
         Expr::Column { name, .. } => name.clone(),
         Expr::Function { name, .. } => name.clone(),
-        Expr::Cast { expr, .. } => match expr.as_ref() {
-            Expr::Column { name, .. } => name.clone(),
-            _ => "?column?".into(),
+        // A cast is named by what it casts when that has a name, else by its type.
+        Expr::Cast { expr, ty } => match column_name(expr) {
+            name if name != "?column?" => name,
+            _ => ty.typname().into(),
         },
         Expr::Case { .. } => "case".into(),
         Expr::Exists { .. } => "exists".into(),
@@ -1137,6 +1142,10 @@ fn expr_type_hint(expr: &BExpr, params: &[Type], row_types: &[Type]) -> Option<T
             Value::Bytes(_) => Some(Type::Bytea),
             Value::Date(_) => Some(Type::Date),
             Value::Timestamp(_) => Some(Type::Timestamp),
+            Value::Timestamptz(_) => Some(Type::Timestamptz),
+            Value::Time(_) => Some(Type::Time),
+            Value::Interval(_) => Some(Type::Interval),
+            Value::Uuid(_) => Some(Type::Uuid),
             Value::Null => None,
         },
         BExpr::Cast { ty, .. }

@@ -108,6 +108,9 @@ pub struct Session {
     locking_read: bool,
     prepared: HashMap<String, Arc<Prepared>>,
     settings: BTreeMap<String, String>,
+    /// The `TimeZone` setting, installed on the thread at each entry ([`Session::enter`]).
+    zone: crate::types::Zone,
+    interval_style: crate::types::IntervalStyle,
     pub(crate) undo: Vec<Undo>,
     pub(crate) drop_at_commit: Vec<String>,
     /// The catalog rows the transaction wrote (keys and values, `None` for a deletion), for
@@ -176,6 +179,8 @@ impl Session {
             locking_read: false,
             prepared: HashMap::new(),
             settings: default_settings(),
+            zone: crate::types::Zone::utc(),
+            interval_style: crate::types::IntervalStyle::Postgres,
             undo: Vec::new(),
             drop_at_commit: Vec::new(),
             catalog_rows: Vec::new(),
@@ -233,6 +238,15 @@ impl Session {
         std::mem::take(&mut self.notices)
     }
 
+    /// Makes this session's settings the thread's (its `TimeZone`, which reading and writing
+    /// `timestamptz` values uses, and its `IntervalStyle`): every statement entry point calls it, and a server calls it
+    /// before it converts parameters or writes rows of this session.
+    pub fn enter(&self) {
+        crate::types::zone::install(&self.zone);
+        crate::types::set_interval_style(self.interval_style);
+        crate::types::set_transaction_start(self.engine_open.then_some(self.txn_started));
+    }
+
     pub fn setting(&self, name: &str) -> Option<&str> {
         self.settings.get(name).map(String::as_str)
     }
@@ -279,6 +293,7 @@ impl Session {
 
     /// Starts `COPY ... FROM STDIN`: feed the data to the returned [`CopyIn`], then finish it.
     pub fn copy_in(&mut self, copy: &CopyFrom) -> SqlResult<CopyIn> {
+        self.enter();
         if self.status == TransactionStatus::Failed {
             return Err(SqlError::in_failed_transaction());
         }
@@ -307,6 +322,7 @@ impl Session {
 
     /// Inserts one COPY record inside the COPY's transaction.
     pub(crate) fn copy_row(&mut self, insert: &Prepared, values: &[Value]) -> SqlResult<()> {
+        self.enter();
         self.data_attempt(&insert.statement, values, 0, Some(insert), false).map(|_| ())
     }
 
@@ -351,6 +367,7 @@ impl Session {
         statement: Statement,
         param_types: &[Type],
     ) -> SqlResult<Arc<Prepared>> {
+        self.enter();
         let plannable = matches!(
             statement,
             Statement::Query(_)
@@ -538,6 +555,7 @@ impl Session {
             self.worker.begin(self.db.engine_isolation(self.isolation()))?;
             self.engine_open = true;
             self.txn_started = now_micros();
+            crate::types::set_transaction_start(Some(self.txn_started));
             self.as_of = self.db.catalog_version.load(std::sync::atomic::Ordering::Acquire);
         }
         Ok(())
@@ -613,6 +631,7 @@ impl Session {
         max_rows: usize,
         prepared: Option<&Prepared>,
     ) -> SqlResult<Outcome> {
+        self.enter();
         self.run_statement(statement, params, max_rows, prepared).map_err(|e| self.located(e))
     }
 

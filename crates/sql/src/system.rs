@@ -502,7 +502,11 @@ const TYPES: &[(i64, &str, i64, bool, &str, i64)] = &[
     (1042, "bpchar", -1, false, "S", 1014),
     (1043, "varchar", -1, false, "S", 1015),
     (1082, "date", 4, true, "D", 1182),
+    (1083, "time", 8, true, "D", 1183),
     (1114, "timestamp", 8, true, "D", 1115),
+    (1184, "timestamptz", 8, true, "D", 1185),
+    (1186, "interval", 16, false, "T", 1187),
+    (2950, "uuid", 16, false, "U", 2951),
     (1700, "numeric", -1, false, "N", 1231),
 ];
 

@@ -3,8 +3,9 @@
 //!
 //! Each family of types keeps its arithmetic and formats in a module of its own: [`numeric`]
 //! (integers' ranges, NUMERIC's precision and binary format), [`datetime`] (dates and
-//! timestamps), and [`cast`] (text input of every type, and the casts between them). A new
-//! family (json, arrays, intervals) gets its own module beside them.
+//! timestamps), [`zone`] (time zones and the session's), [`interval`], [`uuid`], and [`cast`]
+//! (text input of every type, and the casts between them). A new family (json, arrays) gets
+//! its own module beside them.
 
 use crate::error::{SqlError, SqlResult};
 use rust_decimal::Decimal;
@@ -15,11 +16,17 @@ use std::hash::{Hash, Hasher};
 
 mod cast;
 mod datetime;
+mod interval;
 mod numeric;
+mod uuid;
+pub mod zone;
 
 pub use cast::*;
 pub use datetime::*;
+pub use interval::*;
 pub use numeric::*;
+pub use uuid::*;
+pub use zone::Zone;
 
 /// A column or expression type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -45,6 +52,12 @@ pub enum Type {
     Date,
     /// Microseconds since 1970-01-01 00:00:00, no time zone.
     Timestamp,
+    /// An instant: microseconds since 1970-01-01 00:00:00 UTC, shown in the session's zone.
+    Timestamptz,
+    /// Microseconds since midnight.
+    Time,
+    Interval,
+    Uuid,
     /// An untyped literal or parameter whose type the context has not decided yet.
     Unknown,
 }
@@ -71,7 +84,35 @@ impl Type {
             Type::Bytea => "bytea".into(),
             Type::Date => "date".into(),
             Type::Timestamp => "timestamp without time zone".into(),
+            Type::Timestamptz => "timestamp with time zone".into(),
+            Type::Time => "time without time zone".into(),
+            Type::Interval => "interval".into(),
+            Type::Uuid => "uuid".into(),
             Type::Unknown => "unknown".into(),
+        }
+    }
+
+    /// PostgreSQL's internal name (`pg_type.typname`), which names a cast's result column.
+    pub fn typname(self) -> &'static str {
+        match self {
+            Type::Bool => "bool",
+            Type::Int2 => "int2",
+            Type::Int4 => "int4",
+            Type::Int8 => "int8",
+            Type::Float4 => "float4",
+            Type::Float8 => "float8",
+            Type::Numeric { .. } => "numeric",
+            Type::Char(_) => "bpchar",
+            Type::Varchar(_) => "varchar",
+            Type::Text => "text",
+            Type::Bytea => "bytea",
+            Type::Date => "date",
+            Type::Timestamp => "timestamp",
+            Type::Timestamptz => "timestamptz",
+            Type::Time => "time",
+            Type::Interval => "interval",
+            Type::Uuid => "uuid",
+            Type::Unknown => "unknown",
         }
     }
 
@@ -91,6 +132,10 @@ impl Type {
             Type::Bytea => 17,
             Type::Date => 1082,
             Type::Timestamp => 1114,
+            Type::Timestamptz => 1184,
+            Type::Time => 1083,
+            Type::Interval => 1186,
+            Type::Uuid => 2950,
             Type::Unknown => 705,
         }
     }
@@ -101,7 +146,8 @@ impl Type {
             Type::Bool => 1,
             Type::Int2 => 2,
             Type::Int4 | Type::Float4 | Type::Date => 4,
-            Type::Int8 | Type::Float8 | Type::Timestamp => 8,
+            Type::Int8 | Type::Float8 | Type::Timestamp | Type::Timestamptz | Type::Time => 8,
+            Type::Interval | Type::Uuid => 16,
             _ => -1,
         }
     }
@@ -134,6 +180,10 @@ impl Type {
             17 => Type::Bytea,
             1082 => Type::Date,
             1114 => Type::Timestamp,
+            1184 => Type::Timestamptz,
+            1083 => Type::Time,
+            1186 => Type::Interval,
+            2950 => Type::Uuid,
             0 | 705 => Type::Unknown,
             _ => return None,
         })
@@ -191,7 +241,13 @@ impl Type {
                 })
             }
             (a, b) if a.is_text() && b.is_text() => Some(Type::Text),
-            (Type::Date, Type::Timestamp) | (Type::Timestamp, Type::Date) => Some(Type::Timestamp),
+            (a, b) if a.is_datetime() && b.is_datetime() => {
+                Some(if a == Type::Timestamptz || b == Type::Timestamptz {
+                    Type::Timestamptz
+                } else {
+                    Type::Timestamp
+                })
+            }
             _ => None,
         }
     }
@@ -203,8 +259,13 @@ impl Type {
             || (self.is_numeric() && from.is_numeric())
             // Every type but bytea has a text form to store.
             || (self.is_text() && from != Type::Bytea)
-            || (matches!(self, Type::Date | Type::Timestamp)
-                && matches!(from, Type::Date | Type::Timestamp))
+            || (self.is_datetime() && from.is_datetime())
+            || (self == Type::Time && matches!(from, Type::Timestamp | Type::Timestamptz))
+    }
+
+    /// Dates and the timestamp types, which compare and convert among themselves.
+    pub fn is_datetime(self) -> bool {
+        matches!(self, Type::Date | Type::Timestamp | Type::Timestamptz)
     }
 
     /// Bytes of a value of this type in a row, when fixed.
@@ -213,8 +274,8 @@ impl Type {
             Type::Bool => Some(1),
             Type::Int2 => Some(2),
             Type::Int4 | Type::Float4 | Type::Date => Some(4),
-            Type::Int8 | Type::Float8 | Type::Timestamp => Some(8),
-            Type::Numeric { .. } => Some(16),
+            Type::Int8 | Type::Float8 | Type::Timestamp | Type::Timestamptz | Type::Time => Some(8),
+            Type::Numeric { .. } | Type::Interval | Type::Uuid => Some(16),
             _ => None,
         }
     }
@@ -238,6 +299,10 @@ pub enum Value {
     Bytes(Vec<u8>),
     Date(i32),
     Timestamp(i64),
+    Timestamptz(i64),
+    Time(i64),
+    Interval(Interval),
+    Uuid([u8; 16]),
 }
 
 impl Value {
@@ -267,13 +332,25 @@ impl Value {
             Value::Text(_) => "text",
             Value::Bytes(_) => "bytea",
             Value::Date(_) => "date",
-            Value::Timestamp(_) => "timestamp",
+            Value::Timestamp(_) => "timestamp without time zone",
+            Value::Timestamptz(_) => "timestamp with time zone",
+            Value::Time(_) => "time without time zone",
+            Value::Interval(_) => "interval",
+            Value::Uuid(_) => "uuid",
         }
     }
 
     pub fn as_int(&self) -> Option<i64> {
         match self {
             Value::Int(value) => Some(*value),
+            _ => None,
+        }
+    }
+
+    /// The microseconds of a `timestamp` or `timestamptz`.
+    pub fn as_timestamp(&self) -> Option<i64> {
+        match self {
+            Value::Timestamp(micros) | Value::Timestamptz(micros) => Some(*micros),
             _ => None,
         }
     }
@@ -309,8 +386,13 @@ impl Value {
             (Value::Bytes(a), Value::Bytes(b)) => a.cmp(b),
             (Value::Date(a), Value::Date(b)) => a.cmp(b),
             (Value::Timestamp(a), Value::Timestamp(b)) => a.cmp(b),
-            (Value::Date(a), Value::Timestamp(b)) => (i64::from(*a) * MICROS_PER_DAY).cmp(b),
-            (Value::Timestamp(a), Value::Date(b)) => a.cmp(&(i64::from(*b) * MICROS_PER_DAY)),
+            (Value::Timestamptz(a), Value::Timestamptz(b)) => a.cmp(b),
+            (Value::Time(a), Value::Time(b)) => a.cmp(b),
+            (Value::Interval(a), Value::Interval(b)) => a.span().cmp(&b.span()),
+            (Value::Uuid(a), Value::Uuid(b)) => a.cmp(b),
+            (a, b) if a.kind_rank() == 4 && b.kind_rank() == 4 => {
+                a.instant().unwrap_or(0).cmp(&b.instant().unwrap_or(0))
+            }
             (a, b) => match (a.as_f64(), b.as_f64()) {
                 // PostgreSQL orders NaN above every other float.
                 (Some(x), Some(y)) => {
@@ -328,8 +410,27 @@ impl Value {
             Value::Int(_) | Value::Float(_) | Value::Numeric(_) => 1,
             Value::Text(_) => 2,
             Value::Bytes(_) => 3,
-            Value::Date(_) | Value::Timestamp(_) => 4,
+            Value::Date(_) | Value::Timestamp(_) | Value::Timestamptz(_) => 4,
+            Value::Time(_) => 5,
+            Value::Interval(_) => 6,
+            Value::Uuid(_) => 7,
         }
+    }
+
+    /// A date or timestamp as an instant in UTC microseconds, for comparing one kind with
+    /// another: a date or a `timestamp` is read in the thread's zone, as PostgreSQL compares a
+    /// `timestamp` with a `timestamptz` (dates and timestamps alone compare on the wall clock,
+    /// where the zone cancels out).
+    fn instant(&self) -> Option<i64> {
+        let local = match self {
+            Value::Timestamptz(micros) => return Some(*micros),
+            Value::Timestamp(micros) => *micros,
+            Value::Date(DATE_INFINITY) => TIMESTAMP_INFINITY,
+            Value::Date(DATE_NEG_INFINITY) => TIMESTAMP_NEG_INFINITY,
+            Value::Date(days) => i64::from(*days) * MICROS_PER_DAY,
+            _ => return None,
+        };
+        Some(if is_infinite(local) { local } else { zone::with_current(|zone| zone.to_utc(local)) })
     }
 
     /// The value as text the way PostgreSQL prints it for a column of type `ty`; `None` for
@@ -368,6 +469,10 @@ impl Value {
             }
             Value::Date(days) => write_date(*days, out),
             Value::Timestamp(micros) => write_timestamp(*micros, out),
+            Value::Timestamptz(micros) => write_timestamptz(*micros, out),
+            Value::Time(micros) => write_clock(*micros, out),
+            Value::Interval(interval) => write_interval(*interval, out),
+            Value::Uuid(bytes) => write_uuid(bytes, out),
         }
         true
     }
@@ -426,8 +531,13 @@ fn hash_grouped<H: Hasher>(value: &Value, state: &mut H) {
         Value::Numeric(value) => decimal_to_f64(*value).to_bits().hash(state),
         Value::Text(value) => value.hash(state),
         Value::Bytes(value) => value.hash(state),
+        // A date hashes as its midnight. (A grouped column holds one type, so a `timestamp`
+        // never meets a `timestamptz` here: the planner casts both sides to one.)
         Value::Date(days) => (i64::from(*days) * MICROS_PER_DAY).hash(state),
-        Value::Timestamp(micros) => micros.hash(state),
+        Value::Timestamp(micros) | Value::Timestamptz(micros) => micros.hash(state),
+        Value::Time(micros) => micros.hash(state),
+        Value::Interval(interval) => interval.span().hash(state),
+        Value::Uuid(bytes) => bytes.hash(state),
     }
 }
 

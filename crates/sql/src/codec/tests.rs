@@ -15,7 +15,7 @@ fn key(ty: Type, text: &str) -> Vec<u8> {
 
 #[test]
 fn keys_order_like_values() {
-    let cases: [(Type, &[&str]); 7] = [
+    let cases: [(Type, &[&str]); 11] = [
         (Type::Int2, &["-32768", "-256", "-1", "0", "239", "240", "255", "256", "32767"]),
         (Type::Int4, &["-2147483648", "-5", "0", "7", "2147483647"]),
         (Type::Int8, &["-9223372036854775808", "-1", "0", "1", "9223372036854775807"]),
@@ -26,6 +26,23 @@ fn keys_order_like_values() {
         ),
         (Type::Text, &["", "a", "a\u{0}", "ab", "b"]),
         (Type::Date, &["1969-12-31", "1970-01-01", "2024-03-01"]),
+        (
+            Type::Timestamptz,
+            &["1969-12-31 23:59:59+00", "1970-01-01 00:00:00+00", "2024-03-01 12:00-05"],
+        ),
+        (Type::Time, &["00:00", "00:00:00.000001", "12:00", "23:59:59.999999"]),
+        (
+            Type::Interval,
+            &["-1 year", "-1 day", "-00:00:01", "0", "1 hour", "1 day 1 second", "1 mon 1 day"],
+        ),
+        (
+            Type::Uuid,
+            &[
+                "00000000-0000-0000-0000-000000000000",
+                "00000000-0000-0000-0000-000000000001",
+                "ffffffff-0000-0000-0000-000000000000",
+            ],
+        ),
     ];
     for (ty, values) in cases {
         for format in [KeyFormat::Fixed, KeyFormat::Compact] {
@@ -120,7 +137,7 @@ fn rows_round_trip() {
 use rand::{RngExt, SeedableRng, rngs::SmallRng};
 
 /// Column types of every storage shape: fixed and variable widths.
-const MIXED_TYPES: [Type; 9] = [
+const MIXED_TYPES: [Type; 12] = [
     Type::Int4,
     Type::Text,
     Type::Numeric { precision: 6, scale: 2 },
@@ -130,6 +147,9 @@ const MIXED_TYPES: [Type; 9] = [
     Type::Timestamp,
     Type::Bytea,
     Type::Int2,
+    Type::Interval,
+    Type::Uuid,
+    Type::Timestamptz,
 ];
 
 /// A random value of `ty`, NULL a quarter of the time; text holds zero bytes too.
@@ -142,6 +162,14 @@ fn random_value(random: &mut SmallRng, ty: Type) -> Value {
         Type::Numeric { .. } => Value::Numeric(Decimal::new(random.random_range(-9999..9999), 2)),
         Type::Bool => Value::Bool(random.random_bool(0.5)),
         Type::Timestamp => Value::Timestamp(random.random_range(0..1 << 40)),
+        Type::Timestamptz => Value::Timestamptz(random.random_range(-1 << 50..1 << 50)),
+        Type::Time => Value::Time(random.random_range(0..86_400_000_000)),
+        Type::Interval => Value::Interval(crate::types::Interval::new(
+            random.random_range(-99..99),
+            random.random_range(-99..99),
+            random.random(),
+        )),
+        Type::Uuid => Value::Uuid(random.random()),
         Type::Bytea => Value::Bytes(vec![random.random_range(0..2); random.random_range(0..300)]),
         _ => Value::Text("x\0".repeat(random.random_range(0..150)).into()),
     }
@@ -287,6 +315,9 @@ fn keys_read_back_as_their_values() {
         Type::Text,
         Type::Bytea,
         Type::Timestamp,
+        Type::Timestamptz,
+        Type::Time,
+        Type::Uuid,
     ];
     let mut key = Vec::new();
     for _ in 0..5_000 {

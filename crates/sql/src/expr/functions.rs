@@ -9,7 +9,10 @@
 //!   `starts_with`, `split_part`, `initcap`, `reverse`, `ascii`, `chr`;
 //! - [`math`]: `abs`, `sign`, `round`, `trunc`, `floor`, `ceil`, `mod`, `div`, `gcd`, `lcm`,
 //!   `sqrt`, `exp`, `ln`, `log`, `power`, `pi` (the last six in double precision), `random`;
-//! - [`datetime`]: `now` and its aliases, `current_date`, `EXTRACT` / `date_part`, `date_trunc`;
+//! - [`datetime`]: `now` and its aliases, `localtimestamp`, `localtime`, `clock_timestamp`,
+//!   `current_date`, `EXTRACT` / `date_part`, `date_trunc`, `timezone` (`AT TIME ZONE`),
+//!   `age`, `make_date`, `make_time`, `make_timestamp(tz)`, `make_interval`, `to_timestamp`,
+//!   `justify_hours` / `_days` / `_interval`, `isfinite`, `gen_random_uuid`;
 //! - [`conditional`]: `coalesce`, `nullif`, `greatest`, `least`;
 //! - [`info`]: `version`, `current_database`, `current_schema`, `current_user`, `pg_sleep`.
 //!
@@ -28,7 +31,7 @@ mod math;
 mod string;
 
 /// How a function's result type follows from its arguments' types.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub enum Returns {
     Fixed(Type),
     /// The first argument's type.
@@ -37,10 +40,12 @@ pub enum Returns {
     Common,
     /// The common type of the first two arguments (bigint when they have none).
     CommonOfTwo,
+    /// Computed from the arguments' types (`date_trunc`'s follows its second argument's).
+    Of(fn(&[Type]) -> Type),
 }
 
 /// What a function's arguments are coerced to before it is called.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub enum Takes {
     /// Each argument to the result type.
     Result,
@@ -48,6 +53,8 @@ pub enum Takes {
     Positions(&'static [Type]),
     /// The first to the result type, the others by position as `Positions`.
     ResultThen(&'static [Type]),
+    /// Computed from the position and the result type.
+    Of(fn(usize, Type) -> Type),
 }
 
 /// How a function's body is called.
@@ -95,6 +102,7 @@ impl Function {
             Takes::Positions(types) => types[position.min(types.len() - 1)],
             Takes::ResultThen(_) if position == 0 => result,
             Takes::ResultThen(types) => types[(position - 1).min(types.len() - 1)],
+            Takes::Of(of) => of(position, result),
         }
     }
 }
@@ -109,6 +117,50 @@ const TEXT_TEXT_INT: &[Type] = &[Type::Text, Type::Text, Type::Int8];
 const INT: &[Type] = &[Type::Int8];
 const DOUBLE: &[Type] = &[Type::Float8];
 const TEXT_TIMESTAMP: &[Type] = &[Type::Text, Type::Timestamp];
+const TIMESTAMP: &[Type] = &[Type::Timestamp];
+const INTERVAL: &[Type] = &[Type::Interval];
+const INT_INT_DOUBLE: &[Type] = &[Type::Int8, Type::Int8, Type::Float8];
+const MAKE_TIMESTAMP: &[Type] =
+    &[Type::Int8, Type::Int8, Type::Int8, Type::Int8, Type::Int8, Type::Float8, Type::Text];
+const MAKE_INTERVAL: &[Type] =
+    &[Type::Int8, Type::Int8, Type::Int8, Type::Int8, Type::Int8, Type::Int8, Type::Float8];
+
+/// `date_trunc`'s result: a `timestamp` or an interval stays one; anything else (a date, an
+/// untyped literal) is truncated as a `timestamptz`, PostgreSQL's preferred date/time type.
+fn truncated(args: &[Type]) -> Type {
+    match args.get(1) {
+        Some(ty @ (Type::Timestamp | Type::Interval)) => *ty,
+        _ => Type::Timestamptz,
+    }
+}
+
+/// `AT TIME ZONE`'s result: a `timestamp` becomes an instant; an instant (or an untyped
+/// literal, read as one) a `timestamp`.
+fn zone_shifted(args: &[Type]) -> Type {
+    match args.get(1) {
+        Some(Type::Timestamp) => Type::Timestamptz,
+        _ => Type::Timestamp,
+    }
+}
+
+/// A field's name, then the value the result type says, then a zone's name.
+fn field_then_result(position: usize, result: Type) -> Type {
+    if position == 1 { result } else { Type::Text }
+}
+
+/// `date_bin`'s arguments: the stride, then two timestamps of the result's kind.
+fn stride_then_result(position: usize, result: Type) -> Type {
+    if position == 0 { Type::Interval } else { result }
+}
+
+/// A zone's name, then the timestamp kind the result is not.
+fn zone_then_timestamp(position: usize, result: Type) -> Type {
+    match (position, result) {
+        (0, _) => Type::Text,
+        (_, Type::Timestamptz) => Type::Timestamp,
+        _ => Type::Timestamptz,
+    }
+}
 
 const fn strict(
     names: &'static [&'static str],
@@ -299,19 +351,20 @@ pub static FUNCTIONS: &[Function] = &[
     lazy(&["random"], (0, 0), Returns::Fixed(Type::Float8), math::random).volatile(),
     // Dates and times.
     lazy(
-        &[
-            "now",
-            "current_timestamp",
-            "localtimestamp",
-            "transaction_timestamp",
-            "statement_timestamp",
-        ],
+        &["now", "current_timestamp", "transaction_timestamp", "statement_timestamp"],
         (0, 0),
-        Returns::Fixed(Type::Timestamp),
+        Returns::Fixed(Type::Timestamptz),
         datetime::now,
     ),
-    lazy(&["clock_timestamp"], (0, 0), Returns::Fixed(Type::Timestamp), datetime::clock_timestamp)
-        .volatile(),
+    lazy(&["localtimestamp"], (0, 0), Returns::Fixed(Type::Timestamp), datetime::local_timestamp),
+    lazy(&["localtime"], (0, 0), Returns::Fixed(Type::Time), datetime::local_time),
+    lazy(
+        &["clock_timestamp"],
+        (0, 0),
+        Returns::Fixed(Type::Timestamptz),
+        datetime::clock_timestamp,
+    )
+    .volatile(),
     lazy(&["current_date"], (0, 0), Returns::Fixed(Type::Date), datetime::current_date),
     strict(
         &["extract"],
@@ -328,12 +381,105 @@ pub static FUNCTIONS: &[Function] = &[
         datetime::date_part,
     ),
     strict(
+        &["date_bin"],
+        (3, 3),
+        Returns::Of(truncated),
+        Takes::Of(stride_then_result),
+        datetime::date_bin,
+    ),
+    strict(
         &["date_trunc"],
-        (2, 2),
-        Returns::Fixed(Type::Timestamp),
-        Takes::Positions(TEXT_TIMESTAMP),
+        (2, 3),
+        Returns::Of(truncated),
+        Takes::Of(field_then_result),
         datetime::date_trunc,
     ),
+    strict(
+        &["timezone"],
+        (2, 2),
+        Returns::Of(zone_shifted),
+        Takes::Of(zone_then_timestamp),
+        datetime::timezone,
+    ),
+    strict(
+        &["age"],
+        (1, 2),
+        Returns::Fixed(Type::Interval),
+        Takes::Positions(TIMESTAMP),
+        datetime::age,
+    ),
+    strict(
+        &["make_date"],
+        (3, 3),
+        Returns::Fixed(Type::Date),
+        Takes::Positions(INT),
+        datetime::make_date,
+    ),
+    strict(
+        &["make_time"],
+        (3, 3),
+        Returns::Fixed(Type::Time),
+        Takes::Positions(INT_INT_DOUBLE),
+        datetime::make_time,
+    ),
+    strict(
+        &["make_timestamp"],
+        (6, 6),
+        Returns::Fixed(Type::Timestamp),
+        Takes::Positions(MAKE_TIMESTAMP),
+        datetime::make_timestamp,
+    ),
+    strict(
+        &["make_timestamptz"],
+        (6, 7),
+        Returns::Fixed(Type::Timestamptz),
+        Takes::Positions(MAKE_TIMESTAMP),
+        datetime::make_timestamp,
+    ),
+    strict(
+        &["make_interval"],
+        (0, 7),
+        Returns::Fixed(Type::Interval),
+        Takes::Positions(MAKE_INTERVAL),
+        datetime::make_interval,
+    ),
+    strict(
+        &["to_timestamp"],
+        (1, 1),
+        Returns::Fixed(Type::Timestamptz),
+        Takes::Positions(DOUBLE),
+        datetime::to_timestamp,
+    ),
+    strict(
+        &["justify_hours"],
+        (1, 1),
+        Returns::Fixed(Type::Interval),
+        Takes::Positions(INTERVAL),
+        datetime::justify_hours,
+    ),
+    strict(
+        &["justify_days"],
+        (1, 1),
+        Returns::Fixed(Type::Interval),
+        Takes::Positions(INTERVAL),
+        datetime::justify_days,
+    ),
+    strict(
+        &["justify_interval"],
+        (1, 1),
+        Returns::Fixed(Type::Interval),
+        Takes::Positions(INTERVAL),
+        datetime::justify_interval,
+    ),
+    strict(
+        &["isfinite"],
+        (1, 1),
+        Returns::Fixed(Type::Bool),
+        Takes::Positions(TIMESTAMP),
+        datetime::isfinite,
+    ),
+    lazy(&["gen_random_uuid"], (0, 0), Returns::Fixed(Type::Uuid), datetime::gen_random_uuid)
+        .volatile(),
     // Conditionals.
     lazy(&["coalesce"], (1, ANY), Returns::Common, conditional::coalesce),
     nulls(&["nullif"], (2, 2), Returns::First, conditional::nullif),

@@ -20,9 +20,9 @@ fn expr_node(expr: sp::Expr) -> SqlResult<Expr> {
             if id.quote_style.is_none() {
                 let lower = id.value.to_lowercase();
                 match lower.as_str() {
-                    "current_timestamp" | "localtimestamp" => {
-                        return Ok(call("now", vec![]));
-                    }
+                    "current_timestamp" => return Ok(call("now", vec![])),
+                    "localtimestamp" => return Ok(call("localtimestamp", vec![])),
+                    "localtime" => return Ok(call("localtime", vec![])),
                     "current_date" => {
                         return Ok(call("current_date", vec![]));
                     }
@@ -70,6 +70,26 @@ fn expr_node(expr: sp::Expr) -> SqlResult<Expr> {
                 other => return Err(SqlError::unsupported(format!("the literal {other}"))),
             };
             Expr::Cast { expr: Box::new(Expr::Literal(Literal::String(text))), ty }
+        }
+        E::Interval(interval) => {
+            let text = match *interval.value {
+                E::Value(sp::ValueWithSpan {
+                    value: sp::Value::SingleQuotedString(s) | sp::Value::Number(s, _),
+                    ..
+                }) => s,
+                other => return Err(SqlError::unsupported(format!("the interval {other}"))),
+            };
+            // A bare number counts the last field written: `INTERVAL '3' DAY` is three days.
+            let unit = interval.last_field.or(interval.leading_field);
+            let bare = text.trim().parse::<f64>().is_ok();
+            let text = match unit {
+                Some(field) if bare => format!("{text} {}", field.to_string().to_lowercase()),
+                _ => text,
+            };
+            Expr::Cast { expr: Box::new(Expr::Literal(Literal::String(text))), ty: Type::Interval }
+        }
+        E::AtTimeZone { timestamp, time_zone } => {
+            call("timezone", vec![expr_from(*time_zone)?, expr_from(*timestamp)?])
         }
         E::Nested(inner) => expr_from(*inner)?,
         E::UnaryOp { op, expr } => match op {

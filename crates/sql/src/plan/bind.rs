@@ -115,7 +115,7 @@ impl Binder<'_> {
             }
             Expr::Negate(inner) => {
                 let (inner, ty) = self.bind_in(inner, scope, group)?;
-                if !ty.is_numeric() && ty != Type::Unknown {
+                if !ty.is_numeric() && ty != Type::Unknown && ty != Type::Interval {
                     return Err(SqlError::undefined_function(format!(
                         "operator does not exist: - {}",
                         ty.name()
@@ -370,21 +370,48 @@ impl Binder<'_> {
                 Ok((bound, Type::Bool))
             }
             op => {
-                // Arithmetic: an untyped operand takes the other's type.
-                let (l, lt) = self.coerce(l, lt, rt)?;
-                let (r, rt) = self.coerce(r, rt, lt)?;
-                let date_math = matches!((lt, rt), (Type::Date, t) | (t, Type::Date) if t.is_integer())
-                    || (lt == rt
-                        && matches!(lt, Type::Date | Type::Timestamp)
-                        && op == BinaryOp::Subtract);
-                if date_math {
-                    let ty = if lt == Type::Timestamp {
+                // Arithmetic: an untyped operand takes the other's type, but one added to (or
+                // taken from) a date or time is an interval, and one beside an interval
+                // multiplies it.
+                let moves = |t: Type| t.is_datetime() || matches!(t, Type::Time | Type::Interval);
+                // (PostgreSQL tries the other side's type first: `now() - '1 day'` fails there
+                // too, as there is a `timestamptz - timestamptz`.)
+                let partner = |other: Type| match op {
+                    BinaryOp::Add if moves(other) => Type::Interval,
+                    BinaryOp::Multiply | BinaryOp::Divide if other == Type::Interval => {
                         Type::Float8
-                    } else if lt == rt {
-                        Type::Int4
-                    } else {
-                        Type::Date
-                    };
+                    }
+                    _ => other,
+                };
+                let (l, lt) =
+                    if lt == Type::Unknown { self.coerce(l, lt, partner(rt))? } else { (l, lt) };
+                let (r, rt) =
+                    if rt == Type::Unknown { self.coerce(r, rt, partner(lt))? } else { (r, rt) };
+                let date_math = matches!((lt, rt), (Type::Date, t) | (t, Type::Date) if t.is_integer())
+                    || (lt == rt && lt == Type::Date && op == BinaryOp::Subtract);
+                if date_math {
+                    let ty = if lt == rt { Type::Int4 } else { Type::Date };
+                    return Ok((
+                        BExpr::Arith { op, left: Box::new(l), right: Box::new(r), ty },
+                        ty,
+                    ));
+                }
+                // Two timestamps of different kinds meet in `timestamptz`.
+                let (l, lt, r, rt) = match (lt, rt) {
+                    (a, b)
+                        if a != b
+                            && a.is_datetime()
+                            && b.is_datetime()
+                            && op == BinaryOp::Subtract =>
+                    {
+                        let common = Type::common(a, b).unwrap_or(Type::Timestamptz);
+                        let (l, lt) = self.coerce(l, lt, common)?;
+                        let (r, rt) = self.coerce(r, rt, common)?;
+                        (l, lt, r, rt)
+                    }
+                    _ => (l, lt, r, rt),
+                };
+                if let Some(ty) = crate::types::datetime_result(op, lt, rt) {
                     return Ok((
                         BExpr::Arith { op, left: Box::new(l), right: Box::new(r), ty },
                         ty,
@@ -423,6 +450,11 @@ impl Binder<'_> {
         for arg in args {
             bound.push(self.bind_in(arg, scope, group)?);
         }
+        if name == "pg_typeof" && bound.len() == 1 {
+            // The argument's type, known when the call is bound (PostgreSQL's `regtype`
+            // prints as the type's name).
+            return Ok((BExpr::Const(Value::Text(bound[0].1.name().into())), Type::Text));
+        }
         if name == "nextval" {
             return Err(SqlError::unsupported("nextval() outside a SERIAL column's default"));
         }
@@ -440,6 +472,7 @@ impl Binder<'_> {
             Returns::Fixed(ty) => ty,
             Returns::First => bound[0].1,
             Returns::CommonOfTwo => Type::common(bound[0].1, bound[1].1).unwrap_or(Type::Int8),
+            Returns::Of(of) => of(&bound.iter().map(|(_, t)| *t).collect::<Vec<_>>()),
             Returns::Common => {
                 let mut ty = Type::Unknown;
                 for (_, t) in &bound {
@@ -533,6 +566,9 @@ impl Binder<'_> {
             let (func, ty) = match name.as_str() {
                 "count" => (AggFunc::Count, Type::Int8),
                 "min" | "max" => (if name == "min" { AggFunc::Min } else { AggFunc::Max }, arg_ty),
+                "sum" | "avg" if arg_ty == Type::Interval => {
+                    (if name == "sum" { AggFunc::Sum } else { AggFunc::Avg }, Type::Interval)
+                }
                 "sum" | "avg" => {
                     if !arg_ty.is_numeric() {
                         return Err(SqlError::undefined_function(format!(

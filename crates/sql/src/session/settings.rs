@@ -16,6 +16,7 @@ pub(super) fn default_settings() -> BTreeMap<String, String> {
         ("client_encoding", "UTF8"),
         ("datestyle", "ISO, MDY"),
         ("timezone", "UTC"),
+        ("intervalstyle", "postgres"),
         ("integer_datetimes", "on"),
         ("standard_conforming_strings", "on"),
         ("application_name", ""),
@@ -108,6 +109,9 @@ impl Session {
                 self.lock_timeout = None;
                 self.synchronous_commit = true;
                 self.settings = default_settings();
+                self.zone = crate::types::Zone::utc();
+                self.interval_style = crate::types::IntervalStyle::Postgres;
+                self.enter();
             }
             "transaction_read_only" => {
                 let read_only =
@@ -148,6 +152,47 @@ impl Session {
                     _ => self.lock_timeout = limit,
                 }
                 self.settings.insert(name, text.to_string());
+            }
+            "intervalstyle" => {
+                let style = match value {
+                    None => crate::types::IntervalStyle::Postgres,
+                    Some(text) => crate::types::IntervalStyle::named(text.trim_matches('\''))
+                        .ok_or_else(|| {
+                            SqlError::new(
+                                "22023",
+                                format!(
+                                    "invalid value for parameter \"IntervalStyle\": \"{text}\""
+                                ),
+                            )
+                        })?,
+                };
+                self.settings.insert(name, style.name().to_string());
+                self.interval_style = style;
+                self.enter();
+            }
+            "timezone" => {
+                let zone = match value {
+                    None => crate::types::Zone::utc(),
+                    Some(text) => {
+                        let text = text.trim().trim_matches('\'');
+                        let text = if text.eq_ignore_ascii_case("local")
+                            || text.eq_ignore_ascii_case("default")
+                        {
+                            "UTC"
+                        } else {
+                            text
+                        };
+                        crate::types::Zone::named(text).ok_or_else(|| {
+                            SqlError::new(
+                                "22023",
+                                format!("invalid value for parameter \"TimeZone\": \"{text}\""),
+                            )
+                        })?
+                    }
+                };
+                self.settings.insert(name, zone.name().to_string());
+                self.zone = zone;
+                self.enter();
             }
             "synchronous_commit" => {
                 let on = !matches!(

@@ -56,10 +56,40 @@ pub fn parse_text(text: &str, ty: Type) -> SqlResult<Value> {
         }
         Type::Bytea => Value::Bytes(parse_bytea(text).ok_or_else(invalid)?),
         Type::Date => Value::Date(
-            parse_date(text).and_then(|days| i32::try_from(days).ok()).ok_or_else(invalid)?,
+            parse_date(text)
+                .and_then(|days| i32::try_from(days).ok())
+                .ok_or_else(|| datetime_error(text, ty))?,
         ),
-        Type::Timestamp => Value::Timestamp(parse_timestamp(text).ok_or_else(invalid)?),
+        Type::Timestamp => {
+            Value::Timestamp(parse_timestamp(text).ok_or_else(|| datetime_error(text, ty))?)
+        }
+        Type::Timestamptz => {
+            Value::Timestamptz(parse_timestamptz(text).ok_or_else(|| datetime_error(text, ty))?)
+        }
+        Type::Time => Value::Time(parse_time(text).ok_or_else(|| datetime_error(text, ty))?),
+        Type::Interval => {
+            Value::Interval(parse_interval(text, None).ok_or_else(|| datetime_error(text, ty))?)
+        }
+        Type::Uuid => Value::Uuid(parse_uuid(text).ok_or_else(invalid)?),
     })
+}
+
+/// PostgreSQL's error for date/time input: 22008 for a date or time that reads but is out of
+/// range (a month 13, `25:00`), 22007 for text that is not one at all.
+fn datetime_error(text: &str, ty: Type) -> SqlError {
+    let name = match ty {
+        Type::Timestamptz => "timestamp with time zone".to_string(),
+        other => other.name(),
+    };
+    // Text made only of numbers and date/time punctuation reads as fields, so what failed was
+    // a field's range (`2024-02-30`, `25:00`).
+    let numeric_fields = text.trim().bytes().any(|b| b.is_ascii_digit())
+        && text.trim().bytes().all(|b| b.is_ascii_digit() || b" -:./+".contains(&b))
+        && (text.contains('-') || text.contains(':') || text.contains('/'));
+    if numeric_fields && ty != Type::Interval {
+        return SqlError::new("22008", format!("date/time field value out of range: \"{text}\""));
+    }
+    SqlError::new("22007", format!("invalid input syntax for type {name}: \"{text}\""))
 }
 
 pub(super) fn parse_bytea(text: &str) -> Option<Vec<u8>> {
@@ -97,7 +127,12 @@ pub fn conforms(value: &Value, ty: Type) -> bool {
         (Value::Text(text), Type::Varchar(n)) => n == 0 || text.len() <= n as usize,
         (Value::Text(text), Type::Char(n)) => text.len() <= n as usize && !text.ends_with(' '),
         (Value::Bytes(_), Type::Bytea) => true,
-        (Value::Date(_), Type::Date) | (Value::Timestamp(_), Type::Timestamp) => true,
+        (Value::Date(_), Type::Date)
+        | (Value::Timestamp(_), Type::Timestamp)
+        | (Value::Timestamptz(_), Type::Timestamptz)
+        | (Value::Time(_), Type::Time)
+        | (Value::Interval(_), Type::Interval)
+        | (Value::Uuid(_), Type::Uuid) => true,
         _ => false,
     }
 }
@@ -204,11 +239,62 @@ pub(super) fn convert(value: Value, to: Type, explicit: bool) -> SqlResult<Value
         (Value::Numeric(value), to @ Type::Numeric { .. }) => fit_numeric(value, to)?,
         (Value::Bytes(bytes), Type::Bytea) => Value::Bytes(bytes),
         (Value::Date(days), Type::Date) => Value::Date(days),
-        (Value::Date(days), Type::Timestamp) => Value::Timestamp(i64::from(days) * MICROS_PER_DAY),
         (Value::Timestamp(micros), Type::Timestamp) => Value::Timestamp(micros),
-        (Value::Timestamp(micros), Type::Date) => {
-            Value::Date(micros.div_euclid(MICROS_PER_DAY) as i32)
+        (Value::Timestamptz(micros), Type::Timestamptz) => Value::Timestamptz(micros),
+        (Value::Time(micros), Type::Time) => Value::Time(micros),
+        (Value::Interval(interval), Type::Interval) => Value::Interval(interval),
+        (Value::Uuid(bytes), Type::Uuid) => Value::Uuid(bytes),
+        (Value::Date(days), Type::Timestamp) => Value::Timestamp(date_to_local(days)),
+        (Value::Date(days), Type::Timestamptz) => {
+            Value::Timestamptz(local_to_instant(date_to_local(days)))
+        }
+        (Value::Timestamp(micros), Type::Timestamptz) => {
+            Value::Timestamptz(local_to_instant(micros))
+        }
+        (Value::Timestamptz(micros), Type::Timestamp) => Value::Timestamp(instant_to_local(micros)),
+        (Value::Timestamp(micros), Type::Date) => Value::Date(local_to_date(micros)?),
+        (Value::Timestamptz(micros), Type::Date) => {
+            Value::Date(local_to_date(instant_to_local(micros))?)
+        }
+        (Value::Timestamp(micros), Type::Time) if !is_infinite(micros) => {
+            Value::Time(micros.rem_euclid(MICROS_PER_DAY))
+        }
+        (Value::Timestamptz(micros), Type::Time) if !is_infinite(micros) => {
+            Value::Time(instant_to_local(micros).rem_euclid(MICROS_PER_DAY))
+        }
+        (Value::Time(micros), Type::Interval) => Value::Interval(Interval::new(0, 0, micros)),
+        (Value::Interval(interval), Type::Time) => {
+            Value::Time(interval.micros.rem_euclid(MICROS_PER_DAY))
         }
         (value, _) => return Err(mismatch(&value)),
     })
+}
+
+/// A date's midnight on the wall clock (infinities kept).
+pub fn date_to_local(days: i32) -> i64 {
+    match days {
+        DATE_INFINITY => TIMESTAMP_INFINITY,
+        DATE_NEG_INFINITY => TIMESTAMP_NEG_INFINITY,
+        days => i64::from(days) * MICROS_PER_DAY,
+    }
+}
+
+/// A wall-clock time read in the thread's zone (infinities kept).
+pub fn local_to_instant(local: i64) -> i64 {
+    if is_infinite(local) { local } else { zone::with_current(|zone| zone.to_utc(local)) }
+}
+
+/// An instant on the thread's zone's wall clock (infinities kept).
+pub fn instant_to_local(micros: i64) -> i64 {
+    if is_infinite(micros) { micros } else { zone::with_current(|zone| zone.to_local(micros)) }
+}
+
+/// The date of a wall-clock time (infinities kept).
+pub fn local_to_date(local: i64) -> SqlResult<i32> {
+    match local {
+        TIMESTAMP_INFINITY => Ok(DATE_INFINITY),
+        TIMESTAMP_NEG_INFINITY => Ok(DATE_NEG_INFINITY),
+        local => i32::try_from(local.div_euclid(MICROS_PER_DAY))
+            .map_err(|_| SqlError::new("22008", "date out of range")),
+    }
 }

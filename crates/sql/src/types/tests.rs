@@ -82,12 +82,16 @@ fn conforming_values_cast_to_themselves() {
         Type::Bytea,
         Type::Date,
         Type::Timestamp,
+        Type::Timestamptz,
+        Type::Time,
+        Type::Interval,
+        Type::Uuid,
         Type::Unknown,
     ];
     let mut random = SmallRng::seed_from_u64(11);
     let (mut conforming, mut converted) = (0, 0);
     for _ in 0..20_000 {
-        let value = match random.random_range(0..8) {
+        let value = match random.random_range(0..12) {
             0 => Value::Null,
             1 => Value::Bool(random.random_bool(0.5)),
             2 => Value::Int(match random.random_range(0..3) {
@@ -105,6 +109,14 @@ fn conforming_values_cast_to_themselves() {
                     .into(),
             ),
             6 => Value::Date(random.random_range(-1000..1000)),
+            7 => Value::Timestamptz(random.random_range(-1 << 40..1 << 40)),
+            8 => Value::Time(random.random_range(0..MICROS_PER_DAY)),
+            9 => Value::Interval(Interval::new(
+                random.random_range(-50..50),
+                random.random_range(-50..50),
+                random.random_range(-1 << 40..1 << 40),
+            )),
+            10 => Value::Uuid(random.random()),
             _ => Value::Timestamp(random.random_range(-1 << 40..1 << 40)),
         };
         let ty = types[random.random_range(0..types.len())];
@@ -133,4 +145,77 @@ fn text_limits() {
         matches!(cast(Value::Text("abcd".into()), Type::Varchar(3), true), Ok(Value::Text(t)) if t == "abc")
     );
     assert_eq!(Value::Text("ab".into()).to_text(Type::Char(4)).unwrap(), "ab  ");
+}
+
+/// Interval text round-trips through PostgreSQL's output style, and input forms agree.
+#[test]
+fn intervals_read_and_write() {
+    let text = |s: &str| parse_text(s, Type::Interval).unwrap().to_text(Type::Interval).unwrap();
+    assert_eq!(text("1 year 2 months -3 days 04:05:06.5"), "1 year 2 mons -3 days +04:05:06.5");
+    assert_eq!(text("-1 day +2 hours"), "-1 days +02:00:00");
+    assert_eq!(text("@ 1 minute ago"), "-00:01:00");
+    assert_eq!(text("P1Y2M3DT4H5M6S"), "1 year 2 mons 3 days 04:05:06");
+    assert_eq!(text("1-2"), "1 year 2 mons");
+    assert_eq!(text("1.5 months"), "1 mon 15 days");
+    assert_eq!(text("0"), "00:00:00");
+    for bad in ["", "1 fortnight", "1 day ago ago", "P1X"] {
+        assert!(parse_text(bad, Type::Interval).is_err(), "{bad:?} was read");
+    }
+    let month = Interval::new(1, 0, 0);
+    assert_eq!(month.span(), Interval::new(0, 30, 0).span());
+    assert_eq!(
+        Interval::new(0, 0, 50 * 3_600_000_000).justify_hours().unwrap(),
+        Interval::new(0, 2, 7_200_000_000)
+    );
+    assert!(Interval::new(0, i32::MAX, MICROS_PER_DAY).justify_hours().is_err());
+}
+
+/// A zone's wall clock and instants convert both ways, with PostgreSQL's choices in the hour
+/// a change to daylight time skips or repeats.
+#[test]
+fn zones_convert_across_daylight_changes() {
+    let new_york = Zone::named("America/New_York").unwrap();
+    let at = |s: &str| parse_text(s, Type::Timestamp).unwrap().as_timestamp().unwrap();
+    let utc = |s: &str| at(s);
+    // 02:30 on 2024-03-10 does not exist: read with the offset before the change (-5).
+    assert_eq!(new_york.to_utc(at("2024-03-10 02:30")), utc("2024-03-10 07:30"));
+    // 01:30 on 2024-11-03 happens twice: read with the offset after the change (-5).
+    assert_eq!(new_york.to_utc(at("2024-11-03 01:30")), utc("2024-11-03 06:30"));
+    assert_eq!(new_york.to_local(utc("2024-07-01 16:00")), at("2024-07-01 12:00"));
+    assert_eq!(new_york.offset_at(utc("2024-01-01 00:00")), -5 * 3600);
+    // Far beyond the rules' years, the season still decides (by whole 400-year cycles).
+    let helsinki = Zone::named("Europe/Helsinki").unwrap();
+    assert_eq!(helsinki.offset_at(utc("205000-07-10 12:00")), 3 * 3600);
+    assert!(Zone::named("Mars/Olympus_Mons").is_none());
+    assert_eq!(Zone::named("-7").unwrap().offset_at(0), -7 * 3600);
+    assert_eq!(Zone::named("UTC+3").unwrap().offset_at(0), -3 * 3600);
+}
+
+#[test]
+fn uuids_read_and_write() {
+    let canonical = "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11";
+    for form in [
+        canonical,
+        "A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11",
+        "{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}",
+        "a0eebc999c0b4ef8bb6d6bb9bd380a11",
+        "a0ee-bc99-9c0b-4ef8-bb6d-6bb9-bd38-0a11",
+    ] {
+        assert_eq!(
+            parse_text(form, Type::Uuid).unwrap().to_text(Type::Uuid).unwrap(),
+            canonical,
+            "{form}"
+        );
+    }
+    for bad in [
+        "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1",
+        "a0eebc99--9c0b-4ef8-bb6d-6bb9bd380a11",
+        "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11-",
+        "g0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+    ] {
+        assert!(parse_text(bad, Type::Uuid).is_err(), "{bad}");
+    }
+    let random = random_uuid();
+    assert_eq!(random[6] >> 4, 4);
+    assert_eq!(random[8] >> 6, 2);
 }
