@@ -111,6 +111,8 @@ pub struct Session {
     /// The `TimeZone` setting, installed on the thread at each entry ([`Session::enter`]).
     zone: crate::types::Zone,
     interval_style: crate::types::IntervalStyle,
+    /// Counts changes of the settings [`Session::enter`] installs.
+    settings_changes: u64,
     pub(crate) undo: Vec<Undo>,
     pub(crate) drop_at_commit: Vec<String>,
     /// The catalog rows the transaction wrote (keys and values, `None` for a deletion), for
@@ -181,6 +183,7 @@ impl Session {
             settings: default_settings(),
             zone: crate::types::Zone::utc(),
             interval_style: crate::types::IntervalStyle::Postgres,
+            settings_changes: 0,
             undo: Vec::new(),
             drop_at_commit: Vec::new(),
             catalog_rows: Vec::new(),
@@ -239,12 +242,20 @@ impl Session {
     }
 
     /// Makes this session's settings the thread's (its `TimeZone`, which reading and writing
-    /// `timestamptz` values uses, and its `IntervalStyle`): every statement entry point calls it, and a server calls it
-    /// before it converts parameters or writes rows of this session.
+    /// `timestamptz` values uses, its `IntervalStyle`, and its transaction's start, which
+    /// `'now'` reads): every statement entry point calls it, and a server calls it before it
+    /// converts parameters or writes rows of this session. When the thread already holds them
+    /// (the same session and settings), it costs one comparison; the transaction's start is
+    /// set where a transaction begins and ends.
     pub fn enter(&self) {
-        crate::types::zone::install(&self.zone);
-        crate::types::set_interval_style(self.interval_style);
-        crate::types::set_transaction_start(self.engine_open.then_some(self.txn_started));
+        crate::types::zone::enter((self.id, self.settings_changes), || {
+            crate::types::zone::install(&self.zone);
+            crate::types::set_interval_style(self.interval_style);
+            crate::types::set_transaction_start(
+                self.id,
+                self.engine_open.then_some(self.txn_started),
+            );
+        });
     }
 
     pub fn setting(&self, name: &str) -> Option<&str> {
@@ -555,7 +566,7 @@ impl Session {
             self.worker.begin(self.db.engine_isolation(self.isolation()))?;
             self.engine_open = true;
             self.txn_started = now_micros();
-            crate::types::set_transaction_start(Some(self.txn_started));
+            crate::types::set_transaction_start(self.id, Some(self.txn_started));
             self.as_of = self.db.catalog_version.load(std::sync::atomic::Ordering::Acquire);
         }
         Ok(())
@@ -563,6 +574,7 @@ impl Session {
 
     /// Ends the transaction: commit or roll back the engine transaction, finish DDL.
     fn finish(&mut self, commit: bool) -> SqlResult<()> {
+        crate::types::set_transaction_start(self.id, None);
         let mut result = if commit && self.engine_open {
             self.engine_open = false;
             match self.commit_engine() {

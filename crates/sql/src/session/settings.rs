@@ -111,6 +111,7 @@ impl Session {
                 self.settings = default_settings();
                 self.zone = crate::types::Zone::utc();
                 self.interval_style = crate::types::IntervalStyle::Postgres;
+                self.settings_changes += 1;
                 self.enter();
             }
             "transaction_read_only" => {
@@ -168,6 +169,7 @@ impl Session {
                 };
                 self.settings.insert(name, style.name().to_string());
                 self.interval_style = style;
+                self.settings_changes += 1;
                 self.enter();
             }
             "timezone" => {
@@ -192,6 +194,7 @@ impl Session {
                 };
                 self.settings.insert(name, zone.name().to_string());
                 self.zone = zone;
+                self.settings_changes += 1;
                 self.enter();
             }
             "synchronous_commit" => {

@@ -454,20 +454,25 @@ fn parse_datetime(text: &str) -> Option<Parsed> {
 }
 
 thread_local! {
-    /// The start of the transaction running on this thread, which `'now'` and `'today'` read
-    /// as `now()` does (`None` outside one: the clock).
-    static TRANSACTION_START: std::cell::Cell<Option<i64>> = const { std::cell::Cell::new(None) };
+    /// The session whose transaction runs on this thread, and its start, which `'now'` and
+    /// `'today'` read as `now()` does (`None` outside one: the clock).
+    static TRANSACTION_START: std::cell::Cell<(u64, Option<i64>)> =
+        const { std::cell::Cell::new((u64::MAX, None)) };
 }
 
-/// Sets the transaction start that `'now'` reads on this thread (a session does at each entry
-/// and when it begins a transaction).
-pub fn set_transaction_start(start: Option<i64>) {
-    TRANSACTION_START.with(|cell| cell.set(start));
+/// Sets the start of session `session`'s transaction that `'now'` reads on this thread (a
+/// session does when it enters the thread and when a transaction begins and ends).
+pub fn set_transaction_start(session: u64, start: Option<i64>) {
+    TRANSACTION_START.with(|cell| cell.set((session, start)));
 }
 
-/// What `'now'` means: the transaction's start, else the clock.
+/// What `'now'` means: the start of the transaction of the session the thread runs, else the
+/// clock.
 fn input_now() -> i64 {
-    TRANSACTION_START.with(std::cell::Cell::get).unwrap_or_else(now_micros)
+    match TRANSACTION_START.with(std::cell::Cell::get) {
+        (session, Some(start)) if session == zone::entered_session() => start,
+        _ => now_micros(),
+    }
 }
 
 /// The local day of "today" in the thread's zone.

@@ -130,6 +130,29 @@ impl Zone {
     }
 }
 
+thread_local! {
+    /// Which session environment the thread holds: (session, settings changes), as [`enter`]
+    /// was last given it.
+    static ENTERED: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((u64::MAX, 0)) };
+}
+
+/// Runs `install` (which installs a session's zone and other per-thread settings) unless the
+/// thread holds the environment `key` names already.
+#[inline]
+pub fn enter(key: (u64, u64), install: impl FnOnce()) {
+    ENTERED.with(|entered| {
+        if entered.get() != key {
+            entered.set(key);
+            install();
+        }
+    });
+}
+
+/// The session whose environment the thread holds.
+pub(super) fn entered_session() -> u64 {
+    ENTERED.with(|entered| entered.get().0)
+}
+
 /// Installs `zone` as this thread's zone, unless it already is.
 pub fn install(zone: &Zone) {
     CURRENT.with(|current| {
