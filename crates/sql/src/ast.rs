@@ -23,6 +23,21 @@ pub enum Statement {
         if_exists: bool,
         cascade: bool,
     },
+    CreateSequence(Box<CreateSequence>),
+    AlterSequence {
+        name: String,
+        if_exists: bool,
+        /// `AS smallint | integer | bigint`.
+        ty: Option<Type>,
+        options: Vec<SequenceOption>,
+        /// `RENAME TO name`.
+        rename: Option<String>,
+    },
+    DropSequence {
+        names: Vec<String>,
+        if_exists: bool,
+        cascade: bool,
+    },
     CreateIndex(Box<CreateIndex>),
     DropIndex {
         names: Vec<String>,
@@ -69,6 +84,11 @@ pub enum Statement {
     Deallocate {
         name: Option<String>,
     },
+    /// `DISCARD SEQUENCES` (`all: false`) or `DISCARD ALL`: forget the session's sequence
+    /// values (and, for ALL, its prepared statements and settings).
+    Discard {
+        all: bool,
+    },
     Explain(Box<Statement>),
     /// `COPY table FROM STDIN`: the data comes through [`crate::Session::copy_in`].
     Copy(Box<CopyFrom>),
@@ -94,6 +114,9 @@ impl Statement {
             Statement::DropTable { .. } => "DROP TABLE",
             Statement::CreateView(_) => "CREATE VIEW",
             Statement::DropView { .. } => "DROP VIEW",
+            Statement::CreateSequence(_) => "CREATE SEQUENCE",
+            Statement::AlterSequence { .. } => "ALTER SEQUENCE",
+            Statement::DropSequence { .. } => "DROP SEQUENCE",
             Statement::CreateIndex(_) => "CREATE INDEX",
             Statement::DropIndex { .. } => "DROP INDEX",
             Statement::Truncate { .. } => "TRUNCATE TABLE",
@@ -109,12 +132,41 @@ impl Statement {
                 | Statement::DropTable { .. }
                 | Statement::CreateView(_)
                 | Statement::DropView { .. }
+                | Statement::CreateSequence(_)
+                | Statement::AlterSequence { .. }
+                | Statement::DropSequence { .. }
                 | Statement::CreateIndex(_)
                 | Statement::DropIndex { .. }
                 | Statement::Truncate { .. }
                 | Statement::AlterTable(_)
         )
     }
+}
+
+/// `CREATE SEQUENCE`.
+#[derive(Debug, Clone)]
+pub struct CreateSequence {
+    pub name: String,
+    pub if_not_exists: bool,
+    /// `AS smallint | integer | bigint` (bigint when absent).
+    pub ty: Option<Type>,
+    pub options: Vec<SequenceOption>,
+    /// `OWNED BY table.column`.
+    pub owned_by: Option<(String, String)>,
+}
+
+/// One option of CREATE or ALTER SEQUENCE (or of an identity column).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SequenceOption {
+    Increment(i64),
+    /// `MINVALUE n` or `NO MINVALUE` (`None`).
+    Min(Option<i64>),
+    Max(Option<i64>),
+    Start(i64),
+    /// `RESTART [WITH n]` (ALTER only; `None`: at the start value).
+    Restart(Option<i64>),
+    Cache(i64),
+    Cycle(bool),
 }
 
 #[derive(Debug, Clone)]
@@ -617,8 +669,11 @@ pub struct ColumnDef {
     pub not_null: bool,
     /// The default as SQL text (kept in the catalog and parsed again at open).
     pub default: Option<String>,
-    /// SERIAL / BIGSERIAL: the default is the next value of a sequence of the table.
+    /// SERIAL / BIGSERIAL, or an identity column: the default is the next value of a
+    /// sequence the column owns.
     pub serial: bool,
+    /// `GENERATED ALWAYS | BY DEFAULT AS IDENTITY [(options)]`.
+    pub identity: Option<(crate::catalog::Identity, Vec<SequenceOption>)>,
     pub primary: bool,
     pub unique: bool,
 }
@@ -679,6 +734,8 @@ pub enum AlterAction {
 pub struct CreateTable {
     pub name: String,
     pub if_not_exists: bool,
+    /// `CREATE TEMP TABLE`: the session's own, dropped when it ends.
+    pub temporary: bool,
     pub columns: Vec<ColumnDef>,
     pub primary_key: Vec<String>,
     pub uniques: Vec<Vec<String>>,

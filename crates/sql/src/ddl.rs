@@ -4,6 +4,7 @@
 //! `ddl/alter.rs`.
 
 mod alter;
+pub(crate) mod sequence;
 mod view;
 
 use crate::ast::{CreateTable, Statement};
@@ -29,6 +30,13 @@ impl Session {
         match statement {
             Statement::CreateTable(create) => self.create_table(create),
             Statement::CreateView(create) => self.create_view(create),
+            Statement::CreateSequence(create) => self.create_sequence(create),
+            Statement::AlterSequence { name, if_exists, ty, options, rename } => {
+                self.alter_sequence(name, *if_exists, *ty, options, rename.as_deref())
+            }
+            Statement::DropSequence { names, if_exists, cascade } => {
+                self.drop_sequences(names, *if_exists, *cascade)
+            }
             Statement::DropView { names, if_exists, cascade } => {
                 self.drop_views(names, *if_exists, *cascade)
             }
@@ -141,6 +149,7 @@ impl Session {
         let catalog = self.db.catalog.read();
         catalog.tables.contains_key(name)
             || catalog.views.contains_key(name)
+            || catalog.sequence_defs.contains_key(name)
             || catalog.index_table(name).is_some()
     }
 
@@ -156,6 +165,19 @@ impl Session {
             .transpose()
             .map_err(|e| SqlError::new("XX000", e.to_string()))?;
         self.write_catalog_entry(format!("table:{name}").into_bytes(), value)
+    }
+
+    /// Writes (or with `None` deletes) the catalog row `key` holding `object` as JSON.
+    pub(crate) fn write_catalog_json<T: serde::Serialize>(
+        &mut self,
+        key: String,
+        object: Option<&T>,
+    ) -> SqlResult<()> {
+        let value = object
+            .map(serde_json::to_vec)
+            .transpose()
+            .map_err(|e| SqlError::new("XX000", e.to_string()))?;
+        self.write_catalog_entry(key.into_bytes(), value)
     }
 
     /// Writes (or with `None` deletes) the catalog row `key` in the session's transaction, and
@@ -199,6 +221,9 @@ impl Session {
     }
 
     fn create_table(&mut self, create: &CreateTable) -> SqlResult<String> {
+        if create.temporary {
+            return self.create_temp_table(create);
+        }
         if self.db.catalog.read().tables.contains_key(&create.name)
             || self.relation_exists(&create.name)
         {
@@ -223,6 +248,12 @@ impl Session {
                 ),
             ));
         }
+        self.create_table_named(create)
+    }
+
+    /// CREATE TABLE once the name is known to be free and valid (a temporary table's is
+    /// Engram's own, `session/temp.rs`).
+    pub(crate) fn create_table_named(&mut self, create: &CreateTable) -> SqlResult<String> {
         if create.columns.is_empty() {
             return Err(SqlError::unsupported("a table without columns"));
         }
@@ -235,10 +266,18 @@ impl Session {
                     format!("column \"{}\" specified more than once", def.name),
                 ));
             }
+            let sequence = match def.serial {
+                true => {
+                    let options = def.identity.as_ref().map_or(&[][..], |(_, o)| o.as_slice());
+                    Some(self.create_owned_sequence(&create.name, &def.name, def.ty, options)?)
+                }
+                false => None,
+            };
             columns.push(ColumnSchema {
                 not_null: def.not_null,
                 default: def.default.clone(),
-                sequence: def.serial.then(|| format!("{engine_name}.{}", def.name)),
+                sequence,
+                identity: def.identity.as_ref().map(|(kind, _)| *kind),
                 ..ColumnSchema::new(def.name.clone(), def.ty)
             });
         }
@@ -315,7 +354,7 @@ impl Session {
         schema
             .columns
             .iter()
-            .map(|c| c.sequence.as_ref().map(|key| catalog.sequence(key)))
+            .map(|c| c.sequence.as_ref().map(|key| catalog.sequence_of_key(key)))
             .collect()
     }
 
@@ -338,8 +377,9 @@ impl Session {
         Ok(info)
     }
 
-    fn drop_table(&mut self, name: &str) -> SqlResult<()> {
+    pub(crate) fn drop_table(&mut self, name: &str) -> SqlResult<()> {
         let table = self.db.catalog.read().table(name)?;
+        self.drop_owned_sequences(name)?;
         self.write_catalog_row(name, None)?;
         self.install(name, None, None);
         self.drop_at_commit.push(table.schema.engine_name.clone());

@@ -2,7 +2,7 @@
 //! grouping) are here; INSERT, UPDATE and DELETE in `exec/dml.rs`.
 
 use crate::ast::{BinaryOp, JoinKind};
-use crate::catalog::{Sequence, TableInfo};
+use crate::catalog::TableInfo;
 use crate::codec::{KeyFormat, Wanted, encode_key};
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{BExpr, Context, check_text_len};
@@ -32,7 +32,7 @@ pub struct Produced {
 pub struct Env<'a> {
     pub params: &'a [Value],
     pub now: i64,
-    pub reserve: &'a dyn Fn(&Sequence, i64) -> SqlResult<()>,
+    pub reserve: &'a dyn crate::expr::Sequences,
     /// Stop after this many output rows (a portal's row limit); 0 is no limit.
     pub max_rows: usize,
     pub interrupt: &'a Interrupt,

@@ -2,7 +2,7 @@
 //! with SQL's three-valued logic.
 
 use crate::ast::BinaryOp;
-use crate::catalog::{SEQUENCE_BLOCK, Sequence};
+use crate::catalog::Sequence;
 use crate::error::{SqlError, SqlResult};
 pub mod functions;
 
@@ -174,7 +174,8 @@ pub struct Context<'a> {
     pub outer: &'a [Value],
     /// Transaction start time (`now()` is stable within a transaction, as in PostgreSQL).
     pub now: i64,
-    pub reserve: &'a dyn Fn(&Sequence, i64) -> SqlResult<()>,
+    /// Sequences: reservations, names, the session's values.
+    pub reserve: &'a dyn Sequences,
     /// Checked every few thousand rows a scan visits (statement timeout, cancel).
     pub interrupt: &'a crate::interrupt::Interrupt,
     /// How the statement locks rows (`None`: it locks none, e.g. evaluating at commit).
@@ -457,15 +458,42 @@ impl BExpr {
 }
 
 fn next_value(sequence: &Sequence, cx: &Context<'_>) -> SqlResult<i64> {
-    let mut state = sequence.state.lock();
-    if state.0 > state.1 {
-        let limit = state.0 + SEQUENCE_BLOCK - 1;
-        (cx.reserve)(sequence, limit)?;
-        state.1 = limit;
-    }
-    let value = state.0;
-    state.0 += 1;
+    let value = sequence
+        .next_value(&sequence.key, |sequence, limit| cx.reserve.reserve(sequence, limit))?;
+    cx.reserve.note(sequence, value);
     Ok(value)
+}
+
+/// What evaluating sequence calls needs beyond the sequences themselves: their durable
+/// reservations, the named sequences, and the session's values for `currval` and `lastval`.
+pub trait Sequences {
+    /// Makes values up to `limit` of `sequence` durable.
+    fn reserve(&self, sequence: &Sequence, limit: i64) -> SqlResult<()>;
+
+    /// The named sequence `name` (its name as `nextval('name')` gives it).
+    fn find(&self, name: &str) -> SqlResult<(Arc<crate::catalog::SequenceDef>, Arc<Sequence>)> {
+        Err(SqlError::new("42P01", format!("relation \"{name}\" does not exist")))
+    }
+
+    /// Notes that the session was handed `value` of `sequence`.
+    fn note(&self, _sequence: &Sequence, _value: i64) {}
+
+    /// The value of `sequence` last handed to the session.
+    fn current(&self, _sequence: &Sequence) -> Option<i64> {
+        None
+    }
+
+    /// The value of any sequence last handed to the session.
+    fn last(&self) -> Option<i64> {
+        None
+    }
+}
+
+/// A reservation function alone: evaluation with no session (a backfill).
+impl<F: Fn(&Sequence, i64) -> SqlResult<()>> Sequences for F {
+    fn reserve(&self, sequence: &Sequence, limit: i64) -> SqlResult<()> {
+        self(sequence, limit)
+    }
 }
 
 pub fn compare_holds(op: BinaryOp, ordering: Ordering) -> bool {

@@ -74,6 +74,8 @@ pub struct SqlDb {
     /// A worker for the database's own small transactions (sequence reservations).
     system: Mutex<Worker>,
     next_session: AtomicU64,
+    /// Temporary tables of sessions that have ended, which the next DDL statement drops.
+    pub(crate) temp_orphans: Mutex<Vec<String>>,
 }
 
 impl std::fmt::Debug for SqlDb {
@@ -139,13 +141,60 @@ impl SqlDb {
                     )
                 })?;
                 views.insert(view.name.clone(), Arc::new(view));
+            } else if let Some(name) = key.strip_prefix("sequence:") {
+                let def: catalog::SequenceDef =
+                    serde_json::from_slice(&value).map_err(|error| {
+                        SqlError::new(
+                            "XX001",
+                            format!(
+                                "catalog entry for sequence \"{name}\" does not parse: {error}"
+                            ),
+                        )
+                    })?;
+                catalog.sequence_defs.insert(def.name.clone(), Arc::new(def));
             } else if let Some(sequence) = key.strip_prefix("seq:") {
                 let limit: i64 = String::from_utf8_lossy(&value).parse().unwrap_or(0);
                 reserved.insert(sequence.to_string(), limit);
             }
         }
         catalog.views = views;
+        let defs: Vec<_> = catalog.sequence_defs.values().cloned().collect();
+        for def in defs {
+            let sequence = catalog.sequence(&def.key, def.options);
+            if let Some(limit) = reserved.get(&def.key) {
+                *sequence.state.lock() = catalog::SequenceState::recovered(def.options, *limit);
+            }
+        }
         let mut referenced = std::collections::HashSet::new();
+        // Temporary tables a crash left: their sessions are gone. Their catalog rows go, and
+        // their engine tables with the unnamed ones below.
+        let (temporary, schemas): (Vec<TableSchema>, Vec<TableSchema>) = schemas
+            .into_iter()
+            .partition(|schema| schema.name.starts_with(session::temp::TEMP_PREFIX));
+        if !temporary.is_empty() {
+            let owned: Vec<String> = catalog
+                .sequence_defs
+                .values()
+                .filter(|def| {
+                    def.owned_by
+                        .as_ref()
+                        .is_some_and(|(table, _)| table.starts_with(session::temp::TEMP_PREFIX))
+                })
+                .map(|def| def.name.clone())
+                .collect();
+            system.transaction(Isolation::Serializable, |txn| {
+                for schema in &temporary {
+                    txn.delete(&catalog_table, format!("table:{}", schema.name).as_bytes())?;
+                }
+                for name in &owned {
+                    txn.delete(&catalog_table, format!("sequence:{name}").as_bytes())?;
+                }
+                Ok(())
+            })?;
+            for name in &owned {
+                catalog.sequence_defs.remove(name);
+            }
+        }
         for schema in schemas {
             let engine = db.table(&schema.engine_name).map_err(|_| {
                 SqlError::new(
@@ -160,9 +209,10 @@ impl SqlDb {
             let mut sequences = Vec::new();
             for column in &schema.columns {
                 sequences.push(column.sequence.as_ref().map(|key| {
-                    let sequence = catalog.sequence(key);
+                    let options = catalog::SequenceOptions::default();
+                    let sequence = catalog.sequence(key, options);
                     if let Some(limit) = reserved.get(key) {
-                        *sequence.state.lock() = (limit + 1, *limit);
+                        *sequence.state.lock() = catalog::SequenceState::recovered(options, *limit);
                     }
                     sequence
                 }));
@@ -202,6 +252,7 @@ impl SqlDb {
             catalog_table,
             system: Mutex::new(system),
             next_session: AtomicU64::new(1),
+            temp_orphans: Mutex::new(Vec::new()),
         });
         sql.db.set_row_keys(row_keys(Arc::downgrade(&sql)));
         Ok(sql)

@@ -12,7 +12,11 @@ use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
 mod copy;
+mod ddl;
 mod expr;
+mod sequence;
+
+use ddl::{alter_action, create_table_from};
 
 pub use expr::expr_from;
 
@@ -24,6 +28,10 @@ pub fn parse(sql: &str) -> SqlResult<Vec<Statement>> {
             Piece::Utility(statement) => statements.push(statement),
             Piece::Error(error) => return Err(error),
             Piece::Sql(text) => {
+                let reordered = (text.contains("IDENTITY") || text.contains("identity"))
+                    .then(|| sequence::identity_options_in_order(text))
+                    .flatten();
+                let text = reordered.as_deref().unwrap_or(text);
                 let (parser, weaker) = match weaker_locks(text) {
                     Some((parser, weaker)) => (Ok(parser), weaker),
                     None => (parser(text), Weaker::default()),
@@ -183,6 +191,7 @@ fn split_utilities(sql: &str) -> Vec<Piece<'_>> {
     let is_utility = |text: &str| {
         matches!(first_word(text).as_str(), "VACUUM" | "ANALYZE" | "CHECKPOINT" | "COPY")
             || starts_transaction_statement(text)
+            || sequence::is_sequence_statement(text)
     };
     if !sql.split(';').any(is_utility) {
         return vec![Piece::Sql(sql)];
@@ -215,6 +224,11 @@ fn split_utilities(sql: &str) -> Vec<Piece<'_>> {
                 }
                 "CHECKPOINT" => Piece::Utility(Statement::Utility { tag: word, checkpoint: true }),
                 "COPY" => match copy::parse_copy(piece) {
+                    Ok(statement) => Piece::Utility(statement),
+                    Err(error) => Piece::Error(error),
+                },
+                _ if sequence::is_sequence_statement(piece) => match sequence::sequence_from(piece)
+                {
                     Ok(statement) => Piece::Utility(statement),
                     Err(error) => Piece::Error(error),
                 },
@@ -310,6 +324,7 @@ fn statement_from(statement: sp::Statement) -> SqlResult<Statement> {
             match object_type {
                 sp::ObjectType::Table => Statement::DropTable { names, if_exists, cascade },
                 sp::ObjectType::View => Statement::DropView { names, if_exists, cascade },
+                sp::ObjectType::Sequence => Statement::DropSequence { names, if_exists, cascade },
                 sp::ObjectType::Index => Statement::DropIndex { names, if_exists },
                 other => return Err(SqlError::unsupported(format!("DROP {other}"))),
             }
@@ -367,6 +382,18 @@ fn statement_from(statement: sp::Statement) -> SqlResult<Statement> {
         S::Execute { name: Some(name), parameters, immediate: false, .. } => Statement::Execute {
             name: object_name(&name)?,
             params: parameters.into_iter().map(expr_from).collect::<SqlResult<_>>()?,
+        },
+        S::Discard { object_type } => match object_type {
+            sp::DiscardObject::ALL => Statement::Discard { all: true },
+            sp::DiscardObject::SEQUENCES => Statement::Discard { all: false },
+            // No plan is kept apart from its prepared statement, and there are no temporary
+            // objects: nothing to discard.
+            sp::DiscardObject::PLANS => {
+                Statement::Utility { tag: "DISCARD PLANS".into(), checkpoint: false }
+            }
+            sp::DiscardObject::TEMP => {
+                Statement::Utility { tag: "DISCARD TEMP".into(), checkpoint: false }
+            }
         },
         S::Deallocate { name, .. } => {
             let name = ident(&name);
@@ -594,6 +621,8 @@ pub fn type_from(ty: &sp::DataType) -> SqlResult<Type> {
         D::Time(_, sp::TimezoneInfo::None | sp::TimezoneInfo::WithoutTimeZone) => Type::Time,
         D::Interval { .. } => Type::Interval,
         D::Uuid => Type::Uuid,
+        // A relation's name, as sequence functions take it (`'seq'::regclass`).
+        D::Regclass => Type::Text,
         D::Custom(name, modifiers) if modifiers.is_empty() => match object_name(name)?.as_str() {
             "int" | "int4" | "integer" => Type::Int4,
             "int2" | "smallint" => Type::Int2,
@@ -630,178 +659,6 @@ fn numeric(precision: u64, scale: i64) -> SqlResult<Type> {
         ));
     }
     Ok(Type::Numeric { precision: precision as u8, scale: scale as u8 })
-}
-
-fn alter_action(operation: sp::AlterTableOperation) -> SqlResult<AlterAction> {
-    use sp::AlterTableOperation as O;
-    let columns = |columns: &[sp::IndexColumn]| -> SqlResult<Vec<String>> {
-        columns.iter().map(|c| index_column(&c.column)).collect()
-    };
-    Ok(match operation {
-        O::AddColumn { if_not_exists, column_def, column_position: None, .. } => {
-            AlterAction::AddColumn { column: column_def_from(column_def)?, if_not_exists }
-        }
-        O::DropColumn { column_names, if_exists, drop_behavior, .. } => {
-            if matches!(drop_behavior, Some(sp::DropBehavior::Cascade)) {
-                return Err(SqlError::unsupported("DROP COLUMN ... CASCADE"));
-            }
-            match column_names.as_slice() {
-                [name] => AlterAction::DropColumn { name: ident(name), if_exists },
-                _ => return Err(SqlError::syntax("DROP COLUMN names one column")),
-            }
-        }
-        O::RenameColumn { old_column_name, new_column_name } => {
-            AlterAction::RenameColumn { from: ident(&old_column_name), to: ident(&new_column_name) }
-        }
-        O::RenameTable { table_name } => {
-            let (sp::RenameTableNameKind::To(name) | sp::RenameTableNameKind::As(name)) =
-                table_name;
-            AlterAction::RenameTable { to: object_name(&name)? }
-        }
-        O::AlterColumn { column_name, op } => {
-            let column = ident(&column_name);
-            match op {
-                sp::AlterColumnOperation::SetNotNull => {
-                    AlterAction::SetNotNull { column, not_null: true }
-                }
-                sp::AlterColumnOperation::DropNotNull => {
-                    AlterAction::SetNotNull { column, not_null: false }
-                }
-                sp::AlterColumnOperation::SetDefault { value } => {
-                    expr_from(value.clone())?;
-                    AlterAction::SetDefault { column, default: Some(value.to_string()) }
-                }
-                sp::AlterColumnOperation::DropDefault => {
-                    AlterAction::SetDefault { column, default: None }
-                }
-                sp::AlterColumnOperation::SetDataType { data_type, using: None, .. } => {
-                    AlterAction::SetType { column, ty: type_from(&data_type)? }
-                }
-                sp::AlterColumnOperation::SetDataType { using: Some(_), .. } => {
-                    return Err(SqlError::unsupported("ALTER COLUMN ... TYPE ... USING"));
-                }
-                other => return Err(SqlError::unsupported(format!("ALTER COLUMN ... {other}"))),
-            }
-        }
-        O::AddConstraint { constraint: sp::TableConstraint::PrimaryKey(pk), not_valid: false } => {
-            AlterAction::AddPrimaryKey { columns: columns(&pk.columns)? }
-        }
-        O::AddConstraint { constraint: sp::TableConstraint::Unique(unique), not_valid: false } => {
-            AlterAction::AddUnique {
-                name: unique.name.as_ref().map(ident),
-                columns: columns(&unique.columns)?,
-            }
-        }
-        O::DropConstraint { if_exists, name, drop_behavior } => {
-            if matches!(drop_behavior, Some(sp::DropBehavior::Cascade)) {
-                return Err(SqlError::unsupported("DROP CONSTRAINT ... CASCADE"));
-            }
-            AlterAction::DropConstraint { name: ident(&name), if_exists }
-        }
-        other => return Err(SqlError::unsupported(format!("ALTER TABLE ... {other}"))),
-    })
-}
-
-/// A column definition of CREATE TABLE or ALTER TABLE ... ADD COLUMN.
-fn column_def_from(column: sp::ColumnDef) -> SqlResult<ColumnDef> {
-    let (ty, serial) = match &column.data_type {
-        sp::DataType::Custom(name, modifiers) if modifiers.is_empty() => {
-            match object_name(name)?.as_str() {
-                "serial" | "serial4" => (Type::Int4, true),
-                "bigserial" | "serial8" => (Type::Int8, true),
-                "smallserial" | "serial2" => (Type::Int2, true),
-                _ => (type_from(&column.data_type)?, false),
-            }
-        }
-        other => (type_from(other)?, false),
-    };
-    let mut def = ColumnDef {
-        name: ident(&column.name),
-        ty,
-        not_null: serial,
-        default: None,
-        serial,
-        primary: false,
-        unique: false,
-    };
-    for option in column.options {
-        match option.option {
-            sp::ColumnOption::Null => def.not_null = false,
-            sp::ColumnOption::NotNull => def.not_null = true,
-            sp::ColumnOption::Default(expr) => {
-                // Check now that it converts; the catalog keeps the text.
-                expr_from(expr.clone())?;
-                def.default = Some(expr.to_string());
-            }
-            sp::ColumnOption::PrimaryKey(_) => def.primary = true,
-            sp::ColumnOption::Unique(_) => def.unique = true,
-            other => return Err(SqlError::unsupported(format!("the column option {other}"))),
-        }
-    }
-    Ok(def)
-}
-
-fn create_table_from(create: sp::CreateTable) -> SqlResult<CreateTable> {
-    if let Some(query) = create.query {
-        if create.temporary {
-            return Err(SqlError::unsupported("temporary tables"));
-        }
-        let name = object_name(&create.name)?;
-        let columns = create
-            .columns
-            .iter()
-            .map(|c| ColumnDef {
-                name: ident(&c.name),
-                ty: Type::Unknown,
-                not_null: false,
-                default: None,
-                serial: false,
-                primary: false,
-                unique: false,
-            })
-            .collect();
-        return Ok(CreateTable {
-            name,
-            if_not_exists: create.if_not_exists,
-            columns,
-            primary_key: Vec::new(),
-            uniques: Vec::new(),
-            query: Some(Box::new(query_from(*query)?)),
-        });
-    }
-    if create.temporary {
-        return Err(SqlError::unsupported("temporary tables"));
-    }
-    if create.like.is_some() || create.inherits.is_some() || create.partition_by.is_some() {
-        return Err(SqlError::unsupported("CREATE TABLE with LIKE, INHERITS or PARTITION BY"));
-    }
-    let mut table = CreateTable {
-        name: object_name(&create.name)?,
-        if_not_exists: create.if_not_exists,
-        columns: Vec::new(),
-        primary_key: Vec::new(),
-        uniques: Vec::new(),
-        query: None,
-    };
-    for column in create.columns {
-        table.columns.push(column_def_from(column)?);
-    }
-    for constraint in create.constraints {
-        match constraint {
-            sp::TableConstraint::PrimaryKey(pk) => {
-                if !table.primary_key.is_empty() {
-                    return Err(SqlError::new("42P16", "multiple primary keys are not allowed"));
-                }
-                table.primary_key =
-                    pk.columns.iter().map(|c| index_column(&c.column)).collect::<SqlResult<_>>()?;
-            }
-            sp::TableConstraint::Unique(unique) => table.uniques.push(
-                unique.columns.iter().map(|c| index_column(&c.column)).collect::<SqlResult<_>>()?,
-            ),
-            other => return Err(SqlError::unsupported(format!("the constraint {other}"))),
-        }
-    }
-    Ok(table)
 }
 
 fn table_ref(factor: &sp::TableFactor) -> SqlResult<TableRef> {

@@ -510,6 +510,11 @@ impl<'a> Binder<'a> {
             self.volatile = true;
             return Ok(view);
         }
+        if self.catalog.sequence_defs.contains_key(name) {
+            self.volatile = true;
+            return crate::system::sequence_view(name, self.catalog)
+                .ok_or_else(|| SqlError::undefined_table(name));
+        }
         Ok(self.catalog.table_in(name, self.view)?.0)
     }
 

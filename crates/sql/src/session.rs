@@ -19,7 +19,9 @@ use std::sync::Arc;
 pub mod copy;
 mod outcome;
 mod schema;
+mod sequences;
 mod settings;
+pub(crate) mod temp;
 
 pub use outcome::{Outcome, Tag};
 use settings::default_settings;
@@ -79,6 +81,8 @@ pub(crate) enum Undo {
     Table { name: String, previous: Option<Arc<TableInfo>>, created_engine: Option<String> },
     /// A view was created, replaced or dropped: put back `previous` (or remove `name`).
     View { name: String, previous: Option<Arc<crate::catalog::ViewDef>> },
+    /// A sequence was created, altered or dropped: put back `previous` (or remove `name`).
+    Sequence { name: String, previous: Option<Arc<crate::catalog::SequenceDef>> },
 }
 
 /// One client's state. Not shared between threads; each holds its own engine worker.
@@ -113,6 +117,10 @@ pub struct Session {
     interval_style: crate::types::IntervalStyle,
     /// Counts changes of the settings [`Session::enter`] installs.
     settings_changes: u64,
+    /// The sequence values handed to the session (`currval`, `lastval`).
+    sequence_values: sequences::SessionValues,
+    /// The session's temporary tables: name to catalog name (`session/temp.rs`).
+    pub(crate) temp_tables: HashMap<String, String>,
     pub(crate) undo: Vec<Undo>,
     pub(crate) drop_at_commit: Vec<String>,
     /// The catalog rows the transaction wrote (keys and values, `None` for a deletion), for
@@ -184,6 +192,8 @@ impl Session {
             zone: crate::types::Zone::utc(),
             interval_style: crate::types::IntervalStyle::Postgres,
             settings_changes: 0,
+            sequence_values: Default::default(),
+            temp_tables: HashMap::new(),
             undo: Vec::new(),
             drop_at_commit: Vec::new(),
             catalog_rows: Vec::new(),
@@ -239,23 +249,6 @@ impl Session {
     /// Notices raised since the last call (e.g. "there is no transaction in progress").
     pub fn take_notices(&mut self) -> Vec<Notice> {
         std::mem::take(&mut self.notices)
-    }
-
-    /// Makes this session's settings the thread's (its `TimeZone`, which reading and writing
-    /// `timestamptz` values uses, its `IntervalStyle`, and its transaction's start, which
-    /// `'now'` reads): every statement entry point calls it, and a server calls it before it
-    /// converts parameters or writes rows of this session. When the thread already holds them
-    /// (the same session and settings), it costs one comparison; the transaction's start is
-    /// set where a transaction begins and ends.
-    pub fn enter(&self) {
-        crate::types::zone::enter((self.id, self.settings_changes), || {
-            crate::types::zone::install(&self.zone);
-            crate::types::set_interval_style(self.interval_style);
-            crate::types::set_transaction_start(
-                self.id,
-                self.engine_open.then_some(self.txn_started),
-            );
-        });
     }
 
     pub fn setting(&self, name: &str) -> Option<&str> {
@@ -838,6 +831,10 @@ impl Session {
                 }
                 self.execute_prepared(&prepared, &values, 0)
             }
+            Statement::Discard { all } => match self.discard(*all) {
+                Ok(outcome) => Ok(outcome),
+                Err(error) => self.fail(error),
+            },
             Statement::Deallocate { name } => {
                 match name {
                     Some(name) => {
@@ -893,6 +890,9 @@ impl Session {
             | Statement::DropTable { .. }
             | Statement::CreateView(_)
             | Statement::DropView { .. }
+            | Statement::CreateSequence(_)
+            | Statement::AlterSequence { .. }
+            | Statement::DropSequence { .. }
             | Statement::CreateIndex(_)
             | Statement::DropIndex { .. }
             | Statement::Truncate { .. }
@@ -1022,9 +1022,7 @@ impl Session {
         if writes && self.read_only() {
             return Err(SqlError::read_only_transaction(statement.command_name()));
         }
-        let db = Arc::clone(&self.db);
-        let reserve =
-            move |sequence: &crate::catalog::Sequence, limit: i64| db.reserve(sequence, limit);
+        let reserve = sequences::SessionSequences { db: &self.db, values: &self.sequence_values };
         if self.statement_timeout.is_some() || self.interrupt.on_long.is_some() {
             let now = std::time::Instant::now();
             self.interrupt.deadline = self.statement_timeout.map(|limit| now + limit);
@@ -1156,36 +1154,6 @@ impl Session {
             Outcome::Command { tag }
         })
     }
-
-    fn ddl_statement(&mut self, statement: &Statement) -> SqlResult<Outcome> {
-        if self.read_only() {
-            return self.fail(SqlError::read_only_transaction(statement.command_name()));
-        }
-        let autocommit = self.status == TransactionStatus::Idle;
-        let result = self.ensure_transaction().and_then(|()| {
-            // ALTER TABLE takes the exclusive lock only for what rewrites or checks the rows
-            // (`ddl/alter.rs`); its other changes are new schema versions.
-            if !matches!(statement, Statement::AlterTable(_)) {
-                self.take_exclusive()?;
-            }
-            self.run_ddl(statement)
-        });
-        match result {
-            Ok(tag) => {
-                if autocommit {
-                    self.finish(true)?;
-                }
-                Ok(Outcome::Command { tag: tag.into() })
-            }
-            Err(error) => {
-                if autocommit {
-                    let _ = self.finish(false);
-                    return Err(error);
-                }
-                self.fail(error)
-            }
-        }
-    }
 }
 
 /// Whether two row descriptions have the same column types.
@@ -1197,5 +1165,6 @@ impl Drop for Session {
     fn drop(&mut self) {
         // A client that goes away mid-transaction is rolled back.
         self.abandon();
+        self.leave_temp_tables();
     }
 }

@@ -264,6 +264,45 @@ const VIEWS: &[ViewDefinition] = &[
         rows: pg_views,
     },
     ViewDefinition {
+        schema: "pg_catalog",
+        name: "pg_sequences",
+        columns: &[
+            ("schemaname", TEXT),
+            ("sequencename", TEXT),
+            ("sequenceowner", TEXT),
+            ("data_type", TEXT),
+            ("start_value", BIG),
+            ("min_value", BIG),
+            ("max_value", BIG),
+            ("increment_by", BIG),
+            ("cycle", BOOL),
+            ("cache_size", BIG),
+            ("last_value", BIG),
+        ],
+        key_columns: 2,
+        rows: pg_sequences,
+    },
+    ViewDefinition {
+        schema: "information_schema",
+        name: "sequences",
+        columns: &[
+            ("sequence_catalog", TEXT),
+            ("sequence_schema", TEXT),
+            ("sequence_name", TEXT),
+            ("data_type", TEXT),
+            ("numeric_precision", INT),
+            ("numeric_precision_radix", INT),
+            ("numeric_scale", INT),
+            ("start_value", TEXT),
+            ("minimum_value", TEXT),
+            ("maximum_value", TEXT),
+            ("increment", TEXT),
+            ("cycle_option", TEXT),
+        ],
+        key_columns: 3,
+        rows: information_sequences,
+    },
+    ViewDefinition {
         schema: "information_schema",
         name: "views",
         columns: &[
@@ -414,7 +453,13 @@ pub fn view(
 ) -> Option<Arc<TableInfo>> {
     let definition = definition(name)?;
     let engine = catalog.system_table.clone()?;
-    let mut tables: Vec<Arc<TableInfo>> = catalog.tables.values().cloned().collect();
+    // Sessions' temporary tables are theirs alone: catalog views list the permanent ones.
+    let mut tables: Vec<Arc<TableInfo>> = catalog
+        .tables
+        .values()
+        .filter(|t| !t.schema.name.starts_with(crate::session::temp::TEMP_PREFIX))
+        .cloned()
+        .collect();
     tables.sort_by(|a, b| a.schema.name.cmp(&b.schema.name));
     let sources = Sources { tables, settings, catalog, engine: database };
     let columns: Vec<ColumnSchema> = definition
@@ -434,26 +479,146 @@ pub fn view(
         layouts: Vec::new(),
         types_from: 0,
     };
+    Some(rows_table(schema, engine, definition.key_columns, (definition.rows)(&sources)))
+}
+
+/// A table of `rows` made now (keyed by its first `key_columns` columns), read through the
+/// system table's engine table.
+fn rows_table(
+    schema: TableSchema,
+    engine: engram_engine::TableRef,
+    key_columns: usize,
+    made: Vec<Vec<Value>>,
+) -> Arc<TableInfo> {
     let types = schema.types();
     let mut rows = SystemRows::new();
     let mut key = Vec::new();
-    for row in (definition.rows)(&sources) {
-        debug_assert_eq!(row.len(), types.len(), "{}", definition.name);
+    for row in made {
+        debug_assert_eq!(row.len(), types.len(), "{}", schema.name);
         key.clear();
-        for (column, ty) in types.iter().enumerate().take(definition.key_columns) {
+        for (column, ty) in types.iter().enumerate().take(key_columns) {
             encode_key(KeyFormat::Compact, *ty, &row[column], &mut key);
         }
         let mut bytes = Vec::new();
         encode_row(1, &types, &row, &mut bytes);
         rows.insert(key.clone(), bytes);
     }
-    Some(Arc::new(TableInfo::new(
+    let width = schema.columns.len();
+    Arc::new(TableInfo::new(
         schema,
         engine,
         Arc::new(AtomicI64::new(1)),
-        vec![None; definition.columns.len()],
+        vec![None; width],
         Some(Arc::new(rows)),
-    )))
+    ))
+}
+
+/// A column's default as PostgreSQL shows it: a SERIAL column's is `nextval` of its
+/// sequence (an identity column shows none: its values come from its identity).
+fn column_default(catalog: &Catalog, column: &ColumnSchema) -> Option<String> {
+    if column.default.is_some() || column.identity.is_some() {
+        return column.default.clone();
+    }
+    let key = column.sequence.as_ref()?;
+    let def = catalog.sequence_defs.values().find(|def| &def.key == key)?;
+    Some(format!("nextval('{}'::regclass)", def.name))
+}
+
+/// `SELECT * FROM seq`: a sequence's one row (`last_value`, `log_cnt`, `is_called`), as
+/// PostgreSQL shows it; `None` when `name` is no sequence.
+pub fn sequence_view(name: &str, catalog: &Catalog) -> Option<Arc<TableInfo>> {
+    let (_, sequence) = catalog.named_sequence(name).ok()?;
+    let engine = catalog.system_table.clone()?;
+    let state = *sequence.state.lock();
+    let columns = [("last_value", BIG), ("log_cnt", BIG), ("is_called", BOOL)];
+    let schema = TableSchema {
+        name: name.to_string(),
+        engine_name: engine.name().to_string(),
+        version: 1,
+        columns: columns.iter().map(|(n, t)| ColumnSchema::new((*n).to_string(), *t)).collect(),
+        primary_key: Vec::new(),
+        indexes: Vec::new(),
+        primary_name: None,
+        key_format: KeyFormat::Compact,
+        layouts: Vec::new(),
+        types_from: 0,
+    };
+    // Values handed out from memory between reservations: PostgreSQL's log_cnt counts the
+    // values logged ahead the same way.
+    let ahead = (i128::from(state.reserved) - state.next + i128::from(state.options.increment))
+        / i128::from(state.options.increment);
+    let row = vec![int(state.last_value()), int(ahead.max(0) as i64), Value::Bool(state.called)];
+    Some(rows_table(schema, engine, 0, vec![row]))
+}
+
+/// The named sequences, by name.
+fn sequence_rows(
+    sources: &Sources<'_>,
+) -> Vec<(Arc<crate::catalog::SequenceDef>, crate::catalog::SequenceState)> {
+    let temporary = |def: &crate::catalog::SequenceDef| {
+        def.owned_by
+            .as_ref()
+            .is_some_and(|(table, _)| table.starts_with(crate::session::temp::TEMP_PREFIX))
+    };
+    let mut defs: Vec<_> =
+        sources.catalog.sequence_defs.values().filter(|def| !temporary(def)).cloned().collect();
+    defs.sort_by(|a, b| a.name.cmp(&b.name));
+    defs.into_iter()
+        .filter_map(|def| {
+            let state = *sources.catalog.sequences.get(&def.key)?.state.lock();
+            Some((def, state))
+        })
+        .collect()
+}
+
+fn pg_sequences(sources: &Sources<'_>) -> Vec<Vec<Value>> {
+    sequence_rows(sources)
+        .into_iter()
+        .map(|(def, state)| {
+            let o = def.options;
+            vec![
+                text("public"),
+                text(def.name.as_str()),
+                text("engram"),
+                text(def.ty.name()),
+                int(o.start),
+                int(o.min),
+                int(o.max),
+                int(o.increment),
+                Value::Bool(o.cycle),
+                int(1),
+                if state.called { int(state.last_value()) } else { Value::Null },
+            ]
+        })
+        .collect()
+}
+
+fn information_sequences(sources: &Sources<'_>) -> Vec<Vec<Value>> {
+    sequence_rows(sources)
+        .into_iter()
+        .map(|(def, _)| {
+            let o = def.options;
+            let bits = match def.ty {
+                Type::Int2 => 16,
+                Type::Int4 => 32,
+                _ => 64,
+            };
+            vec![
+                text(DATABASE_NAME),
+                text("public"),
+                text(def.name.as_str()),
+                text(def.ty.name()),
+                int(bits),
+                int(2),
+                int(0),
+                text(o.start.to_string()),
+                text(o.min.to_string()),
+                text(o.max.to_string()),
+                text(o.increment.to_string()),
+                text(if o.cycle { "YES" } else { "NO" }),
+            ]
+        })
+        .collect()
 }
 
 fn text(value: impl Into<crate::types::Text>) -> Value {
@@ -588,7 +753,9 @@ fn attributes(sources: &Sources<'_>) -> Vec<Vec<Value>> {
                 int(i64::from(column.ty.pg_length())),
                 int(i64::from(column.ty.pg_modifier())),
                 Value::Bool(column.not_null),
-                Value::Bool(relation.index.is_none() && column.default.is_some()),
+                Value::Bool(
+                    relation.index.is_none() && column_default(sources.catalog, column).is_some(),
+                ),
                 text(""),
                 text(""),
                 Value::Bool(column.dropped),
@@ -785,7 +952,7 @@ fn information_columns(sources: &Sources<'_>) -> Vec<Vec<Value>> {
                 text(table.schema.name.clone()),
                 int(position as i64 + 1),
                 text(column.name.clone()),
-                column.default.clone().map_or(Value::Null, text),
+                column_default(sources.catalog, column).map_or(Value::Null, text),
                 text(if column.not_null { "NO" } else { "YES" }),
                 text(data_type),
                 length,

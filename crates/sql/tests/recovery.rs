@@ -314,3 +314,47 @@ fn views_survive_restart_and_rolled_back_ones_do_not() {
     assert_eq!(session.execute_one("DROP TABLE t").unwrap_err().code, "2BP01");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Sequences, their options and the sequences SERIAL and identity columns own come back after
+/// a restart, and no value handed out before it is handed out again; a rolled-back CREATE
+/// SEQUENCE stays gone.
+#[test]
+fn sequences_survive_restart_without_reusing_values() {
+    let dir = std::env::temp_dir().join(format!("engram-sql-sequences-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let handed = {
+        let db = SqlDb::open(config(&dir)).unwrap();
+        let mut session = db.session().unwrap();
+        session
+            .execute_one("CREATE SEQUENCE down INCREMENT BY -5 MAXVALUE 100 START WITH 100")
+            .unwrap();
+        session.execute_one("CREATE TABLE t (id serial PRIMARY KEY, v text)").unwrap();
+        session
+            .execute_one("CREATE TABLE g (id int GENERATED ALWAYS AS IDENTITY, v text)")
+            .unwrap();
+        session.execute_one("INSERT INTO t (v) VALUES ('a'), ('b')").unwrap();
+        session.execute_one("INSERT INTO g (v) VALUES ('a')").unwrap();
+        session.execute_one("BEGIN").unwrap();
+        session.execute_one("CREATE SEQUENCE rolled").unwrap();
+        session.execute_one("ROLLBACK").unwrap();
+        texts(session.execute_one("SELECT nextval('down'), nextval('down')").unwrap())
+    };
+    assert_eq!(handed, vec!["100|95"]);
+    let db = SqlDb::open(config(&dir)).unwrap();
+    let mut session = db.session().unwrap();
+    let next: i64 =
+        texts(session.execute_one("SELECT nextval('down')").unwrap())[0].parse().unwrap();
+    assert!(next < 95 && next % 5 == 0, "a value after the restart: {next}");
+    session.execute_one("INSERT INTO t (v) VALUES ('c')").unwrap();
+    let ids = texts(session.execute_one("SELECT id FROM t ORDER BY id").unwrap());
+    assert_eq!(&ids[..2], ["1", "2"]);
+    assert!(ids[2].parse::<i64>().unwrap() > 2, "{ids:?}");
+    assert_eq!(
+        texts(session.execute_one("SELECT pg_get_serial_sequence('t', 'id')").unwrap()),
+        vec!["public.t_id_seq"]
+    );
+    let error = session.execute_one("INSERT INTO g (id, v) VALUES (7, 'x')").unwrap_err();
+    assert_eq!(error.code, "428C9", "{error}");
+    assert_eq!(session.execute_one("SELECT nextval('rolled')").unwrap_err().code, "42P01");
+    let _ = std::fs::remove_dir_all(&dir);
+}

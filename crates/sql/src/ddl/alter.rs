@@ -44,6 +44,13 @@ fn widens(from: Type, to: Type) -> bool {
 
 impl Session {
     pub(crate) fn alter_table(&mut self, alter: &AlterTable) -> SqlResult<String> {
+        // `ALTER TABLE seq RENAME TO name` renames a sequence, as in PostgreSQL.
+        if let [AlterAction::RenameTable { to }] = alter.actions.as_slice()
+            && self.db.catalog.read().sequence_defs.contains_key(&alter.table)
+        {
+            self.alter_sequence(&alter.table, false, None, &[], Some(to))?;
+            return Ok("ALTER TABLE".into());
+        }
         let table = match self.ddl_table(&alter.table) {
             Ok(table) => table,
             Err(error) if alter.if_exists && error.code == "42P01" => {
@@ -208,6 +215,7 @@ impl Session {
                     ));
                 }
                 schema.columns[at].name = to.clone();
+                self.move_sequence_owner(&schema.name, &schema.name, Some((from, to)))?;
             }
             AlterAction::RenameTable { to } => {
                 if to.contains('#') || to.starts_with("_engram") || to.contains('.') {
@@ -219,6 +227,7 @@ impl Session {
                         format!("relation \"{to}\" already exists"),
                     ));
                 }
+                self.move_sequence_owner(&schema.name, to, None)?;
                 schema.name = to.clone();
                 new_name = to.clone();
             }
@@ -371,9 +380,15 @@ impl Session {
         let mut column = ColumnSchema {
             not_null: def.not_null || def.primary,
             default: def.default.clone(),
-            sequence: def.serial.then(|| format!("{}.{}", schema.engine_name, def.name)),
+            sequence: None,
             ..ColumnSchema::new(def.name.clone(), def.ty)
         };
+        if def.serial {
+            let options = def.identity.as_ref().map_or(&[][..], |(_, o)| o.as_slice());
+            let key = self.create_owned_sequence(&schema.name, &def.name, def.ty, options)?;
+            column.sequence = Some(key);
+            column.identity = def.identity.as_ref().map(|(kind, _)| *kind);
+        }
         let bound = match &def.default {
             Some(text) => Some(self.bind_default(text, def.ty, &def.name)?),
             None => None,
@@ -400,7 +415,7 @@ impl Session {
         if def.serial || volatile || def.primary || def.unique {
             // Each existing row takes its own value: written now, in a new generation.
             let sequence =
-                column.sequence.clone().map(|key| self.db.catalog.write().sequence(&key));
+                column.sequence.clone().map(|key| self.db.catalog.write().sequence_of_key(&key));
             let value = match (sequence, bound) {
                 (Some(sequence), _) => Some(BExpr::NextVal(sequence)),
                 (None, Some((expr, _))) => Some(expr),

@@ -111,12 +111,7 @@ impl Session {
 
     /// Writes (or with `None` removes) a view's catalog row and entry.
     fn put_view(&mut self, name: &str, view: Option<Arc<ViewDef>>) -> SqlResult<()> {
-        let value = view
-            .as_deref()
-            .map(serde_json::to_vec)
-            .transpose()
-            .map_err(|e| SqlError::new("XX000", e.to_string()))?;
-        self.write_catalog_entry(format!("view:{name}").into_bytes(), value)?;
+        self.write_catalog_json(format!("view:{name}"), view.as_deref())?;
         let mut catalog = self.db.catalog.write();
         catalog.version += 1;
         let previous = match view {
@@ -158,7 +153,7 @@ impl Session {
 
     /// The views that read `name`: with `cascade` they are dropped (and the views that read
     /// them), else they stop the drop (2BP01, as PostgreSQL).
-    pub(super) fn drop_dependents(&mut self, name: &str, cascade: bool) -> SqlResult<()> {
+    pub(crate) fn drop_dependents(&mut self, name: &str, cascade: bool) -> SqlResult<()> {
         let mut dependents: Vec<String> = self
             .db
             .catalog

@@ -13,6 +13,7 @@
 //!   `current_date`, `EXTRACT` / `date_part`, `date_trunc`, `timezone` (`AT TIME ZONE`),
 //!   `age`, `make_date`, `make_time`, `make_timestamp(tz)`, `make_interval`, `to_timestamp`,
 //!   `justify_hours` / `_days` / `_interval`, `isfinite`, `gen_random_uuid`;
+//! - [`sequence`]: `nextval`, `currval`, `setval`, `lastval`;
 //! - [`conditional`]: `coalesce`, `nullif`, `greatest`, `least`;
 //! - [`info`]: `version`, `current_database`, `current_schema`, `current_user`, `pg_sleep`.
 //!
@@ -28,6 +29,7 @@ mod conditional;
 mod datetime;
 mod info;
 mod math;
+pub mod sequence;
 mod string;
 
 /// How a function's result type follows from its arguments' types.
@@ -118,6 +120,7 @@ const INT: &[Type] = &[Type::Int8];
 const DOUBLE: &[Type] = &[Type::Float8];
 const TEXT_TIMESTAMP: &[Type] = &[Type::Text, Type::Timestamp];
 const TIMESTAMP: &[Type] = &[Type::Timestamp];
+const SETVAL: &[Type] = &[Type::Text, Type::Int8, Type::Bool];
 const INTERVAL: &[Type] = &[Type::Interval];
 const INT_INT_DOUBLE: &[Type] = &[Type::Int8, Type::Int8, Type::Float8];
 const MAKE_TIMESTAMP: &[Type] =
@@ -480,6 +483,32 @@ pub static FUNCTIONS: &[Function] = &[
     ),
     lazy(&["gen_random_uuid"], (0, 0), Returns::Fixed(Type::Uuid), datetime::gen_random_uuid)
         .volatile(),
+    // Sequences.
+    strict(
+        &["nextval"],
+        (1, 1),
+        Returns::Fixed(Type::Int8),
+        Takes::Positions(TEXT),
+        sequence::nextval,
+    )
+    .volatile(),
+    strict(
+        &["currval"],
+        (1, 1),
+        Returns::Fixed(Type::Int8),
+        Takes::Positions(TEXT),
+        sequence::currval,
+    )
+    .volatile(),
+    strict(
+        &["setval"],
+        (2, 3),
+        Returns::Fixed(Type::Int8),
+        Takes::Positions(SETVAL),
+        sequence::setval,
+    )
+    .volatile(),
+    lazy(&["lastval"], (0, 0), Returns::Fixed(Type::Int8), sequence::lastval).volatile(),
     // Conditionals.
     lazy(&["coalesce"], (1, ANY), Returns::Common, conditional::coalesce),
     nulls(&["nullif"], (2, 2), Returns::First, conditional::nullif),

@@ -455,8 +455,8 @@ impl Binder<'_> {
             // prints as the type's name).
             return Ok((BExpr::Const(Value::Text(bound[0].1.name().into())), Type::Text));
         }
-        if name == "nextval" {
-            return Err(SqlError::unsupported("nextval() outside a SERIAL column's default"));
+        if name == "pg_get_serial_sequence" && bound.len() == 2 {
+            return self.serial_sequence(&bound);
         }
         let func = functions::lookup(name).ok_or_else(|| {
             SqlError::undefined_function(format!("function {name} does not exist"))
@@ -488,6 +488,27 @@ impl Binder<'_> {
             args.push(self.coerce(expr, t, func.argument_type(position, ty))?.0);
         }
         Ok((BExpr::Call { func, args, ty }, ty))
+    }
+
+    /// `pg_get_serial_sequence('table', 'column')`: the sequence the column takes its values
+    /// from (`public.name`), NULL when none; the arguments must be constants.
+    fn serial_sequence(&self, bound: &[(BExpr, Type)]) -> SqlResult<(BExpr, Type)> {
+        let text = |expr: &BExpr| match expr {
+            BExpr::Const(value) => Ok(value.to_text(Type::Text).unwrap_or_default()),
+            _ => Err(SqlError::unsupported("pg_get_serial_sequence of values not constant")),
+        };
+        let table = functions::sequence::sequence_name(&text(&bound[0].0)?);
+        let column = text(&bound[1].0)?;
+        let info = self.catalog.table(&table)?;
+        let at = info.schema.column(&column).ok_or_else(|| SqlError::undefined_column(&column))?;
+        let name = info.schema.columns[at].sequence.as_ref().and_then(|key| {
+            self.catalog
+                .sequence_defs
+                .values()
+                .find(|def| &def.key == key)
+                .map(|def| Value::Text(format!("public.{}", def.name).into()))
+        });
+        Ok((BExpr::Const(name.unwrap_or(Value::Null)), Type::Text))
     }
 
     fn bind_aggregate(

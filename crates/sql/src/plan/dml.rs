@@ -138,8 +138,9 @@ impl Binder<'_> {
                         if matches!(expr, Expr::Default) {
                             continue;
                         }
-                        let (e, ty) = self.bind(expr, &Scope::default())?;
                         let col = &schema.columns[column];
+                        always_identity(col)?;
+                        let (e, ty) = self.bind(expr, &Scope::default())?;
                         bound[column] = Some(self.assign(e, ty, col.ty, &col.name)?);
                     }
                     bound_rows.push(bound);
@@ -159,6 +160,7 @@ impl Binder<'_> {
                 }
                 for (column, &target) in plan.columns.iter().zip(&targets) {
                     let col = &schema.columns[target];
+                    always_identity(col)?;
                     if !col.ty.assignable_from(column.ty) {
                         return Err(SqlError::mismatch(format!(
                             "column \"{}\" is of type {} but expression is of type {}",
@@ -204,7 +206,7 @@ impl Binder<'_> {
                         }
                         let mut scope = Scope::default();
                         scope.push(
-                            insert.table.alias.clone().unwrap_or_else(|| schema.name.clone()),
+                            insert.table.alias.clone().unwrap_or_else(|| insert.table.name.clone()),
                             table_columns(&table),
                         )?;
                         scope.push("excluded".into(), table_columns(&table))?;
@@ -224,7 +226,7 @@ impl Binder<'_> {
         };
         let mut scope = Scope::default();
         scope.push(
-            insert.table.alias.clone().unwrap_or_else(|| schema.name.clone()),
+            insert.table.alias.clone().unwrap_or_else(|| insert.table.name.clone()),
             table_columns(&table),
         )?;
         let (returning, returning_moves, columns) =
@@ -279,6 +281,12 @@ impl Binder<'_> {
             let bound = if matches!(expr, Expr::Default) {
                 defaults[at].clone().unwrap_or(BExpr::Const(Value::Null))
             } else {
+                if column.identity == Some(crate::catalog::Identity::Always) {
+                    return Err(SqlError::new(
+                        "428C9",
+                        format!("column \"{name}\" can only be updated to DEFAULT"),
+                    ));
+                }
                 let (e, ty) = self.bind(expr, scope)?;
                 self.assign(e, ty, column.ty, &column.name)?
             };
@@ -297,7 +305,7 @@ impl Binder<'_> {
         let table = self.written_table(&table_ref.name)?;
         let mut scope = Scope::default();
         scope.push(
-            table_ref.alias.clone().unwrap_or_else(|| table.schema.name.clone()),
+            table_ref.alias.clone().unwrap_or_else(|| table_ref.name.clone()),
             table_columns(&table),
         )?;
         let mut conjuncts = Vec::new();
@@ -385,4 +393,20 @@ impl Binder<'_> {
             keeps_index_keys,
         })
     }
+}
+
+/// Refuses a value given for a `GENERATED ALWAYS AS IDENTITY` column (PostgreSQL's 428C9).
+fn always_identity(column: &crate::catalog::ColumnSchema) -> SqlResult<()> {
+    if column.identity == Some(crate::catalog::Identity::Always) {
+        let mut error = SqlError::new(
+            "428C9",
+            format!("cannot insert a non-DEFAULT value into column \"{}\"", column.name),
+        );
+        error.detail = Some(format!(
+            "Column \"{}\" is an identity column defined as GENERATED ALWAYS.",
+            column.name
+        ));
+        return Err(error);
+    }
+    Ok(())
 }

@@ -356,7 +356,7 @@ fn copy_width(session: &Session, copy: &CopyFrom) -> SqlResult<usize> {
     if !copy.columns.is_empty() {
         return Ok(copy.columns.len());
     }
-    let table = session.database().catalog.read().table(&copy.table)?;
+    let table = session.database().catalog.read().table_in(&copy.table, session.view())?.0;
     Ok(table.schema.visible().count())
 }
 

@@ -21,9 +21,44 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 impl Session {
+    pub(super) fn ddl_statement(&mut self, statement: &Statement) -> SqlResult<Outcome> {
+        if self.read_only() {
+            return self.fail(SqlError::read_only_transaction(statement.command_name()));
+        }
+        let autocommit = self.status == TransactionStatus::Idle;
+        let result = self.ensure_transaction().and_then(|()| {
+            // ALTER TABLE takes the exclusive lock only for what rewrites or checks the rows
+            // (`ddl/alter.rs`); its other changes are new schema versions.
+            if !matches!(statement, Statement::AlterTable(_)) {
+                self.take_exclusive()?;
+                self.drop_orphaned_temp_tables()?;
+            }
+            match self.resolved_ddl(statement) {
+                Some(resolved) => self.run_ddl(&resolved),
+                None => self.run_ddl(statement),
+            }
+        });
+        match result {
+            Ok(tag) => {
+                if autocommit {
+                    self.finish(true)?;
+                }
+                Ok(Outcome::Command { tag: tag.into() })
+            }
+            Err(error) => {
+                if autocommit {
+                    let _ = self.finish(false);
+                    return Err(error);
+                }
+                self.fail(error)
+            }
+        }
+    }
+
     /// What this session sees beyond the committed catalog.
     pub(crate) fn view(&self) -> View<'_> {
-        View { pending: &self.pending, as_of: self.as_of }
+        let temp = (!self.temp_tables.is_empty()).then_some(&self.temp_tables);
+        View { pending: &self.pending, as_of: self.as_of, temp }
     }
 
     /// Whether plans made now see anything but the newest committed catalog.
@@ -220,6 +255,7 @@ impl Session {
                     not_null: false,
                     default: None,
                     serial: false,
+                    identity: None,
                     primary: false,
                     unique: false,
                 })
@@ -274,6 +310,17 @@ impl Session {
                     }
                     None => {
                         catalog.views.remove(&name);
+                    }
+                },
+                super::Undo::Sequence { name, previous } => match previous {
+                    Some(def) => {
+                        if let Some(sequence) = catalog.sequences.get(&def.key) {
+                            sequence.state.lock().options = def.options;
+                        }
+                        catalog.sequence_defs.insert(name, def);
+                    }
+                    None => {
+                        catalog.sequence_defs.remove(&name);
                     }
                 },
             }

@@ -92,6 +92,40 @@ fn on_off(value: bool) -> &'static str {
 }
 
 impl Session {
+    /// Makes this session's settings the thread's (its `TimeZone`, which reading and writing
+    /// `timestamptz` values uses, its `IntervalStyle`, and its transaction's start, which
+    /// `'now'` reads): every statement entry point calls it, and a server calls it before it
+    /// converts parameters or writes rows of this session. When the thread already holds them
+    /// (the same session and settings), it costs one comparison; the transaction's start is
+    /// set where a transaction begins and ends.
+    pub fn enter(&self) {
+        crate::types::zone::enter((self.id, self.settings_changes), || {
+            crate::types::zone::install(&self.zone);
+            crate::types::set_interval_style(self.interval_style);
+            crate::types::set_transaction_start(
+                self.id,
+                self.engine_open.then_some(self.txn_started),
+            );
+        });
+    }
+
+    /// `DISCARD SEQUENCES`, or `DISCARD ALL` (also the prepared statements and settings).
+    pub(super) fn discard(&mut self, all: bool) -> SqlResult<Outcome> {
+        if all && self.status != TransactionStatus::Idle {
+            return Err(SqlError::new(
+                "25001",
+                "DISCARD ALL cannot run inside a transaction block",
+            ));
+        }
+        self.sequence_values = Default::default();
+        if all {
+            self.prepared.clear();
+            self.set("all", None)?;
+        }
+        let tag = if all { "DISCARD ALL" } else { "DISCARD SEQUENCES" };
+        Ok(Outcome::Command { tag: tag.into() })
+    }
+
     pub(super) fn set(&mut self, name: &str, value: Option<&str>) -> SqlResult<()> {
         let name = name.to_ascii_lowercase();
         match name.as_str() {

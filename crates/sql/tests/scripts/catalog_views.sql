@@ -38,6 +38,7 @@ SELECT table_name FROM information_schema.tables WHERE table_schema = 'informati
 ----
 columns
 schemata
+sequences
 tables
 views
 
