@@ -247,9 +247,10 @@ pub fn index_keys() -> IndexKeys {
 /// PostgreSQL). Values are not transactional: a rolled-back transaction's values stay used.
 #[derive(Debug)]
 pub struct Sequence {
-    /// The key of its reservation row (`seq:KEY`): `@name` for a sequence made by CREATE
-    /// SEQUENCE or for a SERIAL column, `engine_table.column` for a SERIAL column of a table
-    /// created before sequences were objects.
+    /// The key of its reservation row (`seq:KEY`): `@name#generation` for a sequence made by
+    /// CREATE SEQUENCE or for a SERIAL or identity column (unique to the object: a sequence made
+    /// later under the same name never takes an older one's values), `engine_table.column` for
+    /// a SERIAL column of a table created before sequences were objects.
     pub key: String,
     pub state: Mutex<SequenceState>,
 }
@@ -277,8 +278,9 @@ pub struct SequenceState {
     /// The value `nextval` hands out next (wide, so that one step past a bound does not
     /// overflow).
     pub next: i128,
-    /// Values up to here, in the increment's direction, are reserved in the catalog table.
-    pub reserved: i64,
+    /// Values up to here, in the increment's direction, are reserved in the catalog table
+    /// (wide, so that "nothing reserved" below `i64::MIN` or above `i64::MAX` is one).
+    pub reserved: i128,
     /// Whether `next` follows a value handed out (PostgreSQL's `is_called`).
     pub called: bool,
 }
@@ -289,7 +291,7 @@ impl SequenceState {
         SequenceState {
             options,
             next: i128::from(options.start),
-            reserved: options.start.saturating_sub(options.increment),
+            reserved: i128::from(options.start) - i128::from(options.increment),
             called: false,
         }
     }
@@ -300,7 +302,7 @@ impl SequenceState {
         SequenceState {
             options,
             next: i128::from(reserved) + i128::from(options.increment),
-            reserved,
+            reserved: i128::from(reserved),
             called: true,
         }
     }
@@ -316,6 +318,14 @@ impl SequenceState {
 impl Sequence {
     pub fn new(key: String, state: SequenceState) -> Sequence {
         Sequence { key, state: Mutex::new(state) }
+    }
+
+    /// The name errors give the sequence: its name where its key holds one (`@name#7`).
+    pub fn display_name(&self) -> &str {
+        match self.key.strip_prefix('@') {
+            Some(named) => named.rsplit_once('#').map_or(named, |(name, _)| name),
+            None => &self.key,
+        }
     }
 
     /// Hands out the next value. `reserve(limit)` makes values up to `limit` durable before
@@ -339,16 +349,14 @@ impl Sequence {
                 ));
             }
             state.next = if increment > 0 { min } else { max };
-            state.reserved =
-                (state.next - increment).clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
+            state.reserved = state.next - increment;
         }
         let value = state.next as i64;
         let unreserved =
-            if increment > 0 { value > state.reserved } else { value < state.reserved };
+            if increment > 0 { state.next > state.reserved } else { state.next < state.reserved };
         if unreserved {
-            let limit =
-                (state.next + increment * i128::from(SEQUENCE_BLOCK - 1)).clamp(min, max) as i64;
-            reserve(self, limit)?;
+            let limit = (state.next + increment * i128::from(SEQUENCE_BLOCK - 1)).clamp(min, max);
+            reserve(self, limit as i64)?;
             state.reserved = limit;
         }
         state.next += increment;
@@ -378,8 +386,10 @@ impl Sequence {
         }
         let increment = i128::from(options.increment);
         let next = if called { i128::from(value) + increment } else { i128::from(value) };
-        let reserved = (next - increment).clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
-        reserve(self, reserved)?;
+        // What a restart goes on after (`SequenceState::recovered`): the value before `next`
+        // (at the type's end, the end itself: one value skipped, none repeated).
+        let reserved = next - increment;
+        reserve(self, reserved.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64)?;
         *state = SequenceState { options, next, reserved, called };
         Ok(())
     }
@@ -711,9 +721,15 @@ impl Catalog {
     /// transaction that began before an ALTER TABLE of the table committed reads the version
     /// it began with, and may not write it).
     pub fn table_in(&self, name: &str, view: View<'_>) -> SqlResult<(Arc<TableInfo>, bool)> {
-        // A temporary table of the session shadows a table of the same name.
+        // A temporary table of the session shadows a table of the same name; another
+        // session's cannot be reached by its catalog name.
         let name = match view.temp.and_then(|temp| temp.get(name)) {
             Some(internal) if self.tables.contains_key(internal) => internal.as_str(),
+            _ if name.starts_with(crate::session::temp::TEMP_PREFIX)
+                && !view.temp.is_some_and(|temp| temp.values().any(|own| own == name)) =>
+            {
+                return Err(SqlError::undefined_table(name));
+            }
             _ => name,
         };
         for pending in view.pending.iter().rev() {

@@ -160,6 +160,10 @@ impl SqlDb {
         catalog.views = views;
         let defs: Vec<_> = catalog.sequence_defs.values().cloned().collect();
         for def in defs {
+            // Keys carry a generation (`@name#7`): later objects take later ones.
+            if let Some(generation) = def.key.rsplit_once('#').and_then(|(_, g)| g.parse().ok()) {
+                catalog.generation = catalog.generation.max(generation);
+            }
             let sequence = catalog.sequence(&def.key, def.options);
             if let Some(limit) = reserved.get(&def.key) {
                 *sequence.state.lock() = catalog::SequenceState::recovered(def.options, *limit);
@@ -209,6 +213,11 @@ impl SqlDb {
             let mut sequences = Vec::new();
             for column in &schema.columns {
                 sequences.push(column.sequence.as_ref().map(|key| {
+                    // A named sequence was recovered above with its own options; a SERIAL
+                    // column's from before sequences were objects has the defaults.
+                    if let Some(sequence) = catalog.sequences.get(key) {
+                        return Arc::clone(sequence);
+                    }
                     let options = catalog::SequenceOptions::default();
                     let sequence = catalog.sequence(key, options);
                     if let Some(limit) = reserved.get(key) {
@@ -332,7 +341,11 @@ impl SqlDb {
         worker.transaction(Isolation::Serializable, |txn| {
             txn.put(&self.catalog_table, &key, &value)
         })?;
-        self.log_catalog_rows(&worker.last_commit(), &[(key, Some(value))])
+        self.log_catalog_rows(&worker.last_commit(), &[(key, Some(value))])?;
+        // Values are handed out once this returns, even by a statement that commits nothing
+        // to wait on: the reservation must be durable first (once per block of values).
+        worker.wait_durable()?;
+        Ok(())
     }
 
     /// Makes the catalog rows that a committed transaction wrote durable whatever the

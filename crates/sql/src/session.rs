@@ -19,7 +19,7 @@ use std::sync::Arc;
 pub mod copy;
 mod outcome;
 mod schema;
-mod sequences;
+pub(crate) mod sequences;
 mod settings;
 pub(crate) mod temp;
 
@@ -118,9 +118,11 @@ pub struct Session {
     /// Counts changes of the settings [`Session::enter`] installs.
     settings_changes: u64,
     /// The sequence values handed to the session (`currval`, `lastval`).
-    sequence_values: sequences::SessionValues,
+    pub(crate) sequence_values: sequences::SessionValues,
     /// The session's temporary tables: name to catalog name (`session/temp.rs`).
     pub(crate) temp_tables: HashMap<String, String>,
+    /// Ended sessions' temporary tables the open transaction dropped (`session/temp.rs`).
+    orphans_taken: Vec<String>,
     pub(crate) undo: Vec<Undo>,
     pub(crate) drop_at_commit: Vec<String>,
     /// The catalog rows the transaction wrote (keys and values, `None` for a deletion), for
@@ -194,6 +196,7 @@ impl Session {
             settings_changes: 0,
             sequence_values: Default::default(),
             temp_tables: HashMap::new(),
+            orphans_taken: Vec::new(),
             undo: Vec::new(),
             drop_at_commit: Vec::new(),
             catalog_rows: Vec::new(),
@@ -481,6 +484,7 @@ impl Session {
             self.engine_open = false;
         }
         self.undo_ddl();
+        self.requeue_orphans(false);
         self.release_locks();
     }
 
@@ -584,6 +588,9 @@ impl Session {
             }
             Ok(())
         };
+        if !self.orphans_taken.is_empty() {
+            self.requeue_orphans(commit && result.is_ok());
+        }
         match (&result, commit) {
             // A transaction without DDL or sequence reservations (the common case) has no
             // catalog rows to log and no engine tables to drop.

@@ -545,7 +545,7 @@ pub fn sequence_view(name: &str, catalog: &Catalog) -> Option<Arc<TableInfo>> {
     };
     // Values handed out from memory between reservations: PostgreSQL's log_cnt counts the
     // values logged ahead the same way.
-    let ahead = (i128::from(state.reserved) - state.next + i128::from(state.options.increment))
+    let ahead = (state.reserved - state.next + i128::from(state.options.increment))
         / i128::from(state.options.increment);
     let row = vec![int(state.last_value()), int(ahead.max(0) as i64), Value::Bool(state.called)];
     Some(rows_table(schema, engine, 0, vec![row]))

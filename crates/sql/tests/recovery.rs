@@ -330,7 +330,9 @@ fn sequences_survive_restart_without_reusing_values() {
             .unwrap();
         session.execute_one("CREATE TABLE t (id serial PRIMARY KEY, v text)").unwrap();
         session
-            .execute_one("CREATE TABLE g (id int GENERATED ALWAYS AS IDENTITY, v text)")
+            .execute_one(
+                "CREATE TABLE g (id int GENERATED ALWAYS AS IDENTITY (INCREMENT BY 5), v text)",
+            )
             .unwrap();
         session.execute_one("INSERT INTO t (v) VALUES ('a'), ('b')").unwrap();
         session.execute_one("INSERT INTO g (v) VALUES ('a')").unwrap();
@@ -355,6 +357,11 @@ fn sequences_survive_restart_without_reusing_values() {
     );
     let error = session.execute_one("INSERT INTO g (id, v) VALUES (7, 'x')").unwrap_err();
     assert_eq!(error.code, "428C9", "{error}");
+    // The identity's sequence keeps its options: after 1 comes a value on its steps of 5.
+    session.execute_one("INSERT INTO g (v) VALUES ('b')").unwrap();
+    let ids = texts(session.execute_one("SELECT id FROM g ORDER BY id").unwrap());
+    let second: i64 = ids[1].parse().unwrap();
+    assert!(ids[0] == "1" && second > 1 && (second - 1) % 5 == 0, "{ids:?}");
     assert_eq!(session.execute_one("SELECT nextval('rolled')").unwrap_err().code, "42P01");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -53,3 +53,47 @@ fn concurrent_sessions_never_share_a_value() {
     setup.execute_one("SELECT setval('shared', 1000000)").unwrap();
     assert_eq!(first_int(setup.execute_one("SELECT nextval('shared')").unwrap()), 1_000_003);
 }
+
+/// Every value is reserved before it is handed out, at the ends of the i64 range too, and a
+/// cycling sequence reserves again after it wraps.
+#[test]
+fn values_are_reserved_before_they_are_handed_out_at_the_type_bounds() {
+    use engram_sql::catalog::{Sequence, SequenceOptions, SequenceState};
+    use std::cell::Cell;
+    let cases = [
+        SequenceOptions {
+            increment: -1,
+            min: i64::MIN,
+            max: i64::MIN + 2,
+            start: i64::MIN + 1,
+            cycle: true,
+        },
+        SequenceOptions {
+            increment: 1,
+            min: i64::MAX - 2,
+            max: i64::MAX,
+            start: i64::MAX - 1,
+            cycle: true,
+        },
+        SequenceOptions { increment: 7, min: -20, max: 20, start: -20, cycle: false },
+    ];
+    for options in cases {
+        let sequence = Sequence::new("@s#1".into(), SequenceState::new(options));
+        let reserved = Cell::new(None::<i64>);
+        for _ in 0..6 {
+            let value = match sequence.next_value("s", |_, limit| {
+                reserved.set(Some(limit));
+                Ok(())
+            }) {
+                Ok(value) => value,
+                Err(error) => {
+                    assert_eq!(error.code, "2200H", "{options:?}");
+                    break;
+                }
+            };
+            let limit = reserved.get().expect("reserved before the first value");
+            let covered = if options.increment > 0 { value <= limit } else { value >= limit };
+            assert!(covered, "{options:?}: {value} handed out beyond the reservation {limit}");
+        }
+    }
+}

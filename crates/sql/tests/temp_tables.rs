@@ -80,3 +80,37 @@ fn temporary_tables_do_not_survive_a_restart() {
     session.execute_one("CREATE TEMP TABLE scratch (v text)").unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A temporary table renamed stays its session's; no statement reaches another session's
+/// table by its catalog name; DDL that drops ended sessions' tables and then rolls back leaves
+/// them to the next.
+#[test]
+fn temporary_tables_stay_private_through_renames_and_rollbacks() {
+    let db = SqlDb::open(engram_engine::Config::default()).unwrap();
+    let mut a = db.session().unwrap();
+    let mut b = db.session().unwrap();
+    a.execute_one("CREATE TEMP TABLE t (x int)").unwrap();
+    a.execute_one("ALTER TABLE t RENAME TO u").unwrap();
+    a.execute_one("INSERT INTO u VALUES (1)").unwrap();
+    assert_eq!(b.execute_one("SELECT * FROM u").unwrap_err().code, "42P01");
+    let internal: Vec<String> = db
+        .tables()
+        .iter()
+        .map(|t| t.schema.name.clone())
+        .filter(|n| n.starts_with("_engram_temp"))
+        .collect();
+    assert_eq!(internal.len(), 1, "{internal:?}");
+    let name = &internal[0];
+    for statement in [format!("SELECT * FROM \"{name}\""), format!("DROP TABLE \"{name}\"")] {
+        assert_eq!(b.execute_one(&statement).unwrap_err().code, "42P01", "{statement}");
+    }
+    drop(a);
+    // The DDL that would drop the ended session's table rolls back: the table waits for the
+    // next one.
+    b.execute_one("BEGIN").unwrap();
+    b.execute_one("CREATE TABLE other (x int)").unwrap();
+    b.execute_one("ROLLBACK").unwrap();
+    assert!(db.tables().iter().any(|t| &t.schema.name == name));
+    b.execute_one("CREATE TABLE other (x int)").unwrap();
+    assert!(!db.tables().iter().any(|t| &t.schema.name == name));
+}

@@ -48,6 +48,7 @@ impl Session {
         if let [AlterAction::RenameTable { to }] = alter.actions.as_slice()
             && self.db.catalog.read().sequence_defs.contains_key(&alter.table)
         {
+            self.take_exclusive()?;
             self.alter_sequence(&alter.table, false, None, &[], Some(to))?;
             return Ok("ALTER TABLE".into());
         }
@@ -121,9 +122,10 @@ impl Session {
 
     /// Evaluates a bound default once.
     fn evaluate(&self, expr: &BExpr) -> SqlResult<Value> {
-        let db = Arc::clone(&self.db);
-        let reserve =
-            move |sequence: &crate::catalog::Sequence, limit: i64| db.reserve(sequence, limit);
+        let reserve = crate::session::sequences::SessionSequences {
+            db: &self.db,
+            values: &self.sequence_values,
+        };
         let interrupt = crate::interrupt::Interrupt::default();
         let cx = Context {
             params: &[],
@@ -218,7 +220,10 @@ impl Session {
                 self.move_sequence_owner(&schema.name, &schema.name, Some((from, to)))?;
             }
             AlterAction::RenameTable { to } => {
-                if to.contains('#') || to.starts_with("_engram") || to.contains('.') {
+                // (A temporary table's new name is Engram's own: `session/temp.rs`.)
+                let temporary = to.starts_with(crate::session::temp::TEMP_PREFIX);
+                if !temporary && (to.contains('#') || to.starts_with("_engram") || to.contains('.'))
+                {
                     return Err(SqlError::new("42602", format!("invalid table name \"{to}\"")));
                 }
                 if to != name && self.relation_exists(to) {

@@ -137,7 +137,7 @@ impl Session {
         }
         let def = SequenceDef {
             name: create.name.clone(),
-            key: format!("@{}", create.name),
+            key: self.sequence_key(&create.name),
             ty,
             options,
             owned_by: create.owned_by.clone(),
@@ -261,7 +261,7 @@ impl Session {
             name = format!("{base}{suffix}");
         }
         let (options, _) = sequence_options(&name, ty, None, options)?;
-        let key = format!("@{name}");
+        let key = self.sequence_key(&name);
         let def = SequenceDef {
             name: name.clone(),
             key: key.clone(),
@@ -321,8 +321,13 @@ impl Session {
         Ok(())
     }
 
+    /// A new sequence's reservation key: its name and a generation no other object had.
+    fn sequence_key(&self, name: &str) -> String {
+        format!("@{}", self.db.catalog.write().next_engine_name(name))
+    }
+
     /// Writes (or with `None` removes) a sequence's catalog row and entry; `fresh` starts its
-    /// values anew (a sequence just created, whose key may have been used by one dropped).
+    /// values anew (a sequence just created).
     fn put_sequence(
         &mut self,
         name: &str,

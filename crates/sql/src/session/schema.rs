@@ -33,7 +33,7 @@ impl Session {
                 self.take_exclusive()?;
                 self.drop_orphaned_temp_tables()?;
             }
-            match self.resolved_ddl(statement) {
+            match self.resolved_ddl(statement)? {
                 Some(resolved) => self.run_ddl(&resolved),
                 None => self.run_ddl(statement),
             }
