@@ -4,6 +4,7 @@
 use crate::ast::BinaryOp;
 use crate::catalog::Sequence;
 use crate::error::{SqlError, SqlResult};
+pub mod dates;
 pub mod functions;
 
 use crate::types::{Type, Value, cast, check_int, fit_numeric};
@@ -660,7 +661,7 @@ fn arith_general(op: BinaryOp, left: Value, right: Value, ty: Type) -> SqlResult
         _ => {}
     }
     if matches!(ty, Type::Timestamp | Type::Timestamptz | Type::Time | Type::Interval) {
-        return crate::types::datetime_arith(op, &left, &right);
+        return dates::datetime_arith(op, &left, &right);
     }
     match ty {
         Type::Int2 | Type::Int4 | Type::Int8 => {

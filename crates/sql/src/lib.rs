@@ -172,9 +172,8 @@ impl SqlDb {
         let mut referenced = std::collections::HashSet::new();
         // Temporary tables a crash left: their sessions are gone. Their catalog rows go, and
         // their engine tables with the unnamed ones below.
-        let (temporary, schemas): (Vec<TableSchema>, Vec<TableSchema>) = schemas
-            .into_iter()
-            .partition(|schema| schema.name.starts_with(session::temp::TEMP_PREFIX));
+        let (temporary, schemas): (Vec<TableSchema>, Vec<TableSchema>) =
+            schemas.into_iter().partition(|schema| schema.name.starts_with(catalog::TEMP_PREFIX));
         if !temporary.is_empty() {
             let owned: Vec<String> = catalog
                 .sequence_defs
@@ -182,7 +181,7 @@ impl SqlDb {
                 .filter(|def| {
                     def.owned_by
                         .as_ref()
-                        .is_some_and(|(table, _)| table.starts_with(session::temp::TEMP_PREFIX))
+                        .is_some_and(|(table, _)| table.starts_with(catalog::TEMP_PREFIX))
                 })
                 .map(|def| def.name.clone())
                 .collect();

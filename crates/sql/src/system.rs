@@ -457,7 +457,7 @@ pub fn view(
     let mut tables: Vec<Arc<TableInfo>> = catalog
         .tables
         .values()
-        .filter(|t| !t.schema.name.starts_with(crate::session::temp::TEMP_PREFIX))
+        .filter(|t| !t.schema.name.starts_with(crate::catalog::TEMP_PREFIX))
         .cloned()
         .collect();
     tables.sort_by(|a, b| a.schema.name.cmp(&b.schema.name));
@@ -558,7 +558,7 @@ fn sequence_rows(
     let temporary = |def: &crate::catalog::SequenceDef| {
         def.owned_by
             .as_ref()
-            .is_some_and(|(table, _)| table.starts_with(crate::session::temp::TEMP_PREFIX))
+            .is_some_and(|(table, _)| table.starts_with(crate::catalog::TEMP_PREFIX))
     };
     let mut defs: Vec<_> =
         sources.catalog.sequence_defs.values().filter(|def| !temporary(def)).cloned().collect();

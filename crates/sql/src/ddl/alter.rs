@@ -221,7 +221,7 @@ impl Session {
             }
             AlterAction::RenameTable { to } => {
                 // (A temporary table's new name is Engram's own: `session/temp.rs`.)
-                let temporary = to.starts_with(crate::session::temp::TEMP_PREFIX);
+                let temporary = to.starts_with(crate::catalog::TEMP_PREFIX);
                 if !temporary && (to.contains('#') || to.starts_with("_engram") || to.contains('.'))
                 {
                     return Err(SqlError::new("42602", format!("invalid table name \"{to}\"")));

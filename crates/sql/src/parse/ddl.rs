@@ -120,8 +120,8 @@ fn column_def_from(column: sp::ColumnDef) -> SqlResult<ColumnDef> {
                     ));
                 }
                 let kind = match kind {
-                    sp::GeneratedAs::Always => crate::catalog::Identity::Always,
-                    _ => crate::catalog::Identity::ByDefault,
+                    sp::GeneratedAs::Always => crate::ast::Identity::Always,
+                    _ => crate::ast::Identity::ByDefault,
                 };
                 let options = sequence::options_from(sequence_options.as_deref().unwrap_or(&[]))?;
                 def.identity = Some((kind, options));

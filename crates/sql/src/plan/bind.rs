@@ -411,7 +411,7 @@ impl Binder<'_> {
                     }
                     _ => (l, lt, r, rt),
                 };
-                if let Some(ty) = crate::types::datetime_result(op, lt, rt) {
+                if let Some(ty) = crate::expr::dates::datetime_result(op, lt, rt) {
                     return Ok((
                         BExpr::Arith { op, left: Box::new(l), right: Box::new(r), ty },
                         ty,

@@ -281,7 +281,7 @@ impl Binder<'_> {
             let bound = if matches!(expr, Expr::Default) {
                 defaults[at].clone().unwrap_or(BExpr::Const(Value::Null))
             } else {
-                if column.identity == Some(crate::catalog::Identity::Always) {
+                if column.identity == Some(crate::ast::Identity::Always) {
                     return Err(SqlError::new(
                         "428C9",
                         format!("column \"{name}\" can only be updated to DEFAULT"),
@@ -397,7 +397,7 @@ impl Binder<'_> {
 
 /// Refuses a value given for a `GENERATED ALWAYS AS IDENTITY` column (PostgreSQL's 428C9).
 fn always_identity(column: &crate::catalog::ColumnSchema) -> SqlResult<()> {
-    if column.identity == Some(crate::catalog::Identity::Always) {
+    if column.identity == Some(crate::ast::Identity::Always) {
         let mut error = SqlError::new(
             "428C9",
             format!("cannot insert a non-DEFAULT value into column \"{}\"", column.name),

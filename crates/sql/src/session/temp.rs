@@ -12,8 +12,7 @@ use super::Session;
 use crate::ast::{CreateTable, Statement};
 use crate::error::{SqlError, SqlResult};
 
-/// The prefix of temporary tables' catalog names.
-pub const TEMP_PREFIX: &str = "_engram_temp";
+use crate::catalog::TEMP_PREFIX;
 
 impl Session {
     pub(crate) fn create_temp_table(&mut self, create: &CreateTable) -> SqlResult<String> {

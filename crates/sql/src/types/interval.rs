@@ -15,7 +15,8 @@ pub struct Interval {
     pub micros: i64,
 }
 
-fn overflow() -> SqlError {
+/// PostgreSQL's error for an interval beyond its fields' range.
+pub fn interval_overflow() -> SqlError {
     SqlError::new("22008", "interval out of range")
 }
 
@@ -34,17 +35,17 @@ impl Interval {
 
     pub fn checked_add(self, other: Interval) -> SqlResult<Interval> {
         Ok(Interval {
-            months: self.months.checked_add(other.months).ok_or_else(overflow)?,
-            days: self.days.checked_add(other.days).ok_or_else(overflow)?,
-            micros: self.micros.checked_add(other.micros).ok_or_else(overflow)?,
+            months: self.months.checked_add(other.months).ok_or_else(interval_overflow)?,
+            days: self.days.checked_add(other.days).ok_or_else(interval_overflow)?,
+            micros: self.micros.checked_add(other.micros).ok_or_else(interval_overflow)?,
         })
     }
 
     pub fn checked_neg(self) -> SqlResult<Interval> {
         Ok(Interval {
-            months: self.months.checked_neg().ok_or_else(overflow)?,
-            days: self.days.checked_neg().ok_or_else(overflow)?,
-            micros: self.micros.checked_neg().ok_or_else(overflow)?,
+            months: self.months.checked_neg().ok_or_else(interval_overflow)?,
+            days: self.days.checked_neg().ok_or_else(interval_overflow)?,
+            micros: self.micros.checked_neg().ok_or_else(interval_overflow)?,
         })
     }
 
@@ -69,7 +70,7 @@ impl Interval {
 
     fn scaled_by(self, factor: f64, apply: impl Fn(f64) -> f64) -> SqlResult<Interval> {
         if factor.is_nan() {
-            return Err(overflow());
+            return Err(interval_overflow());
         }
         let round = |x: f64| (x * 1e6).round_ties_even() / 1e6;
         let months_exact = apply(f64::from(self.months));
@@ -85,13 +86,14 @@ impl Interval {
         if seconds_remainder.abs() >= 86_400.0 {
             days = days
                 .checked_add((seconds_remainder / 86_400.0).trunc() as i32)
-                .ok_or_else(overflow)?;
+                .ok_or_else(interval_overflow)?;
             seconds_remainder -= (seconds_remainder / 86_400.0).trunc() * 86_400.0;
         }
-        days = days.checked_add(month_remainder_days.trunc() as i32).ok_or_else(overflow)?;
+        days =
+            days.checked_add(month_remainder_days.trunc() as i32).ok_or_else(interval_overflow)?;
         let micros = (apply(self.micros as f64) + seconds_remainder * 1e6).round_ties_even();
         if !micros.is_finite() || micros.abs() >= 9.2e18 {
-            return Err(overflow());
+            return Err(interval_overflow());
         }
         Ok(Interval { months, days, micros: micros as i64 })
     }
@@ -142,14 +144,14 @@ fn agree(high: &mut i64, low: &mut i64, low_sign: i64, unit: i64) {
 }
 
 fn narrow(value: i64) -> SqlResult<i32> {
-    i32::try_from(value).map_err(|_| overflow())
+    i32::try_from(value).map_err(|_| interval_overflow())
 }
 
 fn checked_i32(value: f64) -> SqlResult<i32> {
     if value.is_finite() && value >= f64::from(i32::MIN) && value <= f64::from(i32::MAX) {
         Ok(value as i32)
     } else {
-        Err(overflow())
+        Err(interval_overflow())
     }
 }
 
@@ -688,7 +690,8 @@ pub fn instant_plus(instant: i64, interval: Interval) -> SqlResult<i64> {
     check_range(moved)
 }
 
-fn check_range(micros: i64) -> SqlResult<i64> {
+/// A timestamp within PostgreSQL's range, or 22008.
+pub fn check_range(micros: i64) -> SqlResult<i64> {
     let day = micros.div_euclid(MICROS_PER_DAY);
     if (FIRST_DAY..=LAST_TIMESTAMP_DAY).contains(&day) {
         Ok(micros)
@@ -702,87 +705,6 @@ pub fn timestamp_difference(a: i64, b: i64) -> SqlResult<Interval> {
     if is_infinite(a) || is_infinite(b) {
         return Err(SqlError::new("22008", "cannot subtract infinite timestamps"));
     }
-    let micros = a.checked_sub(b).ok_or_else(overflow)?;
+    let micros = a.checked_sub(b).ok_or_else(interval_overflow)?;
     Interval::new(0, 0, micros).justify_hours()
-}
-
-/// The result type of `left op right` where a date, time, timestamp or interval takes part,
-/// or `None` when no such operator exists (the caller then tries numeric arithmetic).
-pub fn datetime_result(op: crate::ast::BinaryOp, left: Type, right: Type) -> Option<Type> {
-    use crate::ast::BinaryOp::{Add, Divide, Multiply, Subtract};
-    use Type::{Date, Interval as Iv, Time, Timestamp as Ts, Timestamptz as Tz};
-    Some(match (op, left, right) {
-        (Add, Ts, Iv) | (Add, Iv, Ts) | (Subtract, Ts, Iv) => Ts,
-        (Add, Tz, Iv) | (Add, Iv, Tz) | (Subtract, Tz, Iv) => Tz,
-        (Add, Date, Iv) | (Add, Iv, Date) | (Subtract, Date, Iv) => Ts,
-        (Add, Date, Time) | (Add, Time, Date) => Ts,
-        (Add, Time, Iv) | (Add, Iv, Time) | (Subtract, Time, Iv) => Time,
-        (Add | Subtract, Iv, Iv) => Iv,
-        (Subtract, Ts, Ts) | (Subtract, Tz, Tz) | (Subtract, Time, Time) => Iv,
-        (Multiply, Iv, n) | (Multiply, n, Iv) | (Divide, Iv, n) if n.is_numeric() => Iv,
-        _ => return None,
-    })
-}
-
-/// `left op right` for the operators [`datetime_result`] names (neither side NULL).
-pub fn datetime_arith(op: crate::ast::BinaryOp, left: &Value, right: &Value) -> SqlResult<Value> {
-    use crate::ast::BinaryOp::{Add, Divide, Multiply, Subtract};
-    let factor = |value: &Value| -> Option<f64> {
-        match value {
-            Value::Int(v) => Some(*v as f64),
-            Value::Float(v) => Some(*v),
-            Value::Numeric(v) => Some(decimal_to_f64(*v)),
-            _ => None,
-        }
-    };
-    Ok(match (op, left, right) {
-        (Add, Value::Timestamp(t), Value::Interval(i))
-        | (Add, Value::Interval(i), Value::Timestamp(t)) => Value::Timestamp(local_plus(*t, *i)?),
-        (Subtract, Value::Timestamp(t), Value::Interval(i)) => {
-            Value::Timestamp(local_plus(*t, i.checked_neg()?)?)
-        }
-        (Add, Value::Date(d), Value::Interval(i)) | (Add, Value::Interval(i), Value::Date(d)) => {
-            Value::Timestamp(local_plus(date_to_local(*d), *i)?)
-        }
-        (Subtract, Value::Date(d), Value::Interval(i)) => {
-            Value::Timestamp(local_plus(date_to_local(*d), i.checked_neg()?)?)
-        }
-        (Add, Value::Timestamptz(t), Value::Interval(i))
-        | (Add, Value::Interval(i), Value::Timestamptz(t)) => {
-            Value::Timestamptz(instant_plus(*t, *i)?)
-        }
-        (Subtract, Value::Timestamptz(t), Value::Interval(i)) => {
-            Value::Timestamptz(instant_plus(*t, i.checked_neg()?)?)
-        }
-        (Add, Value::Date(d), Value::Time(t)) | (Add, Value::Time(t), Value::Date(d)) => {
-            Value::Timestamp(check_range(date_to_local(*d).saturating_add(*t))?)
-        }
-        (Add, Value::Time(t), Value::Interval(i)) | (Add, Value::Interval(i), Value::Time(t)) => {
-            Value::Time((t + i.micros % MICROS_PER_DAY).rem_euclid(MICROS_PER_DAY))
-        }
-        (Subtract, Value::Time(t), Value::Interval(i)) => {
-            Value::Time((t - i.micros % MICROS_PER_DAY).rem_euclid(MICROS_PER_DAY))
-        }
-        (Add, Value::Interval(a), Value::Interval(b)) => Value::Interval(a.checked_add(*b)?),
-        (Subtract, Value::Interval(a), Value::Interval(b)) => Value::Interval(a.checked_sub(*b)?),
-        (Subtract, Value::Timestamp(a), Value::Timestamp(b))
-        | (Subtract, Value::Timestamptz(a), Value::Timestamptz(b)) => {
-            Value::Interval(timestamp_difference(*a, *b)?)
-        }
-        (Subtract, Value::Time(a), Value::Time(b)) => Value::Interval(Interval::new(0, 0, a - b)),
-        (Multiply, Value::Interval(i), n) | (Multiply, n, Value::Interval(i)) => {
-            Value::Interval(i.scaled(factor(n).ok_or_else(overflow)?)?)
-        }
-        (Divide, Value::Interval(i), n) => {
-            Value::Interval(i.divided(factor(n).ok_or_else(overflow)?)?)
-        }
-        (op, left, right) => {
-            return Err(SqlError::undefined_function(format!(
-                "operator does not exist: {} {} {}",
-                left.kind_name(),
-                op.symbol(),
-                right.kind_name()
-            )));
-        }
-    })
 }
