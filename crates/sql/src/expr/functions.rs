@@ -7,6 +7,8 @@
 //! - [`string`]: `lower`, `upper`, `length`, `octet_length`, `btrim`, `ltrim`, `rtrim`, `substr`,
 //!   `concat`, `repeat`, `replace`, `translate`, `left`, `right`, `lpad`, `rpad`, `strpos`,
 //!   `starts_with`, `split_part`, `initcap`, `reverse`, `ascii`, `chr`;
+//! - [`regex`]: `regexp_like` (and the `~` operators), `regexp_count`, `regexp_substr`,
+//!   `regexp_replace`;
 //! - [`math`]: `abs`, `sign`, `round`, `trunc`, `floor`, `ceil`, `mod`, `div`, `gcd`, `lcm`,
 //!   `sqrt`, `exp`, `ln`, `log`, `power`, `pi` (the last six in double precision), `random`;
 //! - [`datetime`]: `now` and its aliases, `localtimestamp`, `localtime`, `clock_timestamp`,
@@ -29,6 +31,7 @@ mod conditional;
 mod datetime;
 mod info;
 mod math;
+mod regex;
 pub mod sequence;
 mod string;
 
@@ -116,6 +119,8 @@ const TEXT: &[Type] = &[Type::Text];
 const TEXT_INT: &[Type] = &[Type::Text, Type::Int8];
 const TEXT_INT_TEXT: &[Type] = &[Type::Text, Type::Int8, Type::Text];
 const TEXT_TEXT_INT: &[Type] = &[Type::Text, Type::Text, Type::Int8];
+const TEXT_TEXT_INT_TEXT: &[Type] = &[Type::Text, Type::Text, Type::Int8, Type::Text];
+const REGEXP_SUBSTR: &[Type] = &[Type::Text, Type::Text, Type::Int8, Type::Int8, Type::Text];
 const INT: &[Type] = &[Type::Int8];
 const DOUBLE: &[Type] = &[Type::Float8];
 const TEXT_TIMESTAMP: &[Type] = &[Type::Text, Type::Timestamp];
@@ -322,6 +327,34 @@ pub static FUNCTIONS: &[Function] = &[
         string::rpad,
     ),
     strict(&["strpos"], (2, 2), Returns::Fixed(Type::Int4), Takes::Positions(TEXT), string::strpos),
+    strict(
+        &["regexp_like"],
+        (2, 3),
+        Returns::Fixed(Type::Bool),
+        Takes::Positions(TEXT),
+        regex::regexp_like,
+    ),
+    strict(
+        &["regexp_count"],
+        (2, 4),
+        Returns::Fixed(Type::Int4),
+        Takes::Positions(TEXT_TEXT_INT_TEXT),
+        regex::regexp_count,
+    ),
+    strict(
+        &["regexp_substr"],
+        (2, 5),
+        Returns::Fixed(Type::Text),
+        Takes::Positions(REGEXP_SUBSTR),
+        regex::regexp_substr,
+    ),
+    strict(
+        &["regexp_replace"],
+        (3, 4),
+        Returns::Fixed(Type::Text),
+        Takes::Positions(TEXT),
+        regex::regexp_replace,
+    ),
     // Numbers.
     strict(&["abs"], (1, 1), Returns::First, Takes::Result, math::abs),
     strict(&["round"], (1, 2), Returns::First, Takes::ResultThen(INT), math::round),

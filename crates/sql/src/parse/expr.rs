@@ -119,6 +119,26 @@ fn expr_node(expr: sp::Expr) -> SqlResult<Expr> {
                 sp::BinaryOperator::GtEq => BinaryOp::GtEq,
                 sp::BinaryOperator::And => BinaryOp::And,
                 sp::BinaryOperator::Or => BinaryOp::Or,
+                // `a ~ b` and its case-insensitive and negated forms: regular expressions.
+                sp::BinaryOperator::PGRegexMatch
+                | sp::BinaryOperator::PGRegexIMatch
+                | sp::BinaryOperator::PGRegexNotMatch
+                | sp::BinaryOperator::PGRegexNotIMatch => {
+                    let insensitive = matches!(
+                        op,
+                        sp::BinaryOperator::PGRegexIMatch | sp::BinaryOperator::PGRegexNotIMatch
+                    );
+                    let negated = matches!(
+                        op,
+                        sp::BinaryOperator::PGRegexNotMatch | sp::BinaryOperator::PGRegexNotIMatch
+                    );
+                    let mut args = vec![expr_from(*left)?, expr_from(*right)?];
+                    if insensitive {
+                        args.push(Expr::Literal(Literal::String("i".into())));
+                    }
+                    let matched = call("regexp_like", args);
+                    return Ok(if negated { Expr::Not(Box::new(matched)) } else { matched });
+                }
                 // `a ^ b`: PostgreSQL's exponentiation, in double precision.
                 sp::BinaryOperator::PGExp => {
                     return Ok(call("power", vec![expr_from(*left)?, expr_from(*right)?]));
