@@ -561,7 +561,8 @@ impl Connection {
     }
 
     fn data_row(&mut self, row: &[Value], columns: &[OutputColumn], binary: &[bool]) -> B {
-        // `timestamptz` values are written in the session's zone.
+        // `timestamptz` values are written in the session's zone. Per row, not per result: the
+        // await between rows may run other sessions on this thread.
         self.session.enter();
         let mut data = BytesMut::with_capacity(16 * row.len());
         for (i, value) in row.iter().enumerate() {

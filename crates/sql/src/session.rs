@@ -329,7 +329,6 @@ impl Session {
 
     /// Inserts one COPY record inside the COPY's transaction.
     pub(crate) fn copy_row(&mut self, insert: &Prepared, values: &[Value]) -> SqlResult<()> {
-        self.enter();
         self.data_attempt(&insert.statement, values, 0, Some(insert), false).map(|_| ())
     }
 

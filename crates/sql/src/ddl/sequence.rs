@@ -4,7 +4,7 @@
 //! (`catalog::Sequence`), as PostgreSQL's are logged ahead.
 
 use crate::ast::{CreateSequence, SequenceOption};
-use crate::catalog::{Sequence, SequenceDef, SequenceOptions, SequenceState};
+use crate::catalog::{Sequence, SequenceDef, SequenceOptions};
 use crate::error::{SqlError, SqlResult};
 use crate::session::{Session, Undo};
 use crate::types::Type;
@@ -142,7 +142,7 @@ impl Session {
             options,
             owned_by: create.owned_by.clone(),
         };
-        self.put_sequence(&create.name, Some(Arc::new(def)), true)?;
+        self.put_sequence(&create.name, Some(Arc::new(def)))?;
         Ok("CREATE SEQUENCE".into())
     }
 
@@ -171,8 +171,8 @@ impl Session {
                 ));
             }
             let def = SequenceDef { name: new_name.to_string(), ..(*old).clone() };
-            self.put_sequence(name, None, false)?;
-            self.put_sequence(new_name, Some(Arc::new(def)), false)?;
+            self.put_sequence(name, None)?;
+            self.put_sequence(new_name, Some(Arc::new(def)))?;
             return Ok("ALTER SEQUENCE".into());
         }
         // A new type moves the bounds that were the old type's to the new type's.
@@ -189,7 +189,7 @@ impl Session {
         }
         let (new, restart) = sequence_options(name, new_ty, Some(base), options)?;
         let def = SequenceDef { options: new, ty: new_ty, ..(*old).clone() };
-        self.put_sequence(name, Some(Arc::new(def)), false)?;
+        self.put_sequence(name, Some(Arc::new(def)))?;
         let sequence = self.db.catalog.read().named_sequence(name)?.1;
         let db = Arc::clone(&self.db);
         let reserve = |sequence: &Sequence, limit: i64| db.reserve(sequence, limit);
@@ -228,7 +228,7 @@ impl Session {
                 ));
                 return Err(error);
             }
-            self.put_sequence(name, None, false)?;
+            self.put_sequence(name, None)?;
         }
         Ok("DROP SEQUENCE".into())
     }
@@ -269,7 +269,7 @@ impl Session {
             options,
             owned_by: Some((table.to_string(), column.to_string())),
         };
-        self.put_sequence(&name, Some(Arc::new(def)), true)?;
+        self.put_sequence(&name, Some(Arc::new(def)))?;
         Ok(key)
     }
 
@@ -299,7 +299,7 @@ impl Session {
             let owned_column = column.map_or(owned_column, |(_, to)| to.clone());
             let moved =
                 SequenceDef { owned_by: Some((to.to_string(), owned_column)), ..(*def).clone() };
-            self.put_sequence(&def.name, Some(Arc::new(moved)), false)?;
+            self.put_sequence(&def.name, Some(Arc::new(moved)))?;
         }
         Ok(())
     }
@@ -316,7 +316,7 @@ impl Session {
             .map(|def| def.name.clone())
             .collect();
         for name in owned {
-            self.put_sequence(&name, None, false)?;
+            self.put_sequence(&name, None)?;
         }
         Ok(())
     }
@@ -326,22 +326,14 @@ impl Session {
         format!("@{}", self.db.catalog.write().next_engine_name(name))
     }
 
-    /// Writes (or with `None` removes) a sequence's catalog row and entry; `fresh` starts its
-    /// values anew (a sequence just created).
-    fn put_sequence(
-        &mut self,
-        name: &str,
-        def: Option<Arc<SequenceDef>>,
-        fresh: bool,
-    ) -> SqlResult<()> {
+    /// Writes (or with `None` removes) a sequence's catalog row and entry. A definition with a
+    /// key not seen before (a sequence just created: keys are unique) starts its values anew.
+    fn put_sequence(&mut self, name: &str, def: Option<Arc<SequenceDef>>) -> SqlResult<()> {
         self.write_catalog_json(format!("sequence:{name}"), def.as_deref())?;
         let mut catalog = self.db.catalog.write();
         catalog.version += 1;
         if let Some(def) = &def {
-            let sequence = catalog.sequence(&def.key, def.options);
-            if fresh {
-                *sequence.state.lock() = SequenceState::new(def.options);
-            }
+            catalog.sequence(&def.key, def.options);
         }
         let previous = match def {
             Some(def) => catalog.sequence_defs.insert(name.to_string(), def),

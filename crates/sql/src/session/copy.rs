@@ -291,6 +291,9 @@ impl CopyIn {
     }
 
     fn drain(&mut self, session: &mut Session, last: bool) -> SqlResult<()> {
+        // Text fields of `timestamptz` are read in the session's zone; other sessions may
+        // have run on this thread since the last chunk.
+        session.enter();
         let mut start = 0;
         let result = loop {
             if self.ended {
