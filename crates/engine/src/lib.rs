@@ -95,7 +95,7 @@ pub mod worker;
 
 pub use cc::{
     Conflict, ConflictSite, ConflictStats, HotKey, Isolation, Protocol, Recompute, RowKeys,
-    StatementCheck, Txn,
+    Savepoint, StatementCheck, Txn,
 };
 pub use config::Config;
 pub use db::{Database, Stats};

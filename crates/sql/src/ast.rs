@@ -54,6 +54,18 @@ pub enum Statement {
     },
     Commit,
     Rollback,
+    /// `SAVEPOINT name`.
+    Savepoint {
+        name: String,
+    },
+    /// `ROLLBACK TO [SAVEPOINT] name`.
+    RollbackTo {
+        name: String,
+    },
+    /// `RELEASE [SAVEPOINT] name`.
+    Release {
+        name: String,
+    },
     /// `SET TRANSACTION` (this transaction) or `SET SESSION CHARACTERISTICS AS TRANSACTION`.
     SetTransaction {
         isolation: Option<Isolation>,

@@ -367,9 +367,9 @@ fn statement_from(statement: sp::Statement) -> SqlResult<Statement> {
         }
         S::Commit { .. } => Statement::Commit,
         S::Rollback { savepoint: None, .. } => Statement::Rollback,
-        S::Rollback { savepoint: Some(_), .. } | S::Savepoint { .. } => {
-            return Err(SqlError::unsupported("SAVEPOINT"));
-        }
+        S::Rollback { savepoint: Some(name), .. } => Statement::RollbackTo { name: ident(&name) },
+        S::Savepoint { name } => Statement::Savepoint { name: ident(&name) },
+        S::ReleaseSavepoint { name } => Statement::Release { name: ident(&name) },
         S::Set(set) => set_from(set)?,
         S::ShowVariable { variable } => {
             Statement::Show { name: variable.iter().map(ident).collect::<Vec<_>>().join(" ") }

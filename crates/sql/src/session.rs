@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 pub mod copy;
 mod outcome;
+mod savepoint;
 mod schema;
 pub(crate) mod sequences;
 mod settings;
@@ -125,6 +126,11 @@ pub struct Session {
     orphans_taken: Vec<String>,
     pub(crate) undo: Vec<Undo>,
     pub(crate) drop_at_commit: Vec<String>,
+    /// Engine tables of DDL a rollback to a savepoint undid, dropped when the transaction
+    /// ends (`session/savepoint.rs`).
+    pub(crate) drop_at_end: Vec<String>,
+    /// The open block's savepoints, oldest first (`session/savepoint.rs`).
+    savepoints: Vec<savepoint::SavepointState>,
     /// The catalog rows the transaction wrote (keys and values, `None` for a deletion), for
     /// the catalog log at commit (`SqlDb::log_catalog_rows`).
     pub(crate) catalog_rows: Vec<(Vec<u8>, Option<Vec<u8>>)>,
@@ -199,6 +205,8 @@ impl Session {
             orphans_taken: Vec::new(),
             undo: Vec::new(),
             drop_at_commit: Vec::new(),
+            drop_at_end: Vec::new(),
+            savepoints: Vec::new(),
             catalog_rows: Vec::new(),
             pending: Vec::new(),
             as_of: u64::MAX,
@@ -471,7 +479,10 @@ impl Session {
 
     fn fail_block(&mut self) {
         if self.status == TransactionStatus::InBlock {
-            self.abandon();
+            // With a savepoint, the transaction stays open for ROLLBACK TO to return to.
+            if self.savepoints.is_empty() {
+                self.abandon();
+            }
             self.status = TransactionStatus::Failed;
         }
     }
@@ -482,9 +493,19 @@ impl Session {
             let _ = self.worker.rollback();
             self.engine_open = false;
         }
+        self.savepoints.clear();
         self.undo_ddl();
+        self.drop_deferred();
         self.requeue_orphans(false);
         self.release_locks();
+    }
+
+    /// Drops the engine tables of DDL undone by a rollback to a savepoint, once the engine
+    /// transaction has ended.
+    fn drop_deferred(&mut self) {
+        for engine in std::mem::take(&mut self.drop_at_end) {
+            let _ = self.db.db.drop_table(&engine);
+        }
     }
 
     fn release_locks(&mut self) {
@@ -564,6 +585,9 @@ impl Session {
             self.txn_started = now_micros();
             crate::types::set_transaction_start(self.id, Some(self.txn_started));
             self.as_of = self.db.catalog_version.load(std::sync::atomic::Ordering::Acquire);
+            if !self.savepoints.is_empty() {
+                self.open_savepoints()?;
+            }
         }
         Ok(())
     }
@@ -571,6 +595,7 @@ impl Session {
     /// Ends the transaction: commit or roll back the engine transaction, finish DDL.
     fn finish(&mut self, commit: bool) -> SqlResult<()> {
         crate::types::set_transaction_start(self.id, None);
+        self.savepoints.clear();
         let mut result = if commit && self.engine_open {
             self.engine_open = false;
             match self.commit_engine() {
@@ -619,6 +644,9 @@ impl Session {
                 }
             }
             _ => self.undo_ddl(),
+        }
+        if !self.drop_at_end.is_empty() {
+            self.drop_deferred();
         }
         self.release_locks();
         self.txn_isolation = None;
@@ -673,7 +701,10 @@ impl Session {
         prepared: Option<&Prepared>,
     ) -> SqlResult<Outcome> {
         if self.status == TransactionStatus::Failed
-            && !matches!(statement, Statement::Rollback | Statement::Commit)
+            && !matches!(
+                statement,
+                Statement::Rollback | Statement::Commit | Statement::RollbackTo { .. }
+            )
         {
             return Err(SqlError::in_failed_transaction());
         }
@@ -744,6 +775,13 @@ impl Session {
                 self.status = TransactionStatus::Idle;
                 self.finish(false)?;
                 Ok(Outcome::Command { tag: "ROLLBACK".into() })
+            }
+            Statement::Savepoint { name } => self.savepoint(name).or_else(|error| self.fail(error)),
+            Statement::Release { name } => {
+                self.release_savepoint(name).or_else(|error| self.fail(error))
+            }
+            Statement::RollbackTo { name } => {
+                self.rollback_to_savepoint(name).or_else(|error| self.fail(error))
             }
             Statement::SetTransaction { isolation, read_only, session } => {
                 if *session {

@@ -200,6 +200,12 @@ pub(crate) struct AccessSet {
     /// last known unchanged: a commit that changed one of them since has an epoch at or
     /// above it (`cc/txn/statement.rs`, the epoch shortcut). `None`: not known.
     pub checked_at: Option<Epoch>,
+    /// The transaction's savepoints (`cc/txn/savepoint.rs`), oldest first: the number of
+    /// entries and the length of `saved` when each was taken.
+    pub savepoints: Vec<(u32, u32)>,
+    /// Entries as they were before a write changed them, while a savepoint is taken:
+    /// (position, old entry). Only entries older than the newest savepoint are saved.
+    pub saved: Vec<(u32, Access)>,
 }
 
 #[inline]
@@ -223,6 +229,19 @@ impl AccessSet {
         self.statement_mark = 0;
         self.statement_high = Epoch::NEVER;
         self.checked_at = None;
+        self.savepoints.clear();
+        self.saved.clear();
+    }
+
+    /// Saves the entry at `index` before a write changes it, if it is older than the newest
+    /// savepoint (`cc/txn/savepoint.rs`). One comparison when no savepoint is taken.
+    #[inline]
+    pub fn before_write(&mut self, index: usize) {
+        if let Some(&(mark, _)) = self.savepoints.last()
+            && index < mark as usize
+        {
+            self.saved.push((index as u32, self.entries[index]));
+        }
     }
 
     /// Forgets the entries from `len` on (reads of a statement that runs again).

@@ -49,5 +49,5 @@ pub(crate) use access::{AccessSet, NodeSet, Span};
 pub(crate) use commit::{abort, abort_kicked, commit};
 pub use conflict::{Conflict, ConflictSite, ConflictStats, HotKey, RowKeys};
 pub(crate) use secondary::{EntryScratch, InsertedEntry};
-pub use txn::{Recompute, StatementCheck, Txn};
+pub use txn::{Recompute, Savepoint, StatementCheck, Txn};
 pub(crate) use txn::{Recomputes, bytes_writable};

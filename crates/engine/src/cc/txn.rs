@@ -52,9 +52,11 @@ impl Drop for Txn<'_> {
 
 mod attributes;
 mod insert;
+mod savepoint;
 mod scan;
 mod statement;
 
+pub use savepoint::Savepoint;
 pub use statement::StatementCheck;
 
 /// Refuses a write of row bytes to a table of non-inline attributes, whose rows only
@@ -945,6 +947,7 @@ impl<'w> Txn<'w> {
         let same_keys =
             same_keys && own.is_some_and(|index| worker.txn.access.entries[index].validate);
         if let Some(index) = own {
+            worker.txn.access.before_write(index);
             let entry = worker.txn.access.entries[index];
             worker.txn.access.entries[index].recompute = false;
             // Written before by this transaction: the new row is made from its own, which no

@@ -7,7 +7,7 @@ fn rejects_unsupported_with_0a000() {
     for sql in [
         "SELECT * FROM a, LATERAL (SELECT 1) s",
         "CREATE TEMPORARY TABLE t (a int) ON COMMIT DROP",
-        "SAVEPOINT s",
+        "COMMIT AND CHAIN",
     ] {
         let error = parse(sql).unwrap_err();
         assert_eq!(error.code, "0A000", "{sql}: {error}");

@@ -285,11 +285,18 @@ impl Session {
         self.pending.clear();
         self.drop_at_commit.clear();
         self.catalog_rows.clear();
-        if self.undo.is_empty() {
+        self.undo_ddl_to(0, false);
+    }
+
+    /// Undoes the catalog changes from `undo[len]` on, newest first. The engine tables they
+    /// created are dropped now, or with `defer_drops` when the transaction ends (a rollback to
+    /// a savepoint: the open engine transaction may still hold their records).
+    pub(super) fn undo_ddl_to(&mut self, len: usize, defer_drops: bool) {
+        if self.undo.len() <= len {
             return;
         }
         let mut catalog = self.db.catalog.write();
-        for undo in self.undo.drain(..).rev() {
+        for undo in self.undo.drain(len..).rev() {
             match undo {
                 super::Undo::Table { name, previous, created_engine } => {
                     match previous {
@@ -301,7 +308,12 @@ impl Session {
                         }
                     }
                     if let Some(engine) = created_engine {
-                        let _ = self.db.db.drop_table(&engine);
+                        match defer_drops {
+                            true => self.drop_at_end.push(engine),
+                            false => {
+                                let _ = self.db.db.drop_table(&engine);
+                            }
+                        }
                     }
                 }
                 super::Undo::View { name, previous } => match previous {

@@ -157,9 +157,10 @@ ROLLBACK
 ----
 ok ROLLBACK
 
+-- Outside a transaction block, as PostgreSQL.
 SAVEPOINT s1
 ----
-error 0A000
+error 25P01
 
 -- READ COMMITTED: an UPDATE of one row by its key applies to the newest committed row, as in
 -- PostgreSQL (where b's UPDATE would wait for a's lock): both increments count.

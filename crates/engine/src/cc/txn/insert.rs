@@ -59,6 +59,7 @@ impl Txn<'_> {
         let worker = &mut *self.worker;
         let own = worker.txn.access.find(head);
         if let Some(index) = own {
+            worker.txn.access.before_write(index);
             let entry = worker.txn.access.entries[index];
             match entry.kind {
                 Kind::Delete => {
