@@ -89,8 +89,71 @@ fn put_binary(out: &mut BytesMut, value: &Value, ty: Type) {
             out.put_i32(i.months);
         }
         (Value::Uuid(bytes), _) => out.put_slice(bytes),
+        (Value::Array(items), _) => put_array(out, items, ty),
         (Value::Null, _) => {}
     }
+}
+
+/// An array's binary form: dimensions (0 for an empty array, else 1), whether an element is
+/// NULL, the element type's OID, the dimension's length and lower bound (1), then each element
+/// as a field.
+fn put_array(out: &mut BytesMut, items: &[Value], ty: Type) {
+    let elem = match ty {
+        Type::Array(elem) => elem,
+        _ => engram_sql::types::Elem::Text,
+    };
+    let elem_ty = elem.ty();
+    out.put_i32(i32::from(!items.is_empty()));
+    out.put_i32(i32::from(items.iter().any(Value::is_null)));
+    out.put_u32(elem_ty.oid());
+    if items.is_empty() {
+        return;
+    }
+    out.put_i32(items.len() as i32);
+    out.put_i32(1);
+    let mut text = String::new();
+    for item in items {
+        put_field(out, item, elem_ty, true, &mut text);
+    }
+}
+
+/// Reads an array parameter's binary form (one dimension, any lower bound).
+fn decode_array(bytes: &[u8], elem: engram_sql::types::Elem) -> SqlResult<Value> {
+    let wrong = || SqlError::new("22P03", "incorrect binary data format in array parameter");
+    let mut at = 0;
+    let word = |at: &mut usize| -> SqlResult<i32> {
+        let value = bytes.get(*at..*at + 4).ok_or_else(wrong)?;
+        *at += 4;
+        Ok(i32::from_be_bytes(value.try_into().map_err(|_| wrong())?))
+    };
+    let dimensions = word(&mut at)?;
+    let _has_null = word(&mut at)?;
+    let _elem_oid = word(&mut at)?;
+    match dimensions {
+        0 => return Ok(engram_sql::types::array(Vec::new())),
+        1 => {}
+        _ => return Err(SqlError::unsupported("multidimensional arrays")),
+    }
+    let count = word(&mut at)?;
+    let _lower = word(&mut at)?;
+    if count < 0 || count as usize > engram_sql::types::ARRAY_ELEMENTS_MAX {
+        return Err(wrong());
+    }
+    let mut items = Vec::with_capacity((count as usize).min(bytes.len() / 4));
+    for _ in 0..count {
+        let len = word(&mut at)?;
+        if len < 0 {
+            items.push(Value::Null);
+            continue;
+        }
+        let item = bytes.get(at..at + len as usize).ok_or_else(wrong)?;
+        at += len as usize;
+        items.push(decode_param(Some(item), elem.ty(), true)?);
+    }
+    if at != bytes.len() {
+        return Err(wrong());
+    }
+    Ok(engram_sql::types::array(items))
 }
 
 /// Decodes a Bind parameter (`None` is NULL) of type `ty` in text or binary format.
@@ -154,6 +217,7 @@ pub fn decode_param(bytes: Option<&[u8]>, ty: Type, binary: bool) -> SqlResult<V
         }
         Type::Uuid => Value::Uuid(fixed(16)?.try_into().map_err(|_| wrong())?),
         Type::Bytea => Value::Bytes(bytes.to_vec()),
+        Type::Array(elem) => decode_array(bytes, elem)?,
         Type::Char(_) | Type::Varchar(_) | Type::Text | Type::Unknown => {
             let text = std::str::from_utf8(bytes).map_err(|_| {
                 SqlError::new("22021", "invalid byte sequence for encoding \"UTF8\"")
@@ -193,6 +257,24 @@ mod tests {
             Type::Numeric { precision: 0, scale: 0 },
         );
         assert_eq!(bytes, vec![0, 3, 0, 1, 0, 0, 0, 4, 0, 1, 0x09, 0x29, 0x1a, 0x85]);
+    }
+
+    #[test]
+    fn arrays_round_trip_in_binary() {
+        use engram_sql::types::{Elem, array};
+        let ty = Type::Array(Elem::Int4);
+        let value = array(vec![Value::Int(1), Value::Null, Value::Int(-3)]);
+        let bytes = binary(&value, ty);
+        // One dimension, a NULL among the elements, int4 elements, 3 of them from 1.
+        assert_eq!(&bytes[..20], &[0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 23, 0, 0, 0, 3, 0, 0, 0, 1]);
+        let back = decode_param(Some(&bytes), ty, true).unwrap();
+        assert_eq!(back.compare(&value), std::cmp::Ordering::Equal);
+        let empty = binary(&array(Vec::new()), Type::Array(Elem::Text));
+        assert_eq!(empty, vec![0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 25]);
+        let text = decode_param(Some(b"{a,\"b c\",NULL}"), Type::Array(Elem::Text), false);
+        assert_eq!(text.unwrap().to_text(Type::Array(Elem::Text)).unwrap(), "{a,\"b c\",NULL}");
+        assert_eq!(param_type(1009).unwrap(), Type::Array(Elem::Text));
+        assert_eq!(decode_param(Some(&bytes[..10]), ty, true).unwrap_err().code, "22P03");
     }
 
     #[test]

@@ -239,8 +239,9 @@ pub struct Cte {
 pub enum Source {
     /// A subquery (or `VALUES`) in FROM.
     Query(Query),
-    /// A set-returning function (`generate_series`, `unnest`).
-    Function { name: String, args: Vec<Expr> },
+    /// A set-returning function (`generate_series`, `unnest`); `ordinality`: `WITH
+    /// ORDINALITY`, a last column numbering the rows from 1.
+    Function { name: String, args: Vec<Expr>, ordinality: bool },
 }
 
 #[derive(Debug, Clone)]
@@ -458,12 +459,30 @@ pub enum Expr {
     },
     /// `DEFAULT` in an INSERT's VALUES or an UPDATE's SET.
     Default,
-    /// A call with `FILTER (WHERE ...)` or `OVER (...)`: `function` is an [`Expr::Function`];
-    /// without a window it is an aggregate over the rows that pass the filter.
+    /// `ARRAY[...]`.
+    Array(Vec<Expr>),
+    /// `ARRAY(subquery)`: the subquery's rows as an array.
+    ArraySubquery(Box<Query>),
+    /// `expr op ANY (array)`, or with `all`, `expr op ALL (array)`.
+    AnyAll {
+        expr: Box<Expr>,
+        op: BinaryOp,
+        array: Box<Expr>,
+        all: bool,
+    },
+    /// `array[index]`.
+    Subscript {
+        array: Box<Expr>,
+        index: Box<Expr>,
+    },
+    /// A call with `FILTER (WHERE ...)`, `OVER (...)` or an aggregate's `ORDER BY`:
+    /// `function` is an [`Expr::Function`]; without a window it is an aggregate over the rows
+    /// that pass the filter, taken in `order` (empty: any order).
     Over {
         function: Box<Expr>,
         filter: Option<Box<Expr>>,
         window: Option<Box<WindowSpec>>,
+        order: Vec<OrderItem>,
     },
 }
 
@@ -568,10 +587,19 @@ impl Expr {
                 otherwise: otherwise.as_deref().map(boxed),
             },
             Expr::Default => Expr::Default,
-            Expr::Over { function, filter, window } => Expr::Over {
+            Expr::Array(items) => Expr::Array(items.clone()),
+            Expr::ArraySubquery(query) => Expr::ArraySubquery(query.clone()),
+            Expr::AnyAll { expr, op, array, all } => {
+                Expr::AnyAll { expr: boxed(expr), op: *op, array: boxed(array), all: *all }
+            }
+            Expr::Subscript { array, index } => {
+                Expr::Subscript { array: boxed(array), index: boxed(index) }
+            }
+            Expr::Over { function, filter, window, order } => Expr::Over {
                 function: boxed(function),
                 filter: filter.as_deref().map(boxed),
                 window: window.clone(),
+                order: order.clone(),
             },
         }
     }
@@ -589,7 +617,14 @@ impl Expr {
             | Expr::Param(_)
             | Expr::Default
             | Expr::Exists { .. }
-            | Expr::Subquery(_) => {}
+            | Expr::Subquery(_)
+            | Expr::ArraySubquery(_) => {}
+            Expr::Array(items) => out.append(items),
+            Expr::AnyAll { expr: left, array: right, .. }
+            | Expr::Subscript { array: left, index: right } => {
+                take(left);
+                take(right);
+            }
             Expr::Negate(e)
             | Expr::Not(e)
             | Expr::IsNull { expr: e, .. }

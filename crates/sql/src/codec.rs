@@ -9,7 +9,7 @@
 //! A key: each column's encoding, concatenated, such that byte order is value order.
 
 use crate::error::{SqlError, SqlResult};
-use crate::types::{Interval, Text, Type, Value};
+use crate::types::{Elem, Interval, Text, Type, Value, array};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
@@ -169,8 +169,53 @@ fn encode_value(ty: Type, value: &Value, out: &mut Vec<u8>) {
             write_varint(bytes.len() as u64, out);
             out.extend_from_slice(bytes);
         }
+        (Type::Array(elem), Value::Array(items)) => {
+            let mut payload = Vec::new();
+            encode_array(elem, items, &mut payload);
+            write_varint(payload.len() as u64, out);
+            out.extend_from_slice(&payload);
+        }
         (ty, value) => unreachable!("value {value:?} was not cast to column type {ty:?}"),
     }
+}
+
+/// An array's bytes in a row (after the column's length): the element count, then per
+/// element 0 for NULL or 1 and the element as a column of its type is written.
+fn encode_array(elem: Elem, items: &[Value], out: &mut Vec<u8>) {
+    write_varint(items.len() as u64, out);
+    for item in items {
+        match item {
+            Value::Null => out.push(0),
+            item => {
+                out.push(1);
+                encode_value(elem.ty(), item, out);
+            }
+        }
+    }
+}
+
+/// Reads back [`encode_array`]'s bytes.
+fn decode_array(elem: Elem, bytes: &[u8]) -> SqlResult<Value> {
+    let mut at = 0;
+    let count = read_varint(bytes, &mut at).ok_or_else(corrupt)? as usize;
+    let ty = elem.ty();
+    let mut items = Vec::with_capacity(count.min(bytes.len()));
+    for _ in 0..count {
+        let marker = *bytes.get(at).ok_or_else(corrupt)?;
+        at += 1;
+        if marker == 0 {
+            items.push(Value::Null);
+            continue;
+        }
+        let (item, end) = column_bytes(bytes, ty, at).ok_or_else(corrupt)?;
+        items.push(match ty.fixed_width() {
+            Some(_) => decode_fixed(ty, item),
+            None if ty == Type::Bytea => Value::Bytes(item.to_vec()),
+            None => Value::Text(stored_text(item)?),
+        });
+        at = end;
+    }
+    Ok(array(items))
 }
 
 fn write_varint(mut value: u64, out: &mut Vec<u8>) {
@@ -427,8 +472,11 @@ fn decode_steps(
         let bytes = row.get(start..at).ok_or_else(corrupt)?;
         let ty = types[column];
         out[column] = match width {
-            0 if ty == Type::Bytea => Value::Bytes(bytes.to_vec()),
-            0 => Value::Text(stored_text(bytes)?),
+            0 => match ty {
+                Type::Bytea => Value::Bytes(bytes.to_vec()),
+                Type::Array(elem) => decode_array(elem, bytes)?,
+                _ => Value::Text(stored_text(bytes)?),
+            },
             _ => decode_fixed(ty, bytes),
         };
     }
@@ -601,6 +649,17 @@ pub fn encode_key(format: KeyFormat, ty: Type, value: &Value, out: &mut Vec<u8>)
             out.extend_from_slice(&((i.span() as u128) ^ (1 << 127)).to_be_bytes())
         }
         (_, Value::Uuid(bytes)) => out.extend_from_slice(bytes),
+        // An array's row bytes, escaped (as `encode_index_key` takes them from a row): equal
+        // arrays are equal keys; no order is promised (arrays are never range-probed).
+        (ty, Value::Array(items)) => {
+            let elem = match ty {
+                Type::Array(elem) => elem,
+                _ => Elem::Text,
+            };
+            let mut payload = Vec::new();
+            encode_array(elem, items, &mut payload);
+            encode_escaped(&payload, out);
+        }
         (_, Value::Null) => unreachable!("keys never hold NULL"),
     }
 }
@@ -769,6 +828,10 @@ fn decode_key_value(format: KeyFormat, ty: Type, bytes: &[u8]) -> Option<(Value,
         Type::Bytea => {
             let (raw, used) = decode_escaped(bytes)?;
             (Value::Bytes(raw), used)
+        }
+        Type::Array(elem) => {
+            let (raw, used) = decode_escaped(bytes)?;
+            (decode_array(elem, &raw).ok()?, used)
         }
     })
 }

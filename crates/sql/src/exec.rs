@@ -626,14 +626,24 @@ enum AggState {
     Avg(Value, i64),
     /// `string_agg`'s text so far (`None`: no value yet).
     Text(Option<String>),
+    /// `array_agg`'s values so far (`None`: no row yet).
+    Array(Option<Vec<Value>>),
+    /// `bool_and` / `bool_or`'s answer so far (`None`: no value yet).
+    Bool(Option<bool>),
     /// The distinct values so far, each with the separator of the row it first came in.
     Distinct(Vec<(Value, Value)>, HashSet<DistinctValue, GroupHasher>),
+    /// An aggregate with ORDER BY: each row's sort keys, value and separator, aggregated in
+    /// order when the group ends.
+    Ordered(Vec<(Vec<Value>, Value, Value)>),
 }
 
 fn new_states(aggregates: &[Aggregate]) -> Vec<AggState> {
     aggregates
         .iter()
         .map(|a| {
+            if !a.order.is_empty() {
+                return AggState::Ordered(Vec::new());
+            }
             if a.distinct {
                 return AggState::Distinct(Vec::new(), HashSet::default());
             }
@@ -643,6 +653,8 @@ fn new_states(aggregates: &[Aggregate]) -> Vec<AggState> {
                 AggFunc::Min | AggFunc::Max => AggState::MinMax(Value::Null),
                 AggFunc::Avg => AggState::Avg(Value::Null, 0),
                 AggFunc::StringAgg => AggState::Text(None),
+                AggFunc::ArrayAgg => AggState::Array(None),
+                AggFunc::BoolAnd | AggFunc::BoolOr => AggState::Bool(None),
             }
         })
         .collect()
@@ -668,7 +680,28 @@ fn accumulate(
                 *n += 1;
             }
         }
+        AggState::Array(values) => {
+            let values = values.get_or_insert_with(Vec::new);
+            if values.len() >= crate::types::ARRAY_ELEMENTS_MAX {
+                return Err(SqlError::new(
+                    "54000",
+                    format!(
+                        "array size exceeds the maximum allowed ({})",
+                        crate::types::ARRAY_ELEMENTS_MAX
+                    ),
+                ));
+            }
+            values.push(value);
+        }
         _ if value.is_null() => {}
+        AggState::Bool(answer) => {
+            let value = value.truth()?.unwrap_or(true);
+            *answer = Some(match (aggregate.func, *answer) {
+                (AggFunc::BoolAnd, Some(so_far)) => so_far && value,
+                (_, Some(so_far)) => so_far || value,
+                (_, None) => value,
+            });
+        }
         AggState::Sum(sum) => *sum = add(std::mem::replace(sum, Value::Null), value, aggregate.ty)?,
         AggState::MinMax(best) => {
             let replace = best.is_null() || {
@@ -704,6 +737,7 @@ fn accumulate(
                 values.push((value, separator));
             }
         }
+        AggState::Ordered(rows) => rows.push((Vec::new(), value, separator)),
     }
     Ok(())
 }
@@ -729,6 +763,14 @@ fn accumulate_row(
             Some(separator) => separator.eval(row, cx)?,
             None => Value::Null,
         };
+        if let AggState::Ordered(rows) = state {
+            let mut keys = Vec::with_capacity(aggregate.order.len());
+            for key in &aggregate.order {
+                keys.push(key.expr.eval(row, cx)?);
+            }
+            rows.push((keys, value, separator));
+            continue;
+        }
         accumulate(state, aggregate, value, separator)?;
     }
     Ok(())
@@ -739,6 +781,8 @@ fn finish(state: AggState, aggregate: &Aggregate) -> SqlResult<Value> {
         AggState::Count(n) => Value::Int(n),
         AggState::Sum(sum) | AggState::MinMax(sum) => sum,
         AggState::Text(text) => text.map_or(Value::Null, |text| Value::Text(text.into())),
+        AggState::Array(values) => values.map_or(Value::Null, crate::types::array),
+        AggState::Bool(answer) => answer.map_or(Value::Null, Value::Bool),
         AggState::Avg(sum, count) => {
             if count == 0 {
                 Value::Null
@@ -750,6 +794,32 @@ fn finish(state: AggState, aggregate: &Aggregate) -> SqlResult<Value> {
             let plain = Aggregate { distinct: false, ..aggregate.clone() };
             let mut inner = new_states(std::slice::from_ref(&plain)).remove(0);
             for (value, separator) in values {
+                accumulate(&mut inner, &plain, value, separator)?;
+            }
+            finish(inner, &plain)?
+        }
+        AggState::Ordered(mut rows) => {
+            let order = &aggregate.order;
+            rows.sort_by(|(a, ..), (b, ..)| {
+                for ((x, y), key) in a.iter().zip(b).zip(order) {
+                    let ordering = match (x.is_null(), y.is_null()) {
+                        (true, true) => Ordering::Equal,
+                        (true, false) if key.nulls_first => Ordering::Less,
+                        (true, false) => Ordering::Greater,
+                        (false, true) if key.nulls_first => Ordering::Greater,
+                        (false, true) => Ordering::Less,
+                        (false, false) if key.descending => y.compare(x),
+                        (false, false) => x.compare(y),
+                    };
+                    if ordering != Ordering::Equal {
+                        return ordering;
+                    }
+                }
+                Ordering::Equal
+            });
+            let plain = Aggregate { order: Vec::new(), ..aggregate.clone() };
+            let mut inner = new_states(std::slice::from_ref(&plain)).remove(0);
+            for (_, value, separator) in rows {
                 accumulate(&mut inner, &plain, value, separator)?;
             }
             finish(inner, &plain)?

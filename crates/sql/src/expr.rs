@@ -97,6 +97,22 @@ pub enum BExpr {
         otherwise: Option<Box<BExpr>>,
     },
     NextVal(Arc<Sequence>),
+    /// `ARRAY[...]`, its elements coerced to one type.
+    Array(Vec<BExpr>),
+    /// `ARRAY(subquery)`: the subquery's rows.
+    ArraySubquery(usize),
+    /// `left op ANY (array)`, or with `all`, `ALL`.
+    AnyAll {
+        op: BinaryOp,
+        left: Box<BExpr>,
+        array: Box<BExpr>,
+        all: bool,
+    },
+    /// `array[index]`, counted from 1.
+    Subscript {
+        array: Box<BExpr>,
+        index: Box<BExpr>,
+    },
 }
 
 /// Dropping a tree takes it apart node by node instead of recursing: expressions may nest
@@ -123,6 +139,7 @@ impl BExpr {
             | BExpr::Window(_)
             | BExpr::Exists { .. }
             | BExpr::Subquery(_)
+            | BExpr::ArraySubquery(_)
             | BExpr::NextVal(_) => {}
             BExpr::Negate(e, _)
             | BExpr::Not(e)
@@ -130,6 +147,12 @@ impl BExpr {
             | BExpr::IsNull { expr: e, .. }
             | BExpr::IsBool { expr: e, .. }
             | BExpr::InSubquery { expr: e, .. } => take(e),
+            BExpr::Array(items) => out.append(items),
+            BExpr::AnyAll { left, array: right, .. }
+            | BExpr::Subscript { array: left, index: right } => {
+                take(left);
+                take(right);
+            }
             BExpr::Arith { left, right, .. }
             | BExpr::Compare { left, right, .. }
             | BExpr::Distinct { left, right, .. }
@@ -218,8 +241,15 @@ impl BExpr {
             | BExpr::Window(_)
             | BExpr::Exists { .. }
             | BExpr::Subquery(_)
+            | BExpr::ArraySubquery(_)
             | BExpr::NextVal(_) => {}
             BExpr::Negate(e, _) | BExpr::Not(e) | BExpr::Cast { expr: e, .. } => e.columns(visit),
+            BExpr::Array(items) => items.iter().for_each(|e| e.columns(visit)),
+            BExpr::AnyAll { left, array: right, .. }
+            | BExpr::Subscript { array: left, index: right } => {
+                left.columns(visit);
+                right.columns(visit);
+            }
             BExpr::IsNull { expr, .. }
             | BExpr::IsBool { expr, .. }
             | BExpr::InSubquery { expr, .. } => expr.columns(visit),
@@ -454,6 +484,28 @@ impl BExpr {
                 }
             }
             BExpr::NextVal(sequence) => Value::Int(next_value(sequence, cx)?),
+            BExpr::Array(items) => {
+                let mut values = Vec::with_capacity(items.len());
+                for item in items {
+                    values.push(item.eval(row, cx)?);
+                }
+                crate::types::array(values)
+            }
+            BExpr::ArraySubquery(at) => cx.subquery(*at, |rows| crate::types::array(rows.to_vec())),
+            BExpr::AnyAll { op, left, array, all } => {
+                let value = left.eval(row, cx)?;
+                match array.eval(row, cx)? {
+                    Value::Array(items) => any_all(*op, &value, &items, *all),
+                    _ => Value::Null,
+                }
+            }
+            BExpr::Subscript { array, index } => match (array.eval(row, cx)?, index.eval(row, cx)?)
+            {
+                (Value::Array(items), Value::Int(at)) if at >= 1 => {
+                    items.get(at as usize - 1).cloned().unwrap_or(Value::Null)
+                }
+                _ => Value::Null,
+            },
         })
     }
 }
@@ -507,6 +559,22 @@ pub fn compare_holds(op: BinaryOp, ordering: Ordering) -> bool {
         BinaryOp::GtEq => ordering != Ordering::Less,
         _ => false,
     }
+}
+
+/// `value op ANY (items)` (or `ALL`) in three-valued logic: ANY is true if a comparison is
+/// true, else NULL if one is NULL, else false (an empty array: false); ALL the dual.
+fn any_all(op: BinaryOp, value: &Value, items: &[Value], all: bool) -> Value {
+    let mut unknown = false;
+    for item in items {
+        if value.is_null() || item.is_null() {
+            unknown = true;
+            continue;
+        }
+        if compare_holds(op, value.compare(item)) != all {
+            return Value::Bool(!all);
+        }
+    }
+    if unknown { Value::Null } else { Value::Bool(all) }
 }
 
 fn in_values(value: &Value, candidates: &[Value], negated: bool) -> Value {

@@ -621,6 +621,15 @@ pub fn type_from(ty: &sp::DataType) -> SqlResult<Type> {
         D::Time(_, sp::TimezoneInfo::None | sp::TimezoneInfo::WithoutTimeZone) => Type::Time,
         D::Interval { .. } => Type::Interval,
         D::Uuid => Type::Uuid,
+        D::Array(
+            sp::ArrayElemTypeDef::SquareBracket(elem, _) | sp::ArrayElemTypeDef::Qualified(elem, _),
+        ) => {
+            let elem = type_from(elem)?;
+            Type::Array(
+                crate::types::Elem::of(elem)
+                    .ok_or_else(|| SqlError::unsupported("multidimensional arrays"))?,
+            )
+        }
         // A relation's name, as sequence functions take it (`'seq'::regclass`).
         D::Regclass => Type::Text,
         D::Custom(name, modifiers) if modifiers.is_empty() => match object_name(name)?.as_str() {
@@ -675,7 +684,17 @@ fn table_ref(factor: &sp::TableFactor) -> SqlResult<TableRef> {
         sp::TableFactor::Table { name, alias, args: None, .. } => {
             Ok(aliased(alias, object_name(name)?, None))
         }
-        sp::TableFactor::Table { name, alias, args: Some(args), .. } => {
+        sp::TableFactor::UNNEST {
+            alias, array_exprs, with_offset: false, with_ordinality, ..
+        } => {
+            let args =
+                array_exprs.iter().map(|e| expr_from(e.clone())).collect::<SqlResult<Vec<_>>>()?;
+            let name = "unnest".to_string();
+            let source =
+                Source::Function { name: name.clone(), args, ordinality: *with_ordinality };
+            Ok(aliased(alias, name, Some(source)))
+        }
+        sp::TableFactor::Table { name, alias, args: Some(args), with_ordinality, .. } => {
             let name = object_name(name)?;
             let args = args
                 .args
@@ -685,7 +704,9 @@ fn table_ref(factor: &sp::TableFactor) -> SqlResult<TableRef> {
                     other => Err(SqlError::unsupported(format!("the argument {other}"))),
                 })
                 .collect::<SqlResult<Vec<_>>>()?;
-            Ok(aliased(alias, name.clone(), Some(Source::Function { name, args })))
+            let source =
+                Source::Function { name: name.clone(), args, ordinality: *with_ordinality };
+            Ok(aliased(alias, name, Some(source)))
         }
         sp::TableFactor::Derived { lateral, subquery, alias, .. } => {
             if *lateral {

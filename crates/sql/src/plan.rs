@@ -14,6 +14,7 @@ use crate::expr::BExpr;
 use crate::types::{Type, Value, cast};
 use std::sync::Arc;
 
+mod array;
 mod bind;
 mod derived;
 mod dml;
@@ -93,6 +94,11 @@ pub enum AggFunc {
     /// `string_agg(value, separator)`: the values as text, each after the separator of its
     /// row (the first without one); NULL values are left out.
     StringAgg,
+    /// `array_agg(value)`: the values in an array, NULLs included.
+    ArrayAgg,
+    /// `bool_and` (`every`) and `bool_or`.
+    BoolAnd,
+    BoolOr,
 }
 
 #[derive(Debug, Clone)]
@@ -105,6 +111,8 @@ pub struct Aggregate {
     pub ty: Type,
     /// `FILTER (WHERE ...)`: only rows that pass are aggregated.
     pub filter: Option<BExpr>,
+    /// `ORDER BY` in the call (`array_agg(x ORDER BY y)`): the order rows are taken in.
+    pub order: Vec<SortKey>,
 }
 
 #[derive(Debug, Clone)]
@@ -368,7 +376,19 @@ pub struct Binder<'a> {
 }
 
 pub(crate) fn is_aggregate(name: &str) -> bool {
-    matches!(name, "count" | "sum" | "min" | "max" | "avg" | "string_agg")
+    matches!(
+        name,
+        "count"
+            | "sum"
+            | "min"
+            | "max"
+            | "avg"
+            | "string_agg"
+            | "array_agg"
+            | "bool_and"
+            | "bool_or"
+            | "every"
+    )
 }
 
 fn contains_aggregate(expr: &Expr) -> bool {
@@ -404,6 +424,11 @@ fn contains_aggregate_node(expr: &Expr) -> bool {
             contains_aggregate(expr) || list.iter().any(contains_aggregate)
         }
         Expr::Like { expr, pattern, .. } => contains_aggregate(expr) || contains_aggregate(pattern),
+        Expr::Array(items) => items.iter().any(contains_aggregate),
+        Expr::AnyAll { expr: left, array: right, .. }
+        | Expr::Subscript { array: left, index: right } => {
+            contains_aggregate(left) || contains_aggregate(right)
+        }
         Expr::Case { operand, whens, otherwise } => {
             operand.as_deref().is_some_and(contains_aggregate)
                 || whens.iter().any(|(w, t)| contains_aggregate(w) || contains_aggregate(t))
@@ -451,7 +476,7 @@ fn key_compatible(column: Type, from: Type) -> bool {
         }
         Type::Bool => from == Type::Bool,
         Type::Bytea => from == Type::Bytea,
-        Type::Unknown => false,
+        Type::Unknown | Type::Array(_) => false,
     }
 }
 
@@ -1110,8 +1135,15 @@ fn column_name(expr: &Expr) -> String {
         // A cast is named by what it casts when that has a name, else by its type.
         Expr::Cast { expr, ty } => match column_name(expr) {
             name if name != "?column?" => name,
-            _ => ty.typname().into(),
+            _ => match ty {
+                // An array type is named by its element's.
+                Type::Array(elem) => elem.ty().typname().into(),
+                _ => ty.typname().into(),
+            },
         },
+        Expr::Array(_) | Expr::ArraySubquery(_) => "array".into(),
+        Expr::Subscript { array, .. } => column_name(array),
+        Expr::Over { function, .. } => column_name(function),
         Expr::Case { .. } => "case".into(),
         Expr::Exists { .. } => "exists".into(),
         _ => "?column?".into(),
@@ -1151,7 +1183,7 @@ fn expr_type_hint(expr: &BExpr, params: &[Type], row_types: &[Type]) -> Option<T
             Value::Time(_) => Some(Type::Time),
             Value::Interval(_) => Some(Type::Interval),
             Value::Uuid(_) => Some(Type::Uuid),
-            Value::Null => None,
+            Value::Null | Value::Array(_) => None,
         },
         BExpr::Cast { ty, .. }
         | BExpr::Arith { ty, .. }

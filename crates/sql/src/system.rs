@@ -675,30 +675,38 @@ const TYPES: &[(i64, &str, i64, bool, &str, i64)] = &[
     (1700, "numeric", -1, false, "N", 1231),
 ];
 
+/// Each type of `TYPES`, then its array type (`_int4`, category `A`, `typelem` the type).
 fn types(_: &Sources<'_>) -> Vec<Vec<Value>> {
-    TYPES
+    let row = |oid: i64, name: &str, length: i64, by_value: bool, category: &str, elem, array| {
+        vec![
+            int(oid),
+            text(name),
+            int(PG_CATALOG_OID),
+            int(OWNER_OID),
+            int(length),
+            Value::Bool(by_value),
+            text("b"),
+            text(category),
+            Value::Bool(true),
+            text(","),
+            int(0),
+            int(elem),
+            int(array),
+            int(0),
+            int(-1),
+            Value::Bool(false),
+        ]
+    };
+    let mut rows: Vec<Vec<Value>> = TYPES
         .iter()
         .map(|&(oid, name, length, by_value, category, array)| {
-            vec![
-                int(oid),
-                text(name),
-                int(PG_CATALOG_OID),
-                int(OWNER_OID),
-                int(length),
-                Value::Bool(by_value),
-                text("b"),
-                text(category),
-                Value::Bool(true),
-                text(","),
-                int(0),
-                int(0),
-                int(array),
-                int(0),
-                int(-1),
-                Value::Bool(false),
-            ]
+            row(oid, name, length, by_value, category, 0, array)
         })
-        .collect()
+        .collect();
+    for &(oid, name, _, _, _, array) in TYPES {
+        rows.push(row(array, &format!("_{name}"), -1, false, "A", oid, 0));
+    }
+    rows
 }
 
 /// Indexes of `table`, the primary key counted.

@@ -14,6 +14,7 @@ use std::cmp::Ordering;
 use std::fmt::Write as _;
 use std::hash::{Hash, Hasher};
 
+mod array;
 mod cast;
 mod datetime;
 mod interval;
@@ -21,6 +22,7 @@ mod numeric;
 mod uuid;
 pub mod zone;
 
+pub use array::*;
 pub use cast::*;
 pub use datetime::*;
 pub use interval::*;
@@ -60,6 +62,8 @@ pub enum Type {
     Uuid,
     /// An untyped literal or parameter whose type the context has not decided yet.
     Unknown,
+    /// A one-dimensional array (`types/array.rs`).
+    Array(Elem),
 }
 
 /// The largest precision of `NUMERIC` (the decimal type holds 28 digits).
@@ -89,6 +93,7 @@ impl Type {
             Type::Interval => "interval".into(),
             Type::Uuid => "uuid".into(),
             Type::Unknown => "unknown".into(),
+            Type::Array(elem) => format!("{}[]", elem.ty().name()),
         }
     }
 
@@ -113,6 +118,7 @@ impl Type {
             Type::Interval => "interval",
             Type::Uuid => "uuid",
             Type::Unknown => "unknown",
+            Type::Array(elem) => array_typname(elem),
         }
     }
 
@@ -137,6 +143,7 @@ impl Type {
             Type::Interval => 1186,
             Type::Uuid => 2950,
             Type::Unknown => 705,
+            Type::Array(elem) => elem.array_oid(),
         }
     }
 
@@ -185,7 +192,7 @@ impl Type {
             1186 => Type::Interval,
             2950 => Type::Uuid,
             0 | 705 => Type::Unknown,
-            _ => return None,
+            oid => Type::Array(Elem::from_array_oid(oid)?),
         })
     }
 
@@ -241,6 +248,9 @@ impl Type {
                 })
             }
             (a, b) if a.is_text() && b.is_text() => Some(Type::Text),
+            (Type::Array(a), Type::Array(b)) => {
+                Some(Type::Array(Elem::of(Type::common(a.ty(), b.ty())?)?))
+            }
             (a, b) if a.is_datetime() && b.is_datetime() => {
                 Some(if a == Type::Timestamptz || b == Type::Timestamptz {
                     Type::Timestamptz
@@ -261,6 +271,8 @@ impl Type {
             || (self.is_text() && from != Type::Bytea)
             || (self.is_datetime() && from.is_datetime())
             || (self == Type::Time && matches!(from, Type::Timestamp | Type::Timestamptz))
+            || matches!((self, from), (Type::Array(to), Type::Array(from))
+                if to.ty().assignable_from(from.ty()))
     }
 
     /// Dates and the timestamp types, which compare and convert among themselves.
@@ -278,6 +290,28 @@ impl Type {
             Type::Numeric { .. } | Type::Interval | Type::Uuid => Some(16),
             _ => None,
         }
+    }
+}
+
+/// `pg_type.typname` of an array type: its element's, after an underscore.
+fn array_typname(elem: Elem) -> &'static str {
+    match elem {
+        Elem::Bool => "_bool",
+        Elem::Int2 => "_int2",
+        Elem::Int4 => "_int4",
+        Elem::Int8 => "_int8",
+        Elem::Float4 => "_float4",
+        Elem::Float8 => "_float8",
+        Elem::Numeric => "_numeric",
+        Elem::Varchar => "_varchar",
+        Elem::Text => "_text",
+        Elem::Bytea => "_bytea",
+        Elem::Date => "_date",
+        Elem::Timestamp => "_timestamp",
+        Elem::Timestamptz => "_timestamptz",
+        Elem::Time => "_time",
+        Elem::Interval => "_interval",
+        Elem::Uuid => "_uuid",
     }
 }
 
@@ -303,6 +337,8 @@ pub enum Value {
     Time(i64),
     Interval(Interval),
     Uuid([u8; 16]),
+    /// A one-dimensional array's elements (`types/array.rs`).
+    Array(std::sync::Arc<[Value]>),
 }
 
 impl Value {
@@ -337,6 +373,7 @@ impl Value {
             Value::Time(_) => "time without time zone",
             Value::Interval(_) => "interval",
             Value::Uuid(_) => "uuid",
+            Value::Array(_) => "array",
         }
     }
 
@@ -390,6 +427,7 @@ impl Value {
             (Value::Time(a), Value::Time(b)) => a.cmp(b),
             (Value::Interval(a), Value::Interval(b)) => a.span().cmp(&b.span()),
             (Value::Uuid(a), Value::Uuid(b)) => a.cmp(b),
+            (Value::Array(a), Value::Array(b)) => compare_arrays(a, b),
             (a, b) if a.kind_rank() == 4 && b.kind_rank() == 4 => {
                 a.instant().unwrap_or(0).cmp(&b.instant().unwrap_or(0))
             }
@@ -414,6 +452,7 @@ impl Value {
             Value::Time(_) => 5,
             Value::Interval(_) => 6,
             Value::Uuid(_) => 7,
+            Value::Array(_) => 8,
         }
     }
 
@@ -473,6 +512,13 @@ impl Value {
             Value::Time(micros) => write_clock(*micros, out),
             Value::Interval(interval) => write_interval(*interval, out),
             Value::Uuid(bytes) => write_uuid(bytes, out),
+            Value::Array(items) => {
+                let elem = match ty {
+                    Type::Array(elem) => elem.ty(),
+                    _ => Type::Text,
+                };
+                write_array(items, elem, out);
+            }
         }
         true
     }
@@ -538,6 +584,12 @@ fn hash_grouped<H: Hasher>(value: &Value, state: &mut H) {
         Value::Time(micros) => micros.hash(state),
         Value::Interval(interval) => interval.span().hash(state),
         Value::Uuid(bytes) => bytes.hash(state),
+        Value::Array(items) => {
+            items.len().hash(state);
+            for item in items.iter() {
+                hash_grouped(item, state);
+            }
+        }
     }
 }
 

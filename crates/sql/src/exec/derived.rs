@@ -35,6 +35,31 @@ fn rows(txn: &mut Txn<'_>, derived: &Derived, env: &Env<'_>, cx: &Context<'_>) -
             Ok(set_operation(*op, *all, left, right))
         }
         Derived::Series { start, stop, step } => series(start, stop, step.as_ref(), cx),
+        Derived::Unnest(arrays) => {
+            let mut columns = Vec::with_capacity(arrays.len());
+            for array in arrays {
+                columns.push(match array.eval(&[], cx)? {
+                    Value::Array(items) => items,
+                    _ => std::sync::Arc::from(Vec::new()),
+                });
+            }
+            let count = columns.iter().map(|items| items.len()).max().unwrap_or(0);
+            Ok((0..count)
+                .map(|at| {
+                    columns
+                        .iter()
+                        .map(|items| items.get(at).cloned().unwrap_or(Value::Null))
+                        .collect()
+                })
+                .collect())
+        }
+        Derived::Numbered(inner) => {
+            let mut rows = rows(txn, inner, env, cx)?;
+            for (at, row) in rows.iter_mut().enumerate() {
+                row.push(Value::Int(at as i64 + 1));
+            }
+            Ok(rows)
+        }
         Derived::Work(work) => Ok(work.lock().clone()),
         Derived::Recursive { anchor, step, all, work } => {
             let mut result = run(txn, anchor, env)?;

@@ -17,7 +17,11 @@
 //!   `justify_hours` / `_days` / `_interval`, `isfinite`, `gen_random_uuid`;
 //! - [`sequence`]: `nextval`, `currval`, `setval`, `lastval`;
 //! - [`conditional`]: `coalesce`, `nullif`, `greatest`, `least`;
-//! - [`info`]: `version`, `current_database`, `current_schema`, `current_user`, `pg_sleep`.
+//! - [`info`]: `version`, `current_database`, `current_schema`, `current_user`, `pg_sleep`;
+//! - [`array`]: `array_length`, `cardinality`, `array_lower` / `_upper`, `array_ndims`,
+//!   `array_dims`, `array_position(s)`, `array_append`, `array_prepend`, `array_cat`,
+//!   `array_remove`, `array_replace`, `array_to_string`, `string_to_array`, and the operators
+//!   `@>`, `<@` and `&&` (`arraycontains`, `arraycontained`, `arrayoverlap`).
 //!
 //! Aggregates are the planner's (`plan::AggFunc`): they are not called once per row.
 
@@ -27,6 +31,7 @@ use crate::types::{Type, Value};
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
+mod array;
 mod conditional;
 mod datetime;
 mod info;
@@ -60,6 +65,18 @@ pub enum Takes {
     ResultThen(&'static [Type]),
     /// Computed from the position and the result type.
     Of(fn(usize, Type) -> Type),
+    /// Polymorphic over arrays, by position (the last entry for positions past the end):
+    /// the arrays take one array type and the elements its element type, the common type of
+    /// them all (PostgreSQL's `anyarray` and `anyelement`).
+    Array(&'static [Role]),
+}
+
+/// What an argument of a [`Takes::Array`] function is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Array,
+    Element,
+    Fixed(Type),
 }
 
 /// How a function's body is called.
@@ -108,6 +125,10 @@ impl Function {
             Takes::ResultThen(_) if position == 0 => result,
             Takes::ResultThen(types) => types[(position - 1).min(types.len() - 1)],
             Takes::Of(of) => of(position, result),
+            Takes::Array(roles) => match roles[position.min(roles.len() - 1)] {
+                Role::Fixed(ty) => ty,
+                Role::Array | Role::Element => Type::Unknown,
+            },
         }
     }
 }
@@ -132,6 +153,30 @@ const MAKE_TIMESTAMP: &[Type] =
     &[Type::Int8, Type::Int8, Type::Int8, Type::Int8, Type::Int8, Type::Float8, Type::Text];
 const MAKE_INTERVAL: &[Type] =
     &[Type::Int8, Type::Int8, Type::Int8, Type::Int8, Type::Int8, Type::Int8, Type::Float8];
+
+const ARRAY_INT: &[Role] = &[Role::Array, Role::Fixed(Type::Int4)];
+const ARRAY_ONLY: &[Role] = &[Role::Array];
+const ARRAY_ELEMENT: &[Role] = &[Role::Array, Role::Element];
+const ARRAY_ELEMENT_INT: &[Role] = &[Role::Array, Role::Element, Role::Fixed(Type::Int4)];
+const ELEMENT_ARRAY: &[Role] = &[Role::Element, Role::Array];
+const ARRAY_ARRAY: &[Role] = &[Role::Array, Role::Array];
+const ARRAY_ELEMENT_ELEMENT: &[Role] = &[Role::Array, Role::Element, Role::Element];
+const ARRAY_TEXT: &[Role] = &[Role::Array, Role::Fixed(Type::Text)];
+
+/// The array type among a [`Takes::Array`] call's resolved argument types.
+fn the_array(args: &[Type]) -> Type {
+    args.iter().copied().find(|ty| matches!(ty, Type::Array(_))).unwrap_or(Type::Unknown)
+}
+
+/// `int[]`.
+fn int_array(_: &[Type]) -> Type {
+    Type::Array(crate::types::Elem::Int4)
+}
+
+/// `text[]`.
+fn text_array(_: &[Type]) -> Type {
+    Type::Array(crate::types::Elem::Text)
+}
 
 /// `date_trunc`'s result: a `timestamp` or an interval stays one; anything else (a date, an
 /// untyped literal) is truncated as a `timestamptz`, PostgreSQL's preferred date/time type.
@@ -192,6 +237,25 @@ const fn nulls(
         arity,
         returns,
         takes: Takes::Result,
+        volatile: false,
+        body: Body::Nulls(body),
+    }
+}
+
+/// A [`Takes::Array`] function called with NULL arguments too (`array_append(NULL, 1)` is
+/// `{1}`).
+const fn polymorphic(
+    names: &'static [&'static str],
+    arity: (usize, usize),
+    returns: Returns,
+    roles: &'static [Role],
+    body: fn(&[Value], Type, &Context<'_>) -> SqlResult<Value>,
+) -> Function {
+    Function {
+        names,
+        arity,
+        returns,
+        takes: Takes::Array(roles),
         volatile: false,
         body: Body::Nulls(body),
     }
@@ -559,6 +623,127 @@ pub static FUNCTIONS: &[Function] = &[
     ),
     strict(&["pg_sleep"], (1, 1), Returns::Fixed(Type::Float8), Takes::Result, info::pg_sleep)
         .volatile(),
+    // Arrays.
+    strict(
+        &["array_length"],
+        (2, 2),
+        Returns::Fixed(Type::Int4),
+        Takes::Array(ARRAY_INT),
+        array::array_length,
+    ),
+    strict(
+        &["array_upper"],
+        (2, 2),
+        Returns::Fixed(Type::Int4),
+        Takes::Array(ARRAY_INT),
+        array::array_length,
+    ),
+    strict(
+        &["array_lower"],
+        (2, 2),
+        Returns::Fixed(Type::Int4),
+        Takes::Array(ARRAY_INT),
+        array::array_lower,
+    ),
+    strict(
+        &["cardinality"],
+        (1, 1),
+        Returns::Fixed(Type::Int4),
+        Takes::Array(ARRAY_ONLY),
+        array::cardinality,
+    ),
+    strict(
+        &["array_ndims"],
+        (1, 1),
+        Returns::Fixed(Type::Int4),
+        Takes::Array(ARRAY_ONLY),
+        array::array_ndims,
+    ),
+    strict(
+        &["array_dims"],
+        (1, 1),
+        Returns::Fixed(Type::Text),
+        Takes::Array(ARRAY_ONLY),
+        array::array_dims,
+    ),
+    polymorphic(
+        &["array_position"],
+        (2, 3),
+        Returns::Fixed(Type::Int4),
+        ARRAY_ELEMENT_INT,
+        array::array_position,
+    ),
+    polymorphic(
+        &["array_positions"],
+        (2, 2),
+        Returns::Of(int_array),
+        ARRAY_ELEMENT,
+        array::array_positions,
+    ),
+    polymorphic(
+        &["array_append"],
+        (2, 2),
+        Returns::Of(the_array),
+        ARRAY_ELEMENT,
+        array::array_append,
+    ),
+    polymorphic(
+        &["array_prepend"],
+        (2, 2),
+        Returns::Of(the_array),
+        ELEMENT_ARRAY,
+        array::array_prepend,
+    ),
+    polymorphic(&["array_cat"], (2, 2), Returns::Of(the_array), ARRAY_ARRAY, array::array_cat),
+    polymorphic(
+        &["array_remove"],
+        (2, 2),
+        Returns::Of(the_array),
+        ARRAY_ELEMENT,
+        array::array_remove,
+    ),
+    polymorphic(
+        &["array_replace"],
+        (3, 3),
+        Returns::Of(the_array),
+        ARRAY_ELEMENT_ELEMENT,
+        array::array_replace,
+    ),
+    polymorphic(
+        &["array_to_string"],
+        (2, 3),
+        Returns::Fixed(Type::Text),
+        ARRAY_TEXT,
+        array::array_to_string,
+    ),
+    polymorphic(
+        &["string_to_array"],
+        (2, 3),
+        Returns::Of(text_array),
+        &[Role::Fixed(Type::Text)],
+        array::string_to_array,
+    ),
+    strict(
+        &["arraycontains"],
+        (2, 2),
+        Returns::Fixed(Type::Bool),
+        Takes::Array(ARRAY_ARRAY),
+        array::arraycontains,
+    ),
+    strict(
+        &["arraycontained"],
+        (2, 2),
+        Returns::Fixed(Type::Bool),
+        Takes::Array(ARRAY_ARRAY),
+        array::arraycontained,
+    ),
+    strict(
+        &["arrayoverlap"],
+        (2, 2),
+        Returns::Fixed(Type::Bool),
+        Takes::Array(ARRAY_ARRAY),
+        array::arrayoverlap,
+    ),
 ];
 
 static BY_NAME: LazyLock<HashMap<&'static str, &'static Function>> = LazyLock::new(|| {

@@ -34,7 +34,12 @@ fn expr_node(expr: sp::Expr) -> SqlResult<Expr> {
         }
         E::CompoundIdentifier(ids) => match ids.as_slice() {
             [table, column] => Expr::Column { table: Some(ident(table)), name: ident(column) },
-            [schema, table, column] if ident(schema) == "public" => {
+            [schema, table, column]
+                if matches!(
+                    ident(schema).as_str(),
+                    "public" | "pg_catalog" | "information_schema"
+                ) =>
+            {
                 Expr::Column { table: Some(ident(table)), name: ident(column) }
             }
             _ => {
@@ -138,6 +143,17 @@ fn expr_node(expr: sp::Expr) -> SqlResult<Expr> {
                     }
                     let matched = call("regexp_like", args);
                     return Ok(if negated { Expr::Not(Box::new(matched)) } else { matched });
+                }
+                // Array containment and overlap, by their function names.
+                sp::BinaryOperator::AtArrow
+                | sp::BinaryOperator::ArrowAt
+                | sp::BinaryOperator::PGOverlap => {
+                    let name = match op {
+                        sp::BinaryOperator::AtArrow => "arraycontains",
+                        sp::BinaryOperator::ArrowAt => "arraycontained",
+                        _ => "arrayoverlap",
+                    };
+                    return Ok(call(name, vec![expr_from(*left)?, expr_from(*right)?]));
                 }
                 // `a ^ b`: PostgreSQL's exponentiation, in double precision.
                 sp::BinaryOperator::PGExp => {
@@ -249,7 +265,62 @@ fn expr_node(expr: sp::Expr) -> SqlResult<Expr> {
             otherwise: else_result.map(|e| boxed(*e)).transpose()?,
         },
         E::Function(function) => function_from(function)?,
+        E::Array(sp::Array { elem, .. }) => {
+            Expr::Array(elem.into_iter().map(expr_from).collect::<SqlResult<_>>()?)
+        }
+        E::AnyOp { left, compare_op, right, .. } => any_all(*left, compare_op, *right, false)?,
+        E::AllOp { left, compare_op, right } => any_all(*left, compare_op, *right, true)?,
+        E::CompoundFieldAccess { root, access_chain } => {
+            let mut expr = expr_from(*root)?;
+            for access in access_chain {
+                match access {
+                    sp::AccessExpr::Subscript(sp::Subscript::Index { index }) => {
+                        expr = Expr::Subscript {
+                            array: Box::new(expr),
+                            index: Box::new(expr_from(index)?),
+                        };
+                    }
+                    other => {
+                        return Err(SqlError::unsupported(format!("the array access {other}")));
+                    }
+                }
+            }
+            expr
+        }
         other => return Err(SqlError::unsupported(format!("the expression {other}"))),
+    })
+}
+
+/// `left op ANY (right)` or `ALL`: over an array, or over a subquery's rows (`= ANY` is IN,
+/// `<> ALL` NOT IN).
+fn any_all(left: sp::Expr, op: sp::BinaryOperator, right: sp::Expr, all: bool) -> SqlResult<Expr> {
+    let op = match op {
+        sp::BinaryOperator::Eq => BinaryOp::Eq,
+        sp::BinaryOperator::NotEq => BinaryOp::NotEq,
+        sp::BinaryOperator::Lt => BinaryOp::Lt,
+        sp::BinaryOperator::LtEq => BinaryOp::LtEq,
+        sp::BinaryOperator::Gt => BinaryOp::Gt,
+        sp::BinaryOperator::GtEq => BinaryOp::GtEq,
+        other => {
+            return Err(SqlError::unsupported(format!("the operator {other} with ANY or ALL")));
+        }
+    };
+    let word = if all { "ALL" } else { "ANY" };
+    if let sp::Expr::Subquery(query) = right {
+        return match (op, all) {
+            (BinaryOp::Eq, false) | (BinaryOp::NotEq, true) => Ok(Expr::InSubquery {
+                expr: Box::new(expr_from(left)?),
+                query: Box::new(super::query_from(*query)?),
+                negated: all,
+            }),
+            _ => Err(SqlError::unsupported(format!("{} {word} (subquery)", op.symbol()))),
+        };
+    }
+    Ok(Expr::AnyAll {
+        expr: Box::new(expr_from(left)?),
+        op,
+        array: Box::new(expr_from(right)?),
+        all,
     })
 }
 
@@ -259,7 +330,29 @@ fn function_from(mut function: sp::Function) -> SqlResult<Expr> {
     }
     let over = function.over.take();
     let filter = function.filter.take();
-    if over.is_none() && filter.is_none() {
+    // An aggregate's ORDER BY, taken out of the argument list.
+    let mut order = Vec::new();
+    if let sp::FunctionArguments::List(list) = &mut function.args {
+        for clause in std::mem::take(&mut list.clauses) {
+            match clause {
+                sp::FunctionArgumentClause::OrderBy(items) => {
+                    for item in items {
+                        order.push(order_item_from(item)?);
+                    }
+                }
+                other => {
+                    return Err(SqlError::unsupported(format!(
+                        "{other} in the call of {}",
+                        function.name
+                    )));
+                }
+            }
+        }
+    }
+    if over.is_some() && !order.is_empty() {
+        return Err(SqlError::unsupported("ORDER BY in the arguments of a window function"));
+    }
+    if over.is_none() && filter.is_none() && order.is_empty() {
         return plain_function_from(function);
     }
     let window = match over {
@@ -273,6 +366,7 @@ fn function_from(mut function: sp::Function) -> SqlResult<Expr> {
         function: Box::new(plain_function_from(function)?),
         filter: filter.map(|f| expr_from(*f)).transpose()?.map(Box::new),
         window,
+        order,
     })
 }
 
@@ -340,6 +434,9 @@ fn plain_function_from(function: sp::Function) -> SqlResult<Expr> {
     let mut args = Vec::new();
     match function.args {
         sp::FunctionArguments::None => {}
+        sp::FunctionArguments::Subquery(query) if name == "array" => {
+            return Ok(Expr::ArraySubquery(Box::new(super::query_from(*query)?)));
+        }
         sp::FunctionArguments::Subquery(_) => {
             return Err(SqlError::unsupported("a subquery as function arguments"));
         }

@@ -41,7 +41,7 @@ impl Binder<'_> {
         scope: &Scope,
         group: &mut Option<GroupBinding>,
     ) -> SqlResult<(BExpr, Type)> {
-        if let Expr::Over { function, filter, window: Some(window) } = expr {
+        if let Expr::Over { function, filter, window: Some(window), .. } = expr {
             return self.bind_window(function, filter.as_deref(), window, scope, group);
         }
         if group.is_some() {
@@ -300,6 +300,17 @@ impl Binder<'_> {
             Expr::Default => {
                 return Err(SqlError::syntax("DEFAULT is not allowed in this context"));
             }
+            Expr::Array(items) => self.bind_array(items, scope, group)?,
+            Expr::ArraySubquery(query) => {
+                let (index, ty) = self.subquery(query, scope, true)?;
+                let elem = crate::types::Elem::of(ty)
+                    .ok_or_else(|| SqlError::unsupported("multidimensional arrays"))?;
+                (BExpr::ArraySubquery(index), Type::Array(elem))
+            }
+            Expr::AnyAll { expr, op, array, all } => {
+                self.bind_any_all(expr, *op, array, *all, scope, group)?
+            }
+            Expr::Subscript { array, index } => self.bind_subscript(array, index, scope, group)?,
         })
     }
 
@@ -337,6 +348,15 @@ impl Binder<'_> {
                     BExpr::Or(Box::new(l), Box::new(r))
                 };
                 Ok((bound, Type::Bool))
+            }
+            BinaryOp::Concat if matches!(lt, Type::Array(_)) || matches!(rt, Type::Array(_)) => {
+                let name = match (lt, rt) {
+                    (Type::Array(_), Type::Array(_) | Type::Unknown)
+                    | (Type::Unknown, Type::Array(_)) => "array_cat",
+                    (Type::Array(_), _) => "array_append",
+                    _ => "array_prepend",
+                };
+                self.call_bound(name, vec![(l, lt), (r, rt)])
             }
             BinaryOp::Concat => {
                 let (l, _) = self.coerce(l, lt, Type::Text)?;
@@ -450,6 +470,15 @@ impl Binder<'_> {
         for arg in args {
             bound.push(self.bind_in(arg, scope, group)?);
         }
+        self.call_bound(name, bound)
+    }
+
+    /// A call of function `name` with its arguments bound.
+    pub(super) fn call_bound(
+        &mut self,
+        name: &str,
+        bound: Vec<(BExpr, Type)>,
+    ) -> SqlResult<(BExpr, Type)> {
         if name == "pg_typeof" && bound.len() == 1 {
             // The argument's type, known when the call is bound (PostgreSQL's `regtype`
             // prints as the type's name).
@@ -467,6 +496,9 @@ impl Binder<'_> {
                 "function {name} with {} arguments does not exist",
                 bound.len()
             )));
+        }
+        if let functions::Takes::Array(roles) = func.takes {
+            return self.call_polymorphic(name, func, roles, bound);
         }
         let ty = match func.returns {
             Returns::Fixed(ty) => ty,
@@ -486,6 +518,56 @@ impl Binder<'_> {
         let mut args = Vec::with_capacity(bound.len());
         for (position, (expr, t)) in bound.into_iter().enumerate() {
             args.push(self.coerce(expr, t, func.argument_type(position, ty))?.0);
+        }
+        Ok((BExpr::Call { func, args, ty }, ty))
+    }
+
+    /// A call of a function over arrays (`Takes::Array`): the arrays in one array type, the
+    /// elements in its element type.
+    fn call_polymorphic(
+        &mut self,
+        name: &str,
+        func: &'static functions::Function,
+        roles: &[functions::Role],
+        bound: Vec<(BExpr, Type)>,
+    ) -> SqlResult<(BExpr, Type)> {
+        use functions::Role;
+        let role = |position: usize| roles[position.min(roles.len() - 1)];
+        let no_such = |types: &[Type]| {
+            let names: Vec<String> = types.iter().map(|t| t.name()).collect();
+            SqlError::undefined_function(format!(
+                "function {name}({}) does not exist",
+                names.join(", ")
+            ))
+        };
+        let types: Vec<Type> = bound.iter().map(|(_, t)| *t).collect();
+        let mut elem = Type::Unknown;
+        for (position, ty) in types.iter().enumerate() {
+            let element = match (role(position), ty) {
+                (Role::Array, Type::Array(e)) => e.ty(),
+                (Role::Array, Type::Unknown) | (Role::Element, _) => *ty,
+                (Role::Array, _) => return Err(no_such(&types)),
+                (Role::Fixed(_), _) => continue,
+            };
+            elem = Type::common(elem, element).ok_or_else(|| no_such(&types))?;
+        }
+        let elem = crate::types::Elem::of(if elem == Type::Unknown { Type::Text } else { elem })
+            .ok_or_else(|| no_such(&types))?;
+        let resolved: Vec<Type> = (0..bound.len())
+            .map(|position| match role(position) {
+                Role::Array => Type::Array(elem),
+                Role::Element => elem.ty(),
+                Role::Fixed(ty) => ty,
+            })
+            .collect();
+        let ty = match func.returns {
+            Returns::Fixed(ty) => ty,
+            Returns::Of(of) => of(&resolved),
+            _ => Type::Array(elem),
+        };
+        let mut args = Vec::with_capacity(bound.len());
+        for ((expr, from), to) in bound.into_iter().zip(&resolved) {
+            args.push(self.convert_to(expr, from, *to)?);
         }
         Ok((BExpr::Call { func, args, ty }, ty))
     }
@@ -518,10 +600,10 @@ impl Binder<'_> {
         group: &mut Option<GroupBinding>,
     ) -> SqlResult<(BExpr, Type)> {
         let aggregate = match expr {
-            Expr::Over { function, filter, window: None } => {
-                self.aggregate_call(function, filter.as_deref(), scope, None)?
+            Expr::Over { function, filter, window: None, order } => {
+                self.aggregate_call(function, filter.as_deref(), order, scope, None)?
             }
-            _ => self.aggregate_call(expr, None, scope, None)?,
+            _ => self.aggregate_call(expr, None, &[], scope, None)?,
         };
         let ty = aggregate.ty;
         let binding = group
@@ -538,6 +620,7 @@ impl Binder<'_> {
         &mut self,
         expr: &Expr,
         filter: Option<&Expr>,
+        order: &[crate::ast::OrderItem],
         scope: &Scope,
         mut over_groups: Option<&mut Option<GroupBinding>>,
     ) -> SqlResult<Aggregate> {
@@ -586,6 +669,22 @@ impl Binder<'_> {
             let (bound, arg_ty) = self.coerce(bound, arg_ty, Type::Text)?;
             let (func, ty) = match name.as_str() {
                 "count" => (AggFunc::Count, Type::Int8),
+                "array_agg" => {
+                    let elem = crate::types::Elem::of(arg_ty).ok_or_else(|| {
+                        SqlError::unsupported("array_agg of arrays (multidimensional arrays)")
+                    })?;
+                    (AggFunc::ArrayAgg, Type::Array(elem))
+                }
+                "bool_and" | "every" | "bool_or" => {
+                    if arg_ty != Type::Bool {
+                        return Err(SqlError::undefined_function(format!(
+                            "function {name}({}) does not exist",
+                            arg_ty.name()
+                        )));
+                    }
+                    let func = if name == "bool_or" { AggFunc::BoolOr } else { AggFunc::BoolAnd };
+                    (func, Type::Bool)
+                }
                 "min" | "max" => (if name == "min" { AggFunc::Min } else { AggFunc::Max }, arg_ty),
                 "sum" | "avg" if arg_ty == Type::Interval => {
                     (if name == "sum" { AggFunc::Sum } else { AggFunc::Avg }, Type::Interval)
@@ -615,6 +714,15 @@ impl Binder<'_> {
                 Some(self.expect_bool(bound, filter_ty, "FILTER")?.0)
             }
         };
-        Ok(Aggregate { func, arg, separator, distinct: *distinct, ty, filter })
+        let mut sort = Vec::with_capacity(order.len());
+        for item in order {
+            let (expr, _) = bind_arg(self, &item.expr)?;
+            sort.push(super::SortKey {
+                expr,
+                descending: item.descending,
+                nulls_first: item.nulls_first.unwrap_or(item.descending),
+            });
+        }
+        Ok(Aggregate { func, arg, separator, distinct: *distinct, ty, filter, order: sort })
     }
 }

@@ -38,6 +38,12 @@ pub enum Derived {
         stop: BExpr,
         step: Option<BExpr>,
     },
+    /// `unnest(array, ...)`: a row per element, the arrays side by side (the shorter ones
+    /// padded with NULLs).
+    Unnest(Vec<BExpr>),
+    /// A set-returning function `WITH ORDINALITY`: its rows, each numbered from 1 in a last
+    /// column.
+    Numbered(Box<Derived>),
     /// `WITH RECURSIVE`: `anchor`, then `step` over the rows the previous round added (the
     /// working table) until a round adds none; `all`: UNION ALL (else repeated rows are left
     /// out).
@@ -121,7 +127,15 @@ impl Binder<'_> {
                 },
             },
             Some(Source::Query(query)) => self.derived_query(query)?,
-            Some(Source::Function { name, args }) => self.table_function(name, args)?,
+            Some(Source::Function { name, args, ordinality }) => {
+                let (derived, mut columns) = self.table_function(name, args)?;
+                if *ordinality {
+                    columns.push(OutputColumn { name: "ordinality".into(), ty: Type::Int8 });
+                    (Derived::Numbered(Box::new(derived)), columns)
+                } else {
+                    (derived, columns)
+                }
+            }
         };
         let mut columns = columns;
         if table_ref.columns.len() > columns.len() {
@@ -416,6 +430,26 @@ impl Binder<'_> {
                 let start = bound.pop().expect("two arguments");
                 let columns = vec![OutputColumn { name: name.to_string(), ty }];
                 Ok((Derived::Series { start, stop, step }, columns))
+            }
+            "unnest" if !args.is_empty() => {
+                let mut arrays = Vec::with_capacity(args.len());
+                let mut columns = Vec::with_capacity(args.len());
+                for arg in args {
+                    let (expr, ty) = self.bind(arg, &scope)?;
+                    let elem = match ty {
+                        Type::Array(elem) => elem,
+                        Type::Unknown => crate::types::Elem::Text,
+                        other => {
+                            return Err(SqlError::new(
+                                "42883",
+                                format!("function unnest({}) does not exist", other.name()),
+                            ));
+                        }
+                    };
+                    arrays.push(self.convert_to(expr, ty, Type::Array(elem))?);
+                    columns.push(OutputColumn { name: "unnest".into(), ty: elem.ty() });
+                }
+                Ok((Derived::Unnest(arrays), columns))
             }
             _ => Err(SqlError::new(
                 "42883",

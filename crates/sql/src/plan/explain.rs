@@ -111,6 +111,15 @@ fn explain_query(query: &QueryPlan, depth: usize, lines: &mut Vec<String>) {
             Derived::Series { .. } => {
                 lines.push(format!("{}Function Scan on generate_series {name}", pad(depth)))
             }
+            Derived::Unnest(_) => {
+                lines.push(format!("{}Function Scan on unnest {name}", pad(depth)))
+            }
+            Derived::Numbered(inner) if matches!(**inner, Derived::Unnest(_)) => {
+                lines.push(format!("{}Function Scan on unnest {name}", pad(depth)))
+            }
+            Derived::Numbered(_) => {
+                lines.push(format!("{}Function Scan on generate_series {name}", pad(depth)))
+            }
             Derived::Recursive { anchor, step, .. } => {
                 lines.push(format!("{}CTE Scan on {name}", pad(depth)));
                 lines.push(format!("{}Recursive Union", pad(depth + 1)));

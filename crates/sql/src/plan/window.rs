@@ -187,7 +187,7 @@ impl Binder<'_> {
                 (func, ty)
             }
             _ if super::is_aggregate(name) => {
-                let aggregate = self.aggregate_call(function, filter, scope, Some(group))?;
+                let aggregate = self.aggregate_call(function, filter, &[], scope, Some(group))?;
                 let ty = aggregate.ty;
                 (WindowFunc::Aggregate(aggregate), ty)
             }

@@ -71,6 +71,7 @@ pub fn parse_text(text: &str, ty: Type) -> SqlResult<Value> {
             Value::Interval(parse_interval(text, None).ok_or_else(|| datetime_error(text, ty))?)
         }
         Type::Uuid => Value::Uuid(parse_uuid(text).ok_or_else(invalid)?),
+        Type::Array(elem) => parse_array(text, elem)?,
     })
 }
 
@@ -133,6 +134,8 @@ pub fn conforms(value: &Value, ty: Type) -> bool {
         | (Value::Time(_), Type::Time)
         | (Value::Interval(_), Type::Interval)
         | (Value::Uuid(_), Type::Uuid) => true,
+        // Elements are checked by the cast that made the array.
+        (Value::Array(_), Type::Array(_)) => true,
         _ => false,
     }
 }
@@ -244,6 +247,7 @@ pub(super) fn convert(value: Value, to: Type, explicit: bool) -> SqlResult<Value
         (Value::Time(micros), Type::Time) => Value::Time(micros),
         (Value::Interval(interval), Type::Interval) => Value::Interval(interval),
         (Value::Uuid(bytes), Type::Uuid) => Value::Uuid(bytes),
+        (Value::Array(items), Type::Array(elem)) => cast_elements(&items, elem, explicit)?,
         (Value::Date(days), Type::Timestamp) => Value::Timestamp(date_to_local(days)),
         (Value::Date(days), Type::Timestamptz) => {
             Value::Timestamptz(local_to_instant(date_to_local(days)))
