@@ -2,8 +2,9 @@
 # Real PostgreSQL clients against `engram serve`: psql (golden output), pgbench (initialise,
 # then the TPC-B-like script in simple, extended and prepared mode, then pgbench's balance
 # invariants, then a restart that must keep every committed transaction), TLS with SCRAM and
-# /metrics, psycopg and sysbench. Installs postgresql-client, sysbench (apt-get, as root) and
-# psycopg (pip) when missing; a test whose client cannot be installed is skipped with a note.
+# /metrics, psycopg, SQLAlchemy's ORM, Django (migrate, then a model flow) and sysbench.
+# Installs postgresql-client, sysbench (apt-get, as root), psycopg, SQLAlchemy and Django (pip)
+# when missing; a test whose client cannot be installed is skipped with a note.
 # Usage: scripts/client-tests.sh [path/to/engram]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +29,16 @@ if ! python3 -c "import psycopg" 2>/dev/null; then
     || python3 -m pip install -q --break-system-packages "psycopg[binary]" >/dev/null 2>&1 \
     || echo "   (psycopg could not be installed; its test is skipped)"
 fi
+# The ORMs' suites: SQLAlchemy 2 and Django (each skipped with a note if pip cannot install it).
+for package in sqlalchemy:SQLAlchemy django:Django; do
+  module=${package%%:*}; name=${package#*:}
+  if ! python3 -c "import $module" 2>/dev/null; then
+    echo "== installing $name"
+    python3 -m pip install -q "$name" >/dev/null 2>&1 \
+      || python3 -m pip install -q --break-system-packages "$name" >/dev/null 2>&1 \
+      || echo "   ($name could not be installed; its test is skipped)"
+  fi
+done
 work=$(mktemp -d)
 # Below Linux's ephemeral range (32768 up), where a client's outgoing socket may hold a port;
 # a port still taken is replaced by another (start).
@@ -87,6 +98,21 @@ if python3 -c "import psycopg" 2>/dev/null; then
   python3 tests/clients/psycopg_smoke.py
 else
   echo "== psycopg not installed: skipped (pip install 'psycopg[binary]')"
+fi
+
+if python3 -c "import sqlalchemy, psycopg" 2>/dev/null; then
+  echo "== SQLAlchemy ORM"
+  python3 tests/clients/sqlalchemy_orm.py
+else
+  echo "== SQLAlchemy not installed: skipped (pip install sqlalchemy)"
+fi
+
+if python3 -c "import django, psycopg" 2>/dev/null; then
+  echo "== Django: migrate of the built-in apps, then models, atomic blocks, joins, aggregates"
+  python3 tests/clients/django/manage.py migrate -v 0
+  python3 tests/clients/django/flow.py
+else
+  echo "== Django not installed: skipped (pip install django)"
 fi
 
 echo "== restart: every committed transaction is back"

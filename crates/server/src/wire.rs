@@ -67,6 +67,7 @@ fn put_binary(out: &mut BytesMut, value: &Value, ty: Type) {
         (Value::Bool(b), _) => out.put_u8(u8::from(*b)),
         (Value::Int(i), Type::Int2) => out.put_i16(*i as i16),
         (Value::Int(i), Type::Int4) => out.put_i32(*i as i32),
+        (Value::Int(i), Type::Regclass) => out.put_u32(*i as u32),
         (Value::Int(i), Type::Numeric { .. }) => put_numeric(out, Decimal::from(*i)),
         (Value::Int(i), Type::Float8) => out.put_f64(*i as f64),
         (Value::Int(i), _) => out.put_i64(*i),
@@ -184,6 +185,9 @@ pub fn decode_param(bytes: Option<&[u8]>, ty: Type, binary: bool) -> SqlResult<V
             Value::Int(i64::from(i32::from_be_bytes(fixed(4)?.try_into().map_err(|_| wrong())?)))
         }
         Type::Int8 => Value::Int(i64::from_be_bytes(fixed(8)?.try_into().map_err(|_| wrong())?)),
+        Type::Regclass => {
+            Value::Int(i64::from(u32::from_be_bytes(fixed(4)?.try_into().map_err(|_| wrong())?)))
+        }
         Type::Float4 => {
             Value::Float(f64::from(f32::from_be_bytes(fixed(4)?.try_into().map_err(|_| wrong())?)))
         }

@@ -748,10 +748,18 @@ pub enum AlterAction {
     AddColumn {
         column: ColumnDef,
         if_not_exists: bool,
+        /// The column's `REFERENCES`.
+        foreign_key: Option<ForeignKeyDef>,
+        /// The column's `CHECK`s.
+        checks: Vec<CheckDef>,
     },
+    AddForeignKey(ForeignKeyDef),
+    AddCheck(CheckDef),
     DropColumn {
         name: String,
         if_exists: bool,
+        /// `CASCADE`: other tables' foreign keys on the column go too.
+        cascade: bool,
     },
     RenameColumn {
         from: String,
@@ -796,8 +804,70 @@ pub struct CreateTable {
     pub columns: Vec<ColumnDef>,
     pub primary_key: Vec<String>,
     pub uniques: Vec<Vec<String>>,
+    /// `REFERENCES` of a column and `FOREIGN KEY` constraints.
+    pub foreign_keys: Vec<ForeignKeyDef>,
+    /// `CHECK` constraints of columns and of the table.
+    pub checks: Vec<CheckDef>,
     /// `CREATE TABLE ... AS query`: the columns are the query's (`columns` only names them).
     pub query: Option<Box<Query>>,
+}
+
+/// What a foreign key does to the rows that reference a row deleted or updated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum FkAction {
+    NoAction,
+    Restrict,
+    Cascade,
+    SetNull,
+    SetDefault,
+}
+
+impl FkAction {
+    /// How `pg_constraint.confdeltype` / `confupdtype` write it.
+    pub fn code(self) -> &'static str {
+        match self {
+            FkAction::NoAction => "a",
+            FkAction::Restrict => "r",
+            FkAction::Cascade => "c",
+            FkAction::SetNull => "n",
+            FkAction::SetDefault => "d",
+        }
+    }
+
+    /// The SQL words, as `pg_get_constraintdef` and `information_schema` write them.
+    pub fn words(self) -> &'static str {
+        match self {
+            FkAction::NoAction => "NO ACTION",
+            FkAction::Restrict => "RESTRICT",
+            FkAction::Cascade => "CASCADE",
+            FkAction::SetNull => "SET NULL",
+            FkAction::SetDefault => "SET DEFAULT",
+        }
+    }
+}
+
+/// `[CONSTRAINT name] FOREIGN KEY (columns) REFERENCES table [(columns)] [ON DELETE action]
+/// [ON UPDATE action] [DEFERRABLE ...]`, or a column's `REFERENCES`.
+#[derive(Debug, Clone)]
+pub struct ForeignKeyDef {
+    pub name: Option<String>,
+    pub columns: Vec<String>,
+    pub table: String,
+    /// Empty: the referenced table's primary key.
+    pub ref_columns: Vec<String>,
+    pub on_delete: FkAction,
+    pub on_update: FkAction,
+    /// `DEFERRABLE` (checked immediately all the same: `docs/sql.md`).
+    pub deferrable: bool,
+}
+
+/// `[CONSTRAINT name] CHECK (expression)`: the expression as SQL text; `column` when it was
+/// written as a column's (its default name is the column's).
+#[derive(Debug, Clone)]
+pub struct CheckDef {
+    pub name: Option<String>,
+    pub expr: String,
+    pub column: Option<String>,
 }
 
 /// `CREATE [OR REPLACE] VIEW name [(columns)] AS query`.

@@ -124,6 +124,33 @@ pub struct TableSchema {
     /// The first schema version whose rows have the current column types (0: every one).
     #[serde(default)]
     pub types_from: u16,
+    /// The table's foreign keys (`exec/foreign.rs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub foreign_keys: Vec<ForeignKeySchema>,
+    /// The table's CHECK constraints: each row written must not make one false.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<CheckSchema>,
+}
+
+/// A CHECK constraint: its name and its expression as SQL text over the table's columns.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CheckSchema {
+    pub name: String,
+    pub expr: String,
+}
+
+/// A foreign key: `columns` of this table reference `ref_columns` of table `table` (its
+/// primary key or a unique index's columns, in the key's order or another).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ForeignKeySchema {
+    pub name: String,
+    pub columns: Vec<usize>,
+    pub table: String,
+    pub ref_columns: Vec<usize>,
+    pub on_delete: crate::ast::FkAction,
+    pub on_update: crate::ast::FkAction,
+    #[serde(default)]
+    pub deferrable: bool,
 }
 
 /// What an index definition in the engine's catalog holds, so that recovery can rebuild its

@@ -147,7 +147,7 @@ fn encode_value(ty: Type, value: &Value, out: &mut Vec<u8>) {
         (Type::Bool, Value::Bool(b)) => out.push(u8::from(*b)),
         (Type::Int2, Value::Int(v)) => out.extend_from_slice(&(*v as i16).to_le_bytes()),
         (Type::Int4, Value::Int(v)) => out.extend_from_slice(&(*v as i32).to_le_bytes()),
-        (Type::Int8, Value::Int(v)) => out.extend_from_slice(&v.to_le_bytes()),
+        (Type::Int8 | Type::Regclass, Value::Int(v)) => out.extend_from_slice(&v.to_le_bytes()),
         (Type::Float4, Value::Float(v)) => out.extend_from_slice(&(*v as f32).to_le_bytes()),
         (Type::Float8, Value::Float(v)) => out.extend_from_slice(&v.to_le_bytes()),
         (Type::Numeric { .. }, Value::Numeric(d)) => out.extend_from_slice(&d.serialize()),
@@ -536,7 +536,7 @@ fn decode_fixed(ty: Type, bytes: &[u8]) -> Value {
         Type::Bool => Value::Bool(bytes[0] != 0),
         Type::Int2 => Value::Int(i64::from(i16::from_le_bytes(le(bytes)))),
         Type::Int4 => Value::Int(i64::from(i32::from_le_bytes(le(bytes)))),
-        Type::Int8 => Value::Int(i64::from_le_bytes(le(bytes))),
+        Type::Int8 | Type::Regclass => Value::Int(i64::from_le_bytes(le(bytes))),
         Type::Float4 => Value::Float(f64::from(f32::from_le_bytes(le(bytes)))),
         Type::Float8 => Value::Float(f64::from_le_bytes(le(bytes))),
         Type::Numeric { .. } => Value::Numeric(Decimal::deserialize(le(bytes))),
@@ -794,7 +794,9 @@ fn decode_key_value(format: KeyFormat, ty: Type, bytes: &[u8]) -> Option<(Value,
             let raw = u32::from_be_bytes(le(fixed(4)?)) ^ 0x8000_0000;
             (Value::Int(i64::from(raw as i32)), 4)
         }
-        Type::Int8 => (Value::Int((u64::from_be_bytes(le(fixed(8)?)) ^ (1 << 63)) as i64), 8),
+        Type::Int8 | Type::Regclass => {
+            (Value::Int((u64::from_be_bytes(le(fixed(8)?)) ^ (1 << 63)) as i64), 8)
+        }
         Type::Float4 | Type::Float8 => {
             let ordered = u64::from_be_bytes(le(fixed(8)?));
             let bits = if ordered >> 63 == 1 { ordered & !(1 << 63) } else { !ordered };

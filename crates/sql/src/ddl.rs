@@ -4,6 +4,8 @@
 //! `ddl/alter.rs`.
 
 mod alter;
+mod check;
+mod foreign;
 pub(crate) mod sequence;
 mod view;
 
@@ -50,6 +52,7 @@ impl Session {
                     }
                     if self.db.catalog.read().tables.contains_key(name) {
                         self.drop_dependents(name, *cascade)?;
+                        self.drop_referencing_keys(name, names, *cascade)?;
                         self.drop_table(name)?;
                     } else if *if_exists {
                         self.notice(format!("table \"{name}\" does not exist, skipping"));
@@ -130,6 +133,7 @@ impl Session {
                 let mut infos = Vec::new();
                 for name in tables {
                     infos.push(self.db.catalog.read().table(name)?);
+                    self.check_truncate(name, tables)?;
                 }
                 for table in infos {
                     self.rebuild(&table, Rebuild::Truncate)?;
@@ -332,7 +336,7 @@ impl Session {
                 unique: true,
             });
         }
-        let schema = TableSchema {
+        let mut schema = TableSchema {
             name: create.name.clone(),
             engine_name: engine_name.clone(),
             version: 1,
@@ -343,8 +347,16 @@ impl Session {
             key_format: KeyFormat::Compact,
             layouts: Vec::new(),
             types_from: 0,
+            foreign_keys: Vec::new(),
+            checks: Vec::new(),
         };
-        self.install_new(schema, None)?;
+        for def in &create.foreign_keys {
+            let fk = self.resolve_foreign_key(&schema, def)?;
+            schema.foreign_keys.push(fk);
+        }
+        schema.checks = check::name_checks(&schema, &create.checks)?;
+        let info = self.install_new(schema, None)?;
+        self.validate_checks(&info, &[], false)?;
         Ok("CREATE TABLE".into())
     }
 

@@ -16,6 +16,8 @@ use std::ops::Bound;
 
 mod derived;
 mod dml;
+mod foreign;
+pub(crate) use foreign::check_references;
 mod window;
 
 pub use dml::{run_insert, run_modify};

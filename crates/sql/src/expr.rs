@@ -540,6 +540,10 @@ pub trait Sequences {
     fn last(&self) -> Option<i64> {
         None
     }
+
+    /// Calls `f` with the catalog, if the statement runs in a session (the catalog
+    /// functions, `expr/functions/catalog.rs`); does nothing otherwise.
+    fn with_catalog(&self, _f: &mut dyn FnMut(&crate::catalog::Catalog)) {}
 }
 
 /// A reservation function alone: evaluation with no session (a backfill).

@@ -65,6 +65,35 @@ pub fn parse_expr(sql: &str) -> SqlResult<Expr> {
     depth::grow(|| expr_from(expr))
 }
 
+/// An expression's SQL text with its references to column `from` renamed `to` (with `None`,
+/// left as they are), and whether it has any. For CHECK constraints, which the catalog keeps
+/// as text, when a column is renamed or dropped.
+pub fn rename_column_in(sql: &str, from: &str, to: Option<&str>) -> SqlResult<(String, bool)> {
+    use std::ops::ControlFlow;
+    let mut expr = parser(sql).and_then(|mut parser| parser.parse_expr()).map_err(parse_error)?;
+    let mut found = false;
+    let _ = sqlparser::ast::visit_expressions_mut(&mut expr, |node| {
+        let ids: &mut [sp::Ident] = match node {
+            sp::Expr::Identifier(id) => std::slice::from_mut(id),
+            sp::Expr::CompoundIdentifier(ids) => match ids.last_mut() {
+                Some(last) => std::slice::from_mut(last),
+                None => &mut [],
+            },
+            _ => &mut [],
+        };
+        for id in ids {
+            if ident(id) == from {
+                found = true;
+                if let Some(to) = to {
+                    *id = sp::Ident::with_quote('"', to);
+                }
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    Ok((expr.to_string(), found))
+}
+
 /// Which lock clauses of a piece of SQL were PostgreSQL's weaker forms, which sqlparser does
 /// not parse: `FOR NO KEY UPDATE` and `FOR KEY SHARE` reach it as `FOR UPDATE` and `FOR SHARE`.
 #[derive(Debug, Default, Clone, Copy)]
@@ -631,7 +660,7 @@ pub fn type_from(ty: &sp::DataType) -> SqlResult<Type> {
             )
         }
         // A relation's name, as sequence functions take it (`'seq'::regclass`).
-        D::Regclass => Type::Text,
+        D::Regclass => Type::Regclass,
         D::Custom(name, modifiers) if modifiers.is_empty() => match object_name(name)?.as_str() {
             "int" | "int4" | "integer" => Type::Int4,
             "int2" | "smallint" => Type::Int2,
@@ -643,6 +672,11 @@ pub fn type_from(ty: &sp::DataType) -> SqlResult<Type> {
             "timestamptz" => Type::Timestamptz,
             "uuid" => Type::Uuid,
             "interval" => Type::Interval,
+            "regclass" => Type::Regclass,
+            // Object ids of other kinds are integers here.
+            "oid" | "regtype" | "regproc" | "regprocedure" | "regnamespace" | "regrole" => {
+                Type::Int8
+            }
             other => {
                 return Err(SqlError::new(
                     "42704",

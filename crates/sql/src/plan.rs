@@ -19,6 +19,7 @@ mod bind;
 mod derived;
 mod dml;
 mod explain;
+pub mod foreign;
 mod passes;
 mod path;
 mod subquery;
@@ -217,6 +218,10 @@ pub struct InsertPlan {
     pub returning_moves: Vec<bool>,
     pub columns: Vec<OutputColumn>,
     pub subqueries: Vec<QueryPlan>,
+    /// The foreign keys the insert must keep (`plan/foreign.rs`); `None` when none applies.
+    pub foreign: Option<Arc<foreign::ForeignKeys>>,
+    /// The table's CHECK constraints: (name, expression over a row).
+    pub checks: Vec<(String, BExpr)>,
 }
 
 #[derive(Debug, Clone)]
@@ -250,6 +255,12 @@ pub struct ModifyPlan {
     /// changed between the scan and the locking re-read; `None` when `filter` suffices (a
     /// row found again by its primary key still satisfies what the path decided).
     pub recheck: Option<BExpr>,
+    /// The foreign keys the statement must keep (`plan/foreign.rs`); `None` when none
+    /// applies. With some, every row changed is decoded whole, and none is applied again at
+    /// commit.
+    pub foreign: Option<Arc<foreign::ForeignKeys>>,
+    /// The table's CHECK constraints: (name, expression over a row).
+    pub checks: Vec<(String, BExpr)>,
 }
 
 #[derive(Debug, Clone)]
@@ -277,6 +288,9 @@ struct ScopeTable {
     /// A `JOIN ... USING` right side's join columns: unqualified names and `*` read the left
     /// side's (PostgreSQL shows such a column once).
     hidden: Vec<String>,
+    /// A stored table's primary-key columns (grouping by them groups by every column of the
+    /// table: PostgreSQL's functional dependency); empty for other FROM items.
+    primary_key: Vec<usize>,
 }
 
 #[derive(Default, Clone)]
@@ -297,7 +311,13 @@ impl Scope {
             ));
         }
         let offset = self.width();
-        self.tables.push(ScopeTable { name, columns, offset, hidden: Vec::new() });
+        self.tables.push(ScopeTable {
+            name,
+            columns,
+            offset,
+            hidden: Vec::new(),
+            primary_key: Vec::new(),
+        });
         Ok(offset)
     }
 
@@ -476,7 +496,7 @@ fn key_compatible(column: Type, from: Type) -> bool {
         }
         Type::Bool => from == Type::Bool,
         Type::Bytea => from == Type::Bytea,
-        Type::Unknown | Type::Array(_) => false,
+        Type::Unknown | Type::Array(_) | Type::Regclass => false,
     }
 }
 
@@ -810,6 +830,12 @@ impl<'a> Binder<'a> {
                 };
                 let using_on = self.using_condition(&scope, &name, &right_columns, &using)?;
                 let offset = scope.push(name, columns)?;
+                if source.is_none()
+                    && table.system.is_none()
+                    && let Some(last) = scope.tables.last_mut()
+                {
+                    last.primary_key.clone_from(&table.schema.primary_key);
+                }
                 if let Some(table) = scope.tables.last_mut() {
                     table.hidden = using;
                 }
@@ -914,6 +940,28 @@ impl<'a> Binder<'a> {
                 let (bound, ty) = self.bind(key, &scope)?;
                 keys.push(bound);
                 key_types.push(ty);
+            }
+            // Grouped by a table's whole primary key: its other columns are grouped too (each
+            // group has one value of them), so the select list may name them.
+            for table in &scope.tables {
+                let grouped: Vec<usize> = keys
+                    .iter()
+                    .filter_map(|key| match key {
+                        BExpr::Column(at) => Some(*at),
+                        _ => None,
+                    })
+                    .collect();
+                let grouped_by = |column: usize| grouped.contains(&(table.offset + column));
+                if table.primary_key.is_empty() || !table.primary_key.iter().all(|&c| grouped_by(c))
+                {
+                    continue;
+                }
+                for (column, (_, ty)) in table.columns.iter().enumerate() {
+                    if !grouped_by(column) {
+                        keys.push(BExpr::Column(table.offset + column));
+                        key_types.push(*ty);
+                    }
+                }
             }
             group = Some(GroupBinding { keys, key_types, aggregates: Vec::new() });
         }

@@ -23,6 +23,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
 
+mod constraints;
+pub use constraints::{Constraint, constraint_definition, constraints};
+
 /// First object id of user tables (PostgreSQL's `FirstNormalObjectId`).
 pub const FIRST_USER_OID: i64 = 16_384;
 /// Object ids each user table takes: itself, its primary key and up to 62 indexes.
@@ -87,6 +90,19 @@ pub fn relations(tables: &[Arc<TableInfo>]) -> Vec<Relation> {
         }
     }
     out
+}
+
+/// The catalog's tables as the system views list them: sorted by name (their ids follow
+/// that order), sessions' temporary tables left out.
+pub fn user_tables(catalog: &Catalog) -> Vec<Arc<TableInfo>> {
+    let mut tables: Vec<Arc<TableInfo>> = catalog
+        .tables
+        .values()
+        .filter(|t| !t.schema.name.starts_with(crate::catalog::TEMP_PREFIX))
+        .cloned()
+        .collect();
+    tables.sort_by(|a, b| a.schema.name.cmp(&b.schema.name));
+    tables
 }
 
 /// `pg_get_indexdef` of an index relation.
@@ -429,7 +445,7 @@ fn definition(name: &str) -> Option<&'static ViewDefinition> {
         Some((schema, bare)) => (Some(schema), bare),
         None => (None, name),
     };
-    VIEWS.iter().find(|view| {
+    VIEWS.iter().chain(constraints::VIEWS).find(|view| {
         view.name == bare
             && match schema {
                 Some(schema) => schema == view.schema,
@@ -454,13 +470,7 @@ pub fn view(
     let definition = definition(name)?;
     let engine = catalog.system_table.clone()?;
     // Sessions' temporary tables are theirs alone: catalog views list the permanent ones.
-    let mut tables: Vec<Arc<TableInfo>> = catalog
-        .tables
-        .values()
-        .filter(|t| !t.schema.name.starts_with(crate::catalog::TEMP_PREFIX))
-        .cloned()
-        .collect();
-    tables.sort_by(|a, b| a.schema.name.cmp(&b.schema.name));
+    let tables = user_tables(catalog);
     let sources = Sources { tables, settings, catalog, engine: database };
     let columns: Vec<ColumnSchema> = definition
         .columns
@@ -478,6 +488,8 @@ pub fn view(
         key_format: KeyFormat::Compact,
         layouts: Vec::new(),
         types_from: 0,
+        foreign_keys: Vec::new(),
+        checks: Vec::new(),
     };
     Some(rows_table(schema, engine, definition.key_columns, (definition.rows)(&sources)))
 }
@@ -542,6 +554,8 @@ pub fn sequence_view(name: &str, catalog: &Catalog) -> Option<Arc<TableInfo>> {
         key_format: KeyFormat::Compact,
         layouts: Vec::new(),
         types_from: 0,
+        foreign_keys: Vec::new(),
+        checks: Vec::new(),
     };
     // Values handed out from memory between reservations: PostgreSQL's log_cnt counts the
     // values logged ahead the same way.
@@ -921,7 +935,7 @@ fn information_tables(sources: &Sources<'_>) -> Vec<Vec<Value>> {
     let views = user_views(sources).into_iter().map(|view| {
         vec![text(DATABASE_NAME), text("public"), text(view.name.clone()), text("VIEW"), text("NO")]
     });
-    let system = VIEWS.iter().map(|view| {
+    let system = VIEWS.iter().chain(constraints::VIEWS).map(|view| {
         vec![text(DATABASE_NAME), text(view.schema), text(view.name), text("VIEW"), text("NO")]
     });
     user.chain(views).chain(system).collect()

@@ -64,6 +64,9 @@ pub enum Type {
     Unknown,
     /// A one-dimensional array (`types/array.rs`).
     Array(Elem),
+    /// A relation's object id (`'t'::regclass`): an integer whose casts from and to text
+    /// name the relation (bound with the catalog: `plan/bind.rs`).
+    Regclass,
 }
 
 /// The largest precision of `NUMERIC` (the decimal type holds 28 digits).
@@ -94,6 +97,7 @@ impl Type {
             Type::Uuid => "uuid".into(),
             Type::Unknown => "unknown".into(),
             Type::Array(elem) => format!("{}[]", elem.ty().name()),
+            Type::Regclass => "regclass".into(),
         }
     }
 
@@ -119,6 +123,7 @@ impl Type {
             Type::Uuid => "uuid",
             Type::Unknown => "unknown",
             Type::Array(elem) => array_typname(elem),
+            Type::Regclass => "regclass",
         }
     }
 
@@ -144,6 +149,7 @@ impl Type {
             Type::Uuid => 2950,
             Type::Unknown => 705,
             Type::Array(elem) => elem.array_oid(),
+            Type::Regclass => 2205,
         }
     }
 
@@ -155,6 +161,7 @@ impl Type {
             Type::Int4 | Type::Float4 | Type::Date => 4,
             Type::Int8 | Type::Float8 | Type::Timestamp | Type::Timestamptz | Type::Time => 8,
             Type::Interval | Type::Uuid => 16,
+            Type::Regclass => 4,
             _ => -1,
         }
     }
@@ -191,6 +198,7 @@ impl Type {
             1083 => Type::Time,
             1186 => Type::Interval,
             2950 => Type::Uuid,
+            2205 => Type::Regclass,
             0 | 705 => Type::Unknown,
             oid => Type::Array(Elem::from_array_oid(oid)?),
         })
@@ -198,6 +206,11 @@ impl Type {
 
     pub fn is_integer(self) -> bool {
         matches!(self, Type::Int2 | Type::Int4 | Type::Int8)
+    }
+
+    /// An integer or an object id (which compares and converts as one).
+    fn is_integral(self) -> bool {
+        self.is_integer() || self == Type::Regclass
     }
 
     pub fn is_numeric(self) -> bool {
@@ -248,6 +261,7 @@ impl Type {
                 })
             }
             (a, b) if a.is_text() && b.is_text() => Some(Type::Text),
+            (a, b) if a.is_integral() && b.is_integral() => Some(Type::Int8),
             (Type::Array(a), Type::Array(b)) => {
                 Some(Type::Array(Elem::of(Type::common(a.ty(), b.ty())?)?))
             }
@@ -286,7 +300,12 @@ impl Type {
             Type::Bool => Some(1),
             Type::Int2 => Some(2),
             Type::Int4 | Type::Float4 | Type::Date => Some(4),
-            Type::Int8 | Type::Float8 | Type::Timestamp | Type::Timestamptz | Type::Time => Some(8),
+            Type::Int8
+            | Type::Float8
+            | Type::Timestamp
+            | Type::Timestamptz
+            | Type::Time
+            | Type::Regclass => Some(8),
             Type::Numeric { .. } | Type::Interval | Type::Uuid => Some(16),
             _ => None,
         }

@@ -144,6 +144,8 @@ pub(crate) struct TxnState {
     /// key (empty when not at hand).
     pub site: Option<cc::conflict::Site>,
     pub site_key: Vec<u8>,
+    /// Scans are checked at commit at every level (`Txn::checked`).
+    pub checking: bool,
 }
 
 impl Default for TxnState {
@@ -188,6 +190,7 @@ impl Default for TxnState {
             retained: Vec::new(),
             site: None,
             site_key: Vec::new(),
+            checking: false,
         }
     }
 }
@@ -211,6 +214,7 @@ impl TxnState {
         self.noted.clear();
         self.recomputes.0.clear();
         self.site = None;
+        self.checking = false;
     }
 }
 

@@ -83,8 +83,10 @@ impl Session {
                 || table.schema.indexes.iter().any(|index| index.columns.contains(&column))
         };
         match action {
-            AlterAction::AddColumn { column, .. } => {
-                !column.primary
+            AlterAction::AddColumn { column, foreign_key, checks, .. } => {
+                foreign_key.is_none()
+                    && checks.is_empty()
+                    && !column.primary
                     && !column.unique
                     && !column.serial
                     && match &column.default {
@@ -110,6 +112,8 @@ impl Session {
             }),
             AlterAction::AddPrimaryKey { .. }
             | AlterAction::AddUnique { .. }
+            | AlterAction::AddForeignKey(_)
+            | AlterAction::AddCheck(_)
             | AlterAction::DropConstraint { .. } => false,
         }
     }
@@ -142,7 +146,7 @@ impl Session {
     }
 
     /// Applies one action to the table named `name`; returns the table's name after it.
-    fn alter_one(&mut self, name: &str, action: &AlterAction) -> SqlResult<String> {
+    pub(super) fn alter_one(&mut self, name: &str, action: &AlterAction) -> SqlResult<String> {
         let table = self.ddl_table(name)?;
         let old_name = self
             .pending
@@ -161,7 +165,7 @@ impl Session {
         };
         let mut new_name = name.to_string();
         match action {
-            AlterAction::AddColumn { column, if_not_exists } => {
+            AlterAction::AddColumn { column, if_not_exists, foreign_key, checks } => {
                 if schema.column(&column.name).is_some() {
                     let message = format!(
                         "column \"{}\" of relation \"{relation}\" already exists",
@@ -173,9 +177,30 @@ impl Session {
                     }
                     return Err(SqlError::new("42701", message));
                 }
-                return self.add_column(&table, &old_name, schema, column).map(|()| new_name);
+                self.add_column(&table, &old_name, schema, column)?;
+                if let Some(fk) = foreign_key {
+                    self.alter_one(&new_name, &AlterAction::AddForeignKey(fk.clone()))?;
+                }
+                for check in checks {
+                    self.alter_one(&new_name, &AlterAction::AddCheck(check.clone()))?;
+                }
+                return Ok(new_name);
             }
-            AlterAction::DropColumn { name: column, if_exists } => {
+            AlterAction::AddCheck(def) => {
+                let named = super::check::name_checks(&schema, std::slice::from_ref(def))?;
+                let only: Vec<String> = named.iter().map(|c| c.name.clone()).collect();
+                schema.checks.extend(named);
+                self.new_version(&table, &old_name, name, &new_name, schema)?;
+                let altered = self.ddl_table(&new_name)?;
+                self.validate_checks(&altered, &only, true)?;
+                return Ok(new_name);
+            }
+            AlterAction::AddForeignKey(def) => {
+                let fk = self.resolve_foreign_key(&schema, def)?;
+                self.check_existing_references(&table, &fk)?;
+                schema.foreign_keys.push(fk);
+            }
+            AlterAction::DropColumn { name: column, if_exists, cascade } => {
                 let Some(at) = schema.column(column) else {
                     let message =
                         format!("column \"{column}\" of relation \"{relation}\" does not exist");
@@ -185,6 +210,24 @@ impl Session {
                     }
                     return Err(SqlError::new("42703", message));
                 };
+                if *cascade {
+                    let keys: Vec<_> = self
+                        .referencing(&schema.name)
+                        .into_iter()
+                        .filter(|(_, fk)| fk.ref_columns.contains(&at))
+                        .collect();
+                    for (child, fk) in keys {
+                        self.notice(format!(
+                            "drop cascades to constraint {} on table {child}",
+                            fk.name
+                        ));
+                        self.drop_foreign_key(&child, &fk.name)?;
+                    }
+                }
+                self.check_referenced(&schema, &[at])?;
+                // The column's own foreign keys and checks go with it.
+                schema.foreign_keys.retain(|fk| !fk.columns.contains(&at));
+                super::check::drop_checks_of(&mut schema, column)?;
                 let keyed = schema.primary_key.contains(&at)
                     || schema.indexes.iter().any(|index| index.columns.contains(&at));
                 // Indexes and the primary key on the column go with it, as in PostgreSQL.
@@ -217,6 +260,7 @@ impl Session {
                     ));
                 }
                 schema.columns[at].name = to.clone();
+                super::check::rename_in_checks(&mut schema, from, to)?;
                 self.move_sequence_owner(&schema.name, &schema.name, Some((from, to)))?;
             }
             AlterAction::RenameTable { to } => {
@@ -231,6 +275,17 @@ impl Session {
                         "42P07",
                         format!("relation \"{to}\" already exists"),
                     ));
+                }
+                if to != name {
+                    if !self.referencing(&schema.name).is_empty() {
+                        return Err(SqlError::unsupported(
+                            "renaming a table that another table's foreign key references",
+                        ));
+                    }
+                    // A key of the table on itself follows the name.
+                    for fk in schema.foreign_keys.iter_mut().filter(|fk| fk.table == schema.name) {
+                        fk.table = to.clone();
+                    }
                 }
                 self.move_sequence_owner(&schema.name, to, None)?;
                 schema.name = to.clone();
@@ -343,6 +398,40 @@ impl Session {
                 return Ok(new_name);
             }
             AlterAction::DropConstraint { name: constraint, if_exists } => {
+                if let Some(at) = schema.checks.iter().position(|c| c.name == *constraint) {
+                    schema.checks.remove(at);
+                    self.new_version(&table, &old_name, name, &new_name, schema)?;
+                    return Ok(new_name);
+                }
+                if let Some(at) = schema.foreign_keys.iter().position(|fk| fk.name == *constraint) {
+                    schema.foreign_keys.remove(at);
+                    self.new_version(&table, &old_name, name, &new_name, schema)?;
+                    return Ok(new_name);
+                }
+                let referenced = if schema.primary_name.as_deref() == Some(constraint.as_str()) {
+                    Some(schema.primary_key.clone())
+                } else {
+                    schema.indexes.iter().find(|i| i.name == *constraint).map(|i| i.columns.clone())
+                };
+                if let Some(columns) = referenced {
+                    let keys = self.referencing(&schema.name);
+                    let same = |a: &[usize]| {
+                        a.len() == columns.len() && a.iter().all(|c| columns.contains(c))
+                    };
+                    if let Some((child, fk)) = keys.iter().find(|(_, fk)| same(&fk.ref_columns)) {
+                        let mut error = SqlError::new(
+                            "2BP01",
+                            format!(
+                                "cannot drop constraint {constraint} on table {relation} because                                  other objects depend on it"
+                            ),
+                        );
+                        error.detail = Some(format!(
+                            "constraint {} on table {child} depends on index {constraint}",
+                            fk.name
+                        ));
+                        return Err(error);
+                    }
+                }
                 if schema.primary_name.as_deref() == Some(constraint.as_str()) {
                     schema.primary_key.clear();
                     schema.primary_name = None;

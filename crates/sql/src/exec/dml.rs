@@ -46,6 +46,36 @@ fn conform_column(table: &TableInfo, column: usize, value: Value) -> SqlResult<V
     cast(value, schema.ty, false)
 }
 
+/// Fails with 23514 if the row makes a CHECK constraint false (NULL passes).
+pub(crate) fn check_row(
+    checks: &[(String, BExpr)],
+    table: &TableInfo,
+    values: &[Value],
+    cx: &Context<'_>,
+) -> SqlResult<()> {
+    for (name, check) in checks {
+        if matches!(check.eval(values, cx)?, Value::Bool(false)) {
+            let shown: Vec<String> = values
+                .iter()
+                .zip(&table.types)
+                .zip(&table.schema.columns)
+                .filter(|(_, column)| !column.dropped)
+                .map(|((value, ty), _)| value.to_text(*ty).unwrap_or_else(|| "null".into()))
+                .collect();
+            let mut error = SqlError::new(
+                "23514",
+                format!(
+                    "new row for relation \"{}\" violates check constraint \"{name}\"",
+                    table.schema.name
+                ),
+            );
+            error.detail = Some(format!("Failing row contains ({}).", shown.join(", ")));
+            return Err(error);
+        }
+    }
+    Ok(())
+}
+
 fn row_key(table: &TableInfo, values: &[Value], key: &mut Vec<u8>) {
     if table.schema.primary_key.is_empty() {
         key.clear();
@@ -142,10 +172,14 @@ fn insert_row(
     bytes: &mut Vec<u8>,
 ) -> SqlResult<()> {
     let table = &plan.table;
+    check_row(&plan.checks, table, values, cx)?;
     row_key(table, values, key);
     encode_row(table.schema.version, &table.types, values, bytes);
     match txn.insert(&table.engine, key, bytes) {
         Ok(()) => {
+            if let Some(keys) = &plan.foreign {
+                super::foreign::check_references(txn, keys, table, values, None)?;
+            }
             produced.affected += 1;
             returning(&plan.returning, &plan.returning_moves, values, cx, &mut produced.rows)?;
         }
@@ -208,6 +242,7 @@ fn insert_row(
             let mut old_values = Vec::new();
             table.check_not_newer(old)?;
             table.decode(old, &Wanted::ALL, &mut old_values)?;
+            let old_width = old_values.len();
             let mut both = old_values.clone();
             both.extend(values.iter().cloned());
             if let Some(filter) = filter
@@ -220,6 +255,7 @@ fn insert_row(
                 new_values[*column] = expr.eval(&both, cx)?;
             }
             conform(table, &mut new_values, &[])?;
+            check_row(&plan.checks, table, &new_values, cx)?;
             let mut new_key = Vec::new();
             primary_key(table, &new_values, &mut new_key);
             encode_row(table.schema.version, &table.types, &new_values, bytes);
@@ -229,6 +265,19 @@ fn insert_row(
             } else {
                 txn.update(&table.engine, &existing_key, bytes)
                     .map_err(|e| engine_error(e, table))?;
+            }
+            if let Some(keys) = &plan.foreign {
+                let old = &both[..old_width];
+                super::foreign::check_references(txn, keys, table, &new_values, Some(old))?;
+                super::foreign::on_referenced_write(
+                    txn,
+                    keys,
+                    table,
+                    old,
+                    Some(&new_values),
+                    cx,
+                    0,
+                )?;
             }
             produced.affected += 1;
             returning(
@@ -337,17 +386,36 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
         }
         if plan.delete {
             txn.delete(&table.engine, key).map_err(|e| engine_error(e, table))?;
+            if let Some(keys) = &plan.foreign {
+                super::foreign::on_referenced_write(txn, keys, table, values, None, &cx, 0)?;
+            }
             produced.affected += 1;
             emit(values, &mut produced.rows)?;
             continue;
         }
+        let old = plan.foreign.as_ref().map(|_| values.clone());
         assign(table, &plan.assignments, current, starts, &cx, values, changes, bytes)?;
+        check_row(&plan.checks, table, values, &cx)?;
+        if let (Some(keys), Some(old)) = (&plan.foreign, &old) {
+            super::foreign::check_references(txn, keys, table, values, Some(old))?;
+        }
         if plan.changes_key {
             let mut new_key = Vec::new();
             primary_key(table, values, &mut new_key);
             if new_key != key {
                 txn.delete(&table.engine, key).map_err(|e| engine_error(e, table))?;
                 txn.insert(&table.engine, &new_key, bytes).map_err(|e| engine_error(e, table))?;
+                if let (Some(keys), Some(old)) = (&plan.foreign, &old) {
+                    super::foreign::on_referenced_write(
+                        txn,
+                        keys,
+                        table,
+                        old,
+                        Some(values),
+                        &cx,
+                        0,
+                    )?;
+                }
                 produced.affected += 1;
                 emit(values, &mut produced.rows)?;
                 continue;
@@ -368,6 +436,9 @@ pub fn run_modify(txn: &mut Txn<'_>, plan: &ModifyPlan, env: &Env<'_>) -> SqlRes
             txn.update(&table.engine, key, bytes)
         };
         updated.map_err(|e| engine_error(e, table))?;
+        if let (Some(keys), Some(old)) = (&plan.foreign, &old) {
+            super::foreign::on_referenced_write(txn, keys, table, old, Some(values), &cx, 0)?;
+        }
         produced.affected += 1;
         emit(values, &mut produced.rows)?;
     }
@@ -389,6 +460,8 @@ fn update_in_one_pass(
     let table = &plan.access.table;
     if plan.delete
         || plan.changes_key
+        || plan.foreign.is_some()
+        || !plan.checks.is_empty()
         || !matches!(plan.access.path, Path::Range { index: None, .. })
         || txn.isolation() != Isolation::Serializable
         || cx.locks.is_some_and(|locker| locker.locks.used(crate::locks::table_number(table)))

@@ -32,6 +32,7 @@ use std::collections::HashMap;
 use std::sync::LazyLock;
 
 mod array;
+mod catalog;
 mod conditional;
 mod datetime;
 mod info;
@@ -143,6 +144,10 @@ const TEXT_TEXT_INT: &[Type] = &[Type::Text, Type::Text, Type::Int8];
 const TEXT_TEXT_INT_TEXT: &[Type] = &[Type::Text, Type::Text, Type::Int8, Type::Text];
 const REGEXP_SUBSTR: &[Type] = &[Type::Text, Type::Text, Type::Int8, Type::Int8, Type::Text];
 const INT: &[Type] = &[Type::Int8];
+const BOOL: &[Type] = &[Type::Bool];
+const OID_BOOL: &[Type] = &[Type::Int8, Type::Bool];
+const OID_INT_BOOL: &[Type] = &[Type::Int8, Type::Int8, Type::Bool];
+const OID_TEXT: &[Type] = &[Type::Int8, Type::Text];
 const DOUBLE: &[Type] = &[Type::Float8];
 const TEXT_TIMESTAMP: &[Type] = &[Type::Text, Type::Timestamp];
 const TIMESTAMP: &[Type] = &[Type::Timestamp];
@@ -623,6 +628,111 @@ pub static FUNCTIONS: &[Function] = &[
     ),
     strict(&["pg_sleep"], (1, 1), Returns::Fixed(Type::Float8), Takes::Result, info::pg_sleep)
         .volatile(),
+    // The catalog, for introspection.
+    strict(
+        &["pg_get_indexdef"],
+        (1, 3),
+        Returns::Fixed(Type::Text),
+        Takes::Positions(OID_INT_BOOL),
+        catalog::pg_get_indexdef,
+    ),
+    strict(
+        &["pg_get_constraintdef"],
+        (1, 2),
+        Returns::Fixed(Type::Text),
+        Takes::Positions(OID_BOOL),
+        catalog::pg_get_constraintdef,
+    ),
+    strict(
+        &["to_regclass"],
+        (1, 1),
+        Returns::Fixed(Type::Int8),
+        Takes::Positions(TEXT),
+        catalog::to_regclass,
+    ),
+    strict(
+        &["to_regtype"],
+        (1, 1),
+        Returns::Fixed(Type::Int8),
+        Takes::Positions(TEXT),
+        catalog::to_regtype,
+    ),
+    strict(
+        &["_engram_relation_name"],
+        (1, 1),
+        Returns::Fixed(Type::Text),
+        Takes::Positions(INT),
+        catalog::relation_name,
+    ),
+    strict(
+        &["pg_table_is_visible", "pg_type_is_visible", "pg_function_is_visible"],
+        (1, 1),
+        Returns::Fixed(Type::Bool),
+        Takes::Positions(INT),
+        catalog::pg_table_is_visible,
+    ),
+    strict(
+        &["format_type"],
+        (2, 2),
+        Returns::Fixed(Type::Text),
+        Takes::Positions(INT),
+        catalog::format_type,
+    ),
+    strict(
+        &["current_schemas"],
+        (1, 1),
+        Returns::Of(catalog::text_array),
+        Takes::Positions(BOOL),
+        catalog::current_schemas,
+    ),
+    strict(
+        &["obj_description", "col_description", "shobj_description"],
+        (1, 2),
+        Returns::Fixed(Type::Text),
+        Takes::Positions(OID_TEXT),
+        catalog::no_description,
+    ),
+    strict(
+        &["pg_get_expr"],
+        (2, 3),
+        Returns::Fixed(Type::Text),
+        Takes::Positions(TEXT_INT),
+        catalog::pg_get_expr,
+    ),
+    strict(
+        &["pg_get_userbyid"],
+        (1, 1),
+        Returns::Fixed(Type::Text),
+        Takes::Positions(INT),
+        catalog::pg_get_userbyid,
+    ),
+    lazy(
+        &[
+            "has_table_privilege",
+            "has_schema_privilege",
+            "has_database_privilege",
+            "has_column_privilege",
+            "has_sequence_privilege",
+            "has_function_privilege",
+        ],
+        (2, 4),
+        Returns::Fixed(Type::Bool),
+        catalog::has_privilege,
+    ),
+    strict(
+        &["pg_encoding_to_char"],
+        (1, 1),
+        Returns::Fixed(Type::Text),
+        Takes::Positions(INT),
+        catalog::pg_encoding_to_char,
+    ),
+    strict(
+        &["quote_ident"],
+        (1, 1),
+        Returns::Fixed(Type::Text),
+        Takes::Positions(TEXT),
+        catalog::quote_ident,
+    ),
     // Arrays.
     strict(
         &["array_length"],

@@ -10,14 +10,26 @@ pub(super) fn alter_action(operation: sp::AlterTableOperation) -> SqlResult<Alte
     };
     Ok(match operation {
         O::AddColumn { if_not_exists, column_def, column_position: None, .. } => {
-            AlterAction::AddColumn { column: column_def_from(column_def)?, if_not_exists }
+            let mut foreign_keys = Vec::new();
+            let mut checks = Vec::new();
+            let column = column_def_from(column_def, &mut foreign_keys, &mut checks)?;
+            AlterAction::AddColumn {
+                column,
+                if_not_exists,
+                foreign_key: foreign_keys.pop(),
+                checks,
+            }
+        }
+        O::AddConstraint { constraint: sp::TableConstraint::Check(check), not_valid: false } => {
+            AlterAction::AddCheck(check_from(check, None)?)
+        }
+        O::AddConstraint { constraint: sp::TableConstraint::ForeignKey(fk), not_valid: false } => {
+            AlterAction::AddForeignKey(foreign_key_from(fk)?)
         }
         O::DropColumn { column_names, if_exists, drop_behavior, .. } => {
-            if matches!(drop_behavior, Some(sp::DropBehavior::Cascade)) {
-                return Err(SqlError::unsupported("DROP COLUMN ... CASCADE"));
-            }
+            let cascade = matches!(drop_behavior, Some(sp::DropBehavior::Cascade));
             match column_names.as_slice() {
-                [name] => AlterAction::DropColumn { name: ident(name), if_exists },
+                [name] => AlterAction::DropColumn { name: ident(name), if_exists, cascade },
                 _ => return Err(SqlError::syntax("DROP COLUMN names one column")),
             }
         }
@@ -73,8 +85,58 @@ pub(super) fn alter_action(operation: sp::AlterTableOperation) -> SqlResult<Alte
     })
 }
 
-/// A column definition of CREATE TABLE or ALTER TABLE ... ADD COLUMN.
-fn column_def_from(column: sp::ColumnDef) -> SqlResult<ColumnDef> {
+/// A CHECK constraint (of `column`, if written as a column's).
+fn check_from(check: sp::CheckConstraint, column: Option<&str>) -> SqlResult<CheckDef> {
+    if check.enforced == Some(false) {
+        return Err(SqlError::unsupported("NOT ENFORCED"));
+    }
+    // Converted now so that an unsupported expression fails here; the catalog keeps the text.
+    expr_from((*check.expr).clone())?;
+    Ok(CheckDef {
+        name: check.name.as_ref().map(ident),
+        expr: check.expr.to_string(),
+        column: column.map(str::to_string),
+    })
+}
+
+/// A foreign key constraint.
+fn foreign_key_from(fk: sp::ForeignKeyConstraint) -> SqlResult<ForeignKeyDef> {
+    let action = |action: Option<sp::ReferentialAction>| match action {
+        None | Some(sp::ReferentialAction::NoAction) => FkAction::NoAction,
+        Some(sp::ReferentialAction::Restrict) => FkAction::Restrict,
+        Some(sp::ReferentialAction::Cascade) => FkAction::Cascade,
+        Some(sp::ReferentialAction::SetNull) => FkAction::SetNull,
+        Some(sp::ReferentialAction::SetDefault) => FkAction::SetDefault,
+    };
+    if matches!(
+        fk.match_kind,
+        Some(sp::ConstraintReferenceMatchKind::Full | sp::ConstraintReferenceMatchKind::Partial)
+    ) {
+        return Err(SqlError::unsupported("MATCH FULL or MATCH PARTIAL"));
+    }
+    let characteristics = fk.characteristics.unwrap_or_default();
+    if characteristics.enforced == Some(false) {
+        return Err(SqlError::unsupported("NOT ENFORCED"));
+    }
+    Ok(ForeignKeyDef {
+        name: fk.name.as_ref().map(ident),
+        columns: fk.columns.iter().map(ident).collect(),
+        table: object_name(&fk.foreign_table)?,
+        ref_columns: fk.referred_columns.iter().map(ident).collect(),
+        on_delete: action(fk.on_delete),
+        on_update: action(fk.on_update),
+        deferrable: characteristics.deferrable == Some(true)
+            || characteristics.initially == Some(sp::DeferrableInitial::Deferred),
+    })
+}
+
+/// A column definition of CREATE TABLE or ALTER TABLE ... ADD COLUMN; a `REFERENCES` goes to
+/// `foreign_keys`.
+fn column_def_from(
+    column: sp::ColumnDef,
+    foreign_keys: &mut Vec<ForeignKeyDef>,
+    checks: &mut Vec<CheckDef>,
+) -> SqlResult<ColumnDef> {
     let (ty, serial) = match &column.data_type {
         sp::DataType::Custom(name, modifiers) if modifiers.is_empty() => {
             match object_name(name)?.as_str() {
@@ -107,6 +169,17 @@ fn column_def_from(column: sp::ColumnDef) -> SqlResult<ColumnDef> {
             }
             sp::ColumnOption::PrimaryKey(_) => def.primary = true,
             sp::ColumnOption::Unique(_) => def.unique = true,
+            sp::ColumnOption::Check(check) => {
+                let mut check = check_from(check, Some(&def.name))?;
+                check.name = check.name.or_else(|| option.name.as_ref().map(ident));
+                checks.push(check);
+            }
+            sp::ColumnOption::ForeignKey(fk) => {
+                let mut fk = foreign_key_from(fk)?;
+                fk.name = fk.name.or_else(|| option.name.as_ref().map(ident));
+                fk.columns = vec![def.name.clone()];
+                foreign_keys.push(fk);
+            }
             sp::ColumnOption::Generated {
                 generated_as: kind @ (sp::GeneratedAs::Always | sp::GeneratedAs::ByDefault),
                 sequence_options,
@@ -161,6 +234,8 @@ pub(super) fn create_table_from(create: sp::CreateTable) -> SqlResult<CreateTabl
             columns,
             primary_key: Vec::new(),
             uniques: Vec::new(),
+            foreign_keys: Vec::new(),
+            checks: Vec::new(),
             query: Some(Box::new(query_from(*query)?)),
         });
     }
@@ -174,10 +249,12 @@ pub(super) fn create_table_from(create: sp::CreateTable) -> SqlResult<CreateTabl
         columns: Vec::new(),
         primary_key: Vec::new(),
         uniques: Vec::new(),
+        foreign_keys: Vec::new(),
+        checks: Vec::new(),
         query: None,
     };
     for column in create.columns {
-        table.columns.push(column_def_from(column)?);
+        table.columns.push(column_def_from(column, &mut table.foreign_keys, &mut table.checks)?);
     }
     for constraint in create.constraints {
         match constraint {
@@ -191,6 +268,8 @@ pub(super) fn create_table_from(create: sp::CreateTable) -> SqlResult<CreateTabl
             sp::TableConstraint::Unique(unique) => table.uniques.push(
                 unique.columns.iter().map(|c| index_column(&c.column)).collect::<SqlResult<_>>()?,
             ),
+            sp::TableConstraint::ForeignKey(fk) => table.foreign_keys.push(foreign_key_from(fk)?),
+            sp::TableConstraint::Check(check) => table.checks.push(check_from(check, None)?),
             other => return Err(SqlError::unsupported(format!("the constraint {other}"))),
         }
     }

@@ -227,6 +227,14 @@ impl Binder<'_> {
             }
             Expr::Cast { expr, ty } => {
                 let (inner, from) = self.bind_in(expr, scope, group)?;
+                if *ty == Type::Regclass && (from.is_text() || from == Type::Unknown) {
+                    return self.regclass_of(inner);
+                }
+                if from == Type::Regclass && ty.is_text() {
+                    let (name, _) =
+                        self.call_bound("_engram_relation_name", vec![(inner, from)])?;
+                    return Ok((BExpr::Cast { expr: Box::new(name), ty: *ty }, *ty));
+                }
                 if let BExpr::Param(at) = inner {
                     self.note_param(at, *ty);
                     return Ok((BExpr::Cast { expr: Box::new(inner), ty: *ty }, *ty));
@@ -570,6 +578,26 @@ impl Binder<'_> {
             args.push(self.convert_to(expr, from, *to)?);
         }
         Ok((BExpr::Call { func, args, ty }, ty))
+    }
+
+    /// `name::regclass`: a constant name becomes the relation's id now (42P01 when there is
+    /// none), another text is looked up as the statement runs.
+    fn regclass_of(&mut self, inner: BExpr) -> SqlResult<(BExpr, Type)> {
+        if let BExpr::Const(value) = &inner {
+            let Some(name) = value.to_text(Type::Text) else {
+                return Ok((BExpr::Const(Value::Null), Type::Regclass));
+            };
+            let bare = name.strip_prefix("public.").unwrap_or(&name).trim_matches('"').to_string();
+            let tables = crate::system::user_tables(self.catalog);
+            let oid = crate::system::relations(&tables)
+                .into_iter()
+                .find(|relation| relation.name == bare)
+                .map(|relation| relation.oid)
+                .ok_or_else(|| SqlError::undefined_table(&name))?;
+            return Ok((BExpr::Const(Value::Int(oid)), Type::Regclass));
+        }
+        let (call, _) = self.call_bound("to_regclass", vec![(inner, Type::Text)])?;
+        Ok((call, Type::Regclass))
     }
 
     /// `pg_get_serial_sequence('table', 'column')`: the sequence the column takes its values

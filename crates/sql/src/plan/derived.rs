@@ -476,6 +476,8 @@ impl Binder<'_> {
             key_format: KeyFormat::Compact,
             layouts: Vec::new(),
             types_from: 0,
+            foreign_keys: Vec::new(),
+            checks: Vec::new(),
         };
         Ok(Arc::new(TableInfo::new(
             schema,

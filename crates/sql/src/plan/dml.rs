@@ -80,6 +80,29 @@ impl Binder<'_> {
         Ok((bound, volatile))
     }
 
+    /// The CHECK constraints of `table`, bound over its columns.
+    pub fn check_exprs(&mut self, table: &TableInfo) -> SqlResult<Vec<(String, BExpr)>> {
+        if table.schema.checks.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut scope = Scope::default();
+        scope.push(table.schema.name.clone(), table_columns(table))?;
+        let mut out = Vec::with_capacity(table.schema.checks.len());
+        for check in &table.schema.checks {
+            let expr = crate::parse::parse_expr(&check.expr)?;
+            if super::contains_aggregate(&expr) {
+                return Err(SqlError::new(
+                    "42803",
+                    "aggregate functions are not allowed in check constraints",
+                ));
+            }
+            let (bound, ty) = self.bind(&expr, &scope)?;
+            let (bound, _) = self.expect_bool(bound, ty, "CHECK")?;
+            out.push((check.name.clone(), bound));
+        }
+        Ok(out)
+    }
+
     /// An expression stored into a column of type `to`.
     fn assign(&mut self, expr: BExpr, from: Type, to: Type, column: &str) -> SqlResult<BExpr> {
         let (expr, from) = self.coerce(expr, from, to)?;
@@ -246,7 +269,11 @@ impl Binder<'_> {
                 .collect(),
             InsertRows::Query(..) => Vec::new(),
         };
+        let foreign = self.foreign_keys(&table)?;
+        let checks = self.check_exprs(&table)?;
         Ok(InsertPlan {
+            foreign,
+            checks,
             table: Arc::clone(&table),
             rows,
             conformed,
@@ -336,7 +363,11 @@ impl Binder<'_> {
                 .collect(),
         );
         let recheck = if uses_primary_key { None } else { join_conjuncts(conjuncts.clone()) };
-        let reapplies = assignments_given.is_some()
+        let foreign = self.foreign_keys(&table)?;
+        let checks = self.check_exprs(&table)?;
+        let reapplies = foreign.is_none()
+            && checks.is_empty()
+            && assignments_given.is_some()
             && matches!(path, Path::Point(_))
             && filter.is_none()
             && recheck.is_none()
@@ -360,7 +391,7 @@ impl Binder<'_> {
         for expr in filter.iter().chain(&recheck).chain(&returning) {
             mark(expr, &mut decode);
         }
-        for (_, expr) in &assignments {
+        for expr in assignments.iter().map(|(_, e)| e).chain(checks.iter().map(|(_, e)| e)) {
             mark(expr, &mut decode);
         }
         if changes_key {
@@ -368,7 +399,12 @@ impl Binder<'_> {
                 decode[column] = true;
             }
         }
+        if foreign.is_some() {
+            decode.iter_mut().for_each(|column| *column = true);
+        }
         Ok(ModifyPlan {
+            foreign,
+            checks,
             access: Access {
                 table: Arc::clone(&table),
                 offset: 0,

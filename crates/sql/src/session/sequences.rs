@@ -47,4 +47,8 @@ impl Sequences for SessionSequences<'_> {
     fn last(&self) -> Option<i64> {
         self.values.last.get()
     }
+
+    fn with_catalog(&self, f: &mut dyn FnMut(&crate::catalog::Catalog)) {
+        f(&self.db.catalog.read());
+    }
 }

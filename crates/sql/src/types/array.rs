@@ -73,6 +73,8 @@ impl Elem {
             Type::Time => Elem::Time,
             Type::Interval => Elem::Interval,
             Type::Uuid => Elem::Uuid,
+            // Object ids are held as `bigint[]`.
+            Type::Regclass => Elem::Int8,
             Type::Array(_) => return None,
         })
     }

@@ -72,6 +72,8 @@ pub fn parse_text(text: &str, ty: Type) -> SqlResult<Value> {
         }
         Type::Uuid => Value::Uuid(parse_uuid(text).ok_or_else(invalid)?),
         Type::Array(elem) => parse_array(text, elem)?,
+        // A relation's name is read with the catalog (`plan/bind.rs`); here only its id.
+        Type::Regclass => Value::Int(text.trim().parse().map_err(|_| invalid())?),
     })
 }
 
@@ -116,7 +118,7 @@ pub fn conforms(value: &Value, ty: Type) -> bool {
         (Value::Bool(_), Type::Bool) => true,
         (Value::Int(v), Type::Int2) => i16::try_from(*v).is_ok(),
         (Value::Int(v), Type::Int4) => i32::try_from(*v).is_ok(),
-        (Value::Int(_), Type::Int8) => true,
+        (Value::Int(_), Type::Int8 | Type::Regclass) => true,
         (Value::Float(_), Type::Float8) => true,
         // A `real` is held as the double of the same value.
         (Value::Float(v), Type::Float4) => v.is_nan() || f64::from(*v as f32) == *v,
@@ -204,6 +206,7 @@ pub(super) fn convert(value: Value, to: Type, explicit: bool) -> SqlResult<Value
         (Value::Bool(value), to) if to.is_integer() && explicit => Value::Int(i64::from(value)),
         (Value::Int(value), Type::Bool) if explicit => Value::Bool(value != 0),
         (Value::Int(value), to) if to.is_integer() => check_int(value, to)?,
+        (Value::Int(value), Type::Regclass) => Value::Int(value),
         (Value::Int(value), Type::Float4) => Value::Float(f64::from(value as f32)),
         (Value::Int(value), Type::Float8) => Value::Float(value as f64),
         (Value::Int(value), to @ Type::Numeric { .. }) => fit_numeric(Decimal::from(value), to)?,

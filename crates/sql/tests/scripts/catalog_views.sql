@@ -37,8 +37,12 @@ public
 SELECT table_name FROM information_schema.tables WHERE table_schema = 'information_schema' ORDER BY table_name
 ----
 columns
+constraint_column_usage
+key_column_usage
+referential_constraints
 schemata
 sequences
+table_constraints
 tables
 views
 

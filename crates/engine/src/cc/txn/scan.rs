@@ -49,6 +49,18 @@ fn deleted_unclaimed(
 }
 
 impl Txn<'_> {
+    /// Runs `f` with every scan it makes checked at commit at every isolation level: each row
+    /// read is validated, as a read for update is, and each leaf passed over, so a row that
+    /// another transaction inserts into, or deletes from, the scanned range before this one
+    /// commits aborts it. What constraint checks need whatever the level (a foreign key's
+    /// referencing rows, `engram-sql`'s `exec/foreign.rs`).
+    pub fn checked<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        let before = std::mem::replace(&mut self.worker.txn.checking, true);
+        let result = f(self);
+        self.worker.txn.checking = before;
+        result
+    }
+
     /// A scan that hands the visitor each row's head as well.
     pub(super) fn scan_heads(
         &mut self,
@@ -64,7 +76,8 @@ impl Txn<'_> {
         // SAFETY: a `Txn` exists only while its worker is pinned and in a call.
         let pin = unsafe { pinned() };
         let state = &mut self.worker.txn;
-        let mode = ReadMode::of(state, state.rules.validate_reads);
+        let checking = state.checking;
+        let mode = ReadMode::of(state, state.rules.validate_reads || checking);
         let TxnState {
             access, nodes, read_buffer, scan_buffer, rules, snapshot, statement, ..
         } = state;
@@ -79,8 +92,9 @@ impl Txn<'_> {
             snapshot: *snapshot,
             mode,
             statement,
-            validate_reads: rules.validate_reads,
-            validate_nodes: rules.validate_nodes || watching,
+            validate_reads: rules.validate_reads || checking,
+            validate_nodes: rules.validate_nodes || watching || checking,
+            always: checking,
             skip_deleted: true,
             visit: &mut forward,
             count: 0,
@@ -161,7 +175,8 @@ impl Txn<'_> {
                 direction,
             );
         }
-        let mode = ReadMode::of(state, state.rules.validate_reads);
+        let checking = state.checking;
+        let mode = ReadMode::of(state, state.rules.validate_reads || checking);
         let TxnState {
             access,
             nodes,
@@ -188,8 +203,9 @@ impl Txn<'_> {
                 snapshot: *snapshot,
                 mode,
                 statement,
-                validate_reads: rules.validate_reads,
-                validate_nodes: rules.validate_nodes || watching,
+                validate_reads: rules.validate_reads || checking,
+                validate_nodes: rules.validate_nodes || watching || checking,
+                always: checking,
                 // A deleted record's old secondary entries stay until it is unlinked, and an
                 // insert that brings it back with the same secondary key changes no secondary
                 // leaf: secondary scans keep recording what they pass over.
@@ -250,6 +266,8 @@ struct RowVisitor<'a, F> {
     statement: &'a StatementSnapshot,
     validate_reads: bool,
     validate_nodes: bool,
+    /// Record the leaves to be validated at every isolation level (`Txn::checked`).
+    always: bool,
     /// Pass over unclaimed deleted records without recording them (primary-key scans).
     skip_deleted: bool,
     visit: &'a mut F,
@@ -314,7 +332,7 @@ impl<F: FnMut(&[u8], &[u8]) -> bool> ScanVisitor for RowVisitor<'_, F> {
             ver: leaf.version(),
         });
         if self.validate_nodes {
-            self.nodes.push(leaf, false, self.owner);
+            self.nodes.push(leaf, self.always, self.owner);
         }
     }
 
