@@ -859,6 +859,8 @@ pub struct ForeignKeyDef {
     pub on_update: FkAction,
     /// `DEFERRABLE` (checked immediately all the same: `docs/sql.md`).
     pub deferrable: bool,
+    /// `MATCH FULL`: a key with NULL in some of its columns but not all is refused.
+    pub match_full: bool,
 }
 
 /// `[CONSTRAINT name] CHECK (expression)`: the expression as SQL text; `column` when it was

@@ -151,6 +151,9 @@ pub struct ForeignKeySchema {
     pub on_update: crate::ast::FkAction,
     #[serde(default)]
     pub deferrable: bool,
+    /// `MATCH FULL` (else MATCH SIMPLE).
+    #[serde(default)]
+    pub match_full: bool,
 }
 
 /// What an index definition in the engine's catalog holds, so that recovery can rebuild its

@@ -126,6 +126,7 @@ impl Session {
             on_delete: def.on_delete,
             on_update: def.on_update,
             deferrable: def.deferrable,
+            match_full: def.match_full,
         })
     }
 
@@ -232,6 +233,7 @@ impl Session {
             index: crate::plan::foreign::unique_index(&parent, &fk.ref_columns),
             parent,
             ref_columns: fk.ref_columns.clone(),
+            match_full: fk.match_full,
         };
         let mut keys = crate::plan::foreign::ForeignKeys::default();
         keys.tables.insert(

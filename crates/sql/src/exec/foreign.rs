@@ -61,7 +61,20 @@ pub(crate) fn check_references(
 ) -> SqlResult<()> {
     let Some(own) = keys.of(&table.schema.name) else { return Ok(()) };
     for fk in &own.outgoing {
-        if fk.columns.iter().any(|&c| values[c].is_null()) {
+        let nulls = fk.columns.iter().filter(|&&c| values[c].is_null()).count();
+        if fk.match_full && nulls > 0 && nulls < fk.columns.len() {
+            let mut error = SqlError::new(
+                "23503",
+                format!(
+                    "insert or update on table \"{}\" violates foreign key constraint \"{}\"",
+                    table.schema.name, fk.name
+                ),
+            );
+            error.detail =
+                Some("MATCH FULL does not allow mixing of null and nonnull key values.".into());
+            return Err(error);
+        }
+        if nulls > 0 {
             continue;
         }
         if old.is_some_and(|old| !changed(&fk.columns, old, values)) {

@@ -108,11 +108,8 @@ fn foreign_key_from(fk: sp::ForeignKeyConstraint) -> SqlResult<ForeignKeyDef> {
         Some(sp::ReferentialAction::SetNull) => FkAction::SetNull,
         Some(sp::ReferentialAction::SetDefault) => FkAction::SetDefault,
     };
-    if matches!(
-        fk.match_kind,
-        Some(sp::ConstraintReferenceMatchKind::Full | sp::ConstraintReferenceMatchKind::Partial)
-    ) {
-        return Err(SqlError::unsupported("MATCH FULL or MATCH PARTIAL"));
+    if matches!(fk.match_kind, Some(sp::ConstraintReferenceMatchKind::Partial)) {
+        return Err(SqlError::unsupported("MATCH PARTIAL"));
     }
     let characteristics = fk.characteristics.unwrap_or_default();
     if characteristics.enforced == Some(false) {
@@ -127,6 +124,7 @@ fn foreign_key_from(fk: sp::ForeignKeyConstraint) -> SqlResult<ForeignKeyDef> {
         on_update: action(fk.on_update),
         deferrable: characteristics.deferrable == Some(true)
             || characteristics.initially == Some(sp::DeferrableInitial::Deferred),
+        match_full: matches!(fk.match_kind, Some(sp::ConstraintReferenceMatchKind::Full)),
     })
 }
 

@@ -592,9 +592,19 @@ impl Binder<'_> {
             let oid = crate::system::relations(&tables)
                 .into_iter()
                 .find(|relation| relation.name == bare)
-                .map(|relation| relation.oid)
-                .ok_or_else(|| SqlError::undefined_table(&name))?;
-            return Ok((BExpr::Const(Value::Int(oid)), Type::Regclass));
+                .map(|relation| relation.oid);
+            if let Some(oid) = oid {
+                return Ok((BExpr::Const(Value::Int(oid)), Type::Regclass));
+            }
+            // Sequences and views have no object id here: their name stands for them, as
+            // `nextval('s'::regclass)` and a column default `nextval('t_id_seq'::regclass)`
+            // want it.
+            let named = self.catalog.sequence_defs.contains_key(&bare)
+                || self.catalog.views.contains_key(&bare);
+            if !named {
+                return Err(SqlError::undefined_table(&name));
+            }
+            return Ok((BExpr::Const(Value::Text(bare.into())), Type::Text));
         }
         let (call, _) = self.call_bound("to_regclass", vec![(inner, Type::Text)])?;
         Ok((call, Type::Regclass))

@@ -21,6 +21,8 @@ pub struct Outgoing {
     pub ref_columns: Vec<usize>,
     /// The unique index of the parent whose columns are `ref_columns`; `None`: its primary key.
     pub index: Option<usize>,
+    /// `MATCH FULL`.
+    pub match_full: bool,
 }
 
 /// A foreign key of `child` that references the table written.
@@ -105,6 +107,7 @@ impl Binder<'_> {
                     parent,
                     ref_columns: fk.ref_columns.clone(),
                     index,
+                    match_full: fk.match_full,
                 });
             }
             for child in &holding {

@@ -42,6 +42,7 @@ pub struct Foreign {
     pub on_delete: FkAction,
     pub on_update: FkAction,
     pub deferrable: bool,
+    pub match_full: bool,
 }
 
 /// Every constraint of `tables` (sorted by name, as `relations` wants them).
@@ -96,6 +97,7 @@ pub fn constraints(tables: &[Arc<TableInfo>]) -> Vec<Constraint> {
                             on_delete: fk.on_delete,
                             on_update: fk.on_update,
                             deferrable: fk.deferrable,
+                            match_full: fk.match_full,
                         }),
                         check: None,
                     });
@@ -147,6 +149,9 @@ pub fn constraint_definition(constraint: &Constraint) -> String {
                 foreign.table.schema.name,
                 names(&foreign.table, &foreign.columns)
             );
+            if foreign.match_full {
+                out.push_str(" MATCH FULL");
+            }
             if foreign.on_update != FkAction::NoAction {
                 out.push_str(&format!(" ON UPDATE {}", foreign.on_update.words()));
             }
@@ -289,7 +294,11 @@ fn pg_constraint(sources: &Sources<'_>) -> Vec<Vec<Value>> {
                 int(foreign.map_or(0, |f| f.table_oid)),
                 text(foreign.map_or(" ", |f| f.on_update.code())),
                 text(foreign.map_or(" ", |f| f.on_delete.code())),
-                text(if foreign.is_some() { "s" } else { " " }),
+                text(match foreign {
+                    Some(f) if f.match_full => "f",
+                    Some(_) => "s",
+                    None => " ",
+                }),
                 Value::Bool(true),
                 int(0),
                 Value::Bool(true),
@@ -368,7 +377,7 @@ fn referential_constraints(sources: &Sources<'_>) -> Vec<Vec<Value>> {
                 text(DATABASE_NAME),
                 text("public"),
                 text(foreign.key_name.clone()),
-                text("NONE"),
+                text(if foreign.match_full { "FULL" } else { "NONE" }),
                 text(foreign.on_update.words()),
                 text(foreign.on_delete.words()),
             ])

@@ -1,4 +1,4 @@
--- Foreign keys: references checked, NO ACTION, CASCADE, SET NULL, ON UPDATE CASCADE, self-references, ALTER TABLE ADD and DROP, DROP and TRUNCATE of referenced tables, with the results of PostgreSQL 15
+-- Foreign keys: references checked, NO ACTION, CASCADE, SET NULL, ON UPDATE CASCADE, MATCH FULL, self-references, ALTER TABLE ADD and DROP, DROP and TRUNCATE of referenced tables, the catalog's views of them, with the results of PostgreSQL 15
 
 CREATE TABLE users (id int PRIMARY KEY, name text UNIQUE)
 ----
@@ -257,3 +257,40 @@ ok INSERT 0 1
 SELECT id, uid FROM kids ORDER BY id
 ----
 2 | 12345
+
+CREATE TABLE mf (a int, b int, PRIMARY KEY (a, b))
+----
+ok CREATE TABLE
+
+CREATE TABLE mfc (x int, y int, FOREIGN KEY (x, y) REFERENCES mf MATCH FULL ON DELETE CASCADE)
+----
+ok CREATE TABLE
+
+INSERT INTO mf VALUES (1, 1)
+----
+ok INSERT 0 1
+
+INSERT INTO mfc VALUES (1, NULL)
+----
+error 23503
+
+INSERT INTO mfc VALUES (NULL, NULL)
+----
+ok INSERT 0 1
+
+INSERT INTO mfc VALUES (1, 1)
+----
+ok INSERT 0 1
+
+SELECT conname, contype, confmatchtype, confdeltype, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'mfc'::regclass
+----
+mfc_x_y_fkey | f | f | c | FOREIGN KEY (x, y) REFERENCES mf(a, b) MATCH FULL ON DELETE CASCADE
+
+SELECT constraint_name, update_rule, delete_rule, match_option FROM information_schema.referential_constraints WHERE constraint_name = 'mfc_x_y_fkey'
+----
+mfc_x_y_fkey | NO ACTION | CASCADE | FULL
+
+SELECT constraint_name, column_name, ordinal_position FROM information_schema.key_column_usage WHERE table_name = 'mfc' ORDER BY ordinal_position
+----
+mfc_x_y_fkey | x | 1
+mfc_x_y_fkey | y | 2
