@@ -170,40 +170,28 @@ pub(crate) fn undo_entries(worker: &mut Worker, mark: usize) {
 /// rollback to a savepoint), in one pass over the inserted entries.
 pub(crate) fn remove_entries_of(worker: &mut Worker, heads: &[*mut Head]) {
     let heads: std::collections::HashSet<*mut Head> = heads.iter().copied().collect();
+    remove_entries_where(worker, |head| heads.contains(&head));
+}
+
+/// Removes every entry this transaction inserted for `head` (its own insert changed or went).
+pub(crate) fn remove_own_entries(worker: &mut Worker, head: *mut Head) {
+    remove_entries_where(worker, |of| of == head);
+}
+
+/// Removes the entries this transaction inserted for the heads `remove` picks.
+fn remove_entries_where(worker: &mut Worker, remove: impl Fn(*mut Head) -> bool) {
     // SAFETY: called while pinned.
     let pin = unsafe { pinned() };
     let Worker { tables, txn, garbage, .. } = worker;
     let TxnState { inserted_entries, access, nodes, .. } = txn;
     inserted_entries.retain(|inserted| {
-        if !heads.contains(&inserted.head) {
+        if !remove(inserted.head) {
             return true;
         }
         let table = tables[inserted.table.index()].as_deref().expect("registered table");
         table.secondaries[inserted.index as usize].tree.remove(
             access.slice(inserted.key),
             Some(inserted.head as u64),
-            &pin,
-            garbage,
-            nodes,
-        );
-        false
-    });
-}
-
-/// Removes every entry this transaction inserted for `head` (its own insert changed or went).
-pub(crate) fn remove_own_entries(worker: &mut Worker, head: *mut Head) {
-    // SAFETY: called while pinned.
-    let pin = unsafe { pinned() };
-    let Worker { tables, txn, garbage, .. } = worker;
-    let TxnState { inserted_entries, access, nodes, .. } = txn;
-    inserted_entries.retain(|inserted| {
-        if inserted.head != head {
-            return true;
-        }
-        let table = tables[inserted.table.index()].as_deref().expect("registered table");
-        table.secondaries[inserted.index as usize].tree.remove(
-            access.slice(inserted.key),
-            Some(head as u64),
             &pin,
             garbage,
             nodes,

@@ -126,6 +126,12 @@ impl Session {
 
     /// Evaluates a bound default once.
     fn evaluate(&self, expr: &BExpr) -> SqlResult<Value> {
+        self.with_context(|cx| expr.eval(&[], cx))
+    }
+
+    /// Runs `f` with a context to evaluate expressions of DDL in (defaults, checks): the
+    /// session's sequences and transaction start, no parameters or subqueries.
+    pub(super) fn with_context<T>(&self, f: impl FnOnce(&Context<'_>) -> T) -> T {
         let reserve = crate::session::sequences::SessionSequences {
             db: &self.db,
             values: &self.sequence_values,
@@ -142,7 +148,7 @@ impl Session {
             interrupt: &interrupt,
             locks: None,
         };
-        expr.eval(&[], &cx)
+        f(&cx)
     }
 
     /// Applies one action to the table named `name`; returns the table's name after it.

@@ -81,38 +81,25 @@ impl Session {
             found.push(row.to_vec());
             true
         })?;
-        let reserve = crate::session::sequences::SessionSequences {
-            db: &self.db,
-            values: &self.sequence_values,
-        };
-        let interrupt = crate::interrupt::Interrupt::default();
-        let cx = Context {
-            params: &[],
-            subqueries: &[],
-            derived: &[],
-            correlated: None,
-            outer: &[],
-            now: self.txn_started,
-            reserve: &reserve,
-            interrupt: &interrupt,
-            locks: None,
-        };
-        let mut values = Vec::new();
-        for row in found {
-            table.decode(&row, &Wanted::ALL, &mut values)?;
-            for (name, check) in &checks {
-                if matches!(check.eval(&values, &cx)?, crate::types::Value::Bool(false)) {
-                    return Err(SqlError::new(
-                        "23514",
-                        format!(
-                            "check constraint \"{name}\" of relation \"{}\" is violated by some row",
-                            table.schema.name
-                        ),
-                    ));
+        self.with_context(|cx: &Context<'_>| {
+            let mut values = Vec::new();
+            for row in found {
+                table.decode(&row, &Wanted::ALL, &mut values)?;
+                for (name, check) in &checks {
+                    if matches!(check.eval(&values, cx)?, crate::types::Value::Bool(false)) {
+                        return Err(SqlError::new(
+                            "23514",
+                            format!(
+                                "check constraint \"{name}\" of relation \"{}\" is violated \
+                                 by some row",
+                                table.schema.name
+                            ),
+                        ));
+                    }
                 }
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 }
 
