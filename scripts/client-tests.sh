@@ -2,9 +2,10 @@
 # Real PostgreSQL clients against `engram serve`: psql (golden output), pgbench (initialise,
 # then the TPC-B-like script in simple, extended and prepared mode, then pgbench's balance
 # invariants, then a restart that must keep every committed transaction), TLS with SCRAM and
-# /metrics, psycopg, SQLAlchemy's ORM, Django (migrate, then a model flow) and sysbench.
-# Installs postgresql-client, sysbench (apt-get, as root), psycopg, SQLAlchemy and Django (pip)
-# when missing; a test whose client cannot be installed is skipped with a note.
+# /metrics, psycopg, SQLAlchemy's ORM, asyncpg, Django (migrate, then a model flow) and
+# sysbench. Installs postgresql-client, sysbench (apt-get, as root), psycopg, SQLAlchemy,
+# asyncpg and Django (pip) when missing; a test whose client cannot be installed is skipped
+# with a note.
 # Usage: scripts/client-tests.sh [path/to/engram]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,8 +30,8 @@ if ! python3 -c "import psycopg" 2>/dev/null; then
     || python3 -m pip install -q --break-system-packages "psycopg[binary]" >/dev/null 2>&1 \
     || echo "   (psycopg could not be installed; its test is skipped)"
 fi
-# The ORMs' suites: SQLAlchemy 2 and Django (each skipped with a note if pip cannot install it).
-for package in sqlalchemy:SQLAlchemy django:Django; do
+# The ORMs' suites and asyncpg (each skipped with a note if pip cannot install it).
+for package in sqlalchemy:SQLAlchemy django:Django asyncpg:asyncpg; do
   module=${package%%:*}; name=${package#*:}
   if ! python3 -c "import $module" 2>/dev/null; then
     echo "== installing $name"
@@ -105,6 +106,13 @@ if python3 -c "import sqlalchemy, psycopg" 2>/dev/null; then
   python3 tests/clients/sqlalchemy_orm.py
 else
   echo "== SQLAlchemy not installed: skipped (pip install sqlalchemy)"
+fi
+
+if python3 -c "import asyncpg" 2>/dev/null; then
+  echo "== asyncpg"
+  python3 tests/clients/asyncpg_smoke.py
+else
+  echo "== asyncpg not installed: skipped (pip install asyncpg)"
 fi
 
 if python3 -c "import django, psycopg" 2>/dev/null; then
