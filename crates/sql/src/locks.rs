@@ -222,6 +222,10 @@ impl RowLocks {
         let mut seen = std::collections::HashSet::new();
         while let Some((at, path)) = stack.pop() {
             if at == session {
+                // The session gives up: its edge goes now, under the graph's lock, so that
+                // another waiter of the cycle checking next finds no cycle through it, and
+                // one transaction of a deadlock is chosen, not two.
+                graph.remove(&session);
                 return Some(path);
             }
             if !seen.insert(at) {
