@@ -2,7 +2,7 @@
 //! rows by its partition and order keys, walks each partition, and appends its value to each
 //! row, the last window's first, so that `BExpr::Window(i)` reads `row[len - 1 - i]`.
 
-use super::{AggState, accumulate_row, finish, new_states};
+use super::aggregate::{AggState, accumulate_row, finish, new_states};
 use crate::ast::FrameUnits;
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{BExpr, Context};
