@@ -1,8 +1,9 @@
 """asyncpg against engram serve: binary parameters and results (integers, text, text[],
-timestamptz), executemany, `= ANY($1::text[])`, and a nested transaction (a savepoint) around
-a unique violation."""
+timestamptz, jsonb and json in binary), executemany, `= ANY($1::text[])`, and a nested
+transaction (a savepoint) around a unique violation."""
 import asyncio
 import datetime
+import json
 import os
 
 import asyncpg
@@ -28,6 +29,17 @@ async def main():
             pass
     assert await c.fetchval("SELECT name FROM apg WHERE id = 1") == "c"
     await c.execute("DROP TABLE apg")
+    # jsonb and json in binary, through codecs as an application registers them.
+    for kind in ("json", "jsonb"):
+        await c.set_type_codec(kind, encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
+    await c.execute("CREATE TABLE apg_doc (id int PRIMARY KEY, body jsonb, raw json)")
+    await c.executemany("INSERT INTO apg_doc VALUES ($1, $2, $3)",
+                        [(1, {"name": "a", "tags": ["x"]}, [1, None]), (2, {"name": "b", "n": 2.5}, {"k": "v"})])
+    rows = await c.fetch("SELECT id, body, raw, body ->> 'name' AS name FROM apg_doc "
+                         "WHERE body @> $1 ORDER BY id", {"name": "b"})
+    assert [(r["id"], r["body"], r["raw"], r["name"]) for r in rows] == [(2, {"n": 2.5, "name": "b"}, {"k": "v"}, "b")], rows
+    assert await c.fetchval("SELECT jsonb_agg(body -> 'name' ORDER BY id) FROM apg_doc") == ["a", "b"]
+    await c.execute("DROP TABLE apg_doc")
     await c.close()
     print("asyncpg ok")
 

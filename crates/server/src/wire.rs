@@ -91,6 +91,11 @@ fn put_binary(out: &mut BytesMut, value: &Value, ty: Type) {
         }
         (Value::Uuid(bytes), _) => out.put_slice(bytes),
         (Value::Array(items), _) => put_array(out, items, ty),
+        // jsonb's binary form: a version byte (1), then the text.
+        (Value::Json(json), _) => {
+            out.put_u8(1);
+            out.put_slice(json.to_text().as_bytes());
+        }
         (Value::Null, _) => {}
     }
 }
@@ -222,6 +227,19 @@ pub fn decode_param(bytes: Option<&[u8]>, ty: Type, binary: bool) -> SqlResult<V
         Type::Uuid => Value::Uuid(fixed(16)?.try_into().map_err(|_| wrong())?),
         Type::Bytea => Value::Bytes(bytes.to_vec()),
         Type::Array(elem) => decode_array(bytes, elem)?,
+        Type::Json | Type::Jsonb => {
+            let body = match (ty, bytes.split_first()) {
+                (Type::Jsonb, Some((1, body))) => body,
+                (Type::Jsonb, _) => {
+                    return Err(SqlError::new("22P03", "unsupported jsonb version number"));
+                }
+                _ => bytes,
+            };
+            let text = std::str::from_utf8(body).map_err(|_| {
+                SqlError::new("22021", "invalid byte sequence for encoding \"UTF8\"")
+            })?;
+            parse_text(text, ty)?
+        }
         Type::Char(_) | Type::Varchar(_) | Type::Text | Type::Unknown => {
             let text = std::str::from_utf8(bytes).map_err(|_| {
                 SqlError::new("22021", "invalid byte sequence for encoding \"UTF8\"")
@@ -322,5 +340,21 @@ mod tests {
         assert_eq!(decode_param(Some(&[0; 15]), Type::Uuid, true).unwrap_err().code, "22P03");
         assert_eq!(param_type(1184).unwrap(), Type::Timestamptz);
         assert_eq!(param_type(2950).unwrap(), Type::Uuid);
+    }
+
+    /// jsonb's binary form is a version byte (1) and the text; json's is the text.
+    #[test]
+    fn json_binary_forms() {
+        let jsonb = decode_param(Some(b"\x01{\"b\": 1, \"a\": [2]}"), Type::Jsonb, true).unwrap();
+        assert_eq!(binary(&jsonb, Type::Jsonb), b"\x01{\"a\": [2], \"b\": 1}");
+        assert_eq!(decode_param(Some(b"\x02{}"), Type::Jsonb, true).unwrap_err().code, "22P03");
+        assert_eq!(decode_param(Some(b"\x01{"), Type::Jsonb, true).unwrap_err().code, "22P02");
+        let json = decode_param(Some(b"{\"b\": 1,  \"b\": 2}"), Type::Json, true).unwrap();
+        assert_eq!(binary(&json, Type::Json), b"{\"b\": 1,  \"b\": 2}");
+        assert_eq!(decode_param(Some(b"[1,"), Type::Json, false).unwrap_err().code, "22P02");
+        assert_eq!(
+            (param_type(114).unwrap(), param_type(3802).unwrap()),
+            (Type::Json, Type::Jsonb)
+        );
     }
 }

@@ -173,6 +173,28 @@ impl TableSchema {
     }
 
     /// The column named `name`; never a dropped one.
+    /// Refuses a key or index over a json column: `json` has no equality (42704, as in
+    /// PostgreSQL), and `jsonb` keys are not built yet (equal values may print differently:
+    /// `1.0` and `1`), so a probe could miss a row (0A000).
+    pub fn check_key_types(&self) -> SqlResult<()> {
+        let keyed = self.primary_key.iter().chain(self.indexes.iter().flat_map(|i| &i.columns));
+        for &at in keyed {
+            match self.columns[at].ty {
+                Type::Json => {
+                    return Err(SqlError::new(
+                        "42704",
+                        "data type json has no default operator class for access method \"btree\"",
+                    ));
+                }
+                Type::Jsonb => {
+                    return Err(SqlError::unsupported("a key or index over a jsonb column"));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
     pub fn column(&self, name: &str) -> Option<usize> {
         self.columns.iter().position(|c| c.name == name && !c.dropped)
     }

@@ -4,7 +4,7 @@
 use crate::catalog::TableInfo;
 use crate::codec::{Wanted, row_version};
 use crate::error::SqlResult;
-use crate::types::conforms;
+use crate::types::{Type, Value, conforms};
 use engram_engine::{Database, Direction, Isolation};
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -68,7 +68,10 @@ pub fn check_rows(db: &Database, tables: &[Arc<TableInfo>]) -> SqlResult<RowChec
                         }
                         if column.not_null && value.is_null() {
                             note(key, format!("NULL in NOT NULL column {}", column.name));
-                        } else if !conforms(value, column.ty) {
+                        } else if !conforms(value, column.ty)
+                            && !matches!((value, column.ty), (Value::Text(text), Type::Json)
+                                if crate::types::json::check_json(text).is_ok())
+                        {
                             note(
                                 key,
                                 format!(

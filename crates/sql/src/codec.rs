@@ -175,6 +175,12 @@ fn encode_value(ty: Type, value: &Value, out: &mut Vec<u8>) {
             write_varint(payload.len() as u64, out);
             out.extend_from_slice(&payload);
         }
+        // jsonb as its printed text, read back by the parser (docs/format.md).
+        (_, Value::Json(json)) => {
+            let text = json.to_text();
+            write_varint(text.len() as u64, out);
+            out.extend_from_slice(text.as_bytes());
+        }
         (ty, value) => unreachable!("value {value:?} was not cast to column type {ty:?}"),
     }
 }
@@ -211,6 +217,7 @@ fn decode_array(elem: Elem, bytes: &[u8]) -> SqlResult<Value> {
         items.push(match ty.fixed_width() {
             Some(_) => decode_fixed(ty, item),
             None if ty == Type::Bytea => Value::Bytes(item.to_vec()),
+            None if ty == Type::Jsonb => decode_jsonb(item)?,
             None => Value::Text(stored_text(item)?),
         });
         at = end;
@@ -475,6 +482,7 @@ fn decode_steps(
             0 => match ty {
                 Type::Bytea => Value::Bytes(bytes.to_vec()),
                 Type::Array(elem) => decode_array(elem, bytes)?,
+                Type::Jsonb => decode_jsonb(bytes)?,
                 _ => Value::Text(stored_text(bytes)?),
             },
             _ => decode_fixed(ty, bytes),
@@ -487,6 +495,12 @@ fn decode_steps(
         starts.push(at as u32);
     }
     Ok(())
+}
+
+/// A stored jsonb value (its printed text).
+fn decode_jsonb(bytes: &[u8]) -> SqlResult<Value> {
+    let text = stored_text(bytes)?;
+    Ok(crate::types::json::jsonb(crate::types::json::parse_jsonb(&text).map_err(|_| corrupt())?))
 }
 
 /// A stored text column's value. ASCII (every string TPC-C and sysbench store) is checked a
@@ -660,6 +674,8 @@ pub fn encode_key(format: KeyFormat, ty: Type, value: &Value, out: &mut Vec<u8>)
             encode_array(elem, items, &mut payload);
             encode_escaped(&payload, out);
         }
+        // jsonb is never a key column (`ddl.rs`); a value is keyed by its row bytes.
+        (_, Value::Json(json)) => encode_escaped(json.to_text().as_bytes(), out),
         (_, Value::Null) => unreachable!("keys never hold NULL"),
     }
 }
@@ -834,6 +850,15 @@ fn decode_key_value(format: KeyFormat, ty: Type, bytes: &[u8]) -> Option<(Value,
         Type::Array(elem) => {
             let (raw, used) = decode_escaped(bytes)?;
             (decode_array(elem, &raw).ok()?, used)
+        }
+        Type::Json | Type::Jsonb => {
+            let (raw, used) = decode_escaped(bytes)?;
+            let text = String::from_utf8(raw).ok()?;
+            let value = match ty {
+                Type::Json => Value::Text(Text::from(text)),
+                _ => crate::types::json::jsonb(crate::types::json::parse_jsonb(&text).ok()?),
+            };
+            (value, used)
         }
     })
 }

@@ -376,6 +376,7 @@ impl Session {
         schema: TableSchema,
         rowid: Option<Arc<AtomicI64>>,
     ) -> SqlResult<Arc<TableInfo>> {
+        schema.check_key_types()?;
         let engine = self.db.database().create_table(schema.engine_spec())?;
         let created = schema.engine_name.clone();
         if let Err(error) = self.write_catalog_row(&schema.name.clone(), Some(&schema)) {

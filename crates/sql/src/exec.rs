@@ -681,7 +681,51 @@ impl Collector<'_, '_> {
                 _ => expr.eval(row, cx)?,
             });
         }
+        if plan.sets {
+            return self.spread(keys, output);
+        }
         self.rows.push((keys, output));
+        Ok(())
+    }
+
+    /// Spreads a row whose set-returning outputs hold their sets (as arrays) over as many
+    /// rows as the longest set has values, the shorter ones padded with NULL (PostgreSQL's
+    /// rule since version 10); a row whose sets are all empty gives no row. A sort key equal
+    /// to a set-returning output is spread with it.
+    fn spread(&mut self, keys: Vec<Value>, output: Vec<Value>) -> SqlResult<()> {
+        let plan = self.plan;
+        let sets: Vec<usize> =
+            (0..output.len()).filter(|at| crate::expr::is_set_call(&plan.output[*at])).collect();
+        let set_keys: Vec<Option<usize>> = plan
+            .sort
+            .iter()
+            .map(|key| {
+                let text = format!("{:?}", key.expr);
+                sets.iter().copied().find(|at| format!("{:?}", plan.output[*at]) == text)
+            })
+            .collect();
+        let length = |value: &Value| match value {
+            Value::Array(items) => items.len(),
+            _ => 0,
+        };
+        let count = sets.iter().map(|at| length(&output[*at])).max().unwrap_or(0);
+        for i in 0..count {
+            let element = |value: &Value| match value {
+                Value::Array(items) => items.get(i).cloned().unwrap_or(Value::Null),
+                _ => Value::Null,
+            };
+            let mut row = output.clone();
+            for &at in &sets {
+                row[at] = element(&output[at]);
+            }
+            let mut row_keys = keys.clone();
+            for (position, set) in set_keys.iter().enumerate() {
+                if let Some(at) = set {
+                    row_keys[position] = element(&output[*at]);
+                }
+            }
+            self.rows.push((row_keys, row));
+        }
         Ok(())
     }
 }

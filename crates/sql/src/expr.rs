@@ -553,6 +553,11 @@ impl<F: Fn(&Sequence, i64) -> SqlResult<()>> Sequences for F {
     }
 }
 
+/// Whether `expr` is a call of a set-returning function (`functions::Function::set`).
+pub fn is_set_call(expr: &BExpr) -> bool {
+    matches!(expr, BExpr::Call { func, .. } if func.set)
+}
+
 pub fn compare_holds(op: BinaryOp, ordering: Ordering) -> bool {
     match op {
         BinaryOp::Eq => ordering == Ordering::Equal,

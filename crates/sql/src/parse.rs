@@ -650,6 +650,8 @@ pub fn type_from(ty: &sp::DataType) -> SqlResult<Type> {
         D::Time(_, sp::TimezoneInfo::None | sp::TimezoneInfo::WithoutTimeZone) => Type::Time,
         D::Interval { .. } => Type::Interval,
         D::Uuid => Type::Uuid,
+        D::JSON => Type::Json,
+        D::JSONB => Type::Jsonb,
         D::Array(
             sp::ArrayElemTypeDef::SquareBracket(elem, _) | sp::ArrayElemTypeDef::Qualified(elem, _),
         ) => {
@@ -672,6 +674,8 @@ pub fn type_from(ty: &sp::DataType) -> SqlResult<Type> {
             "timestamptz" => Type::Timestamptz,
             "uuid" => Type::Uuid,
             "interval" => Type::Interval,
+            "json" => Type::Json,
+            "jsonb" => Type::Jsonb,
             "regclass" => Type::Regclass,
             // Object ids of other kinds are integers here.
             "oid" | "regtype" | "regproc" | "regprocedure" | "regnamespace" | "regrole" => {

@@ -102,6 +102,12 @@ pub enum AggFunc {
     /// `bool_and` (`every`) and `bool_or`.
     BoolAnd,
     BoolOr,
+    /// `json_agg` / `jsonb_agg` (by the aggregate's type): the values in a json array, NULLs
+    /// as json nulls.
+    JsonAgg,
+    /// `json_object_agg(key, value)` / `jsonb_object_agg`: the pairs in a json object (the
+    /// value is carried where `string_agg` carries its separator).
+    JsonObjectAgg,
 }
 
 #[derive(Debug, Clone)]
@@ -177,6 +183,9 @@ pub struct QueryPlan {
     pub correlated: bool,
     /// Window functions over the rows the query emits (`BExpr::Window(i)` reads the `i`th).
     pub windows: Vec<WindowPlan>,
+    /// Whether an output expression is a set-returning call (`SELECT unnest(a)`): each row
+    /// emitted becomes as many rows as its longest set has values.
+    pub sets: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -389,6 +398,9 @@ pub struct Binder<'a> {
     /// binding is (the select list and ORDER BY).
     windows: Vec<WindowPlan>,
     windows_allowed: bool,
+    /// Whether the call being bound is a select-list item's top, where a set-returning
+    /// function may be called.
+    sets_allowed: bool,
     /// Views being bound inside one another (a cycle shows as depth).
     view_depth: usize,
     /// How many expression subqueries enclose what is being bound.
@@ -410,6 +422,10 @@ pub(crate) fn is_aggregate(name: &str) -> bool {
             | "bool_and"
             | "bool_or"
             | "every"
+            | "json_agg"
+            | "jsonb_agg"
+            | "json_object_agg"
+            | "jsonb_object_agg"
     )
 }
 
@@ -498,7 +514,7 @@ fn key_compatible(column: Type, from: Type) -> bool {
         }
         Type::Bool => from == Type::Bool,
         Type::Bytea => from == Type::Bytea,
-        Type::Unknown | Type::Array(_) | Type::Regclass => false,
+        Type::Unknown | Type::Array(_) | Type::Regclass | Type::Json | Type::Jsonb => false,
     }
 }
 
@@ -524,6 +540,7 @@ impl<'a> Binder<'a> {
             outer: Vec::new(),
             windows: Vec::new(),
             windows_allowed: false,
+            sets_allowed: false,
             view_depth: 0,
             sublinks: 0,
             volatile: false,
@@ -1016,7 +1033,10 @@ impl<'a> Binder<'a> {
                     }
                 }
                 ast::SelectItem::Expr { expr, alias } => {
-                    let (bound, ty) = self.bind_in(expr, &scope, &mut group)?;
+                    self.sets_allowed = matches!(expr, Expr::Function { .. });
+                    let bound = self.bind_in(expr, &scope, &mut group);
+                    self.sets_allowed = false;
+                    let (bound, ty) = bound?;
                     let (bound, ty) = self.coerce(bound, ty, Type::Text)?;
                     output.push(bound);
                     columns.push(OutputColumn {
@@ -1155,7 +1175,9 @@ impl<'a> Binder<'a> {
             outer_args: Vec::new(),
             correlated: false,
             windows: std::mem::replace(&mut self.windows, saved_windows),
+            sets: false,
         };
+        plan.sets = plan.output.iter().any(crate::expr::is_set_call);
         self.windows_allowed = saved_windows_allowed;
         plan.correlated = plan.subqueries.iter().any(|sub| !sub.outer_args.is_empty());
         eliminate_sort(&mut plan);

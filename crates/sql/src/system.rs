@@ -686,6 +686,8 @@ const TYPES: &[(i64, &str, i64, bool, &str, i64)] = &[
     (1184, "timestamptz", 8, true, "D", 1185),
     (1186, "interval", 16, false, "T", 1187),
     (2950, "uuid", 16, false, "U", 2951),
+    (114, "json", -1, false, "U", 199),
+    (3802, "jsonb", -1, false, "U", 3807),
     (1700, "numeric", -1, false, "N", 1231),
 ];
 

@@ -4,8 +4,8 @@
 //! Each family of types keeps its arithmetic and formats in a module of its own: [`numeric`]
 //! (integers' ranges, NUMERIC's precision and binary format), [`datetime`] (dates and
 //! timestamps), [`zone`] (time zones and the session's), [`interval`], [`uuid`], and [`cast`]
-//! (text input of every type, and the casts between them). A new family (json, arrays) gets
-//! its own module beside them.
+//! (text input of every type, and the casts between them), [`array`], [`json`] (`json` and
+//! `jsonb`). A new family gets its own module beside them.
 
 use crate::error::{SqlError, SqlResult};
 use rust_decimal::Decimal;
@@ -18,6 +18,7 @@ mod array;
 mod cast;
 mod datetime;
 mod interval;
+pub mod json;
 mod numeric;
 mod uuid;
 pub mod zone;
@@ -67,6 +68,10 @@ pub enum Type {
     /// A relation's object id (`'t'::regclass`): an integer whose casts from and to text
     /// name the relation (bound with the catalog: `plan/bind.rs`).
     Regclass,
+    /// `json`: validated text, kept as written (`types/json.rs`).
+    Json,
+    /// `jsonb`: a parsed tree (`types/json.rs`).
+    Jsonb,
 }
 
 /// The largest precision of `NUMERIC` (the decimal type holds 28 digits).
@@ -98,6 +103,8 @@ impl Type {
             Type::Unknown => "unknown".into(),
             Type::Array(elem) => format!("{}[]", elem.ty().name()),
             Type::Regclass => "regclass".into(),
+            Type::Json => "json".into(),
+            Type::Jsonb => "jsonb".into(),
         }
     }
 
@@ -124,6 +131,8 @@ impl Type {
             Type::Unknown => "unknown",
             Type::Array(elem) => array_typname(elem),
             Type::Regclass => "regclass",
+            Type::Json => "json",
+            Type::Jsonb => "jsonb",
         }
     }
 
@@ -150,6 +159,8 @@ impl Type {
             Type::Unknown => 705,
             Type::Array(elem) => elem.array_oid(),
             Type::Regclass => 2205,
+            Type::Json => 114,
+            Type::Jsonb => 3802,
         }
     }
 
@@ -199,6 +210,8 @@ impl Type {
             1186 => Type::Interval,
             2950 => Type::Uuid,
             2205 => Type::Regclass,
+            114 => Type::Json,
+            3802 => Type::Jsonb,
             0 | 705 => Type::Unknown,
             oid => Type::Array(Elem::from_array_oid(oid)?),
         })
@@ -331,6 +344,8 @@ fn array_typname(elem: Elem) -> &'static str {
         Elem::Time => "_time",
         Elem::Interval => "_interval",
         Elem::Uuid => "_uuid",
+        Elem::Json => "_json",
+        Elem::Jsonb => "_jsonb",
     }
 }
 
@@ -358,6 +373,8 @@ pub enum Value {
     Uuid([u8; 16]),
     /// A one-dimensional array's elements (`types/array.rs`).
     Array(std::sync::Arc<[Value]>),
+    /// A `jsonb` value (`types/json.rs`); a `json` value is `Text`.
+    Json(std::sync::Arc<json::Json>),
 }
 
 impl Value {
@@ -393,6 +410,7 @@ impl Value {
             Value::Interval(_) => "interval",
             Value::Uuid(_) => "uuid",
             Value::Array(_) => "array",
+            Value::Json(_) => "jsonb",
         }
     }
 
@@ -447,6 +465,7 @@ impl Value {
             (Value::Interval(a), Value::Interval(b)) => a.span().cmp(&b.span()),
             (Value::Uuid(a), Value::Uuid(b)) => a.cmp(b),
             (Value::Array(a), Value::Array(b)) => compare_arrays(a, b),
+            (Value::Json(a), Value::Json(b)) => a.compare(b),
             (a, b) if a.kind_rank() == 4 && b.kind_rank() == 4 => {
                 a.instant().unwrap_or(0).cmp(&b.instant().unwrap_or(0))
             }
@@ -472,6 +491,7 @@ impl Value {
             Value::Interval(_) => 6,
             Value::Uuid(_) => 7,
             Value::Array(_) => 8,
+            Value::Json(_) => 10,
         }
     }
 
@@ -538,6 +558,7 @@ impl Value {
                 };
                 write_array(items, elem, out);
             }
+            Value::Json(json) => out.push_str(&json.to_text()),
         }
         true
     }
@@ -609,6 +630,7 @@ fn hash_grouped<H: Hasher>(value: &Value, state: &mut H) {
                 hash_grouped(item, state);
             }
         }
+        Value::Json(json) => json.hash_into(state),
     }
 }
 

@@ -21,6 +21,8 @@ pub(super) enum AggState {
     Text(Option<String>),
     /// `array_agg`'s values so far (`None`: no row yet).
     Array(Option<Vec<Value>>),
+    /// `json_object_agg`'s pairs so far (`None`: no row yet).
+    Pairs(Option<Vec<(Value, Value)>>),
     /// `bool_and` / `bool_or`'s answer so far (`None`: no value yet).
     Bool(Option<bool>),
     /// The distinct values so far, each with the separator of the row it first came in.
@@ -46,7 +48,8 @@ pub(super) fn new_states(aggregates: &[Aggregate]) -> Vec<AggState> {
                 AggFunc::Min | AggFunc::Max => AggState::MinMax(Value::Null),
                 AggFunc::Avg => AggState::Avg(Value::Null, 0),
                 AggFunc::StringAgg => AggState::Text(None),
-                AggFunc::ArrayAgg => AggState::Array(None),
+                AggFunc::ArrayAgg | AggFunc::JsonAgg => AggState::Array(None),
+                AggFunc::JsonObjectAgg => AggState::Pairs(None),
                 AggFunc::BoolAnd | AggFunc::BoolOr => AggState::Bool(None),
             }
         })
@@ -86,7 +89,15 @@ fn accumulate(
             }
             values.push(value);
         }
-        _ if value.is_null() => {}
+        AggState::Pairs(pairs) => {
+            if value.is_null() {
+                return Err(SqlError::new("22023", "field name must not be null"));
+            }
+            pairs.get_or_insert_with(Vec::new).push((value, separator));
+        }
+        // `array_agg` and `json_agg` keep NULLs, with DISTINCT too.
+        _ if value.is_null() && !matches!(aggregate.func, AggFunc::ArrayAgg | AggFunc::JsonAgg) => {
+        }
         AggState::Bool(answer) => {
             let value = value.truth()?.unwrap_or(true);
             *answer = Some(match (aggregate.func, *answer) {
@@ -174,6 +185,13 @@ pub(super) fn finish(state: AggState, aggregate: &Aggregate) -> SqlResult<Value>
         AggState::Count(n) => Value::Int(n),
         AggState::Sum(sum) | AggState::MinMax(sum) => sum,
         AggState::Text(text) => text.map_or(Value::Null, |text| Value::Text(text.into())),
+        AggState::Array(Some(values)) if aggregate.func == AggFunc::JsonAgg => {
+            crate::expr::functions::json::aggregate_array(&values, aggregate.ty)?
+        }
+        AggState::Pairs(pairs) => match pairs {
+            Some(pairs) => crate::expr::functions::json::aggregate_object(&pairs, aggregate.ty)?,
+            None => Value::Null,
+        },
         AggState::Array(values) => values.map_or(Value::Null, crate::types::array),
         AggState::Bool(answer) => answer.map_or(Value::Null, Value::Bool),
         AggState::Avg(sum, count) => {

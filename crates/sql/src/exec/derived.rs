@@ -53,6 +53,9 @@ fn rows(txn: &mut Txn<'_>, derived: &Derived, env: &Env<'_>, cx: &Context<'_>) -
                 })
                 .collect())
         }
+        Derived::Json { name, arg } => {
+            crate::expr::functions::json::set_rows(name, &arg.eval(&[], cx)?)
+        }
         Derived::Numbered(inner) => {
             let mut rows = rows(txn, inner, env, cx)?;
             for (at, row) in rows.iter_mut().enumerate() {

@@ -1,5 +1,5 @@
 //! The scalar function library, as a registry: each function's names, arity, argument and
-//! result types, volatility and body, in one table ([`FUNCTIONS`]). The binder finds a call's
+//! result types, volatility and body, in one table ([`FUNCTIONS`], and `json::FUNCTIONS`). The binder finds a call's
 //! function here ([`lookup`]) and coerces its arguments as the entry says; the evaluator calls
 //! the body (`expr`); a catalog view can list the same entries. A function is added by writing
 //! its body in the module of its family and one entry below.
@@ -21,7 +21,10 @@
 //! - [`array`]: `array_length`, `cardinality`, `array_lower` / `_upper`, `array_ndims`,
 //!   `array_dims`, `array_position(s)`, `array_append`, `array_prepend`, `array_cat`,
 //!   `array_remove`, `array_replace`, `array_to_string`, `string_to_array`, and the operators
-//!   `@>`, `<@` and `&&` (`arraycontains`, `arraycontained`, `arrayoverlap`).
+//!   `@>`, `<@` and `&&` (`arraycontains`, `arraycontained`, `arrayoverlap`);
+//! - [`json`]: the `json` and `jsonb` operators (`json_arrow` is `->`, `json_arrow_text`
+//!   `->>`, `json_path_op` `#>`, `json_path_text_op` `#>>`, `jsonb_contains` `@>`, ...) and
+//!   functions (`to_jsonb`, `jsonb_build_object`, `jsonb_set`, `jsonb_typeof`, ...).
 //!
 //! Aggregates are the planner's (`plan::AggFunc`): they are not called once per row.
 
@@ -36,6 +39,7 @@ mod catalog;
 mod conditional;
 mod datetime;
 mod info;
+pub mod json;
 mod math;
 mod regex;
 pub mod sequence;
@@ -70,6 +74,10 @@ pub enum Takes {
     /// the arrays take one array type and the elements its element type, the common type of
     /// them all (PostgreSQL's `anyarray` and `anyelement`).
     Array(&'static [Role]),
+    /// Computed from all the arguments' types at once: each argument's type, or `None` when
+    /// the function takes no such arguments (42883). The json functions, whose first argument
+    /// is `json` or `jsonb` and whose others follow from it.
+    Resolve(fn(&[Type]) -> Option<Vec<Type>>),
 }
 
 /// What an argument of a [`Takes::Array`] function is.
@@ -104,6 +112,10 @@ pub struct Function {
     /// Whether two calls in one statement may give different results (`random`, `pg_sleep`):
     /// such a call is never evaluated once for many rows (an index probe, a constant).
     pub volatile: bool,
+    /// A set-returning function (`unnest`, `generate_series`, `jsonb_array_elements`, ...)
+    /// called in a select list: its body returns the set's values as an array, which the
+    /// executor spreads over as many rows (`exec.rs`, `Collector::emit`).
+    pub set: bool,
     pub body: Body,
 }
 
@@ -111,6 +123,11 @@ impl Function {
     /// The same function, marked volatile.
     const fn volatile(self) -> Function {
         Function { volatile: true, ..self }
+    }
+
+    /// The same function, set-returning.
+    const fn set(self) -> Function {
+        Function { set: true, ..self }
     }
 
     /// The name the function is listed by.
@@ -130,6 +147,7 @@ impl Function {
                 Role::Fixed(ty) => ty,
                 Role::Array | Role::Element => Type::Unknown,
             },
+            Takes::Resolve(_) => Type::Unknown,
         }
     }
 }
@@ -227,7 +245,26 @@ const fn strict(
     takes: Takes,
     body: fn(&[Value], Type, &Context<'_>) -> SqlResult<Value>,
 ) -> Function {
-    Function { names, arity, returns, takes, volatile: false, body: Body::Strict(body) }
+    Function { names, arity, returns, takes, volatile: false, set: false, body: Body::Strict(body) }
+}
+
+/// A json function (`Takes::Resolve`), strict unless `nulls`.
+const fn resolved(
+    names: &'static [&'static str],
+    arity: (usize, usize),
+    returns: Returns,
+    resolve: fn(&[Type]) -> Option<Vec<Type>>,
+    body: fn(&[Value], Type, &Context<'_>) -> SqlResult<Value>,
+) -> Function {
+    Function {
+        names,
+        arity,
+        returns,
+        takes: Takes::Resolve(resolve),
+        volatile: false,
+        set: false,
+        body: Body::Strict(body),
+    }
 }
 
 /// A function called with NULL arguments too.
@@ -243,6 +280,7 @@ const fn nulls(
         returns,
         takes: Takes::Result,
         volatile: false,
+        set: false,
         body: Body::Nulls(body),
     }
 }
@@ -262,6 +300,7 @@ const fn polymorphic(
         returns,
         takes: Takes::Array(roles),
         volatile: false,
+        set: false,
         body: Body::Nulls(body),
     }
 }
@@ -279,6 +318,7 @@ const fn lazy(
         returns,
         takes: Takes::Result,
         volatile: false,
+        set: false,
         body: Body::Lazy(body),
     }
 }
@@ -854,13 +894,60 @@ pub static FUNCTIONS: &[Function] = &[
         Takes::Array(ARRAY_ARRAY),
         array::arrayoverlap,
     ),
+    // Set-returning functions of a select list (the json ones are `json::FUNCTIONS`).
+    polymorphic(&["unnest"], (1, 1), Returns::Of(element_of), ARRAY_ONLY, array::unnest).set(),
+    strict(
+        &["generate_series"],
+        (2, 3),
+        Returns::Of(series_type),
+        Takes::Of(series_argument),
+        math::series,
+    )
+    .set(),
 ];
 
+/// `unnest`'s result: the array's element type.
+fn element_of(args: &[Type]) -> Type {
+    match args.first() {
+        Some(Type::Array(elem)) => elem.ty(),
+        _ => Type::Text,
+    }
+}
+
+/// `generate_series`'s result over integers: bigint when an argument is one.
+fn series_type(args: &[Type]) -> Type {
+    if args.contains(&Type::Int8) { Type::Int8 } else { Type::Int4 }
+}
+
+fn series_argument(_: usize, result: Type) -> Type {
+    result
+}
+
+/// A json function of any number of arguments called with NULLs too.
+const fn json_nulls(
+    names: &'static [&'static str],
+    returns: Returns,
+    resolve: fn(&[Type]) -> Option<Vec<Type>>,
+    body: fn(&[Value], Type, &Context<'_>) -> SqlResult<Value>,
+) -> Function {
+    Function {
+        names,
+        arity: (0, ANY),
+        returns,
+        takes: Takes::Resolve(resolve),
+        volatile: false,
+        set: false,
+        body: Body::Nulls(body),
+    }
+}
+
+/// Every function: the table above, then the families that keep their own.
+fn all() -> impl Iterator<Item = &'static Function> {
+    FUNCTIONS.iter().chain(json::FUNCTIONS)
+}
+
 static BY_NAME: LazyLock<HashMap<&'static str, &'static Function>> = LazyLock::new(|| {
-    FUNCTIONS
-        .iter()
-        .flat_map(|function| function.names.iter().map(move |name| (*name, function)))
-        .collect()
+    all().flat_map(|function| function.names.iter().map(move |name| (*name, function))).collect()
 });
 
 /// The function a call of `name` (lower case) names.
@@ -874,9 +961,9 @@ mod tests {
 
     #[test]
     fn every_name_names_one_function() {
-        let names: usize = FUNCTIONS.iter().map(|function| function.names.len()).sum();
+        let names: usize = all().map(|function| function.names.len()).sum();
         assert_eq!(BY_NAME.len(), names, "a name is listed twice");
-        for function in FUNCTIONS {
+        for function in all() {
             assert!(function.arity.0 <= function.arity.1, "{}", function.name());
             if let Takes::Positions(types) | Takes::ResultThen(types) = function.takes {
                 assert!(!types.is_empty(), "{}", function.name());

@@ -155,6 +155,27 @@ fn expr_node(expr: sp::Expr) -> SqlResult<Expr> {
                     };
                     return Ok(call(name, vec![expr_from(*left)?, expr_from(*right)?]));
                 }
+                // The json operators, by the functions behind them (`expr/functions/json.rs`).
+                sp::BinaryOperator::Arrow
+                | sp::BinaryOperator::LongArrow
+                | sp::BinaryOperator::HashArrow
+                | sp::BinaryOperator::HashLongArrow
+                | sp::BinaryOperator::HashMinus
+                | sp::BinaryOperator::Question
+                | sp::BinaryOperator::QuestionAnd
+                | sp::BinaryOperator::QuestionPipe => {
+                    let name = match op {
+                        sp::BinaryOperator::Arrow => "json_arrow",
+                        sp::BinaryOperator::LongArrow => "json_arrow_text",
+                        sp::BinaryOperator::HashArrow => "json_path_op",
+                        sp::BinaryOperator::HashLongArrow => "json_path_text_op",
+                        sp::BinaryOperator::HashMinus => "jsonb_delete_path",
+                        sp::BinaryOperator::Question => "jsonb_exists",
+                        sp::BinaryOperator::QuestionAnd => "jsonb_exists_all",
+                        _ => "jsonb_exists_any",
+                    };
+                    return Ok(call(name, vec![expr_from(*left)?, expr_from(*right)?]));
+                }
                 // `a ^ b`: PostgreSQL's exponentiation, in double precision.
                 sp::BinaryOperator::PGExp => {
                     return Ok(call("power", vec![expr_from(*left)?, expr_from(*right)?]));

@@ -95,6 +95,11 @@ impl Binder<'_> {
         group: &mut Option<GroupBinding>,
     ) -> SqlResult<(BExpr, Type)> {
         let (array, array_ty) = self.bind_in(array, scope, group)?;
+        if array_ty == Type::Jsonb {
+            // `jsonb['key']`, `jsonb[0]`: the member, as `->` reads it.
+            let (index, index_ty) = self.bind_in(index, scope, group)?;
+            return self.call_bound("json_arrow", vec![(array, array_ty), (index, index_ty)]);
+        }
         let Type::Array(elem) = array_ty else {
             return Err(SqlError::mismatch(format!(
                 "cannot subscript type {} because it does not support subscripting",

@@ -239,10 +239,15 @@ impl Binder<'_> {
                     self.note_param(at, *ty);
                     return Ok((BExpr::Cast { expr: Box::new(inner), ty: *ty }, *ty));
                 }
+                if from == Type::Json && !(ty.is_text() || matches!(ty, Type::Json | Type::Jsonb)) {
+                    return Err(SqlError::new(
+                        "42846",
+                        format!("cannot cast type json to {}", ty.name()),
+                    ));
+                }
                 if let BExpr::Const(value) = &inner {
                     return Ok((BExpr::Const(cast(value.clone(), *ty, true)?), *ty));
                 }
-                let _ = from;
                 (BExpr::Cast { expr: Box::new(inner), ty: *ty }, *ty)
             }
             Expr::Function { name, args, distinct, star } => {
@@ -366,6 +371,12 @@ impl Binder<'_> {
                 };
                 self.call_bound(name, vec![(l, lt), (r, rt)])
             }
+            BinaryOp::Concat if lt == Type::Jsonb || rt == Type::Jsonb => {
+                self.call_bound("jsonb_concat", vec![(l, lt), (r, rt)])
+            }
+            BinaryOp::Subtract if lt == Type::Jsonb => {
+                self.call_bound("jsonb_delete", vec![(l, lt), (r, rt)])
+            }
             BinaryOp::Concat => {
                 let (l, _) = self.coerce(l, lt, Type::Text)?;
                 let (r, _) = self.coerce(r, rt, Type::Text)?;
@@ -381,7 +392,8 @@ impl Binder<'_> {
                 let (r, rt) = self.coerce(r, rt, lt)?;
                 let (l, lt) = self.coerce(l, lt, Type::Text)?;
                 let (r, rt) = self.coerce(r, rt, Type::Text)?;
-                if Type::common(lt, rt).is_none() {
+                // `json` has no comparison operators (its text is not its value).
+                if Type::common(lt, rt).is_none() || lt == Type::Json || rt == Type::Json {
                     return Err(SqlError::undefined_function(format!(
                         "operator does not exist: {} {} {}",
                         lt.name(),
@@ -474,11 +486,22 @@ impl Binder<'_> {
         scope: &Scope,
         group: &mut Option<GroupBinding>,
     ) -> SqlResult<(BExpr, Type)> {
+        let sets_allowed = std::mem::take(&mut self.sets_allowed);
         let mut bound = Vec::new();
         for arg in args {
             bound.push(self.bind_in(arg, scope, group)?);
         }
-        self.call_bound(name, bound)
+        let call = self.call_bound(name, bound)?;
+        if !sets_allowed && crate::expr::is_set_call(&call.0) {
+            return Err(SqlError::new(
+                "0A000",
+                format!(
+                    "set-returning function {name} is allowed only at the top of a select-list \
+                     item or in FROM"
+                ),
+            ));
+        }
+        Ok(call)
     }
 
     /// A call of function `name` with its arguments bound.
@@ -495,6 +518,15 @@ impl Binder<'_> {
         if name == "pg_get_serial_sequence" && bound.len() == 2 {
             return self.serial_sequence(&bound);
         }
+        // `@>` and `<@` are jsonb's as well as arrays'.
+        let name = match name {
+            "arraycontains" | "arraycontained"
+                if bound.iter().any(|(_, t)| matches!(t, Type::Jsonb | Type::Json)) =>
+            {
+                if name == "arraycontains" { "jsonb_contains" } else { "jsonb_contained" }
+            }
+            name => name,
+        };
         let func = functions::lookup(name).ok_or_else(|| {
             SqlError::undefined_function(format!("function {name} does not exist"))
         })?;
@@ -507,6 +539,26 @@ impl Binder<'_> {
         }
         if let functions::Takes::Array(roles) = func.takes {
             return self.call_polymorphic(name, func, roles, bound);
+        }
+        if let functions::Takes::Resolve(resolve) = func.takes {
+            let types: Vec<Type> = bound.iter().map(|(_, t)| *t).collect();
+            let resolved = resolve(&types).ok_or_else(|| {
+                let names: Vec<String> = types.iter().map(|t| t.name()).collect();
+                SqlError::undefined_function(format!(
+                    "function {name}({}) does not exist",
+                    names.join(", ")
+                ))
+            })?;
+            let ty = match func.returns {
+                Returns::Of(of) => of(&resolved),
+                Returns::Fixed(ty) => ty,
+                _ => resolved.first().copied().unwrap_or(Type::Text),
+            };
+            let mut args = Vec::with_capacity(bound.len());
+            for ((expr, from), to) in bound.into_iter().zip(&resolved) {
+                args.push(self.convert_to(expr, from, *to)?);
+            }
+            return Ok((BExpr::Call { func, args, ty }, ty));
         }
         let ty = match func.returns {
             Returns::Fixed(ty) => ty,
@@ -578,6 +630,19 @@ impl Binder<'_> {
             args.push(self.convert_to(expr, from, *to)?);
         }
         Ok((BExpr::Call { func, args, ty }, ty))
+    }
+
+    /// A value that goes into a json result: a `json` value as its content (jsonb), an
+    /// untyped literal as text.
+    pub(super) fn json_content(&mut self, expr: BExpr, ty: Type) -> SqlResult<BExpr> {
+        match ty {
+            Type::Unknown => self.convert_to(expr, ty, Type::Text),
+            Type::Json => self.convert_to(expr, ty, Type::Jsonb),
+            Type::Array(crate::types::Elem::Json) => {
+                self.convert_to(expr, ty, Type::Array(crate::types::Elem::Jsonb))
+            }
+            _ => Ok(expr),
+        }
     }
 
     /// `name::regclass`: a constant name becomes the relation's id now (42P01 when there is
@@ -697,6 +762,30 @@ impl Binder<'_> {
             let (between, between_ty) = bind_arg(self, between)?;
             separator = Some(self.coerce(between, between_ty, Type::Text)?.0);
             (AggFunc::StringAgg, Some(bound), Type::Text)
+        } else if name == "json_object_agg" || name == "jsonb_object_agg" {
+            let [key, value] = args.as_slice() else {
+                return Err(SqlError::undefined_function(format!(
+                    "function {name} with {} arguments does not exist",
+                    args.len()
+                )));
+            };
+            let (key, key_ty) = bind_arg(self, key)?;
+            let key = self.convert_to(key, key_ty, Type::Text)?;
+            let (value, value_ty) = bind_arg(self, value)?;
+            let value = self.json_content(value, value_ty)?;
+            separator = Some(value);
+            let ty = if name == "jsonb_object_agg" { Type::Jsonb } else { Type::Json };
+            (AggFunc::JsonObjectAgg, Some(key), ty)
+        } else if name == "json_agg" || name == "jsonb_agg" {
+            let [arg] = args.as_slice() else {
+                return Err(SqlError::undefined_function(format!(
+                    "function {name} takes one argument"
+                )));
+            };
+            let (bound, arg_ty) = bind_arg(self, arg)?;
+            let bound = self.json_content(bound, arg_ty)?;
+            let ty = if name == "jsonb_agg" { Type::Jsonb } else { Type::Json };
+            (AggFunc::JsonAgg, Some(bound), ty)
         } else {
             let [arg] = args.as_slice() else {
                 return Err(SqlError::undefined_function(format!(

@@ -41,6 +41,12 @@ pub enum Derived {
     /// `unnest(array, ...)`: a row per element, the arrays side by side (the shorter ones
     /// padded with NULLs).
     Unnest(Vec<BExpr>),
+    /// A json set-returning function (`jsonb_each`, `json_array_elements`, ...) of a value
+    /// (`expr/functions/json.rs`).
+    Json {
+        name: String,
+        arg: BExpr,
+    },
     /// A set-returning function `WITH ORDINALITY`: its rows, each numbered from 1 in a last
     /// column.
     Numbered(Box<Derived>),
@@ -450,6 +456,29 @@ impl Binder<'_> {
                     columns.push(OutputColumn { name: "unnest".into(), ty: elem.ty() });
                 }
                 Ok((Derived::Unnest(arrays), columns))
+            }
+            _ if args.len() == 1
+                && crate::expr::functions::json::set_columns(name, Type::Jsonb).is_some() =>
+            {
+                let (expr, ty) = self.bind(&args[0], &scope)?;
+                let kind = match ty {
+                    Type::Json | Type::Jsonb => ty,
+                    Type::Unknown if name.starts_with("jsonb_") => Type::Jsonb,
+                    Type::Unknown => Type::Json,
+                    other => {
+                        return Err(SqlError::new(
+                            "42883",
+                            format!("function {name}({}) does not exist", other.name()),
+                        ));
+                    }
+                };
+                let arg = self.convert_to(expr, ty, kind)?;
+                let columns = crate::expr::functions::json::set_columns(name, kind)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(column, ty)| OutputColumn { name: column.into(), ty })
+                    .collect();
+                Ok((Derived::Json { name: name.to_string(), arg }, columns))
             }
             _ => Err(SqlError::new(
                 "42883",

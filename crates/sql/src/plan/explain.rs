@@ -111,6 +111,9 @@ fn explain_query(query: &QueryPlan, depth: usize, lines: &mut Vec<String>) {
             Derived::Series { .. } => {
                 lines.push(format!("{}Function Scan on generate_series {name}", pad(depth)))
             }
+            Derived::Json { name: function, .. } => {
+                lines.push(format!("{}Function Scan on {function} {name}", pad(depth)))
+            }
             Derived::Unnest(_) => {
                 lines.push(format!("{}Function Scan on unnest {name}", pad(depth)))
             }

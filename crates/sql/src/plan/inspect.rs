@@ -10,6 +10,21 @@ use crate::types::{Type, Value};
 pub(super) fn column_name(expr: &Expr) -> String {
     match expr {
         Expr::Column { name, .. } => name.clone(),
+        // Operators written as the functions behind them are unnamed, as operators are.
+        Expr::Function { name, .. }
+            if matches!(
+                name.as_str(),
+                "json_arrow"
+                    | "json_arrow_text"
+                    | "json_path_op"
+                    | "json_path_text_op"
+                    | "arraycontains"
+                    | "arraycontained"
+                    | "arrayoverlap"
+            ) =>
+        {
+            "?column?".into()
+        }
         Expr::Function { name, .. } => name.clone(),
         // A cast is named by what it casts when that has a name, else by its type.
         Expr::Cast { expr, ty } => match column_name(expr) {
@@ -62,6 +77,7 @@ pub(super) fn expr_type_hint(expr: &BExpr, params: &[Type], row_types: &[Type]) 
             Value::Time(_) => Some(Type::Time),
             Value::Interval(_) => Some(Type::Interval),
             Value::Uuid(_) => Some(Type::Uuid),
+            Value::Json(_) => Some(Type::Jsonb),
             Value::Null | Value::Array(_) => None,
         },
         BExpr::Cast { ty, .. }

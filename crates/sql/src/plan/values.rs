@@ -94,6 +94,7 @@ impl Binder<'_> {
             outer_args: Vec::new(),
             correlated: false,
             windows: Vec::new(),
+            sets: false,
         })
     }
 }

@@ -27,6 +27,8 @@ pub enum Elem {
     Time,
     Interval,
     Uuid,
+    Json,
+    Jsonb,
 }
 
 impl Elem {
@@ -49,6 +51,8 @@ impl Elem {
             Elem::Time => Type::Time,
             Elem::Interval => Type::Interval,
             Elem::Uuid => Type::Uuid,
+            Elem::Json => Type::Json,
+            Elem::Jsonb => Type::Jsonb,
         }
     }
 
@@ -73,6 +77,8 @@ impl Elem {
             Type::Time => Elem::Time,
             Type::Interval => Elem::Interval,
             Type::Uuid => Elem::Uuid,
+            Type::Json => Elem::Json,
+            Type::Jsonb => Elem::Jsonb,
             // Object ids are held as `bigint[]`.
             Type::Regclass => Elem::Int8,
             Type::Array(_) => return None,
@@ -98,12 +104,14 @@ impl Elem {
             Elem::Time => 1183,
             Elem::Interval => 1187,
             Elem::Uuid => 2951,
+            Elem::Json => 199,
+            Elem::Jsonb => 3807,
         }
     }
 
     /// The element type of the array type with OID `oid`.
     pub fn from_array_oid(oid: u32) -> Option<Elem> {
-        const ALL: [Elem; 16] = [
+        const ALL: [Elem; 18] = [
             Elem::Bool,
             Elem::Int2,
             Elem::Int4,
@@ -120,6 +128,8 @@ impl Elem {
             Elem::Time,
             Elem::Interval,
             Elem::Uuid,
+            Elem::Json,
+            Elem::Jsonb,
         ];
         ALL.into_iter().find(|elem| elem.array_oid() == oid)
     }

@@ -72,6 +72,11 @@ pub fn parse_text(text: &str, ty: Type) -> SqlResult<Value> {
         }
         Type::Uuid => Value::Uuid(parse_uuid(text).ok_or_else(invalid)?),
         Type::Array(elem) => parse_array(text, elem)?,
+        Type::Json => {
+            json::check_json(text)?;
+            Value::Text(Text::from(text))
+        }
+        Type::Jsonb => json::jsonb(json::parse_jsonb(text)?),
         // A relation's name is read with the catalog (`plan/bind.rs`); here only its id.
         Type::Regclass => Value::Int(text.trim().parse().map_err(|_| invalid())?),
     })
@@ -138,6 +143,7 @@ pub fn conforms(value: &Value, ty: Type) -> bool {
         | (Value::Uuid(_), Type::Uuid) => true,
         // Elements are checked by the cast that made the array.
         (Value::Array(_), Type::Array(_)) => true,
+        (Value::Json(_), Type::Jsonb) => true,
         _ => false,
     }
 }
@@ -196,6 +202,7 @@ pub(super) fn convert(value: Value, to: Type, explicit: bool) -> SqlResult<Value
         SqlError::new("42846", format!("cannot cast type {} to {}", value.kind_name(), to.name()))
     };
     Ok(match (value, to) {
+        (Value::Json(json), to) => json_to(&json, to, &mismatch)?,
         (Value::Text(text), to) if !to.is_text() => parse_text(&text, to)?,
         (Value::Text(text), to) => fit_text(text, to, explicit)?,
         (value, to) if to.is_text() => {
@@ -274,6 +281,47 @@ pub(super) fn convert(value: Value, to: Type, explicit: bool) -> SqlResult<Value
             Value::Time(interval.micros.rem_euclid(MICROS_PER_DAY))
         }
         (value, _) => return Err(mismatch(&value)),
+    })
+}
+
+/// A jsonb value cast to `to`: to text and json as printed, to a number or a boolean when it
+/// is one (22023 otherwise, as PostgreSQL's casts from jsonb).
+fn json_to(
+    value: &json::Json,
+    to: Type,
+    mismatch: &dyn Fn(&Value) -> SqlError,
+) -> SqlResult<Value> {
+    use json::Json;
+    let wrong = |name: &str| {
+        SqlError::new("22023", format!("cannot cast jsonb {} to type {name}", value.type_name()))
+    };
+    Ok(match to {
+        Type::Jsonb => Value::Json(std::sync::Arc::new(value.clone())),
+        Type::Json => Value::Text(value.to_text().into()),
+        to if to.is_text() => fit_text(value.to_text().into(), to, true)?,
+        Type::Bool => match value {
+            Json::Bool(b) => Value::Bool(*b),
+            _ => return Err(wrong("boolean")),
+        },
+        to if to.is_numeric() => match value {
+            Json::Number(number) => {
+                let text = number.as_str();
+                match to {
+                    Type::Numeric { .. } if Decimal::from_str_exact(text).is_err() => {
+                        return Err(SqlError::out_of_range("numeric"));
+                    }
+                    // Integers round as PostgreSQL's numeric-to-integer cast does.
+                    to if to.is_integer() => {
+                        let decimal = Decimal::from_str_exact(text)
+                            .map_err(|_| SqlError::out_of_range(&to.name()))?;
+                        convert(Value::Numeric(decimal), to, true)?
+                    }
+                    to => parse_text(text, to)?,
+                }
+            }
+            _ => return Err(wrong(&to.name())),
+        },
+        _ => return Err(mismatch(&Value::Json(std::sync::Arc::new(value.clone())))),
     })
 }
 

@@ -212,3 +212,8 @@ pub(super) fn arrayoverlap(values: &[Value], _: Type, _: &Context<'_>) -> SqlRes
         !x.is_null() && b.iter().any(|y| !y.is_null() && x.compare(y) == Ordering::Equal)
     })))
 }
+
+/// `unnest(array)` in a select list: the array itself, which the executor spreads over rows.
+pub(super) fn unnest(values: &[Value], _: Type, _: &Context<'_>) -> SqlResult<Value> {
+    Ok(values[0].clone())
+}

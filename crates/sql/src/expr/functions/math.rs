@@ -192,3 +192,37 @@ pub(super) fn power(values: &[Value], _: Type, _: &Context<'_>) -> SqlResult<Val
 pub(super) fn pi(_: &[BExpr], _: &[Value], _: Type, _: &Context<'_>) -> SqlResult<Value> {
     Ok(Value::Float(std::f64::consts::PI))
 }
+
+/// `generate_series(start, stop [, step])` in a select list: the integers as an array (a
+/// set-returning function's body, spread over rows by the executor).
+pub(super) fn series(values: &[Value], _: Type, cx: &Context<'_>) -> SqlResult<Value> {
+    let int = |value: &Value| match value {
+        Value::Int(n) => Ok(*n),
+        other => Err(SqlError::mismatch(format!("generate_series of {}", other.kind_name()))),
+    };
+    let (start, stop) = (int(&values[0])?, int(&values[1])?);
+    let step = match values.get(2) {
+        None => 1,
+        Some(step) => match int(step)? {
+            0 => return Err(SqlError::new("22023", "step size cannot equal zero")),
+            step => step,
+        },
+    };
+    let mut items = Vec::new();
+    let mut value = start;
+    while (step > 0 && value <= stop) || (step < 0 && value >= stop) {
+        cx.interrupt.tick()?;
+        if items.len() >= crate::types::ARRAY_ELEMENTS_MAX {
+            return Err(SqlError::new(
+                "54000",
+                "a set-returning function in a select list returned more than 8,388,608 rows",
+            ));
+        }
+        items.push(Value::Int(value));
+        match value.checked_add(step) {
+            Some(next) => value = next,
+            None => break,
+        }
+    }
+    Ok(crate::types::array(items))
+}
