@@ -273,11 +273,14 @@ pub struct TableRef {
     pub columns: Vec<String>,
     /// `None`: the table or view `name`.
     pub source: Option<Box<Source>>,
+    /// `LATERAL (subquery)`: the subquery may read the FROM items before it. (A function in
+    /// FROM always may, as in PostgreSQL.)
+    pub lateral: bool,
 }
 
 impl TableRef {
     pub fn named(name: String) -> TableRef {
-        TableRef { name, alias: None, columns: Vec::new(), source: None }
+        TableRef { name, alias: None, columns: Vec::new(), source: None, lateral: false }
     }
 }
 
@@ -291,6 +294,12 @@ pub struct FromItem {
 pub enum JoinKind {
     Inner,
     Left,
+    /// `a RIGHT JOIN b`: planned as `b LEFT JOIN a` with the columns in written order (the
+    /// executor never sees it).
+    Right,
+    /// `a FULL JOIN b ON c`: planned as one derived source, `a LEFT JOIN b ON c` and the rows
+    /// of `b` no row of `a` meets (`plan/join.rs`, `full_join`).
+    Full,
 }
 
 #[derive(Debug, Clone)]

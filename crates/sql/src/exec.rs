@@ -7,7 +7,7 @@ use crate::codec::{KeyFormat, Wanted, encode_key};
 use crate::error::{SqlError, SqlResult};
 use crate::expr::{BExpr, Context};
 pub use crate::interrupt::{INTERRUPT_CHECK_ROWS, Interrupt};
-use crate::plan::{Access, OuterArg, Path, QueryPlan};
+use crate::plan::{Access, Derived, OuterArg, Path, QueryPlan};
 use crate::types::{GroupHasher, GroupKey, Type, Value, cast};
 use engram_engine::{Direction, Error, Txn};
 use std::cmp::Ordering;
@@ -922,6 +922,11 @@ fn join(
     let last = level + 1 == plan.tables.len();
     let width = access.table.types.len();
     let offset = access.offset;
+    if let Some(at) = access.derived
+        && let Derived::Lateral { source, outer } = &plan.derived[at]
+    {
+        return join_lateral(txn, plan, level, (source, outer), row, cx, collector);
+    }
     let target = resolve(access, row, cx, &mut collector.lent[level])?;
     let mut matched_any = false;
     // Correlated subqueries run for each joined row, which the scan must not be inside of.
@@ -955,10 +960,7 @@ fn join(
         })?;
         collector.lent[level] = lent;
         if go_on && !matched_any && access.kind == JoinKind::Left {
-            for value in &mut row[offset..offset + width] {
-                *value = Value::Null;
-            }
-            return descend(txn, plan, level, last, row, cx, collector);
+            return unmatched(txn, plan, level, last, row, cx, collector);
         }
         return Ok(go_on);
     }
@@ -979,25 +981,85 @@ fn join(
         for (target, value) in wanted.kept(&mut row[offset..offset + width]).zip(slot) {
             std::mem::swap(target, value);
         }
-        if let Some(on) = &access.on
-            && !on.test(row, cx)?
-        {
-            continue;
-        }
-        matched_any = true;
-        if !descend(txn, plan, level, last, row, cx, collector)? {
-            return Ok(false);
+        match candidate(txn, plan, level, last, row, cx, collector)? {
+            None => {}
+            Some(false) => return Ok(false),
+            Some(true) => matched_any = true,
         }
     }
     if !matched_any && access.kind == JoinKind::Left {
-        for value in &mut row[offset..offset + width] {
-            *value = Value::Null;
-        }
-        if !descend(txn, plan, level, last, row, cx, collector)? {
-            return Ok(false);
-        }
+        return unmatched(txn, plan, level, last, row, cx, collector);
     }
     Ok(true)
+}
+
+/// A LATERAL source's level of the join: its rows computed for the row so far, then joined as
+/// a derived source's are.
+#[cold]
+fn join_lateral(
+    txn: &mut Txn<'_>,
+    plan: &QueryPlan,
+    level: usize,
+    (source, outer): (&Derived, &[OuterArg]),
+    row: &mut Vec<Value>,
+    cx: &Context<'_>,
+    collector: &mut Collector<'_, '_>,
+) -> SqlResult<bool> {
+    let access = &plan.tables[level];
+    let last = level + 1 == plan.tables.len();
+    let (offset, width) = (access.offset, access.table.types.len());
+    let rows = derived::lateral(txn, source, outer, collector.env, cx, row)?;
+    let mut matched_any = false;
+    for values in rows {
+        cx.interrupt.tick()?;
+        for (target, value) in row[offset..offset + width].iter_mut().zip(values) {
+            *target = value;
+        }
+        match candidate(txn, plan, level, last, row, cx, collector)? {
+            None => {}
+            Some(false) => return Ok(false),
+            Some(true) => matched_any = true,
+        }
+    }
+    if !matched_any && access.kind == JoinKind::Left {
+        return unmatched(txn, plan, level, last, row, cx, collector);
+    }
+    Ok(true)
+}
+
+/// A row of `level`'s table placed in `row`: `None` when the level's ON rejects it, else
+/// whether to go on after the levels after it took it.
+fn candidate(
+    txn: &mut Txn<'_>,
+    plan: &QueryPlan,
+    level: usize,
+    last: bool,
+    row: &mut Vec<Value>,
+    cx: &Context<'_>,
+    collector: &mut Collector<'_, '_>,
+) -> SqlResult<Option<bool>> {
+    if let Some(on) = &plan.tables[level].on
+        && !on.test(row, cx)?
+    {
+        return Ok(None);
+    }
+    descend(txn, plan, level, last, row, cx, collector).map(Some)
+}
+
+/// A left join's level with no row meeting its ON: the row NULL-extended, then the levels
+/// after it.
+fn unmatched(
+    txn: &mut Txn<'_>,
+    plan: &QueryPlan,
+    level: usize,
+    last: bool,
+    row: &mut Vec<Value>,
+    cx: &Context<'_>,
+    collector: &mut Collector<'_, '_>,
+) -> SqlResult<bool> {
+    let access = &plan.tables[level];
+    row[access.offset..access.offset + access.table.types.len()].fill(Value::Null);
+    descend(txn, plan, level, last, row, cx, collector)
 }
 
 fn descend(

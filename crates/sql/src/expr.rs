@@ -430,7 +430,11 @@ impl BExpr {
                 }
                 in_values(&value, &candidates, *negated)
             }
-            BExpr::Outer(at, _) => cx.outer[*at].clone(),
+            // (A plan that reads an outer value it was not given is a planner bug: an error
+            // for the statement, not a panic for the server.)
+            BExpr::Outer(at, _) => cx.outer.get(*at).cloned().ok_or_else(|| {
+                SqlError::new("XX000", "a correlated value was read where none is given")
+            })?,
             BExpr::Window(at) => row[row.len() - 1 - *at].clone(),
             BExpr::InSubquery { expr, subquery, negated } => {
                 let value = expr.eval(row, cx)?;

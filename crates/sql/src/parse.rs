@@ -717,6 +717,7 @@ fn table_ref(factor: &sp::TableFactor) -> SqlResult<TableRef> {
             .map(|a| a.columns.iter().map(|c| ident(&c.name)).collect())
             .unwrap_or_default(),
         source: source.map(Box::new),
+        lateral: false,
     };
     match factor {
         sp::TableFactor::Table { name, alias, args: None, .. } => {
@@ -747,13 +748,23 @@ fn table_ref(factor: &sp::TableFactor) -> SqlResult<TableRef> {
             Ok(aliased(alias, name, Some(source)))
         }
         sp::TableFactor::Derived { lateral, subquery, alias, .. } => {
-            if *lateral {
-                return Err(SqlError::unsupported("LATERAL"));
-            }
             let query = query_from((**subquery).clone())?;
             // PostgreSQL names an unaliased subquery `unnamed_subquery`.
             let name = alias.as_ref().map_or_else(|| "unnamed_subquery".into(), |a| ident(&a.name));
-            Ok(aliased(alias, name, Some(Source::Query(query))))
+            Ok(TableRef { lateral: *lateral, ..aliased(alias, name, Some(Source::Query(query))) })
+        }
+        // `LATERAL f(...)`: a function in FROM reads the items before it anyway.
+        sp::TableFactor::Function { name, args, alias, .. } => {
+            let name = object_name(name)?;
+            let args = args
+                .iter()
+                .map(|arg| match arg {
+                    sp::FunctionArg::Unnamed(sp::FunctionArgExpr::Expr(e)) => expr_from(e.clone()),
+                    other => Err(SqlError::unsupported(format!("the argument {other}"))),
+                })
+                .collect::<SqlResult<Vec<_>>>()?;
+            let source = Source::Function { name: name.clone(), args, ordinality: false };
+            Ok(aliased(alias, name, Some(source)))
         }
         sp::TableFactor::NestedJoin { .. } => {
             Err(SqlError::unsupported("a parenthesized join in FROM"))
@@ -965,6 +976,10 @@ fn select_from(mut select: sp::Select) -> SqlResult<Select> {
             let (kind, constraint) = match join.join_operator {
                 sp::JoinOperator::Join(c) | sp::JoinOperator::Inner(c) => (JoinKind::Inner, c),
                 sp::JoinOperator::Left(c) | sp::JoinOperator::LeftOuter(c) => (JoinKind::Left, c),
+                sp::JoinOperator::Right(c) | sp::JoinOperator::RightOuter(c) => {
+                    (JoinKind::Right, c)
+                }
+                sp::JoinOperator::FullOuter(c) => (JoinKind::Full, c),
                 sp::JoinOperator::CrossJoin(c) => (JoinKind::Inner, c),
                 other => {
                     return Err(SqlError::unsupported(

@@ -21,6 +21,7 @@ mod dml;
 mod explain;
 pub mod foreign;
 mod inspect;
+mod join;
 use inspect::{column_name, contains_volatile, expr_type_hint};
 mod passes;
 mod path;
@@ -635,72 +636,6 @@ impl<'a> Binder<'a> {
         }
     }
 
-    /// `JOIN right USING (columns)`: the condition that each column of the tables joined so
-    /// far equals the right side's of the same name (bound once the right side is in scope).
-    fn using_condition(
-        &self,
-        scope: &Scope,
-        right: &str,
-        right_columns: &[String],
-        using: &[String],
-    ) -> SqlResult<Option<Expr>> {
-        let mut condition: Option<Expr> = None;
-        for column in using {
-            let left = scope
-                .tables
-                .iter()
-                .filter(|t| {
-                    t.columns.iter().any(|(c, _)| c == column) && !t.hidden.contains(column)
-                })
-                .map(|t| t.name.clone())
-                .collect::<Vec<_>>();
-            let left = match left.as_slice() {
-                [one] => one.clone(),
-                [] => {
-                    return Err(SqlError::new(
-                        "42703",
-                        format!(
-                            "column \"{column}\" specified in USING clause does not exist in left table"
-                        ),
-                    ));
-                }
-                _ => {
-                    return Err(SqlError::new(
-                        "42702",
-                        format!(
-                            "common column name \"{column}\" appears more than once in left table"
-                        ),
-                    ));
-                }
-            };
-            if !right_columns.contains(column) {
-                return Err(SqlError::new(
-                    "42703",
-                    format!(
-                        "column \"{column}\" specified in USING clause does not exist in right table"
-                    ),
-                ));
-            }
-            let equal = Expr::Binary {
-                op: ast::BinaryOp::Eq,
-                left: Box::new(Expr::Column { table: Some(left), name: column.clone() }),
-                right: Box::new(Expr::Column {
-                    table: Some(right.to_string()),
-                    name: column.clone(),
-                }),
-            };
-            condition = Some(match condition {
-                None => equal,
-                Some(before) => Expr::Binary {
-                    op: ast::BinaryOp::And,
-                    left: Box::new(before),
-                    right: Box::new(equal),
-                },
-            });
-        }
-        Ok(condition)
-    }
-
     /// Plans a statement that reads or writes rows.
     pub fn statement(self, statement: &ast::Statement) -> SqlResult<(Plan, Vec<Type>)> {
         self.statement_volatile(statement).map(|(plan, params, _)| (plan, params))
@@ -809,8 +744,32 @@ impl<'a> Binder<'a> {
             for join in &item.joins {
                 refs.push((&join.table, join.kind, join.on.as_ref(), Some(join)));
             }
-            for (table_ref, kind, on, join) in refs {
-                let (table, source) = match self.derived_source(table_ref)? {
+            // `a FULL JOIN b ON c`: one derived source whose columns are a's and b's.
+            let mut skip = 0;
+            if let Some(join) = item.joins.first()
+                && join.kind == JoinKind::Full
+            {
+                let full = self.full_join(&item.table, join, query.lock)?;
+                derived_sources.push(full.derived);
+                let offset = scope.push(full.left.0, full.left.1)?;
+                scope.push(full.right.0, full.right.1)?;
+                tables.push((full.table, offset, JoinKind::Inner, Some(derived_sources.len() - 1)));
+                skip = 2;
+            }
+            for (position, (table_ref, kind, on, join)) in refs.into_iter().enumerate().skip(skip) {
+                if kind == JoinKind::Full {
+                    return Err(SqlError::unsupported(
+                        "a FULL JOIN after another join of the same FROM item",
+                    ));
+                }
+                // A RIGHT JOIN swaps its two sides in the nested loop: the side kept whole
+                // must be one table, the FROM item's first.
+                if kind == JoinKind::Right && position != 1 {
+                    return Err(SqlError::unsupported(
+                        "a RIGHT JOIN after another join of the same FROM item",
+                    ));
+                }
+                let (table, source) = match self.derived_source(table_ref, &scope)? {
                     Some((derived, table)) => {
                         derived_sources.push(derived);
                         (table, Some(derived_sources.len() - 1))
@@ -855,7 +814,14 @@ impl<'a> Binder<'a> {
                 {
                     last.primary_key.clone_from(&table.schema.primary_key);
                 }
-                if let Some(table) = scope.tables.last_mut() {
+                // USING's merged columns show the side kept whole: the right side's columns are
+                // hidden, or for a RIGHT JOIN the left side's.
+                let keeper = if kind == JoinKind::Right {
+                    scope.tables.len() - 2
+                } else {
+                    scope.tables.len() - 1
+                };
+                if let Some(table) = scope.tables.get_mut(keeper) {
                     table.hidden = using;
                 }
                 let on = match on.or(using_on.as_ref()) {
@@ -871,8 +837,17 @@ impl<'a> Binder<'a> {
                     (JoinKind::Inner, Some(on)) => split_conjuncts(on, &mut conjuncts),
                     (JoinKind::Left, on) => left_ons.push((tables.len(), on)),
                     (JoinKind::Inner, None) => {}
+                    // The left side, NULL-extended, goes after the right side in the loop.
+                    (JoinKind::Right, on) => left_ons.push((tables.len(), on)),
+                    (JoinKind::Full, _) => unreachable!("planned above"),
                 }
                 tables.push((table, offset, kind, source));
+                if kind == JoinKind::Right {
+                    let at = tables.len() - 2;
+                    tables.swap(at, at + 1);
+                    tables[at].2 = JoinKind::Inner;
+                    tables[at + 1].2 = JoinKind::Left;
+                }
             }
         }
         if let Some(filter) = &select.filter {
@@ -888,6 +863,8 @@ impl<'a> Binder<'a> {
         // Access paths, in FROM order: each table may use conjuncts over earlier tables.
         let mut accesses = Vec::new();
         let mut decided = vec![false; conjuncts.len()];
+        // Per column of the joined row: whether a table earlier in the loop has set it.
+        let mut available = vec![false; width];
         for (position, (table, offset, kind, source)) in tables.iter().enumerate() {
             let on = left_ons.iter().find(|(at, _)| *at == position).and_then(|(_, on)| on.clone());
             let mut usable = Vec::new();
@@ -898,11 +875,21 @@ impl<'a> Binder<'a> {
                         split_conjuncts(on.clone(), &mut usable);
                     }
                 }
+                JoinKind::Right | JoinKind::Full => unreachable!("planned as a left join"),
             }
             let (path, mut implied) = match source {
                 // Computed rows: scanned whole, every conjunct left to the filter.
                 Some(_) => (Path::full(), Vec::new()),
-                None => choose_path(table, *offset, &usable, &self.params, &row_types),
+                None => {
+                    // What the tables before this one in the loop have set (not always the
+                    // columns before its own: a RIGHT JOIN swaps its sides).
+                    let earlier = |expr: &BExpr| {
+                        let mut set = true;
+                        expr.columns(&mut |column| set &= available[column]);
+                        set
+                    };
+                    choose_path(table, *offset, &usable, &self.params, &row_types, &earlier)
+                }
             };
             if *kind == JoinKind::Left {
                 // ON conditions stay whole: they decide which rows are NULL-extended.
@@ -911,6 +898,7 @@ impl<'a> Binder<'a> {
             for &at in &implied {
                 decided[at] = true;
             }
+            available[*offset..*offset + table.types.len()].fill(true);
             accesses.push(Access {
                 table: Arc::clone(table),
                 offset: *offset,

@@ -5,7 +5,7 @@ use super::{Env, run_query};
 use crate::ast::SetOp;
 use crate::error::{SqlError, SqlResult};
 use crate::expr::Context;
-use crate::plan::{Derived, QueryPlan};
+use crate::plan::{Derived, OuterArg, QueryPlan};
 use crate::types::{GroupHasher, GroupKey, Value};
 use engram_engine::Txn;
 use std::collections::{HashMap, HashSet};
@@ -19,26 +19,63 @@ pub(super) fn materialize(
     env: &Env<'_>,
     cx: &Context<'_>,
 ) -> SqlResult<Vec<Rows>> {
-    plan.derived.iter().map(|derived| rows(txn, derived, env, cx)).collect()
+    plan.derived
+        .iter()
+        .map(|derived| match derived {
+            // Computed at its place in the join, for each row before it (`lateral`).
+            Derived::Lateral { .. } => Ok(Vec::new()),
+            derived => rows(txn, derived, env, cx, &[]),
+        })
+        .collect()
+}
+
+/// The rows of a LATERAL source for the joined row `row` before it: a subquery's outer values
+/// taken from the row, a function's arguments evaluated over it.
+pub(super) fn lateral(
+    txn: &mut Txn<'_>,
+    source: &Derived,
+    outer: &[OuterArg],
+    env: &Env<'_>,
+    cx: &Context<'_>,
+    row: &[Value],
+) -> SqlResult<Rows> {
+    let values: Vec<Value> = outer
+        .iter()
+        .map(|arg| match *arg {
+            OuterArg::Column(column) => row[column].clone(),
+            OuterArg::Outer(at) => cx.outer[at].clone(),
+        })
+        .collect();
+    let inner = Env { outer: &values, ..*env };
+    rows(txn, source, if outer.is_empty() { env } else { &inner }, cx, row)
 }
 
 fn run(txn: &mut Txn<'_>, plan: &QueryPlan, env: &Env<'_>) -> SqlResult<Rows> {
     crate::depth::grow(|| run_query(txn, plan, &env.unlimited())).map(|produced| produced.rows)
 }
 
-fn rows(txn: &mut Txn<'_>, derived: &Derived, env: &Env<'_>, cx: &Context<'_>) -> SqlResult<Rows> {
+/// A source's rows; `row`: the joined row before it, which a LATERAL source reads (empty for
+/// the others).
+fn rows(
+    txn: &mut Txn<'_>,
+    derived: &Derived,
+    env: &Env<'_>,
+    cx: &Context<'_>,
+    row: &[Value],
+) -> SqlResult<Rows> {
     match derived {
         Derived::Query(plan) => run(txn, plan, env),
+        Derived::Lateral { source, outer } => lateral(txn, source, outer, env, cx, row),
         Derived::SetOp { op, all, left, right } => {
             let left = run(txn, left, env)?;
             let right = run(txn, right, env)?;
             Ok(set_operation(*op, *all, left, right))
         }
-        Derived::Series { start, stop, step } => series(start, stop, step.as_ref(), cx),
+        Derived::Series { start, stop, step } => series(start, stop, step.as_ref(), cx, row),
         Derived::Unnest(arrays) => {
             let mut columns = Vec::with_capacity(arrays.len());
             for array in arrays {
-                columns.push(match array.eval(&[], cx)? {
+                columns.push(match array.eval(row, cx)? {
                     Value::Array(items) => items,
                     _ => std::sync::Arc::from(Vec::new()),
                 });
@@ -54,10 +91,10 @@ fn rows(txn: &mut Txn<'_>, derived: &Derived, env: &Env<'_>, cx: &Context<'_>) -
                 .collect())
         }
         Derived::Json { name, arg } => {
-            crate::expr::functions::json::set_rows(name, &arg.eval(&[], cx)?)
+            crate::expr::functions::json::set_rows(name, &arg.eval(row, cx)?)
         }
         Derived::Numbered(inner) => {
-            let mut rows = rows(txn, inner, env, cx)?;
+            let mut rows = rows(txn, inner, env, cx, row)?;
             for (at, row) in rows.iter_mut().enumerate() {
                 row.push(Value::Int(at as i64 + 1));
             }
@@ -141,18 +178,19 @@ fn series(
     stop: &crate::expr::BExpr,
     step: Option<&crate::expr::BExpr>,
     cx: &Context<'_>,
+    row: &[Value],
 ) -> SqlResult<Rows> {
     let int = |value: Value| match value {
         Value::Null => Ok(None),
         Value::Int(n) => Ok(Some(n)),
         other => Err(SqlError::mismatch(format!("generate_series of {other:?}"))),
     };
-    let (Some(start), Some(stop)) = (int(start.eval(&[], cx)?)?, int(stop.eval(&[], cx)?)?) else {
+    let (Some(start), Some(stop)) = (int(start.eval(row, cx)?)?, int(stop.eval(row, cx)?)?) else {
         return Ok(Vec::new());
     };
     let step = match step {
         None => 1,
-        Some(step) => match int(step.eval(&[], cx)?)? {
+        Some(step) => match int(step.eval(row, cx)?)? {
             None => return Ok(Vec::new()),
             Some(0) => return Err(SqlError::new("22023", "step size cannot equal zero")),
             Some(step) => step,

@@ -4,7 +4,7 @@
 //! rows the executor computes once per run of the query (`exec/derived.rs`) and then scans
 //! like a table's; the planner sees a table of its columns with no key.
 
-use super::{Binder, OutputColumn, QueryPlan};
+use super::{Binder, OutputColumn, QueryPlan, Scope};
 use crate::ast::{self, Expr, SetOp, Source};
 use crate::catalog::{ColumnSchema, TableInfo, TableSchema};
 use crate::codec::KeyFormat;
@@ -61,6 +61,54 @@ pub enum Derived {
     },
     /// The working table, as the recursive step reads it.
     Work(WorkTable),
+    /// A source that reads the FROM items before it (`LATERAL (subquery)`, a function of
+    /// their columns): computed for each of their joined rows, at its place in the join
+    /// (`exec.rs`), not once before it. `outer`: what a LATERAL subquery's `BExpr::Outer`
+    /// values are (a function's arguments read the row itself).
+    Lateral {
+        source: Box<Derived>,
+        outer: Vec<super::OuterArg>,
+    },
+}
+
+impl Derived {
+    /// The columns of the joined row before it that the source reads: its arguments' (a
+    /// function's) or its outer columns (a LATERAL subquery's).
+    pub fn row_columns(&self, visit: &mut dyn FnMut(usize)) {
+        match self {
+            Derived::Series { start, stop, step } => {
+                start.columns(&mut |c| visit(c));
+                stop.columns(&mut |c| visit(c));
+                if let Some(step) = step {
+                    step.columns(&mut |c| visit(c));
+                }
+            }
+            Derived::Unnest(arrays) => {
+                arrays.iter().for_each(|array| array.columns(&mut |c| visit(c)))
+            }
+            Derived::Json { arg, .. } => arg.columns(&mut |c| visit(c)),
+            Derived::Numbered(inner) => inner.row_columns(visit),
+            Derived::Lateral { source, outer } => {
+                source.row_columns(visit);
+                for arg in outer {
+                    if let super::OuterArg::Column(column) = arg {
+                        visit(*column);
+                    }
+                }
+            }
+            Derived::Query(_)
+            | Derived::SetOp { .. }
+            | Derived::Recursive { .. }
+            | Derived::Work(_) => {}
+        }
+    }
+}
+
+/// Whether a source reads the joined row before it.
+fn reads_row(derived: &Derived) -> bool {
+    let mut reads = false;
+    derived.row_columns(&mut |_| reads = true);
+    reads
 }
 
 /// A CTE visible to the query being bound.
@@ -99,30 +147,57 @@ impl Binder<'_> {
 
     /// What a FROM item reads when it is not a stored table: the source's rows and the table
     /// its columns form (`None`: a table or view by name).
+    /// A FROM item that is not a stored table: a CTE, a view, a subquery or a function;
+    /// `scope`: the FROM items before it, which a function's arguments and a LATERAL
+    /// subquery may read (the source is then [`Derived::Lateral`]).
     pub(super) fn derived_source(
         &mut self,
         table_ref: &ast::TableRef,
+        scope: &Scope,
     ) -> SqlResult<Option<(Derived, Arc<TableInfo>)>> {
         // A function's arguments are evaluated in the outer query's context, so subqueries in
         // them are the outer query's. Subqueries bound for other sources are the source's own;
-        // none reads a column of a query around it (no LATERAL).
-        let scopes = std::mem::take(&mut self.outer);
+        // only a LATERAL one reads a column of a query around it (the FROM items before it,
+        // and what they may read).
+        let lateral =
+            table_ref.lateral && matches!(table_ref.source.as_deref(), Some(Source::Query(_)));
+        let scopes = if lateral {
+            self.outer.push((scope.clone(), Vec::new()));
+            Vec::new()
+        } else {
+            std::mem::take(&mut self.outer)
+        };
         let result = match table_ref.source.as_deref() {
-            Some(Source::Function { .. }) => self.derived_source_inner(table_ref),
+            Some(Source::Function { .. }) => self.derived_source_inner(table_ref, scope),
             _ => {
                 let outer = std::mem::take(&mut self.subqueries);
-                let result = self.derived_source_inner(table_ref);
+                let result = self.derived_source_inner(table_ref, scope);
                 self.subqueries = outer;
                 result
             }
         };
-        self.outer = scopes;
-        result
+        if !lateral {
+            self.outer = scopes;
+            return result;
+        }
+        let (_, read) = self.outer.pop().expect("pushed above");
+        let (derived, table) = match result? {
+            Some(found) => found,
+            None => return Ok(None),
+        };
+        // Whatever its form (a query, a set operation), a source that read the items before
+        // it is computed for each of their rows.
+        Ok(Some(if read.is_empty() {
+            (derived, table)
+        } else {
+            (Derived::Lateral { source: Box::new(derived), outer: read }, table)
+        }))
     }
 
     fn derived_source_inner(
         &mut self,
         table_ref: &ast::TableRef,
+        scope: &Scope,
     ) -> SqlResult<Option<(Derived, Arc<TableInfo>)>> {
         let (derived, columns) = match table_ref.source.as_deref() {
             None => match self.ctes.iter().rposition(|c| c.name == table_ref.name) {
@@ -134,10 +209,16 @@ impl Binder<'_> {
             },
             Some(Source::Query(query)) => self.derived_query(query)?,
             Some(Source::Function { name, args, ordinality }) => {
-                let (derived, mut columns) = self.table_function(name, args)?;
-                if *ordinality {
+                let (derived, mut columns) = self.table_function(name, args, scope)?;
+                let derived = if *ordinality {
                     columns.push(OutputColumn { name: "ordinality".into(), ty: Type::Int8 });
-                    (Derived::Numbered(Box::new(derived)), columns)
+                    Derived::Numbered(Box::new(derived))
+                } else {
+                    derived
+                };
+                // Arguments that read the FROM items before: computed per joined row.
+                if reads_row(&derived) {
+                    (Derived::Lateral { source: Box::new(derived), outer: Vec::new() }, columns)
                 } else {
                     (derived, columns)
                 }
@@ -196,7 +277,10 @@ impl Binder<'_> {
     }
 
     /// A subquery in FROM (or a CTE's body): a set operation's two sides, or a query.
-    fn derived_query(&mut self, query: &ast::Query) -> SqlResult<(Derived, Vec<OutputColumn>)> {
+    pub(super) fn derived_query(
+        &mut self,
+        query: &ast::Query,
+    ) -> SqlResult<(Derived, Vec<OutputColumn>)> {
         if let ast::QueryBody::SetOp { op, all, left, right } = &query.body
             && query.order_by.is_empty()
             && query.limit.is_none()
@@ -403,13 +487,14 @@ impl Binder<'_> {
         Ok(result)
     }
 
-    /// A set-returning function in FROM.
+    /// A set-returning function in FROM; its arguments may read `scope`'s columns.
     fn table_function(
         &mut self,
         name: &str,
         args: &[Expr],
+        scope: &Scope,
     ) -> SqlResult<(Derived, Vec<OutputColumn>)> {
-        let scope = super::Scope::default();
+        let scope = scope.clone();
         match name {
             "generate_series" if (2..=3).contains(&args.len()) => {
                 let mut bound = Vec::new();
@@ -488,7 +573,11 @@ impl Binder<'_> {
     }
 
     /// The table a derived source's columns form: no key, no index, no stored rows.
-    fn derived_table(&self, name: &str, columns: &[OutputColumn]) -> SqlResult<Arc<TableInfo>> {
+    pub(super) fn derived_table(
+        &self,
+        name: &str,
+        columns: &[OutputColumn],
+    ) -> SqlResult<Arc<TableInfo>> {
         let engine = self
             .catalog
             .system_table

@@ -340,7 +340,10 @@ impl Binder<'_> {
             let (bound, ty) = self.bind(filter, &scope)?;
             split_conjuncts(self.expect_bool(bound, ty, "WHERE")?.0, &mut conjuncts);
         }
-        let (path, implied) = choose_path(&table, 0, &conjuncts, &self.params, &table.types);
+        let (path, implied) =
+            choose_path(&table, 0, &conjuncts, &self.params, &table.types, &|other: &BExpr| {
+                other.column_bound() == 0
+            });
         let assignments_given = assignments;
         let assignments = match assignments {
             Some(list) => self.assignments(list, &table, &scope)?,

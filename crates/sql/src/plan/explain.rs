@@ -91,7 +91,12 @@ fn explain_query(query: &QueryPlan, depth: usize, lines: &mut Vec<String>) {
             continue;
         };
         let name = &access.table.schema.name;
-        match &query.derived[at] {
+        let mut derived = &query.derived[at];
+        if let Derived::Lateral { source, .. } = derived {
+            lines.push(format!("{}Lateral (computed for each row before it)", pad(depth)));
+            derived = source;
+        }
+        match derived {
             Derived::Query(plan) => {
                 lines.push(format!("{}Subquery Scan on {name}", pad(depth)));
                 explain_query(plan, depth + 1, lines);
@@ -111,6 +116,8 @@ fn explain_query(query: &QueryPlan, depth: usize, lines: &mut Vec<String>) {
             Derived::Series { .. } => {
                 lines.push(format!("{}Function Scan on generate_series {name}", pad(depth)))
             }
+            // (A source is lateral once: unwrapped above.)
+            Derived::Lateral { .. } => {}
             Derived::Json { name: function, .. } => {
                 lines.push(format!("{}Function Scan on {function} {name}", pad(depth)))
             }

@@ -98,6 +98,14 @@ pub(super) fn mark_wanted(plan: &mut QueryPlan) {
             }
         }
     }
+    // The columns LATERAL sources read (they are computed before the row is filtered).
+    for derived in &plan.derived {
+        derived.row_columns(&mut |column| {
+            if column < used.len() {
+                used[column] = true;
+            }
+        });
+    }
     let mut mark = |expr: &BExpr| {
         expr.columns(&mut |at| {
             if at < used.len() {

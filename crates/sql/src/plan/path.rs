@@ -23,6 +23,7 @@ pub(super) fn choose_path(
     conjuncts: &[BExpr],
     params: &[Type],
     row_types: &[Type],
+    earlier: &dyn Fn(&BExpr) -> bool,
 ) -> (Path, Vec<usize>) {
     let width = table.schema.columns.len();
     let mut bounds = vec![ColumnBounds::default(); width];
@@ -38,10 +39,7 @@ pub(super) fn choose_path(
             _ => continue,
         };
         // The other side may read only earlier tables (an index join) or nothing.
-        if other.column_bound() > offset
-            || matches!(other, BExpr::NextVal(_))
-            || contains_volatile(other)
-        {
+        if !earlier(other) || matches!(other, BExpr::NextVal(_)) || contains_volatile(other) {
             continue;
         }
         let column_ty = table.schema.columns[column].ty;
@@ -95,7 +93,7 @@ pub(super) fn choose_path(
         let usable = others_fixed
             && !list.is_empty()
             && list.iter().all(|item| {
-                item.column_bound() <= offset
+                earlier(item)
                     && !contains_volatile(item)
                     && item_ty(item).is_some_and(|ty| key_compatible(column_ty, ty))
             });
