@@ -30,4 +30,8 @@ ALTER TABLE accounts DROP COLUMN owner;
 ALTER TABLE accounts RENAME COLUMN note TO remark;
 SELECT * FROM accounts ORDER BY id;
 \d accounts
+COMMENT ON TABLE accounts IS 'money held';
+COMMENT ON COLUMN accounts.remark IS 'a note';
+\dt+
+\d+ accounts
 DROP TABLE accounts;

@@ -73,6 +73,8 @@ pub(crate) fn answer(sql: &str, db: &SqlDb) -> Option<Outcome> {
         let kinds = &sql[kinds_at..kinds_at + sql[kinds_at..].find(')')?];
         let pattern = name_pattern(sql);
         let with_table = sql.contains("as \"Table\"");
+        // `\dt+`, `\di+`: persistence, access method, size and description too.
+        let verbose = sql.contains("as \"Description\"") && sql.contains("as \"Access method\"");
         let mut out = Vec::new();
         for relation in relations(db) {
             if !kinds.contains(&format!("'{}'", relation.kind)) {
@@ -90,6 +92,16 @@ pub(crate) fn answer(sql: &str, db: &SqlDb) -> Option<Outcome> {
             if with_table {
                 row.push(text(relation.table.schema.name.clone()));
             }
+            if verbose {
+                // (Engram keeps no per-table size: the Size column is empty.)
+                row.push(text("permanent"));
+                row.push(text(if relation.kind == 'r' { "heap" } else { "btree" }));
+                row.push(Value::Null);
+                let kind = if relation.kind == 'r' { "table" } else { "index" };
+                row.push(
+                    db.comment(&format!("{kind}:{}", relation.name)).map_or(Value::Null, text),
+                );
+            }
             out.push(row);
         }
         out.sort_by(|a, b| a[1].compare(&b[1]));
@@ -101,6 +113,14 @@ pub(crate) fn answer(sql: &str, db: &SqlDb) -> Option<Outcome> {
         ];
         if with_table {
             columns.push(("Table", Type::Text));
+        }
+        if verbose {
+            columns.extend([
+                ("Persistence", Type::Text),
+                ("Access method", Type::Text),
+                ("Size", Type::Text),
+                ("Description", Type::Text),
+            ]);
         }
         return Some(rows(&columns, out));
     }
@@ -168,10 +188,12 @@ pub(crate) fn answer(sql: &str, db: &SqlDb) -> Option<Outcome> {
     }
     // Step 3: the columns.
     if sql.contains("FROM pg_catalog.pg_attribute a") && sql.contains("format_type") {
+        // `\d+ NAME` asks for storage, compression, statistics target and description too.
+        let verbose = sql.contains("a.attstorage");
         let mut out = Vec::new();
         if let Some(r) = relation("a.attrelid =").filter(|r| r.kind == 'r') {
             for column in r.table.schema.columns.iter().filter(|c| !c.dropped) {
-                out.push(vec![
+                let mut row = vec![
                     text(column.name.clone()),
                     text(column.ty.name()),
                     column.default.as_deref().map_or(Value::Null, text),
@@ -179,10 +201,27 @@ pub(crate) fn answer(sql: &str, db: &SqlDb) -> Option<Outcome> {
                     Value::Null,
                     text(""),
                     text(""),
-                ]);
+                ];
+                if verbose {
+                    // PostgreSQL's storage of the type: plain (fixed width), main
+                    // (numeric) or extended.
+                    let storage = match column.ty {
+                        Type::Numeric { .. } => "m",
+                        ty if ty.pg_length() > 0 => "p",
+                        _ => "x",
+                    };
+                    let comment = db.comment(&format!("column:{}.{}", r.name, column.name));
+                    row.extend([
+                        text(storage),
+                        text(""),
+                        Value::Null,
+                        comment.map_or(Value::Null, text),
+                    ]);
+                }
+                out.push(row);
             }
         }
-        let columns = [
+        let mut columns = vec![
             ("attname", Type::Text),
             ("format_type", Type::Text),
             ("pg_get_expr", Type::Text),
@@ -191,6 +230,14 @@ pub(crate) fn answer(sql: &str, db: &SqlDb) -> Option<Outcome> {
             ("attidentity", Type::Text),
             ("attgenerated", Type::Text),
         ];
+        if verbose {
+            columns.extend([
+                ("attstorage", Type::Text),
+                ("attcompression", Type::Text),
+                ("attstattarget", Type::Int4),
+                ("col_description", Type::Text),
+            ]);
+        }
         return Some(rows(&columns, out));
     }
     // Step 4: the indexes.

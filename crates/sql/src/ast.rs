@@ -47,6 +47,14 @@ pub enum Statement {
         tables: Vec<String>,
     },
     AlterTable(Box<AlterTable>),
+    /// `COMMENT ON kind name IS 'text' | NULL` (`ddl/comment.rs`).
+    Comment {
+        kind: CommentKind,
+        /// The object's name; a column's is `table.column`.
+        name: String,
+        /// `None` (or an empty string) removes the comment.
+        text: Option<String>,
+    },
     Begin {
         isolation: Option<Isolation>,
         /// `READ ONLY` (true) or `READ WRITE` (false); `None`: the session's default.
@@ -133,6 +141,7 @@ impl Statement {
             Statement::DropIndex { .. } => "DROP INDEX",
             Statement::Truncate { .. } => "TRUNCATE TABLE",
             Statement::AlterTable(_) => "ALTER TABLE",
+            Statement::Comment { .. } => "COMMENT",
             _ => "this command",
         }
     }
@@ -151,7 +160,31 @@ impl Statement {
                 | Statement::DropIndex { .. }
                 | Statement::Truncate { .. }
                 | Statement::AlterTable(_)
+                | Statement::Comment { .. }
         )
+    }
+}
+
+/// What `COMMENT ON` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommentKind {
+    Table,
+    Column,
+    View,
+    Sequence,
+    Index,
+}
+
+impl CommentKind {
+    /// The catalog key's prefix (`comment:table:name`).
+    pub fn key(self) -> &'static str {
+        match self {
+            CommentKind::Table => "table",
+            CommentKind::Column => "column",
+            CommentKind::View => "view",
+            CommentKind::Sequence => "sequence",
+            CommentKind::Index => "index",
+        }
     }
 }
 

@@ -716,6 +716,8 @@ pub struct Catalog {
     /// The named sequences, by name.
     pub sequence_defs: HashMap<String, Arc<SequenceDef>>,
     pub views: HashMap<String, Arc<ViewDef>>,
+    /// `COMMENT ON` texts by object (`table:t`, `column:t.c`, `view:v`, ...; `ddl/comment.rs`).
+    pub comments: HashMap<String, String>,
 }
 
 /// A view: a query kept as its SQL text (catalog row `view:name`, JSON), bound again where

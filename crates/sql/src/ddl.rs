@@ -5,6 +5,7 @@
 
 mod alter;
 mod check;
+mod comment;
 mod foreign;
 pub(crate) mod sequence;
 mod view;
@@ -42,6 +43,9 @@ impl Session {
             Statement::DropView { names, if_exists, cascade } => {
                 self.drop_views(names, *if_exists, *cascade)
             }
+            Statement::Comment { kind, name, text } => {
+                self.comment_on(*kind, name, text.as_deref())
+            }
             Statement::DropTable { names, if_exists, cascade } => {
                 for name in names {
                     if self.db.catalog.read().views.contains_key(name) {
@@ -54,6 +58,7 @@ impl Session {
                         self.drop_dependents(name, *cascade)?;
                         self.drop_referencing_keys(name, names, *cascade)?;
                         self.drop_table(name)?;
+                        self.forget_comments(name)?;
                     } else if *if_exists {
                         self.notice(format!("table \"{name}\" does not exist, skipping"));
                     } else {

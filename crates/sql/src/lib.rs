@@ -152,6 +152,16 @@ impl SqlDb {
                         )
                     })?;
                 catalog.sequence_defs.insert(def.name.clone(), Arc::new(def));
+            } else if let Some(object) = key.strip_prefix("comment:") {
+                let text: String = serde_json::from_slice(&value).map_err(|error| {
+                    SqlError::new(
+                        "XX001",
+                        format!(
+                            "catalog entry for the comment on {object} does not parse: {error}"
+                        ),
+                    )
+                })?;
+                catalog.comments.insert(object.to_string(), text);
             } else if let Some(sequence) = key.strip_prefix("seq:") {
                 let limit: i64 = String::from_utf8_lossy(&value).parse().unwrap_or(0);
                 reserved.insert(sequence.to_string(), limit);
@@ -294,13 +304,17 @@ impl SqlDb {
         }
     }
 
-    /// A new session with its own engine worker.
     /// The committed catalog's tables, sorted by name (what catalog views show).
     pub fn tables(&self) -> Vec<Arc<TableInfo>> {
         let mut tables: Vec<Arc<TableInfo>> =
             self.catalog.read().tables.values().cloned().collect();
         tables.sort_by(|a, b| a.schema.name.cmp(&b.schema.name));
         tables
+    }
+
+    /// The committed `COMMENT ON` text of `object` (`table:t`, `column:t.c`, `index:i`, ...).
+    pub fn comment(&self, object: &str) -> Option<String> {
+        self.catalog.read().comments.get(object).cloned()
     }
 
     /// Whether a DDL transaction is running (see [`SchemaLock::ddl_active`]).

@@ -358,6 +358,33 @@ fn statement_from(statement: sp::Statement) -> SqlResult<Statement> {
                 other => return Err(SqlError::unsupported(format!("DROP {other}"))),
             }
         }
+        S::Comment { object_type, object_name: name, comment, if_exists: false } => {
+            use crate::ast::CommentKind;
+            let kind = match object_type {
+                sp::CommentObject::Table => CommentKind::Table,
+                sp::CommentObject::Column => CommentKind::Column,
+                sp::CommentObject::View => CommentKind::View,
+                sp::CommentObject::Sequence => CommentKind::Sequence,
+                sp::CommentObject::Index => CommentKind::Index,
+                other => return Err(SqlError::unsupported(format!("COMMENT ON {other}"))),
+            };
+            let name = match kind {
+                // `table.column` or `public.table.column`.
+                CommentKind::Column => {
+                    let parts: Vec<String> =
+                        name.0.iter().filter_map(|part| part.as_ident().map(ident)).collect();
+                    match parts.as_slice() {
+                        [table, column] => format!("{table}.{column}"),
+                        [schema, table, column] if schema == "public" => {
+                            format!("{table}.{column}")
+                        }
+                        _ => return Err(SqlError::syntax("column name must be qualified")),
+                    }
+                }
+                _ => object_name(&name)?,
+            };
+            Statement::Comment { kind, name, text: comment }
+        }
         S::Truncate(truncate) => Statement::Truncate {
             tables: truncate
                 .table_names

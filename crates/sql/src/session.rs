@@ -85,6 +85,8 @@ pub(crate) enum Undo {
     View { name: String, previous: Option<Arc<crate::catalog::ViewDef>> },
     /// A sequence was created, altered or dropped: put back `previous` (or remove `name`).
     Sequence { name: String, previous: Option<Arc<crate::catalog::SequenceDef>> },
+    /// A comment was set or removed: put back `previous` (or remove `key`).
+    Comment { key: String, previous: Option<String> },
 }
 
 /// One client's state. Not shared between threads; each holds its own engine worker.
@@ -803,7 +805,8 @@ impl Session {
             | Statement::CreateIndex(_)
             | Statement::DropIndex { .. }
             | Statement::Truncate { .. }
-            | Statement::AlterTable(_) => self.ddl_statement(statement),
+            | Statement::AlterTable(_)
+            | Statement::Comment { .. } => self.ddl_statement(statement),
         }
     }
 

@@ -148,6 +148,13 @@ const BOOL: Type = Type::Bool;
 const VIEWS: &[ViewDefinition] = &[
     ViewDefinition {
         schema: "pg_catalog",
+        name: "pg_description",
+        columns: &[("objoid", BIG), ("classoid", BIG), ("objsubid", INT), ("description", TEXT)],
+        key_columns: 3,
+        rows: pg_description,
+    },
+    ViewDefinition {
+        schema: "pg_catalog",
         name: "pg_namespace",
         columns: &[("oid", BIG), ("nspname", TEXT), ("nspowner", BIG)],
         key_columns: 1,
@@ -666,6 +673,44 @@ fn databases(_: &Sources<'_>) -> Vec<Vec<Value>> {
         Value::Bool(true),
         int(-1),
     ]]
+}
+
+/// `pg_description`'s rows: (objoid, classoid, objsubid, description) of each comment on a
+/// table, an index or a column (views and sequences have no `pg_class` id here).
+fn pg_description(sources: &Sources<'_>) -> Vec<Vec<Value>> {
+    const PG_CLASS: i64 = 1259;
+    let (relations, catalog) = (relations(&sources.tables), sources.catalog);
+    let mut rows = Vec::new();
+    for relation in &relations {
+        let own = match relation.kind {
+            'i' => format!("index:{}", relation.name),
+            _ => format!("table:{}", relation.name),
+        };
+        if let Some(comment) = catalog.comments.get(&own) {
+            rows.push(vec![
+                Value::Int(relation.oid),
+                Value::Int(PG_CLASS),
+                Value::Int(0),
+                text(comment.as_str()),
+            ]);
+        }
+        if relation.kind != 'r' {
+            continue;
+        }
+        for (at, column) in relation.table.schema.columns.iter().enumerate() {
+            if let Some(comment) =
+                catalog.comments.get(&format!("column:{}.{}", relation.name, column.name))
+            {
+                rows.push(vec![
+                    Value::Int(relation.oid),
+                    Value::Int(PG_CLASS),
+                    Value::Int(at as i64 + 1),
+                    text(comment.as_str()),
+                ]);
+            }
+        }
+    }
+    rows
 }
 
 /// The types Engram has: (oid, name, length, by value, category, array type oid).

@@ -726,8 +726,22 @@ pub static FUNCTIONS: &[Function] = &[
         catalog::current_schemas,
     ),
     strict(
-        &["obj_description", "col_description", "shobj_description"],
+        &["obj_description"],
         (1, 2),
+        Returns::Fixed(Type::Text),
+        Takes::Positions(OID_TEXT),
+        catalog::obj_description,
+    ),
+    strict(
+        &["col_description"],
+        (2, 2),
+        Returns::Fixed(Type::Text),
+        Takes::Positions(INT),
+        catalog::col_description,
+    ),
+    strict(
+        &["shobj_description"],
+        (2, 2),
         Returns::Fixed(Type::Text),
         Takes::Positions(OID_TEXT),
         catalog::no_description,

@@ -324,6 +324,14 @@ impl Session {
                         catalog.views.remove(&name);
                     }
                 },
+                super::Undo::Comment { key, previous } => match previous {
+                    Some(text) => {
+                        catalog.comments.insert(key, text);
+                    }
+                    None => {
+                        catalog.comments.remove(&key);
+                    }
+                },
                 super::Undo::Sequence { name, previous } => match previous {
                     Some(def) => {
                         if let Some(sequence) = catalog.sequences.get(&def.key) {

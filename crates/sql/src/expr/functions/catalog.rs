@@ -157,6 +157,50 @@ pub(super) fn no_description(_: &[Value], _: Type, _: &Context<'_>) -> SqlResult
     Ok(Value::Null)
 }
 
+/// The `COMMENT ON` text of the relation with id `id` (a table or an index), or with `column`
+/// (from 1) of one of its columns; `None` when there is none.
+fn description(cx: &Context<'_>, id: i64, column: Option<i64>) -> Option<String> {
+    let mut out = None;
+    cx.reserve.with_catalog(&mut |catalog| {
+        let relations = relations(&user_tables(catalog));
+        let Some(relation) = relations.iter().find(|r| r.oid == id) else { return };
+        let key = match (column, relation.kind) {
+            (None, 'i') => format!("index:{}", relation.name),
+            (None, _) => format!("table:{}", relation.name),
+            (Some(at), 'r') => {
+                let columns = &relation.table.schema.columns;
+                let Some(column) = usize::try_from(at - 1).ok().and_then(|at| columns.get(at))
+                else {
+                    return;
+                };
+                format!("column:{}.{}", relation.name, column.name)
+            }
+            (Some(_), _) => return,
+        };
+        out = catalog.comments.get(&key).cloned();
+    });
+    out
+}
+
+/// `obj_description(object [, catalog])`: a relation's comment.
+pub(super) fn obj_description(values: &[Value], _: Type, cx: &Context<'_>) -> SqlResult<Value> {
+    let Some(id) = oid(&values[0]) else { return Ok(Value::Null) };
+    if let Some(Value::Text(catalog)) = values.get(1)
+        && catalog.as_str() != "pg_class"
+    {
+        return Ok(Value::Null);
+    }
+    Ok(description(cx, id, None).map_or(Value::Null, text))
+}
+
+/// `col_description(table, column)`: a column's comment.
+pub(super) fn col_description(values: &[Value], _: Type, cx: &Context<'_>) -> SqlResult<Value> {
+    let (Some(id), Some(column)) = (oid(&values[0]), oid(&values[1])) else {
+        return Ok(Value::Null);
+    };
+    Ok(description(cx, id, Some(column)).map_or(Value::Null, text))
+}
+
 /// `pg_get_expr(expression, relation [, pretty])`: Engram's catalog keeps expressions (column
 /// defaults) as SQL text already.
 pub(super) fn pg_get_expr(values: &[Value], _: Type, _: &Context<'_>) -> SqlResult<Value> {
