@@ -257,7 +257,12 @@ impl<'a> Parser<'a> {
         {
             end += 1;
         }
-        end.max(self.at + 1).min(self.bytes.len())
+        // At least one character (a whole one: the text may hold any).
+        let mut end = end.max(self.at + 1).min(self.bytes.len());
+        while !self.text.is_char_boundary(end) {
+            end += 1;
+        }
+        end
     }
 
     fn unexpected(&self) -> SqlError {
@@ -966,6 +971,14 @@ mod tests {
             "\"a\nb\"",
             "{\"a\" 1}",
             "\"\\ud83d\"",
+            // Characters of more than one byte where a token was expected.
+            "é",
+            "[é]",
+            "{\"a\":é}",
+            "{é:1}",
+            "1é",
+            "[1 é]",
+            "\u{1F600}",
         ] {
             assert_eq!(text(bad), "22P02", "{bad:?}");
         }
