@@ -13,6 +13,15 @@ use std::sync::Arc;
 /// 54001, as PostgreSQL's stack check does (the parser, printer and comparisons recurse).
 pub const JSON_DEPTH_MAX: usize = 1_000;
 
+/// How [`Json`] prints: jsonb's output (`{"a": 1}`), `jsonb_pretty`'s, or the blank-free
+/// form of `json`'s generators (`{"a":1}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    Spaced,
+    Pretty,
+    Compact,
+}
+
 /// A jsonb value.
 #[derive(Debug, Clone)]
 pub enum Json {
@@ -564,23 +573,33 @@ impl Json {
     /// The value as jsonb prints it (`{"a": 1, "b": [1, 2]}`).
     pub fn to_text(&self) -> String {
         let mut out = String::new();
-        self.write(&mut out, None, 0);
+        self.write(&mut out, Layout::Spaced, 0);
         out
     }
 
     /// `jsonb_pretty`'s form: four spaces per level, one member per line.
     pub fn to_pretty(&self) -> String {
         let mut out = String::new();
-        self.write(&mut out, Some(4), 0);
+        self.write(&mut out, Layout::Pretty, 0);
         out
     }
 
-    fn write(&self, out: &mut String, indent: Option<usize>, level: usize) {
+    /// Appends the value as `json`'s generators print it: no blanks (`[1,2]`, `{"a":1}`).
+    pub fn write_compact(&self, out: &mut String) {
+        self.write(out, Layout::Compact, 0);
+    }
+
+    fn write(&self, out: &mut String, layout: Layout, level: usize) {
         let newline = |out: &mut String, level: usize| {
-            if let Some(width) = indent {
+            if layout == Layout::Pretty {
                 out.push('\n');
-                out.extend(std::iter::repeat_n(' ', width * level));
+                out.extend(std::iter::repeat_n(' ', 4 * level));
             }
+        };
+        let (between, colon) = match layout {
+            Layout::Spaced => (", ", ": "),
+            Layout::Pretty => (",", ": "),
+            Layout::Compact => (",", ":"),
         };
         match self {
             Json::Null => out.push_str("null"),
@@ -591,13 +610,13 @@ impl Json {
                 out.push('[');
                 for (at, item) in items.iter().enumerate() {
                     if at > 0 {
-                        out.push_str(if indent.is_some() { "," } else { ", " });
+                        out.push_str(between);
                     }
                     newline(out, level + 1);
-                    item.write(out, indent, level + 1);
+                    item.write(out, layout, level + 1);
                 }
                 // (Pretty-printed, an empty container too breaks its line, as PostgreSQL's.)
-                if !items.is_empty() || indent.is_some() {
+                if !items.is_empty() || layout == Layout::Pretty {
                     newline(out, level);
                 }
                 out.push(']');
@@ -606,14 +625,14 @@ impl Json {
                 out.push('{');
                 for (at, (key, value)) in pairs.iter().enumerate() {
                     if at > 0 {
-                        out.push_str(if indent.is_some() { "," } else { ", " });
+                        out.push_str(between);
                     }
                     newline(out, level + 1);
                     write_string(key, out);
-                    out.push_str(": ");
-                    value.write(out, indent, level + 1);
+                    out.push_str(colon);
+                    value.write(out, layout, level + 1);
                 }
-                if !pairs.is_empty() || indent.is_some() {
+                if !pairs.is_empty() || layout == Layout::Pretty {
                     newline(out, level);
                 }
                 out.push('}');

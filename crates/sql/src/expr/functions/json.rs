@@ -180,16 +180,15 @@ fn resolve_json(types: &[Type], default: Type, rest: &[Type]) -> Option<Vec<Type
 
 const TEXT: &[Type] = &[Type::Text];
 const TEXT_ARRAY: &[Type] = &[Type::Array(Elem::Text)];
-const NONE: &[Type] = &[Type::Text];
 
 pub(super) fn json_one(types: &[Type]) -> Option<Vec<Type>> {
     (types.len() == 1).then_some(())?;
-    resolve_json(types, Type::Json, NONE)
+    resolve_json(types, Type::Json, TEXT)
 }
 
 pub(super) fn jsonb_one(types: &[Type]) -> Option<Vec<Type>> {
     (types.len() == 1).then_some(())?;
-    resolve_json(types, Type::Jsonb, NONE)
+    resolve_json(types, Type::Jsonb, TEXT)
 }
 
 pub(super) fn json_texts(types: &[Type]) -> Option<Vec<Type>> {
@@ -652,7 +651,7 @@ pub(super) fn strip_nulls_fn(values: &[Value], _: Type, _: &Context<'_>) -> SqlR
         Value::Json(json) => json::jsonb(strip_nulls(json)),
         Value::Text(text) => {
             let mut out = String::new();
-            write_compact(&strip_nulls(&json::parse_json_tree(text)?), &mut out);
+            strip_nulls(&json::parse_json_tree(text)?).write_compact(&mut out);
             Value::Text(out.into())
         }
         _ => Value::Null,
@@ -699,35 +698,6 @@ pub fn to_json_tree(value: &Value) -> SqlResult<Json> {
     })
 }
 
-/// A json value as `json`'s generators print it: no blanks (`[1,2]`, `{"a":1}`).
-pub fn write_compact(json: &Json, out: &mut String) {
-    match json {
-        Json::Array(items) => {
-            out.push('[');
-            for (at, item) in items.iter().enumerate() {
-                if at > 0 {
-                    out.push(',');
-                }
-                write_compact(item, out);
-            }
-            out.push(']');
-        }
-        Json::Object(pairs) => {
-            out.push('{');
-            for (at, (key, value)) in pairs.iter().enumerate() {
-                if at > 0 {
-                    out.push(',');
-                }
-                json::write_string(key, out);
-                out.push(':');
-                write_compact(value, out);
-            }
-            out.push('}');
-        }
-        other => out.push_str(&other.to_text()),
-    }
-}
-
 /// A SQL value as an element of a `json` text: a jsonb value as it prints, an array
 /// compactly, anything else as [`to_json_tree`] makes it.
 pub fn write_json_value(value: &Value, out: &mut String) -> SqlResult<()> {
@@ -743,7 +713,7 @@ pub fn write_json_value(value: &Value, out: &mut String) -> SqlResult<()> {
             }
             out.push(']');
         }
-        other => write_compact(&to_json_tree(other)?, out),
+        other => to_json_tree(other)?.write_compact(out),
     }
     Ok(())
 }
